@@ -1,0 +1,143 @@
+import type { Status } from "./object.ts";
+
+/** The metav1.StatusReason values the runtime classifies. */
+export type StatusReason =
+  | "NotFound"
+  | "AlreadyExists"
+  | "Conflict"
+  | "Gone"
+  | "Expired"
+  | "Forbidden"
+  | "Unauthorized"
+  | "Invalid"
+  | "BadRequest"
+  | "MethodNotAllowed"
+  | "TooManyRequests"
+  | "Timeout"
+  | "ServerTimeout"
+  | "InternalError"
+  | "ServiceUnavailable"
+  | "Unknown";
+
+const reasonByCode: Record<number, StatusReason> = {
+  400: "BadRequest",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "NotFound",
+  405: "MethodNotAllowed",
+  409: "Conflict",
+  410: "Gone",
+  422: "Invalid",
+  429: "TooManyRequests",
+  500: "InternalError",
+  503: "ServiceUnavailable",
+  504: "Timeout",
+};
+
+/** What an error is about, for messages: "pods ns/name". */
+export interface ErrorTarget {
+  resource: string;
+  namespace?: string;
+  name?: string;
+}
+
+/**
+ * An error answered by the API server (or the fake), classified by reason. The message names
+ * the resource and object so a log line is useful without the surrounding context.
+ */
+export class ApiError extends Error {
+  readonly code: number;
+  readonly reason: StatusReason;
+  readonly status?: Status;
+  readonly target?: ErrorTarget;
+
+  constructor(code: number, reason: StatusReason, message: string, opts?: {
+    status?: Status;
+    target?: ErrorTarget;
+  }) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.reason = reason;
+    this.status = opts?.status;
+    this.target = opts?.target;
+  }
+
+  /** Builds an error from an HTTP status code and an optional Status body. */
+  static fromStatus(code: number, body: Status | undefined, target?: ErrorTarget): ApiError {
+    const reason = classifyReason(code, body?.reason);
+    const what = target ? describeTarget(target) : "";
+    const detail = body?.message ?? `HTTP ${code}`;
+    const message = what ? `${what}: ${reason}: ${detail}` : `${reason}: ${detail}`;
+    return new ApiError(code, reason, message, { status: body, target });
+  }
+}
+
+function classifyReason(code: number, reason?: string): StatusReason {
+  if (reason && (reason as StatusReason) && isKnownReason(reason)) return reason;
+  return reasonByCode[code] ?? "Unknown";
+}
+
+const knownReasons = new Set<string>([
+  "NotFound",
+  "AlreadyExists",
+  "Conflict",
+  "Gone",
+  "Expired",
+  "Forbidden",
+  "Unauthorized",
+  "Invalid",
+  "BadRequest",
+  "MethodNotAllowed",
+  "TooManyRequests",
+  "Timeout",
+  "ServerTimeout",
+  "InternalError",
+  "ServiceUnavailable",
+]);
+
+function isKnownReason(reason: string): reason is StatusReason {
+  return knownReasons.has(reason);
+}
+
+/** "pods ns/name", "pods name", or "pods". */
+export function describeTarget(t: ErrorTarget): string {
+  const name = t.name ? (t.namespace ? `${t.namespace}/${t.name}` : t.name) : "";
+  return name ? `${t.resource} ${name}` : t.resource;
+}
+
+/** Creates an ApiError with a Status body shaped like the API server's. */
+export function newApiError(
+  code: number,
+  reason: StatusReason,
+  target: ErrorTarget,
+  detail: string,
+): ApiError {
+  const status: Status = {
+    apiVersion: "v1",
+    kind: "Status",
+    status: "Failure",
+    message: detail,
+    reason,
+    code,
+    details: { name: target.name, kind: target.resource },
+  };
+  return ApiError.fromStatus(code, status, target);
+}
+
+function hasReason(err: unknown, ...reasons: StatusReason[]): boolean {
+  return err instanceof ApiError && reasons.includes(err.reason);
+}
+
+/** True for 404 NotFound. */
+export const isNotFound = (err: unknown): boolean => hasReason(err, "NotFound");
+/** True for 409 AlreadyExists. */
+export const isAlreadyExists = (err: unknown): boolean => hasReason(err, "AlreadyExists");
+/** True for 409 Conflict (stale resourceVersion or failed precondition). */
+export const isConflict = (err: unknown): boolean => hasReason(err, "Conflict");
+/** True for 410 Gone / Expired (resourceVersion too old). */
+export const isGone = (err: unknown): boolean => hasReason(err, "Gone", "Expired");
+/** True for 403 Forbidden. */
+export const isForbidden = (err: unknown): boolean => hasReason(err, "Forbidden");
+/** True for 422 Invalid. */
+export const isInvalid = (err: unknown): boolean => hasReason(err, "Invalid");
