@@ -1,0 +1,692 @@
+import type {
+  Client,
+  DeleteOptions,
+  GetOptions,
+  JsonPatchOp,
+  ListOptions,
+  PatchBody,
+  PatchOptions,
+  PatchType,
+  WatchEvent,
+  WatchOptions,
+  WriteOptions,
+} from "./client.ts";
+import { ApiError, type ErrorTarget, newApiError } from "./errors.ts";
+import { deepCopy, keyString, type KubeObject, objectKey, type ObjectList } from "./object.ts";
+import { applyJsonPatch, applyMergePatch, jsonEqual, PatchError } from "./patch.ts";
+import { apiVersionOf, resourceId, type ResourceType } from "./resource.ts";
+import {
+  fieldSelectorString,
+  matchesFields,
+  matchesLabels,
+  parseFieldSelector,
+  parseLabelSelector,
+} from "./selector.ts";
+
+/** What a reactor sees: the verb and the target, like client-go's testing.Action. */
+export interface FakeAction {
+  verb: "get" | "list" | "create" | "update" | "patch" | "delete" | "watch";
+  resource: ResourceType;
+  namespace: string;
+  name: string;
+  subresource?: "status";
+  object?: KubeObject;
+}
+
+/**
+ * A reactor may throw (or return) an error to inject a fault, or return undefined to let the
+ * call proceed. Reactors run before the store is touched.
+ */
+export type Reactor = (action: FakeAction) => Error | undefined | Promise<Error | undefined>;
+
+export interface FakeClientOptions {
+  /** Objects stored verbatim (status included), like controller-runtime's WithObjects. */
+  objects?: { rt: ResourceType; obj: KubeObject }[];
+  /** How many past events per resource are kept for watch resumption (older → 410). */
+  historyLimit?: number;
+  /** Latency added to every call, for tests of slow APIs. */
+  latencyMs?: number;
+}
+
+interface StoredEvent {
+  rv: number;
+  type: "ADDED" | "MODIFIED" | "DELETED";
+  obj: KubeObject;
+  /** The object before a MODIFIED event, so filtered watches see objects enter and leave. */
+  prev?: KubeObject;
+}
+
+type StreamItem = StoredEvent | { rv: number; type: "BOOKMARK" };
+
+interface WatchSubscriber {
+  rt: ResourceType;
+  push(ev: StreamItem): void;
+  close(err?: ApiError): void;
+}
+
+interface Table {
+  rt: ResourceType;
+  objects: Map<string, KubeObject>;
+  history: StoredEvent[];
+  /** Lowest resourceVersion a watch may resume from; older ones get 410. */
+  compactedRv: number;
+}
+
+const defaultHistoryLimit = 10_000;
+
+/**
+ * An in-memory API server with the semantics reconcilers rely on: resourceVersion and
+ * Conflict on stale writes, generation bumped on spec changes for kinds with a status
+ * subresource, spec/status isolation both ways, finalizers and deletionTimestamp, graceful
+ * deletion of bound pods, merge and JSON patch, selectors, and watch streams that resume
+ * from a resourceVersion or fail with 410 once compacted. It runs the cache and the
+ * controllers unchanged. Like envtest without a controller-manager, it never garbage
+ * collects owned objects.
+ */
+export class FakeClient implements Client {
+  #tables = new Map<string, Table>();
+  // Starts above 0: "0" means "any version" to a watch, so no list may ever report it.
+  #rv = 1;
+  #uid = 0;
+  #subscribers = new Set<WatchSubscriber>();
+  #reactors: Reactor[] = [];
+  #historyLimit: number;
+  /** Latency added to every call (ms). Mutable so a test can slow the API down mid-run. */
+  latencyMs: number;
+  /** Every call made, in order (for assertions on request counts). */
+  readonly actions: FakeAction[] = [];
+
+  constructor(opts: FakeClientOptions = {}) {
+    this.#historyLimit = opts.historyLimit ?? defaultHistoryLimit;
+    this.latencyMs = opts.latencyMs ?? 0;
+    for (const { rt, obj } of opts.objects ?? []) this.seed(rt, obj);
+  }
+
+  /** Adds a reactor that runs before every call (fault injection). */
+  addReactor(reactor: Reactor): () => void {
+    this.#reactors.push(reactor);
+    return () => {
+      this.#reactors = this.#reactors.filter((r) => r !== reactor);
+    };
+  }
+
+  /** Stores an object as given (status kept), filling uid/resourceVersion/timestamps. */
+  seed<T extends KubeObject>(rt: ResourceType<T>, obj: T): T {
+    const stored = deepCopy(obj);
+    this.#fillSystemFields(rt, stored);
+    if (rt.statusSubresource && stored.metadata.generation === undefined) {
+      stored.metadata.generation = 1;
+    }
+    stored.metadata.resourceVersion = String(++this.#rv);
+    const table = this.#table(rt);
+    const key = keyString(objectKey(stored));
+    const prev = table.objects.get(key);
+    table.objects.set(key, stored);
+    this.#record(table, prev ? "MODIFIED" : "ADDED", stored, prev);
+    return deepCopy(stored);
+  }
+
+  /** The current resourceVersion of the whole store (like etcd's revision). */
+  get resourceVersion(): string {
+    return String(this.#rv);
+  }
+
+  /** Forgets watch history so resuming from any older resourceVersion yields 410 Gone. */
+  compact(): void {
+    for (const table of this.#tables.values()) {
+      table.history = [];
+      table.compactedRv = this.#rv;
+    }
+  }
+
+  /** Ends every open watch stream (like an API server restart or a dropped connection). */
+  closeWatches(): void {
+    for (const sub of [...this.#subscribers]) sub.close();
+  }
+
+  /** Sends a BOOKMARK with the current resourceVersion to every watch that asked for them. */
+  sendBookmarks(): void {
+    for (const sub of this.#subscribers) sub.push({ rv: this.#rv, type: "BOOKMARK" });
+  }
+
+  /** Number of open watch streams (for leak assertions). */
+  get openWatches(): number {
+    return this.#subscribers.size;
+  }
+
+  async get<T extends KubeObject>(
+    rt: ResourceType<T>,
+    namespace: string,
+    name: string,
+    _opts?: GetOptions,
+  ): Promise<T> {
+    await this.#enter({ verb: "get", resource: rt, namespace, name });
+    const obj = this.#table(rt).objects.get(this.#key(rt, namespace, name));
+    if (!obj) throw this.#notFound(rt, namespace, name);
+    return deepCopy(obj) as T;
+  }
+
+  async list<T extends KubeObject>(
+    rt: ResourceType<T>,
+    opts: ListOptions = {},
+  ): Promise<ObjectList<T>> {
+    const namespace = opts.namespace ?? "";
+    await this.#enter({ verb: "list", resource: rt, namespace, name: "" });
+    const labels = parseLabelSelector(opts.labelSelector);
+    const fields = parseFieldSelector(
+      [opts.fieldSelector, fieldSelectorString(opts.matchingFields)].filter(Boolean).join(","),
+    );
+    const all = [...this.#table(rt).objects.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, o]) => o)
+      .filter((o) => !namespace || o.metadata.namespace === namespace)
+      .filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(o, fields));
+    const start = opts.continue ? Number(opts.continue) : 0;
+    const end = opts.limit ? Math.min(all.length, start + opts.limit) : all.length;
+    const items = all.slice(start, end).map((o) => deepCopy(o) as T);
+    return {
+      apiVersion: apiVersionOf(rt),
+      kind: `${rt.kind}List`,
+      metadata: {
+        resourceVersion: String(this.#rv),
+        ...(end < all.length
+          ? { continue: String(end), remainingItemCount: all.length - end }
+          : {}),
+      },
+      items,
+    };
+  }
+
+  async create<T extends KubeObject>(rt: ResourceType<T>, obj: T, opts?: WriteOptions): Promise<T> {
+    const namespace = obj.metadata.namespace ?? "";
+    let name = obj.metadata.name ?? "";
+    await this.#enter({ verb: "create", resource: rt, namespace, name, object: obj });
+    if (!name && obj.metadata.generateName) name = obj.metadata.generateName + randomSuffix();
+    if (!name) {
+      throw this.#invalid(
+        rt,
+        namespace,
+        name,
+        "metadata.name: Required value: name or generateName is required",
+      );
+    }
+    if (rt.namespaced && !namespace) {
+      throw this.#invalid(rt, namespace, name, "metadata.namespace: Required value");
+    }
+    if (obj.metadata.resourceVersion) {
+      throw this.#invalid(
+        rt,
+        namespace,
+        name,
+        "metadata.resourceVersion: Invalid value: must not be set on create",
+      );
+    }
+    const table = this.#table(rt);
+    const key = this.#key(rt, namespace, name);
+    if (table.objects.has(key)) {
+      throw newApiError(
+        409,
+        "AlreadyExists",
+        this.#target(rt, namespace, name),
+        `${rt.plural} "${name}" already exists`,
+      );
+    }
+    const stored = deepCopy(obj);
+    stored.apiVersion = apiVersionOf(rt);
+    stored.kind = rt.kind;
+    stored.metadata.name = name;
+    delete stored.metadata.deletionTimestamp;
+    delete stored.metadata.deletionGracePeriodSeconds;
+    delete stored.metadata.managedFields;
+    this.#fillSystemFields(rt, stored);
+    if (rt.statusSubresource) {
+      stored.metadata.generation = 1;
+      resetStatusOnCreate(rt, stored);
+    }
+    if (opts?.dryRun) return deepCopy(stored) as T;
+    stored.metadata.resourceVersion = String(++this.#rv);
+    table.objects.set(key, stored);
+    this.#record(table, "ADDED", stored);
+    return deepCopy(stored) as T;
+  }
+
+  async update<T extends KubeObject>(rt: ResourceType<T>, obj: T, opts?: WriteOptions): Promise<T> {
+    const { namespace, name } = objectKey(obj);
+    await this.#enter({ verb: "update", resource: rt, namespace, name, object: obj });
+    return this.#write(rt, namespace, name, obj, false, opts);
+  }
+
+  async updateStatus<T extends KubeObject>(
+    rt: ResourceType<T>,
+    obj: T,
+    opts?: WriteOptions,
+  ): Promise<T> {
+    const { namespace, name } = objectKey(obj);
+    await this.#enter({
+      verb: "update",
+      resource: rt,
+      namespace,
+      name,
+      subresource: "status",
+      object: obj,
+    });
+    if (!rt.statusSubresource) throw this.#notFound(rt, namespace, name);
+    return this.#write(rt, namespace, name, obj, true, opts);
+  }
+
+  async patch<T extends KubeObject>(
+    rt: ResourceType<T>,
+    namespace: string,
+    name: string,
+    type: PatchType,
+    patch: PatchBody,
+    opts?: PatchOptions,
+  ): Promise<T> {
+    const subresource = opts?.subresource;
+    await this.#enter({ verb: "patch", resource: rt, namespace, name, subresource });
+    if (subresource === "status" && !rt.statusSubresource) {
+      throw this.#notFound(rt, namespace, name);
+    }
+    const current = this.#table(rt).objects.get(this.#key(rt, namespace, name));
+    if (!current) throw this.#notFound(rt, namespace, name);
+    let patched: KubeObject;
+    try {
+      patched = (type === "merge"
+        ? applyMergePatch(current, patch)
+        : applyJsonPatch(current, patch as JsonPatchOp[])) as KubeObject;
+    } catch (err) {
+      if (err instanceof PatchError) throw this.#invalid(rt, namespace, name, err.message);
+      throw err;
+    }
+    if (!patched || typeof patched !== "object" || typeof patched.metadata !== "object") {
+      throw this.#invalid(rt, namespace, name, "patch removed metadata");
+    }
+    // A patch carries a resourceVersion only when the caller wants optimistic locking; without
+    // one it applies to whatever is current.
+    const wantsLock = type === "merge"
+      ? typeof (patch as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion ===
+        "string"
+      : (patch as JsonPatchOp[]).some((op) => op.path === "/metadata/resourceVersion");
+    if (!wantsLock) patched.metadata.resourceVersion = current.metadata.resourceVersion;
+    return this.#write(rt, namespace, name, patched as T, subresource === "status", opts);
+  }
+
+  async delete<T extends KubeObject>(
+    rt: ResourceType<T>,
+    namespace: string,
+    name: string,
+    opts: DeleteOptions = {},
+  ): Promise<T | undefined> {
+    await this.#enter({ verb: "delete", resource: rt, namespace, name });
+    const table = this.#table(rt);
+    const key = this.#key(rt, namespace, name);
+    const current = table.objects.get(key);
+    if (!current) throw this.#notFound(rt, namespace, name);
+    const pre = opts.preconditions;
+    if (pre?.uid && pre.uid !== current.metadata.uid) {
+      throw this.#conflict(
+        rt,
+        namespace,
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`,
+      );
+    }
+    if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
+      throw this.#conflict(
+        rt,
+        namespace,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+      );
+    }
+    const next = deepCopy(current);
+    const finalizers = next.metadata.finalizers ?? [];
+    if (opts.propagationPolicy === "Foreground" && !finalizers.includes("foregroundDeletion")) {
+      finalizers.push("foregroundDeletion");
+    } else if (opts.propagationPolicy === "Orphan" && !finalizers.includes("orphan")) {
+      finalizers.push("orphan");
+    }
+    const grace = gracefulPeriod(rt, next, opts.gracePeriodSeconds);
+    if (finalizers.length === 0 && grace === 0) {
+      table.objects.delete(key);
+      this.#rv++;
+      const gone = deepCopy(next);
+      gone.metadata.resourceVersion = String(this.#rv);
+      this.#record(table, "DELETED", gone);
+      return undefined;
+    }
+    // Marked for deletion: it stays until the finalizers are removed (or, for a bound pod, until
+    // its kubelet confirms with a zero-grace delete).
+    if (!next.metadata.deletionTimestamp) {
+      next.metadata.deletionTimestamp = new Date(Date.now() + grace * 1000).toISOString().replace(
+        /\.\d{3}Z$/,
+        "Z",
+      );
+      next.metadata.deletionGracePeriodSeconds = grace;
+      if (next.metadata.generation !== undefined) next.metadata.generation++;
+    } else if (grace < (next.metadata.deletionGracePeriodSeconds ?? 0)) {
+      next.metadata.deletionGracePeriodSeconds = grace;
+    }
+    if (finalizers.length > 0) next.metadata.finalizers = finalizers;
+    if (jsonEqual(next, current)) return deepCopy(current) as T;
+    next.metadata.resourceVersion = String(++this.#rv);
+    table.objects.set(key, next);
+    this.#record(table, "MODIFIED", next, current);
+    return deepCopy(next) as T;
+  }
+
+  watch<T extends KubeObject>(
+    rt: ResourceType<T>,
+    opts: WatchOptions,
+  ): AsyncIterable<WatchEvent<T>> {
+    return this.#watch(rt, opts) as AsyncIterable<WatchEvent<T>>;
+  }
+
+  async *#watch(rt: ResourceType, opts: WatchOptions): AsyncGenerator<WatchEvent<KubeObject>> {
+    const namespace = opts.namespace ?? "";
+    await this.#enter({ verb: "watch", resource: rt, namespace, name: "" });
+    const labels = parseLabelSelector(opts.labelSelector);
+    const fields = parseFieldSelector(opts.fieldSelector);
+    const matches = (o: KubeObject) =>
+      (!namespace || o.metadata.namespace === namespace) &&
+      matchesLabels(labels, o.metadata.labels) && matchesFields(o, fields);
+    const table = this.#table(rt);
+    const pending: StreamItem[] = [];
+    let closed = false;
+    let closeError: ApiError | undefined;
+    let wake: (() => void) | undefined;
+    const notify = () => {
+      const w = wake;
+      wake = undefined;
+      w?.();
+    };
+    const sub: WatchSubscriber = {
+      rt,
+      push: (ev) => {
+        if (ev.type === "BOOKMARK" && !opts.allowWatchBookmarks) return;
+        pending.push(ev);
+        notify();
+      },
+      close: (err) => {
+        closed = true;
+        closeError = err;
+        notify();
+      },
+    };
+    const startRv = opts.resourceVersion && opts.resourceVersion !== "0"
+      ? Number(opts.resourceVersion)
+      : undefined;
+    if (startRv === undefined) {
+      // No resourceVersion: the server first replays the current state as ADDED events.
+      for (const o of [...table.objects.values()]) {
+        pending.push({ rv: Number(o.metadata.resourceVersion), type: "ADDED", obj: o });
+      }
+    } else if (startRv < table.compactedRv) {
+      yield {
+        type: "ERROR",
+        object: {
+          kind: "Status",
+          apiVersion: "v1",
+          status: "Failure",
+          reason: "Expired",
+          code: 410,
+          message: `too old resource version: ${startRv} (${table.compactedRv})`,
+        },
+      };
+      return;
+    } else {
+      for (const ev of table.history) if (ev.rv > startRv) pending.push(ev);
+    }
+    this.#subscribers.add(sub);
+    const timer = opts.timeoutSeconds
+      ? setTimeout(() => sub.close(), opts.timeoutSeconds * 1000)
+      : undefined;
+    const onAbort = () => sub.close();
+    opts.signal?.addEventListener("abort", onAbort);
+    try {
+      while (true) {
+        while (pending.length > 0) {
+          const ev = pending.shift()!;
+          if (ev.type === "BOOKMARK") {
+            yield {
+              type: "BOOKMARK",
+              object: {
+                kind: rt.kind,
+                apiVersion: apiVersionOf(rt),
+                metadata: { resourceVersion: String(ev.rv) },
+              },
+            };
+            continue;
+          }
+          const now = matches(ev.obj);
+          const before = ev.type === "MODIFIED" && ev.prev ? matches(ev.prev) : now;
+          // Like the API server, a filtered watch reports objects entering the filter as
+          // ADDED and leaving it as DELETED.
+          if (now && before) yield { type: ev.type, object: deepCopy(ev.obj) };
+          else if (now) yield { type: "ADDED", object: deepCopy(ev.obj) };
+          else if (before) yield { type: "DELETED", object: deepCopy(ev.obj) };
+        }
+        if (closed || opts.signal?.aborted) break;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+      if (closeError) throw closeError;
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      this.#subscribers.delete(sub);
+    }
+  }
+
+  /** Shared path of update, updateStatus and patch. */
+  #write<T extends KubeObject>(
+    rt: ResourceType<T>,
+    namespace: string,
+    name: string,
+    incoming: T,
+    statusOnly: boolean,
+    opts?: WriteOptions,
+  ): T {
+    const table = this.#table(rt);
+    const key = this.#key(rt, namespace, name);
+    const current = table.objects.get(key);
+    if (!current) throw this.#notFound(rt, namespace, name);
+    const rv = incoming.metadata.resourceVersion;
+    if (rv && rv !== current.metadata.resourceVersion) {
+      throw this.#conflict(
+        rt,
+        namespace,
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
+      );
+    }
+    const next = mergeWrite(rt, current, deepCopy(incoming), statusOnly);
+    if (jsonEqual(next, current)) return deepCopy(current) as T; // no-op writes keep the RV
+    if (opts?.dryRun) return deepCopy(next) as T;
+    if (
+      next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0
+    ) {
+      // The last finalizer is gone: the object is deleted now.
+      table.objects.delete(key);
+      next.metadata.resourceVersion = String(++this.#rv);
+      this.#record(table, "DELETED", next);
+      return deepCopy(next) as T;
+    }
+    next.metadata.resourceVersion = String(++this.#rv);
+    table.objects.set(key, next);
+    this.#record(table, "MODIFIED", next, current);
+    return deepCopy(next) as T;
+  }
+
+  #fillSystemFields(rt: ResourceType, obj: KubeObject): void {
+    obj.apiVersion = apiVersionOf(rt);
+    obj.kind = rt.kind;
+    obj.metadata.uid ??= fakeUid(++this.#uid);
+    obj.metadata.creationTimestamp ??= nowRfc3339();
+    if (!rt.namespaced) delete obj.metadata.namespace;
+  }
+
+  #record(table: Table, type: StoredEvent["type"], obj: KubeObject, prev?: KubeObject): void {
+    const ev: StoredEvent = {
+      rv: Number(obj.metadata.resourceVersion),
+      type,
+      obj: deepCopy(obj),
+      prev: prev ? deepCopy(prev) : undefined,
+    };
+    table.history.push(ev);
+    if (table.history.length > this.#historyLimit) {
+      const dropped = table.history.splice(0, table.history.length - this.#historyLimit);
+      table.compactedRv = dropped[dropped.length - 1].rv;
+    }
+    for (const sub of this.#subscribers) if (sub.rt === table.rt) sub.push(ev);
+  }
+
+  async #enter(action: FakeAction): Promise<void> {
+    this.actions.push(action);
+    if (this.latencyMs > 0) await new Promise((r) => setTimeout(r, this.latencyMs));
+    for (const reactor of this.#reactors) {
+      const err = await reactor(action);
+      if (err) throw err;
+    }
+  }
+
+  #table(rt: ResourceType): Table {
+    const id = resourceId(rt);
+    let table = this.#tables.get(id);
+    if (!table) {
+      table = { rt, objects: new Map(), history: [], compactedRv: 0 };
+      this.#tables.set(id, table);
+    }
+    return table;
+  }
+
+  #key(rt: ResourceType, namespace: string, name: string): string {
+    return rt.namespaced ? `${namespace}/${name}` : name;
+  }
+
+  #target(rt: ResourceType, namespace: string, name: string): ErrorTarget {
+    return { resource: resourceId(rt), namespace: rt.namespaced ? namespace : undefined, name };
+  }
+
+  #notFound(rt: ResourceType, namespace: string, name: string): ApiError {
+    return newApiError(
+      404,
+      "NotFound",
+      this.#target(rt, namespace, name),
+      `${resourceId(rt)} "${name}" not found`,
+    );
+  }
+
+  #conflict(rt: ResourceType, namespace: string, name: string, why: string): ApiError {
+    return newApiError(
+      409,
+      "Conflict",
+      this.#target(rt, namespace, name),
+      `Operation cannot be fulfilled on ${resourceId(rt)} "${name}": ${why}`,
+    );
+  }
+
+  #invalid(rt: ResourceType, namespace: string, name: string, why: string): ApiError {
+    return newApiError(
+      422,
+      "Invalid",
+      this.#target(rt, namespace, name),
+      `${rt.kind} "${name}" is invalid: ${why}`,
+    );
+  }
+}
+
+/**
+ * Computes the stored object after a write, applying the API server's rules: identity and
+ * system fields are kept, status and spec are isolated for kinds with a status subresource,
+ * generation moves only when the spec does, and deletionTimestamp cannot be set by a write.
+ */
+function mergeWrite(
+  rt: ResourceType,
+  current: KubeObject,
+  incoming: KubeObject,
+  statusOnly: boolean,
+): KubeObject {
+  const cur = current as KubeObject & Record<string, unknown>;
+  const inc = incoming as KubeObject & Record<string, unknown>;
+  let next: KubeObject & Record<string, unknown>;
+  if (statusOnly) {
+    // The status subresource takes status only; spec and metadata stay as stored.
+    next = deepCopy(cur);
+    if ("status" in inc) next.status = inc.status;
+    else delete next.status;
+    return next;
+  }
+  next = inc;
+  next.apiVersion = cur.apiVersion;
+  next.kind = cur.kind;
+  const m = next.metadata;
+  const c = cur.metadata;
+  m.name = c.name;
+  if (c.namespace !== undefined) m.namespace = c.namespace;
+  m.uid = c.uid;
+  m.creationTimestamp = c.creationTimestamp;
+  m.resourceVersion = c.resourceVersion;
+  m.generation = c.generation;
+  if (c.deletionTimestamp) {
+    m.deletionTimestamp = c.deletionTimestamp;
+    m.deletionGracePeriodSeconds = c.deletionGracePeriodSeconds;
+  } else {
+    delete m.deletionTimestamp;
+    delete m.deletionGracePeriodSeconds;
+  }
+  if (m.generateName === undefined) delete m.generateName;
+  delete m.managedFields;
+  if (c.managedFields) m.managedFields = c.managedFields;
+  if (rt.statusSubresource) {
+    if ("status" in cur) next.status = cur.status;
+    else delete next.status;
+    if (!jsonEqual(withoutMetaAndStatus(next), withoutMetaAndStatus(cur))) {
+      m.generation = (c.generation ?? 0) + 1;
+    }
+  }
+  for (const k of Object.keys(m) as (keyof typeof m)[]) if (m[k] === undefined) delete m[k];
+  return next;
+}
+
+function withoutMetaAndStatus(obj: Record<string, unknown>): Record<string, unknown> {
+  const { metadata: _m, status: _s, ...rest } = obj;
+  return rest;
+}
+
+/** Pods start Pending whatever the creator wrote; custom resources start with no status. */
+function resetStatusOnCreate(rt: ResourceType, obj: KubeObject): void {
+  const o = obj as KubeObject & { status?: unknown };
+  if (rt.group === "" && rt.plural === "pods") o.status = { phase: "Pending" };
+  else delete o.status;
+}
+
+/**
+ * Grace period of a delete. Only pods bound to a node are deleted gracefully (their kubelet
+ * must confirm); unbound or finished pods and every other kind go at once.
+ */
+function gracefulPeriod(rt: ResourceType, obj: KubeObject, requested?: number): number {
+  if (!(rt.group === "" && rt.plural === "pods")) return 0;
+  const pod = obj as KubeObject & {
+    spec?: { nodeName?: string; terminationGracePeriodSeconds?: number };
+    status?: { phase?: string };
+  };
+  if (!pod.spec?.nodeName) return 0;
+  if (pod.status?.phase === "Failed" || pod.status?.phase === "Succeeded") return 0;
+  return requested ?? pod.spec.terminationGracePeriodSeconds ?? 30;
+}
+
+function nowRfc3339(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+function fakeUid(n: number): string {
+  const hex = n.toString(16).padStart(12, "0");
+  return `00000000-0000-4000-8000-${hex}`;
+}
+
+function randomSuffix(): string {
+  const alphabet = "bcdfghjklmnpqrstvwxz2456789";
+  let s = "";
+  for (let i = 0; i < 5; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)];
+  return s;
+}

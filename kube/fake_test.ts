@@ -1,0 +1,101 @@
+import assert from "node:assert/strict";
+import { FakeClient } from "./fake.ts";
+import { isForbidden, newApiError } from "./errors.ts";
+import { expectGoneWatch, semanticsCases, Widgets } from "../tests/semantics/api_semantics.ts";
+
+// The same cases run against a real kube-apiserver in tests/integration/api_semantics_test.ts.
+for (const c of semanticsCases) {
+  Deno.test(`fake API semantics: ${c.name}`, async () => {
+    const fake = new FakeClient();
+    await c.fn(fake, "sem");
+    assert.equal(fake.openWatches, 0, "watches are closed");
+  });
+}
+
+Deno.test("fake: watch from a compacted resourceVersion gets 410", async () => {
+  const fake = new FakeClient();
+  const v1 = await fake.create(Widgets, {
+    metadata: { name: "a", namespace: "ns" },
+    spec: { agent: { image: "x" } },
+  });
+  await fake.patch(Widgets, "ns", "a", "merge", { metadata: { labels: { b: "c" } } });
+  fake.compact();
+  await expectGoneWatch(fake, "ns", v1.metadata.resourceVersion!);
+});
+
+Deno.test("fake: seeded objects keep their status", async () => {
+  const fake = new FakeClient();
+  fake.seed(Widgets, {
+    metadata: { name: "s", namespace: "ns" },
+    spec: { agent: { image: "x" } },
+    status: { phase: "Running" },
+  });
+  const got = await fake.get(Widgets, "ns", "s");
+  assert.equal(got.status?.phase, "Running");
+  assert.equal(got.metadata.generation, 1);
+});
+
+Deno.test("fake: reactors inject faults and actions are recorded", async () => {
+  const fake = new FakeClient();
+  const remove = fake.addReactor((a) =>
+    a.verb === "create"
+      ? newApiError(403, "Forbidden", { resource: "cocoonsets", name: a.name }, "no")
+      : undefined
+  );
+  await assert.rejects(
+    fake.create(Widgets, {
+      metadata: { name: "f", namespace: "ns" },
+      spec: { agent: { image: "x" } },
+    }),
+    isForbidden,
+  );
+  remove();
+  await fake.create(Widgets, {
+    metadata: { name: "f", namespace: "ns" },
+    spec: { agent: { image: "x" } },
+  });
+  assert.deepEqual(fake.actions.map((a) => a.verb), ["create", "create"]);
+});
+
+Deno.test("fake: closeWatches ends open streams; bookmarks carry the resourceVersion", async () => {
+  const fake = new FakeClient();
+  const ac = new AbortController();
+  const it = fake.watch(Widgets, {
+    namespace: "ns",
+    resourceVersion: fake.resourceVersion,
+    allowWatchBookmarks: true,
+    signal: ac.signal,
+  })[
+    Symbol.asyncIterator
+  ]();
+  const first = it.next();
+  await fake.create(Widgets, {
+    metadata: { name: "b", namespace: "ns" },
+    spec: { agent: { image: "x" } },
+  });
+  assert.equal((await first).value?.type, "ADDED");
+  const second = it.next();
+  fake.sendBookmarks();
+  const bm = (await second).value;
+  assert.equal(bm?.type, "BOOKMARK");
+  assert.equal(bm?.object.metadata.resourceVersion, fake.resourceVersion);
+  const third = it.next();
+  fake.closeWatches();
+  assert.equal((await third).done, true);
+  assert.equal(fake.openWatches, 0);
+  ac.abort();
+});
+
+Deno.test("fake: watch without resourceVersion replays current objects first", async () => {
+  const fake = new FakeClient();
+  await fake.create(Widgets, {
+    metadata: { name: "x", namespace: "ns" },
+    spec: { agent: { image: "x" } },
+  });
+  const ac = new AbortController();
+  const it = fake.watch(Widgets, { namespace: "ns", signal: ac.signal })[Symbol.asyncIterator]();
+  const ev = await it.next();
+  assert.equal(ev.value?.type, "ADDED");
+  ac.abort();
+  assert.equal((await it.next()).done, true);
+});

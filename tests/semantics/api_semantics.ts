@@ -1,0 +1,399 @@
+/**
+ * API-server semantics the reconcilers rely on, written once and run twice: against the
+ * in-memory fake (kube/fake_test.ts) and against a real kube-apiserver
+ * (tests/integration/api_semantics_test.ts). A case that passes on one and fails on the other
+ * is a fake that lies.
+ */
+import assert from "node:assert/strict";
+import type { Client } from "../../kube/client.ts";
+import { type Pod, Pods } from "../../kube/core.ts";
+import { isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "../../kube/errors.ts";
+import type { KubeObject } from "../../kube/object.ts";
+import { resourceType } from "../../kube/resource.ts";
+
+/** A CocoonSet as far as these cases need it (the real CRD must be installed). */
+interface Widget extends KubeObject {
+  spec: { agent: { image: string; replicas?: number }; nodePool?: string };
+  status?: { phase?: string; observedGeneration?: number };
+}
+
+const Widgets = resourceType<Widget>({
+  group: "cocoonset.cocoonstack.io",
+  version: "v1",
+  kind: "CocoonSet",
+  plural: "cocoonsets",
+  namespaced: true,
+  statusSubresource: true,
+});
+
+export interface SemanticsCase {
+  name: string;
+  fn(client: Client, namespace: string): Promise<void>;
+}
+
+function widget(ns: string, name: string, extra: Partial<Widget> = {}): Widget {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name, namespace: ns },
+    spec: { agent: { image: "ghcr.io/example/agent:1" } },
+    ...extra,
+  };
+}
+
+async function rejects(p: Promise<unknown>, check: (e: unknown) => boolean, what: string) {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(check(err), `${what}: unexpected error ${err}`);
+    return err;
+  }
+  assert.fail(`${what}: expected an error`);
+}
+
+async function nextEvent<T>(it: AsyncIterator<T>, deadlineMs = 10_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("no watch event before the deadline")), deadlineMs);
+  });
+  try {
+    const r = await Promise.race([it.next(), timeout]);
+    if (r.done) throw new Error("watch ended");
+    return r.value;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export const semanticsCases: SemanticsCase[] = [
+  {
+    name: "create fills system fields, drops status, starts at generation 1",
+    async fn(c, ns) {
+      const created = await c.create(
+        Widgets,
+        widget(ns, "w1", { status: { phase: "Running" } }),
+      );
+      assert.ok(created.metadata.uid);
+      assert.ok(created.metadata.creationTimestamp);
+      assert.ok(created.metadata.resourceVersion);
+      assert.equal(created.metadata.generation, 1);
+      assert.equal(created.status, undefined);
+      const got = await c.get(Widgets, ns, "w1");
+      assert.equal(got.metadata.uid, created.metadata.uid);
+      assert.equal(got.metadata.resourceVersion, created.metadata.resourceVersion);
+    },
+  },
+  {
+    name: "NotFound and AlreadyExists are classified and name the object",
+    async fn(c, ns) {
+      const err = await rejects(c.get(Widgets, ns, "missing"), isNotFound, "get missing");
+      assert.match(String(err), /missing/);
+      await c.create(Widgets, widget(ns, "dup"));
+      await rejects(c.create(Widgets, widget(ns, "dup")), isAlreadyExists, "create twice");
+      await rejects(c.delete(Widgets, ns, "missing"), isNotFound, "delete missing");
+      await rejects(
+        c.patch(Widgets, ns, "missing", "merge", { metadata: { labels: { a: "b" } } }),
+        isNotFound,
+        "patch missing",
+      );
+    },
+  },
+  {
+    name: "stale resourceVersion conflicts; fresh one updates",
+    async fn(c, ns) {
+      const v1 = await c.create(Widgets, widget(ns, "w2"));
+      const v2 = await c.update(Widgets, {
+        ...v1,
+        metadata: { ...v1.metadata, labels: { x: "1" } },
+      });
+      assert.notEqual(v2.metadata.resourceVersion, v1.metadata.resourceVersion);
+      await rejects(
+        c.update(Widgets, { ...v1, metadata: { ...v1.metadata, labels: { x: "2" } } }),
+        isConflict,
+        "stale update",
+      );
+      const v3 = await c.update(Widgets, {
+        ...v2,
+        metadata: { ...v2.metadata, labels: { x: "3" } },
+      });
+      assert.equal(v3.metadata.labels?.x, "3");
+    },
+  },
+  {
+    name: "generation moves with spec only",
+    async fn(c, ns) {
+      const v1 = await c.create(Widgets, widget(ns, "w3"));
+      const labelled = await c.patch(Widgets, ns, "w3", "merge", {
+        metadata: { labels: { a: "b" }, annotations: { note: "x" } },
+      });
+      assert.equal(labelled.metadata.generation, 1);
+      const withStatus = await c.patch(Widgets, ns, "w3", "merge", {
+        status: { phase: "Running", observedGeneration: 1 },
+      }, { subresource: "status" });
+      assert.equal(withStatus.metadata.generation, 1);
+      assert.equal(withStatus.status?.phase, "Running");
+      const specChanged = await c.patch(Widgets, ns, "w3", "merge", {
+        spec: { agent: { replicas: 2 } },
+      });
+      assert.equal(specChanged.metadata.generation, 2);
+      assert.equal(specChanged.spec.agent.replicas, 2);
+      assert.equal(v1.metadata.uid, specChanged.metadata.uid);
+    },
+  },
+  {
+    name: "status subresource isolation both ways",
+    async fn(c, ns) {
+      const v1 = await c.create(Widgets, widget(ns, "w4"));
+      const s = await c.updateStatus(Widgets, {
+        ...v1,
+        metadata: { ...v1.metadata, labels: { ignored: "yes" } },
+        spec: { agent: { image: "ignored:2" } },
+        status: { phase: "Scaling" },
+      });
+      assert.equal(s.status?.phase, "Scaling");
+      assert.equal(s.metadata.labels?.ignored, undefined);
+      assert.equal(s.spec.agent.image, "ghcr.io/example/agent:1");
+      const u = await c.update(Widgets, { ...s, status: { phase: "Failed" } });
+      assert.equal(u.status?.phase, "Scaling");
+      const p = await c.patch(Widgets, ns, "w4", "merge", { status: { phase: "Failed" } });
+      assert.equal(p.status?.phase, "Scaling");
+    },
+  },
+  {
+    name: "a write that changes nothing keeps the resourceVersion",
+    async fn(c, ns) {
+      const v1 = await c.create(
+        Widgets,
+        widget(ns, "w5", { metadata: { name: "w5", namespace: ns, labels: { a: "1" } } }),
+      );
+      const same = await c.patch(Widgets, ns, "w5", "merge", { metadata: { labels: { a: "1" } } });
+      assert.equal(same.metadata.resourceVersion, v1.metadata.resourceVersion);
+    },
+  },
+  {
+    name: "finalizers hold a deleted object until the last one is removed",
+    async fn(c, ns) {
+      await c.create(
+        Widgets,
+        widget(ns, "w6", {
+          metadata: { name: "w6", namespace: ns, finalizers: ["example.com/hold"] },
+        }),
+      );
+      const marked = await c.delete(Widgets, ns, "w6");
+      assert.ok(marked, "delete returns the marked object");
+      assert.ok(marked.metadata.deletionTimestamp);
+      assert.equal(marked.metadata.generation, 2, "marking for deletion bumps generation");
+      const still = await c.get(Widgets, ns, "w6");
+      assert.ok(still.metadata.deletionTimestamp);
+      const again = await c.delete(Widgets, ns, "w6");
+      assert.equal(again?.metadata.deletionTimestamp, marked.metadata.deletionTimestamp);
+      await c.patch(Widgets, ns, "w6", "json", [
+        { op: "test", path: "/metadata/finalizers/0", value: "example.com/hold" },
+        { op: "remove", path: "/metadata/finalizers" },
+      ]);
+      await rejects(c.get(Widgets, ns, "w6"), isNotFound, "finalized object is gone");
+    },
+  },
+  {
+    name: "an object without finalizers is gone at once",
+    async fn(c, ns) {
+      await c.create(Widgets, widget(ns, "w7"));
+      assert.equal(await c.delete(Widgets, ns, "w7"), undefined);
+      await rejects(c.get(Widgets, ns, "w7"), isNotFound, "deleted");
+    },
+  },
+  {
+    name: "merge patch null deletes a key; failing JSON patch test is Invalid",
+    async fn(c, ns) {
+      await c.create(
+        Widgets,
+        widget(ns, "w8", {
+          metadata: { name: "w8", namespace: ns, annotations: { keep: "1", drop: "2" } },
+        }),
+      );
+      const p = await c.patch(Widgets, ns, "w8", "merge", {
+        metadata: { annotations: { drop: null } },
+      });
+      assert.deepEqual(p.metadata.annotations, { keep: "1" });
+      await rejects(
+        c.patch(Widgets, ns, "w8", "json", [{
+          op: "test",
+          path: "/metadata/annotations/keep",
+          value: "9",
+        }]),
+        (e) => isInvalid(e) || (e instanceof Error && /test/i.test(e.message)),
+        "failed test op",
+      );
+      const j = await c.patch(Widgets, ns, "w8", "json", [
+        { op: "add", path: "/metadata/labels", value: { tier: "a" } },
+        { op: "replace", path: "/spec/agent/image", value: "img:2" },
+      ]);
+      assert.equal(j.metadata.labels?.tier, "a");
+      assert.equal(j.spec.agent.image, "img:2");
+      assert.equal(j.metadata.generation, 2);
+    },
+  },
+  {
+    name: "merge patch with a stale resourceVersion conflicts",
+    async fn(c, ns) {
+      const v1 = await c.create(Widgets, widget(ns, "w9"));
+      await c.patch(Widgets, ns, "w9", "merge", { metadata: { labels: { a: "1" } } });
+      await rejects(
+        c.patch(Widgets, ns, "w9", "merge", {
+          metadata: { resourceVersion: v1.metadata.resourceVersion, labels: { a: "2" } },
+        }),
+        isConflict,
+        "stale patch",
+      );
+    },
+  },
+  {
+    name: "delete preconditions",
+    async fn(c, ns) {
+      const v1 = await c.create(Widgets, widget(ns, "w10"));
+      await rejects(
+        c.delete(Widgets, ns, "w10", {
+          preconditions: { uid: "00000000-0000-0000-0000-000000000000" },
+        }),
+        isConflict,
+        "wrong uid",
+      );
+      await c.delete(Widgets, ns, "w10", { preconditions: { uid: v1.metadata.uid } });
+      await rejects(c.get(Widgets, ns, "w10"), isNotFound, "deleted");
+    },
+  },
+  {
+    name: "list filters by label selector and field",
+    async fn(c, ns) {
+      const mk = (name: string, labels: Record<string, string>) =>
+        c.create(Widgets, widget(ns, name, { metadata: { name, namespace: ns, labels } }));
+      await mk("l1", { app: "a", tier: "x" });
+      await mk("l2", { app: "a", tier: "y" });
+      await mk("l3", { app: "b" });
+      const names = async (opts: Parameters<Client["list"]>[1]) =>
+        (await c.list(Widgets, { namespace: ns, ...opts })).items.map((i) => i.metadata.name);
+      assert.deepEqual(await names({ labelSelector: { app: "a" } }), ["l1", "l2"]);
+      assert.deepEqual(await names({ labelSelector: "app=a,tier!=x" }), ["l2"]);
+      assert.deepEqual(await names({ labelSelector: "tier in (x,y)" }), ["l1", "l2"]);
+      assert.deepEqual(await names({ labelSelector: "!tier" }), ["l3"]);
+      assert.deepEqual(await names({ labelSelector: "tier" }), ["l1", "l2"]);
+      assert.deepEqual(await names({ matchingFields: { "metadata.name": "l3" } }), ["l3"]);
+      const list = await c.list(Widgets, { namespace: ns });
+      assert.ok(list.metadata.resourceVersion);
+      const page = await c.list(Widgets, { namespace: ns, limit: 2 });
+      assert.equal(page.items.length, 2);
+      assert.ok(page.metadata.continue);
+      const rest = await c.list(Widgets, {
+        namespace: ns,
+        limit: 2,
+        continue: page.metadata.continue,
+      });
+      assert.deepEqual(rest.items.map((i) => i.metadata.name), ["l3"]);
+    },
+  },
+  {
+    name: "watch from a list's resourceVersion sees every later change in order",
+    async fn(c, ns) {
+      const list = await c.list(Widgets, { namespace: ns });
+      const ac = new AbortController();
+      const it = c.watch(Widgets, {
+        namespace: ns,
+        resourceVersion: list.metadata.resourceVersion,
+        signal: ac.signal,
+      })[
+        Symbol.asyncIterator
+      ]();
+      try {
+        await c.create(Widgets, widget(ns, "wa"));
+        await c.patch(Widgets, ns, "wa", "merge", { metadata: { labels: { a: "1" } } });
+        await c.delete(Widgets, ns, "wa");
+        const seen = [];
+        for (let i = 0; i < 3; i++) {
+          const ev = await nextEvent(it);
+          seen.push(`${ev.type}:${(ev.object as KubeObject).metadata.name}`);
+        }
+        assert.deepEqual(seen, ["ADDED:wa", "MODIFIED:wa", "DELETED:wa"]);
+      } finally {
+        ac.abort();
+        await it.return?.();
+      }
+    },
+  },
+  {
+    name: "a label-filtered watch reports objects entering and leaving the filter",
+    async fn(c, ns) {
+      await c.create(Widgets, widget(ns, "wf"));
+      const list = await c.list(Widgets, { namespace: ns, labelSelector: "pick=yes" });
+      const ac = new AbortController();
+      const it = c.watch(Widgets, {
+        namespace: ns,
+        labelSelector: "pick=yes",
+        resourceVersion: list.metadata.resourceVersion,
+        signal: ac.signal,
+      })[Symbol.asyncIterator]();
+      try {
+        await c.patch(Widgets, ns, "wf", "merge", { metadata: { labels: { pick: "yes" } } });
+        await c.patch(Widgets, ns, "wf", "merge", { metadata: { labels: { pick: "no" } } });
+        const a = await nextEvent(it);
+        const b = await nextEvent(it);
+        assert.deepEqual([a.type, b.type], ["ADDED", "DELETED"]);
+      } finally {
+        ac.abort();
+        await it.return?.();
+      }
+    },
+  },
+  {
+    name: "pods: status starts Pending; unbound pods go at once, bound pods wait for their kubelet",
+    async fn(c, ns) {
+      const pod = (name: string, nodeName?: string): Pod => ({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name, namespace: ns },
+        spec: {
+          containers: [{ name: "agent", image: "ghcr.io/cocoonstack/placeholder:latest" }],
+          terminationGracePeriodSeconds: 1,
+          ...(nodeName ? { nodeName } : {}),
+        },
+        status: { phase: "Running" },
+      });
+      const created = await c.create(Pods, pod("p-unbound"));
+      assert.equal(created.status?.phase, "Pending");
+      assert.equal(await c.delete(Pods, ns, "p-unbound"), undefined);
+      await rejects(c.get(Pods, ns, "p-unbound"), isNotFound, "unbound pod deleted");
+
+      await c.create(Pods, pod("p-bound", "node-a"));
+      const terminating = await c.delete(Pods, ns, "p-bound");
+      assert.ok(terminating?.metadata.deletionTimestamp);
+      assert.equal(terminating?.metadata.deletionGracePeriodSeconds, 1);
+      assert.ok((await c.get(Pods, ns, "p-bound")).metadata.deletionTimestamp);
+      await rejects(c.create(Pods, pod("p-bound", "node-a")), isAlreadyExists, "terminating name");
+      assert.equal(await c.delete(Pods, ns, "p-bound", { gracePeriodSeconds: 0 }), undefined);
+      await rejects(c.get(Pods, ns, "p-bound"), isNotFound, "confirmed delete");
+    },
+  },
+];
+
+/** Watching from a compacted resourceVersion fails with 410 (as an ERROR event or a thrown error). */
+export async function expectGoneWatch(c: Client, ns: string, oldRv: string): Promise<void> {
+  const ac = new AbortController();
+  try {
+    const it = c.watch(Widgets, { namespace: ns, resourceVersion: oldRv, signal: ac.signal })[
+      Symbol.asyncIterator
+    ]();
+    let ev;
+    try {
+      ev = await nextEvent(it);
+    } catch (err) {
+      assert.ok(isGone(err), `expected 410, got ${err}`);
+      return;
+    }
+    assert.equal(ev.type, "ERROR");
+    assert.equal((ev.object as { code?: number }).code, 410);
+    await it.return?.();
+  } finally {
+    ac.abort();
+  }
+}
+
+export { Widgets };
