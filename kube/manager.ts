@@ -1,0 +1,221 @@
+import { getLogger } from "@logtape/logtape";
+import type { ControllerHost, Runnable } from "./builder.ts";
+import { InformerCache } from "./cache.ts";
+import type { Client, Reader } from "./client.ts";
+import { type EventRecorder, Recorder } from "./events.ts";
+import type { IndexFunc } from "./informer.ts";
+import { leaderElectionNamespace, LeaderElector, leaderIdentity } from "./leader.ts";
+import type { KubeObject } from "./object.ts";
+import type { ResourceType } from "./resource.ts";
+import { type Checker, Servers } from "./servers.ts";
+import type { Informer } from "./source.ts";
+
+const log = getLogger(["cocoon-operator", "manager"]);
+
+export interface ManagerOptions {
+  /** The API client: writes, uncached reads, and the informers' list/watch. */
+  client: Client;
+  metricsBindAddress: string;
+  healthProbeBindAddress: string;
+  leaderElection: boolean;
+  /** Lease name (the Go operator's LeaderElectionID). */
+  leaderElectionId: string;
+  /** Lease namespace; defaults to the pod's service-account namespace. */
+  leaderElectionNamespace?: string;
+  /** Lease timings (controller-runtime defaults: 15 s / 10 s / 2 s). */
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  /** Bound on draining in-flight reconciles at shutdown (controller-runtime: 30 s). */
+  gracefulShutdownTimeoutMs?: number;
+  /** Event source component. */
+  eventComponent?: string;
+  /** Watch one namespace only (tests); default all. */
+  cacheNamespace?: string;
+  /** Identity in the Lease; default hostname_uuid. */
+  identity?: string;
+}
+
+/** How start() ended: a clean shutdown, or leadership lost (the process must exit non-zero). */
+export type ManagerOutcome = "stopped" | "leadership-lost";
+
+/**
+ * Reads from the cache, writes (and watches) through the API: controller-runtime's default
+ * client. Reconcilers read what the informers already hold and never hit the API to look.
+ */
+export class CachedClient implements Client {
+  constructor(readonly cache: Reader, readonly api: Client) {}
+  get: Client["get"] = (rt, ns, name, opts) => this.cache.get(rt, ns, name, opts);
+  list: Client["list"] = (rt, opts) => this.cache.list(rt, opts);
+  create: Client["create"] = (rt, obj, opts) => this.api.create(rt, obj, opts);
+  update: Client["update"] = (rt, obj, opts) => this.api.update(rt, obj, opts);
+  updateStatus: Client["updateStatus"] = (rt, obj, opts) => this.api.updateStatus(rt, obj, opts);
+  patch: Client["patch"] = (rt, ns, name, type, body, opts) =>
+    this.api.patch(rt, ns, name, type, body, opts);
+  delete: Client["delete"] = (rt, ns, name, opts) => this.api.delete(rt, ns, name, opts);
+  watch: Client["watch"] = (rt, opts) => this.api.watch(rt, opts);
+}
+
+/**
+ * Wires the shared cache, the controllers, leader election, the event recorder and the
+ * probe/metrics servers, and runs them in controller-runtime's order: servers and caches on
+ * every replica; controllers only on the leader, after the caches synced; on shutdown the
+ * controllers drain first, then the lease is released, then the rest stops.
+ */
+export class Manager implements ControllerHost {
+  readonly cache: InformerCache;
+  /** Cached reads, API writes. */
+  readonly client: Client;
+  /** Uncached reads straight from the API server (controller-runtime's APIReader). */
+  readonly apiReader: Reader;
+  readonly recorder: EventRecorder;
+  readonly servers: Servers;
+  readonly #opts: ManagerOptions;
+  readonly #recorder: Recorder;
+  readonly #leaderRunnables: Runnable[] = [];
+  readonly #otherRunnables: Runnable[] = [];
+  #elected = false;
+
+  constructor(opts: ManagerOptions) {
+    this.#opts = opts;
+    this.cache = new InformerCache({ client: opts.client, namespace: opts.cacheNamespace });
+    this.client = new CachedClient(this.cache, opts.client);
+    this.apiReader = opts.client;
+    this.#recorder = new Recorder({
+      client: opts.client,
+      component: opts.eventComponent ?? "cocoon-operator",
+    });
+    this.recorder = this.#recorder;
+    this.servers = new Servers({
+      healthProbeBindAddress: opts.healthProbeBindAddress,
+      metricsBindAddress: opts.metricsBindAddress,
+    });
+    // Ready only once every informer has synced, so a rollout waits for a warm cache.
+    this.servers.addReadyzCheck("cache-sync", () => {
+      if (!this.cache.hasSynced()) throw new Error("caches not synced");
+    });
+  }
+
+  informerFor<T extends KubeObject>(rt: ResourceType<T>): Informer<T> {
+    return this.cache.informerFor(rt);
+  }
+
+  /** Registers a field index on a kind's informer (before start). */
+  indexField<T extends KubeObject>(rt: ResourceType<T>, field: string, fn: IndexFunc<T>): void {
+    this.cache.indexField(rt, field, fn);
+  }
+
+  add(runnable: Runnable): void {
+    (runnable.needLeaderElection === false ? this.#otherRunnables : this.#leaderRunnables)
+      .push(runnable);
+  }
+
+  addHealthzCheck(name: string, check: Checker): void {
+    this.servers.addHealthzCheck(name, check);
+  }
+
+  addReadyzCheck(name: string, check: Checker): void {
+    this.servers.addReadyzCheck(name, check);
+  }
+
+  /** True while this process holds the lease (or leader election is off and it started). */
+  get elected(): boolean {
+    return this.#elected;
+  }
+
+  /**
+   * Runs until the signal aborts (→ "stopped") or leadership is lost (→ "leadership-lost").
+   * Everything started here is stopped before it returns.
+   */
+  async start(signal: AbortSignal): Promise<ManagerOutcome> {
+    const opts = this.#opts;
+    const stopAll = new AbortController();
+    const onAbort = () => stopAll.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const namespace = opts.leaderElection
+      ? await leaderElectionNamespace(opts.leaderElectionNamespace)
+      : "";
+    this.servers.start();
+    const running: Promise<void>[] = [];
+    let outcome: ManagerOutcome = "stopped";
+    try {
+      this.cache.start(stopAll.signal);
+      for (const r of this.#otherRunnables) running.push(runLogged(r, stopAll.signal));
+      await this.cache.waitForSync(stopAll.signal).catch((err) => {
+        if (!stopAll.signal.aborted) throw err;
+      });
+      if (stopAll.signal.aborted) return outcome;
+      log.info("caches synced");
+
+      if (!opts.leaderElection) {
+        this.#elected = true;
+        await this.#runLeaderWork(stopAll.signal);
+        return outcome;
+      }
+      const elector = new LeaderElector({
+        client: opts.client,
+        namespace,
+        name: opts.leaderElectionId,
+        identity: opts.identity ?? leaderIdentity(),
+        leaseDurationMs: opts.leaseDurationMs ?? 15_000,
+        renewDeadlineMs: opts.renewDeadlineMs ?? 10_000,
+        retryPeriodMs: opts.retryPeriodMs ?? 2_000,
+        releaseOnCancel: true,
+        recorder: this.recorder,
+        onStartedLeading: (leading) => {
+          this.#elected = true;
+          log.info("became leader of {lease}", { lease: `${namespace}/${opts.leaderElectionId}` });
+          work = this.#runLeaderWork(AbortSignal.any([leading, stopAll.signal]));
+        },
+        onStoppedLeading: () => {
+          this.#elected = false;
+        },
+        onNewLeader: (id) => log.info("current leader is {identity}", { identity: id }),
+      });
+      let work: Promise<void> | undefined;
+      // The elector gets its own signal, aborted only after the controllers drained, so the
+      // lease is released only once no reconcile of ours is still writing.
+      const electorStop = new AbortController();
+      const election = elector.run(electorStop.signal);
+      const ended = await Promise.race([
+        election.then((r) => ({ kind: "election" as const, r })),
+        new Promise<{ kind: "signal" }>((resolve) => {
+          if (stopAll.signal.aborted) resolve({ kind: "signal" });
+          stopAll.signal.addEventListener("abort", () => resolve({ kind: "signal" }), {
+            once: true,
+          });
+        }),
+      ]);
+      if (ended.kind === "election" && ended.r === "lost") {
+        outcome = "leadership-lost";
+        log.error("leader election lost");
+        stopAll.abort(new Error("leader election lost"));
+      }
+      await work;
+      electorStop.abort();
+      await election;
+      return outcome;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      stopAll.abort();
+      await Promise.allSettled(running);
+      await this.cache.stopped();
+      await this.#recorder.close();
+      await this.servers.close();
+    }
+  }
+
+  /** Starts every leader runnable and waits for all of them to stop. */
+  async #runLeaderWork(signal: AbortSignal): Promise<void> {
+    await Promise.allSettled(this.#leaderRunnables.map((r) => runLogged(r, signal)));
+  }
+}
+
+async function runLogged(r: Runnable, signal: AbortSignal): Promise<void> {
+  try {
+    await r.start(signal);
+  } catch (err) {
+    log.error("runnable failed: {error}", { error: String(err) });
+    throw err;
+  }
+}

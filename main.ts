@@ -1,0 +1,118 @@
+/**
+ * cocoon-operator entry point: parses flags and environment, builds the manager and registers
+ * the reconcilers (the Go operator's main.go).
+ */
+import { getLogger } from "@logtape/logtape";
+import { type Config, ConfigError, leaderElectionId, parseConfig, usage } from "./config.ts";
+import { setupLogging } from "./common/log.ts";
+import { ApiClient } from "./kube/api_client.ts";
+import { Manager } from "./kube/manager.ts";
+import { ping } from "./kube/servers.ts";
+import { loadRestConfig, Transport } from "./kube/transport.ts";
+import { newOciRegistry } from "./snapshot/oci.ts";
+import type { Registry } from "./snapshot/registry.ts";
+import { REVISION, VERSION } from "./version.ts";
+
+const log = getLogger(["cocoon-operator", "main"]);
+
+/** What registering the reconcilers needs; later issues add the CocoonSet and hibernation ones. */
+export interface Wiring {
+  manager: Manager;
+  registry: Registry;
+  config: Config;
+}
+
+/** Registers every reconciler on the manager. */
+export function registerReconcilers(_w: Wiring): void {
+  // The CocoonSet and CocoonHibernation reconcilers register here as they land.
+}
+
+/** Runs the operator; returns the process exit code. */
+export async function main(
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<number> {
+  let config: Config;
+  let registry: Registry;
+  try {
+    config = parseConfig(args, env);
+    if (config.help) {
+      console.log(usage());
+      return 0;
+    }
+    if (config.version) {
+      console.log(`cocoon-operator ${VERSION} (rev=${REVISION})`);
+      return 0;
+    }
+    registry = newOciRegistry(config.ociRegistry);
+  } catch (err) {
+    // Bad input fails before anything connects, with one line and exit code 2.
+    console.error(`cocoon-operator: ${err instanceof Error ? err.message : String(err)}`);
+    return err instanceof ConfigError || err instanceof Error ? 2 : 1;
+  }
+  await setupLogging({
+    level: config.logLevel,
+    format: env.OPERATOR_LOG_FORMAT === "text" ? "text" : "json",
+  });
+  log.info("cocoon-operator {version} starting (rev={revision})", {
+    version: VERSION,
+    revision: REVISION,
+  });
+
+  const transport = new Transport({
+    ...(await loadRestConfig()),
+    userAgent: `cocoon-operator/${VERSION}`,
+  });
+  const manager = new Manager({
+    client: new ApiClient(transport),
+    metricsBindAddress: config.metricsBindAddress,
+    healthProbeBindAddress: config.healthProbeBindAddress,
+    leaderElection: config.leaderElect,
+    leaderElectionId,
+    leaderElectionNamespace: config.leaderElectionNamespace,
+  });
+  manager.addHealthzCheck("healthz", ping);
+  manager.addReadyzCheck("readyz", ping);
+  registerReconcilers({ manager, registry, config });
+
+  const stop = new AbortController();
+  const onSignal = (name: string) => () => {
+    log.info("received {signal}, shutting down", { signal: name });
+    stop.abort(new Error(`received ${name}`));
+  };
+  const handlers = (["SIGINT", "SIGTERM"] as const).map((s) => {
+    const h = onSignal(s);
+    Deno.addSignalListener(s, h);
+    return [s, h] as const;
+  });
+  log.info(
+    "starting manager (metrics={metrics} probe={probe} leader={leader} " +
+      "cocoonset-concurrency={cs} hibernation-concurrency={hib})",
+    {
+      metrics: config.metricsBindAddress,
+      probe: config.healthProbeBindAddress,
+      leader: config.leaderElect,
+      cs: config.cocoonSetConcurrency,
+      hib: config.hibernationConcurrency,
+    },
+  );
+  try {
+    const outcome = await manager.start(stop.signal);
+    if (outcome === "leadership-lost") {
+      log.error("leader election lost; exiting so a fresh process can campaign");
+      return 1;
+    }
+    log.info("manager stopped cleanly");
+    return 0;
+  } catch (err) {
+    log.error("manager failed: {error}", { error: String(err) });
+    return 1;
+  } finally {
+    for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+    transport.close();
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args, Deno.env.toObject()));
+}
