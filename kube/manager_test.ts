@@ -1,0 +1,190 @@
+import assert from "node:assert/strict";
+import { FakeClient } from "./fake.ts";
+import { Manager } from "./manager.ts";
+import { Leases, Pods } from "./core.ts";
+import { controllerManagedBy } from "./builder.ts";
+import type { Request } from "./reconcile.ts";
+import {
+  demoFinalizer,
+  demoPodName,
+  DemoSets,
+  reconciledByLabel,
+  replicasLabel,
+  setupDemoController,
+} from "../tests/harness/demo_controller.ts";
+import { waitFor } from "../tests/semantics/wait.ts";
+import { isNotFound } from "./errors.ts";
+
+function manager(fake: FakeClient, extra: Partial<ConstructorParameters<typeof Manager>[0]> = {}) {
+  return new Manager({
+    client: fake,
+    metricsBindAddress: "0",
+    healthProbeBindAddress: "127.0.0.1:0",
+    leaderElection: false,
+    leaderElectionId: "demo-lease",
+    ...extra,
+  });
+}
+
+const set = (name: string) => ({
+  metadata: { name, namespace: "ns" },
+  spec: { agent: { image: "img", replicas: 1 } },
+});
+
+Deno.test("manager: a For+Owns controller reconciles create, update and delete", async () => {
+  const fake = new FakeClient();
+  const mgr = manager(fake);
+  setupDemoController(mgr, "me");
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  try {
+    await fake.create(DemoSets, set("a"));
+    const pod = await waitFor("pod created", () => fake.get(Pods, "ns", demoPodName("a")));
+    assert.equal(pod.metadata.ownerReferences?.[0].name, "a");
+    assert.equal(pod.metadata.labels?.[reconciledByLabel], "me");
+    await waitFor(
+      "status written",
+      async () => (await fake.get(DemoSets, "ns", "a")).status?.observedGeneration === 1,
+    );
+    await fake.patch(DemoSets, "ns", "a", "merge", { spec: { agent: { replicas: 3 } } });
+    await waitFor(
+      "pod follows the spec",
+      async () =>
+        (await fake.get(Pods, "ns", demoPodName("a"))).metadata.labels?.[replicasLabel] === "3",
+    );
+    // An owned-pod change (label edited by someone else) is mapped back to the owner.
+    await fake.patch(Pods, "ns", demoPodName("a"), "merge", {
+      metadata: { labels: { [replicasLabel]: "9" } },
+    });
+    await waitFor(
+      "owner reconciled from pod event",
+      async () =>
+        (await fake.get(Pods, "ns", demoPodName("a"))).metadata.labels?.[replicasLabel] === "3",
+    );
+    await fake.delete(DemoSets, "ns", "a");
+    await waitFor("finalizer cleaned up", async () => {
+      try {
+        await fake.get(DemoSets, "ns", "a");
+        return false;
+      } catch (err) {
+        return isNotFound(err);
+      }
+    });
+    await assert.rejects(fake.get(Pods, "ns", demoPodName("a")), isNotFound);
+  } finally {
+    stop.abort();
+    assert.equal(await run, "stopped");
+  }
+});
+
+Deno.test("manager: ready only after the caches synced; healthz always", async () => {
+  const fake = new FakeClient();
+  let releaseList!: () => void;
+  const listGate = new Promise<void>((r) => releaseList = r);
+  fake.addReactor(async (a) => {
+    if (a.verb === "list") await listGate;
+    return undefined;
+  });
+  const mgr = manager(fake);
+  setupDemoController(mgr, "me");
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  try {
+    const addr = await waitFor("probe server bound", () => mgr.servers.probeAddr);
+    const base = `http://127.0.0.1:${addr.port}`;
+    const probe = async (path: string) => {
+      const res = await fetch(base + path);
+      await res.body?.cancel();
+      return res.status;
+    };
+    assert.equal(await probe("/healthz"), 200);
+    assert.equal(await probe("/readyz"), 500);
+    releaseList();
+    await waitFor("ready after sync", async () => (await probe("/readyz")) === 200);
+  } finally {
+    releaseList();
+    stop.abort();
+    await run;
+  }
+});
+
+Deno.test("manager: shutdown lets an in-flight reconcile finish before returning", async () => {
+  const fake = new FakeClient();
+  const mgr = manager(fake);
+  let started = false;
+  let finished = false;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  controllerManagedBy(mgr).for(DemoSets).complete({
+    async reconcile(_req: Request) {
+      started = true;
+      await gate;
+      finished = true;
+      return {};
+    },
+  });
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  await fake.create(DemoSets, set("slow"));
+  await waitFor("reconcile started", () => started);
+  stop.abort();
+  let returned = false;
+  run.then(() => returned = true);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(returned, false, "start() waits for the in-flight reconcile");
+  release();
+  assert.equal(await run, "stopped");
+  assert.equal(finished, true);
+});
+
+Deno.test("manager: only the leader reconciles; a released lease is taken over at once", async () => {
+  const fake = new FakeClient();
+  const timings = { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 100 };
+  const a = manager(fake, {
+    leaderElection: true,
+    leaderElectionNamespace: "ns",
+    identity: "a",
+    ...timings,
+  });
+  const b = manager(fake, {
+    leaderElection: true,
+    leaderElectionNamespace: "ns",
+    identity: "b",
+    ...timings,
+  });
+  const ra = setupDemoController(a, "a");
+  const rb = setupDemoController(b, "b");
+  const stopA = new AbortController();
+  const stopB = new AbortController();
+  const runA = a.start(stopA.signal);
+  await waitFor("a leads", () => a.elected);
+  const runB = b.start(stopB.signal);
+  try {
+    await fake.create(DemoSets, set("x"));
+    await waitFor(
+      "a reconciled",
+      async () =>
+        (await fake.get(Pods, "ns", demoPodName("x"))).metadata.labels?.[reconciledByLabel] === "a",
+    );
+    assert.equal(rb.reconciles, 0, "the standby never reconciles");
+    assert.equal(b.elected, false);
+    stopA.abort();
+    assert.equal(await runA, "stopped");
+    const lease = await fake.get(Leases, "ns", "demo-lease");
+    assert.equal(lease.spec?.holderIdentity ?? "", "", "lease released on shutdown");
+    await waitFor("b takes over", () => b.elected, 1000);
+    await fake.patch(DemoSets, "ns", "x", "merge", { spec: { agent: { replicas: 5 } } });
+    await waitFor(
+      "b reconciles",
+      async () =>
+        (await fake.get(Pods, "ns", demoPodName("x"))).metadata.labels?.[reconciledByLabel] === "b",
+    );
+    assert.ok(ra.reconciles > 0);
+    const finalizers = (await fake.get(DemoSets, "ns", "x")).metadata.finalizers;
+    assert.deepEqual(finalizers, [demoFinalizer]);
+  } finally {
+    stopA.abort();
+    stopB.abort();
+    await Promise.all([runA, runB]);
+  }
+});
