@@ -122,7 +122,10 @@ export interface Watcher {
    * Opens a watch. The iterator ends when the server closes the stream or the signal aborts;
    * a 410 Gone arrives as an ERROR event with code 410 (or a thrown ApiError Gone).
    */
-  watch<T extends KubeObject>(rt: ResourceType<T>, opts: WatchOptions): AsyncIterable<WatchEvent<T>>;
+  watch<T extends KubeObject>(
+    rt: ResourceType<T>,
+    opts: WatchOptions,
+  ): AsyncIterable<WatchEvent<T>>;
 }
 
 /** The full client: what the API client and the fake both implement. */

@@ -89,6 +89,13 @@ export const reconcileTime = new Histogram({
   registers: [registry],
 });
 
+export const reconcileTimeouts = new Counter({
+  name: "controller_runtime_reconcile_timeouts_total",
+  help: "Total number of reconciliation timeouts per controller",
+  labelNames: ["controller"] as const,
+  registers: [registry],
+});
+
 export const maxConcurrentReconciles = new Gauge({
   name: "controller_runtime_max_concurrent_reconciles",
   help: "Maximum number of concurrent reconciles per controller",
@@ -103,10 +110,13 @@ export const activeWorkers = new Gauge({
   registers: [registry],
 });
 
+/**
+ * controller-runtime labels depth by priority too; a queue without priorities reports "".
+ */
 export const workqueueDepth = new Gauge({
   name: "workqueue_depth",
-  help: "Current depth of workqueue",
-  labelNames: ["name", "controller"] as const,
+  help: "Current depth of workqueue by workqueue and priority",
+  labelNames: ["name", "controller", "priority"] as const,
   registers: [registry],
 });
 

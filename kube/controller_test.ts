@@ -1,0 +1,508 @@
+import assert from "node:assert/strict";
+import { FakeClock } from "./clock.ts";
+import { Controller, isPanic } from "./controller.ts";
+import { enqueueForObject } from "./handler.ts";
+import { registry } from "./metrics.ts";
+import type { KubeObject } from "./object.ts";
+import { generationChanged } from "./predicates.ts";
+import { type Reconciler, type Request, type Result, TerminalError } from "./reconcile.ts";
+import type { EventHandler, Informer } from "./source.ts";
+
+// ---- helpers -------------------------------------------------------------------------------
+
+/** Polls cond until it holds; fails after the deadline. */
+async function waitFor(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+/** Lets pending promise callbacks run (no timers involved). */
+async function flushMicrotasks(): Promise<void> {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+}
+
+async function metricValue(
+  name: string,
+  labels: Record<string, string>,
+): Promise<number | undefined> {
+  const family = name.replace(/_(sum|count)$/, "");
+  const metric = registry.getSingleMetric(family) ?? registry.getSingleMetric(name);
+  assert.ok(metric, `metric ${name} registered`);
+  const data = await metric.get();
+  const match = data.values.find((v) =>
+    (family === name || (v as { metricName?: string }).metricName === name) &&
+    Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want)
+  );
+  return match?.value;
+}
+
+/** A hand-driven informer implementing kube/source.ts. */
+class StubInformer<T extends KubeObject> implements Informer<T> {
+  readonly handlers: EventHandler<T>[] = [];
+  readonly objects = new Map<string, T>();
+  synced = true;
+
+  addEventHandler(handler: EventHandler<T>): void {
+    this.handlers.push(handler);
+    for (const obj of this.objects.values()) handler.onAdd?.(obj, true);
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  add(obj: T): void {
+    this.objects.set(keyOf(obj), obj);
+    for (const h of this.handlers) h.onAdd?.(obj, false);
+  }
+
+  update(obj: T): void {
+    const old = this.objects.get(keyOf(obj))!;
+    this.objects.set(keyOf(obj), obj);
+    for (const h of this.handlers) h.onUpdate?.(old, obj);
+  }
+}
+
+function keyOf(obj: KubeObject): string {
+  return `${obj.metadata.namespace}/${obj.metadata.name}`;
+}
+
+/** A promise with its resolve function exposed. */
+function gate(): { promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => open = r);
+  return { promise, open };
+}
+
+/** Records reconcile calls and delegates to a per-test behaviour. */
+class RecordingReconciler implements Reconciler {
+  calls: string[] = [];
+  signals: AbortSignal[] = [];
+  constructor(
+    private readonly behaviour: (
+      req: Request,
+      n: number,
+    ) => Promise<Result | void> | Result | void = () => {},
+  ) {}
+
+  reconcile(req: Request, signal: AbortSignal): Promise<Result | void> {
+    const key = `${req.namespace}/${req.name}`;
+    this.calls.push(key);
+    this.signals.push(signal);
+    const n = this.calls.filter((c) => c === key).length;
+    return Promise.resolve(this.behaviour(req, n));
+  }
+
+  count(key: string): number {
+    return this.calls.filter((c) => c === key).length;
+  }
+}
+
+function started(ctrl: Controller): { stop(): Promise<void>; running: Promise<void> } {
+  const ac = new AbortController();
+  const running = ctrl.start(ac.signal);
+  return {
+    running,
+    stop: async () => {
+      ac.abort();
+      await running;
+    },
+  };
+}
+
+// ---- tests ---------------------------------------------------------------------------------
+
+Deno.test("a key is never reconciled concurrently; re-adds while in flight run once after", async () => {
+  const gates = new Map<string, ReturnType<typeof gate>>();
+  const rec = new RecordingReconciler(async (req, n) => {
+    const g = gate();
+    gates.set(`${req.name}#${n}`, g);
+    await g.promise;
+  });
+  const ctrl = new Controller({
+    name: "excl-gated",
+    reconciler: rec,
+    maxConcurrentReconciles: 4,
+    clock: new FakeClock(),
+  });
+  const run = started(ctrl);
+
+  ctrl.enqueue({ namespace: "ns", name: "a" });
+  await waitFor(() => gates.has("a#1"), "first reconcile of a");
+  for (let i = 0; i < 5; i++) ctrl.enqueue({ namespace: "ns", name: "a" });
+  ctrl.enqueue({ namespace: "ns", name: "b" });
+  await waitFor(() => gates.has("b#1"), "b reconciled by another worker");
+  await flushMicrotasks();
+  assert.equal(rec.count("ns/a"), 1, "a is not handed to a second worker while in flight");
+  assert.equal(ctrl.queue.len(), 0, "a waits in the dirty set, not in the queue");
+
+  gates.get("a#1")!.open();
+  await waitFor(() => gates.has("a#2"), "a re-run after done");
+  gates.get("a#2")!.open();
+  gates.get("b#1")!.open();
+  await waitFor(() => ctrl.queue.len() === 0 && rec.calls.length === 3, "idle");
+  await flushMicrotasks();
+  assert.equal(rec.count("ns/a"), 2, "five adds during the first pass collapse into one pass");
+  await run.stop();
+});
+
+Deno.test("concurrency 4 with slow reconciles: per-key exclusivity and no lost updates", async () => {
+  const holding = new Set<string>();
+  const violations: string[] = [];
+  let active = 0;
+  let maxActive = 0;
+  const lastAddAt = new Map<string, number>();
+  const lastStartAt = new Map<string, number>();
+  let seq = 0;
+  const rec = new RecordingReconciler(async (req) => {
+    const key = req.name;
+    // Recorded, not asserted here: the controller would swallow the assertion as an error.
+    if (holding.has(key)) violations.push(key);
+    holding.add(key);
+    lastStartAt.set(key, ++seq);
+    active++;
+    maxActive = Math.max(maxActive, active);
+    // Simulated work spanning a few event-loop turns.
+    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
+    active--;
+    holding.delete(key);
+  });
+  const ctrl = new Controller({
+    name: "excl-stress",
+    reconciler: rec,
+    maxConcurrentReconciles: 4,
+    clock: new FakeClock(),
+  });
+  const run = started(ctrl);
+  const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
+  for (let round = 0; round < 40; round++) {
+    for (let i = 0; i < 6; i++) {
+      const key = keys[(round * 7 + i * 5) % keys.length];
+      lastAddAt.set(key, ++seq);
+      ctrl.enqueue({ namespace: "ns", name: key });
+    }
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  await waitFor(
+    () => [...lastAddAt].every(([k, added]) => (lastStartAt.get(k) ?? 0) > added),
+    "every key reconciled after its last add",
+  );
+  await waitFor(() => active === 0, "workers idle");
+  assert.deepEqual(violations, [], "no key reconciled concurrently");
+  assert.equal(maxActive, 4, "all four workers were used, never more");
+  assert.ok(rec.calls.length < 240, "repeated adds were deduplicated");
+  await run.stop();
+});
+
+Deno.test("a throwing reconcile keeps the worker and requeues with backoff until success", async () => {
+  const clock = new FakeClock(10_000);
+  const name = "throwing";
+  const rec = new RecordingReconciler((req, n) => {
+    if (req.name === "x" && n <= 3) throw new Error(`boom ${n}`);
+  });
+  const ctrl = new Controller({ name, reconciler: rec, clock });
+  const run = started(ctrl);
+  const key = "ns/x";
+
+  ctrl.enqueue({ namespace: "ns", name: "x" });
+  const expectedDelays = [5, 10, 20];
+  for (const [i, delay] of expectedDelays.entries()) {
+    await waitFor(() => rec.count(key) === i + 1 && ctrl.queue.delayedLen() === 1, `failure ${i}`);
+    assert.equal(ctrl.queue.numRequeues(key), i + 1);
+    assert.equal(clock.nextDeadline(), clock.now() + delay, `backoff after failure ${i + 1}`);
+    clock.advance(delay - 1);
+    assert.equal(ctrl.queue.len(), 0, "not yet due");
+    clock.advance(1);
+  }
+  await waitFor(() => rec.count(key) === 4, "fourth, successful pass");
+  await waitFor(() => ctrl.queue.numRequeues(key) === 0, "success forgets the backoff");
+
+  // The single worker survived the errors.
+  ctrl.enqueue({ namespace: "ns", name: "y" });
+  await waitFor(() => rec.count("ns/y") === 1, "worker still alive");
+
+  const labels = { controller: name };
+  await waitFor(() => rec.calls.length === 5, "all calls");
+  assert.equal(await metricValue("controller_runtime_reconcile_errors_total", labels), 3);
+  assert.equal(
+    await metricValue("controller_runtime_reconcile_total", { ...labels, result: "error" }),
+    3,
+  );
+  await waitFor(() => ctrl.queue.len() === 0, "drained");
+  assert.equal(
+    await metricValue("controller_runtime_reconcile_total", { ...labels, result: "success" }),
+    2,
+  );
+  assert.equal(await metricValue("controller_runtime_reconcile_panics_total", labels), 0);
+  assert.equal(await metricValue("controller_runtime_reconcile_time_seconds_count", labels), 5);
+  await run.stop();
+});
+
+Deno.test("panics: programming faults are counted, still requeued", async () => {
+  const name = "panicky";
+  const clock = new FakeClock();
+  const throws: unknown[] = [
+    new TypeError("x is not a function"),
+    "a string",
+    new Error("ordinary"),
+    new TypeError("fetch failed", { cause: new Error("connection refused") }),
+    new RangeError("bad length"),
+  ];
+  const rec = new RecordingReconciler((req) => {
+    throw throws[Number(req.name)];
+  });
+  const ctrl = new Controller({ name, reconciler: rec, clock });
+  const run = started(ctrl);
+  for (let i = 0; i < throws.length; i++) ctrl.enqueue({ namespace: "", name: String(i) });
+  await waitFor(() => ctrl.queue.delayedLen() === throws.length, "all requeued");
+  assert.equal(
+    await metricValue("controller_runtime_reconcile_panics_total", { controller: name }),
+    3,
+  );
+  assert.equal(
+    await metricValue("controller_runtime_reconcile_errors_total", { controller: name }),
+    5,
+  );
+  assert.deepEqual(throws.map(isPanic), [true, true, false, false, true]);
+  await run.stop();
+});
+
+Deno.test("terminal errors are counted and not requeued", async () => {
+  const name = "terminal";
+  const rec = new RecordingReconciler((req) => {
+    if (req.name === "direct") throw new TerminalError(new Error("invalid spec"));
+    throw new Error("wrapped", { cause: new TerminalError("no permission") });
+  });
+  const ctrl = new Controller({ name, reconciler: rec, clock: new FakeClock() });
+  const run = started(ctrl);
+  ctrl.enqueue({ namespace: "ns", name: "direct" });
+  ctrl.enqueue({ namespace: "ns", name: "wrapped" });
+  await waitFor(() => rec.calls.length === 2, "both reconciled");
+  const labels = { controller: name };
+  await waitFor(() => ctrl.queue.len() === 0, "idle");
+  await flushMicrotasks();
+  assert.equal(ctrl.queue.delayedLen(), 0);
+  assert.equal(await metricValue("controller_runtime_terminal_reconcile_errors_total", labels), 2);
+  assert.equal(await metricValue("controller_runtime_reconcile_errors_total", labels), 2);
+  await run.stop();
+});
+
+Deno.test("requeueAfter re-adds after exactly that delay and resets the backoff", async () => {
+  const clock = new FakeClock(1_000);
+  const name = "requeue-after";
+  const rec = new RecordingReconciler((_req, n) => {
+    if (n === 1) throw new Error("first pass fails");
+    if (n === 2) return { requeueAfter: 5000 };
+  });
+  const ctrl = new Controller({ name, reconciler: rec, clock });
+  const run = started(ctrl);
+  ctrl.enqueue({ namespace: "ns", name: "r" });
+  await waitFor(() => ctrl.queue.delayedLen() === 1, "error requeue");
+  assert.equal(ctrl.queue.numRequeues("ns/r"), 1);
+  clock.advance(5);
+  await waitFor(() => rec.count("ns/r") === 2 && ctrl.queue.delayedLen() === 1, "second pass");
+  assert.equal(ctrl.queue.numRequeues("ns/r"), 0, "requeueAfter forgets the failures");
+  clock.advance(4999);
+  assert.equal(ctrl.queue.len(), 0);
+  assert.equal(rec.count("ns/r"), 2);
+  clock.advance(1);
+  await waitFor(() => rec.count("ns/r") === 3, "delivered after 5 s");
+  const labels = { controller: name };
+  await waitFor(() => ctrl.queue.len() === 0, "idle");
+  assert.equal(
+    await metricValue("controller_runtime_reconcile_total", { ...labels, result: "requeue_after" }),
+    1,
+  );
+  await run.stop();
+});
+
+Deno.test("requeue: true goes through the rate limiter", async () => {
+  const clock = new FakeClock();
+  const name = "requeue-flag";
+  const rec = new RecordingReconciler((_req, n) => (n <= 2 ? { requeue: true } : undefined));
+  const ctrl = new Controller({ name, reconciler: rec, clock });
+  const run = started(ctrl);
+  ctrl.enqueue({ namespace: "ns", name: "q" });
+  await waitFor(() => ctrl.queue.delayedLen() === 1, "first requeue");
+  assert.equal(clock.nextDeadline(), clock.now() + 5);
+  clock.advance(5);
+  await waitFor(() => rec.count("ns/q") === 2 && ctrl.queue.delayedLen() === 1, "second");
+  assert.equal(clock.nextDeadline(), clock.now() + 10);
+  clock.advance(10);
+  await waitFor(() => rec.count("ns/q") === 3, "third");
+  await waitFor(() => ctrl.queue.numRequeues("ns/q") === 0, "success forgets");
+  assert.equal(
+    await metricValue("controller_runtime_reconcile_total", {
+      controller: name,
+      result: "requeue",
+    }),
+    2,
+  );
+  await run.stop();
+});
+
+Deno.test("graceful stop lets an in-flight reconcile finish and takes no new keys", async () => {
+  const name = "graceful";
+  const g = gate();
+  let abortedDuringWork: boolean | undefined;
+  const rec = new RecordingReconciler(async (req, _n) => {
+    if (req.name !== "slow") return;
+    await g.promise;
+    abortedDuringWork = rec.signals[0].aborted;
+  });
+  const ctrl = new Controller({ name, reconciler: rec, clock: new FakeClock() });
+  const ac = new AbortController();
+  let startReturned = false;
+  const running = ctrl.start(ac.signal).then(() => startReturned = true);
+  ctrl.enqueue({ namespace: "ns", name: "slow" });
+  await waitFor(() => rec.calls.length === 1, "slow reconcile in flight");
+  assert.equal(await metricValue("controller_runtime_active_workers", { controller: name }), 1);
+
+  ac.abort();
+  let stopped = false;
+  const stopping = ctrl.stop().then(() => stopped = true);
+  ctrl.enqueue({ namespace: "ns", name: "late" });
+  await flushMicrotasks();
+  assert.equal(stopped, false, "stop waits for the in-flight reconcile");
+  assert.equal(startReturned, false);
+
+  g.open();
+  await stopping;
+  await running;
+  assert.equal(abortedDuringWork, false, "the reconcile was not cancelled while draining");
+  assert.deepEqual(rec.calls, ["ns/slow"], "no key taken after stop");
+  assert.equal(await metricValue("controller_runtime_active_workers", { controller: name }), 0);
+});
+
+Deno.test("the drain timeout aborts reconciles that do not finish", async () => {
+  const clock = new FakeClock();
+  const rec = new RecordingReconciler(() =>
+    new Promise<void>((_resolve, reject) => {
+      const signal = rec.signals.at(-1)!;
+      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+    })
+  );
+  const ctrl = new Controller({
+    name: "drain-timeout",
+    reconciler: rec,
+    clock,
+    drainTimeoutMs: 1000,
+  });
+  const run = started(ctrl);
+  ctrl.enqueue({ namespace: "ns", name: "stuck" });
+  await waitFor(() => rec.calls.length === 1, "stuck reconcile");
+  let stopped = false;
+  const stopping = ctrl.stop().then(() => stopped = true);
+  await flushMicrotasks();
+  clock.advance(999);
+  await flushMicrotasks();
+  assert.equal(stopped, false);
+  clock.advance(1);
+  await stopping;
+  await run.running;
+  assert.equal(rec.signals[0].aborted, true);
+});
+
+Deno.test("reconciliation timeout aborts the signal and is counted", async () => {
+  const clock = new FakeClock();
+  const name = "reconcile-timeout";
+  const rec = new RecordingReconciler(() =>
+    new Promise<void>((resolve) => {
+      rec.signals.at(-1)!.addEventListener("abort", () => resolve(), { once: true });
+    })
+  );
+  const ctrl = new Controller({ name, reconciler: rec, clock, reconciliationTimeoutMs: 200 });
+  const run = started(ctrl);
+  ctrl.enqueue({ namespace: "ns", name: "t" });
+  await waitFor(() => rec.calls.length === 1, "in flight");
+  clock.advance(200);
+  await waitFor(() => ctrl.queue.len() === 0 && rec.signals[0].aborted, "aborted");
+  await flushMicrotasks();
+  assert.equal(
+    await metricValue("controller_runtime_reconcile_timeouts_total", { controller: name }),
+    1,
+  );
+  await run.stop();
+});
+
+Deno.test("informer events pass predicates, initial objects replay on start", async () => {
+  const informer = new StubInformer<KubeObject>();
+  informer.objects.set("ns/pre", { metadata: { name: "pre", namespace: "ns", generation: 1 } });
+  const rec = new RecordingReconciler();
+  const ctrl = new Controller({ name: "informer-driven", reconciler: rec, clock: new FakeClock() });
+  ctrl.watch(informer, enqueueForObject(), generationChanged());
+  assert.equal(informer.handlers.length, 0, "handlers register at start");
+  const run = started(ctrl);
+  await waitFor(() => rec.count("ns/pre") === 1, "initial list reconciled");
+
+  const v1 = { metadata: { name: "obj", namespace: "ns", generation: 1, resourceVersion: "1" } };
+  informer.add(v1);
+  await waitFor(() => rec.count("ns/obj") === 1, "create reconciled");
+  // Status-only write: same generation, filtered out.
+  informer.update({ metadata: { ...v1.metadata, resourceVersion: "2" } });
+  // Spec change on another object acts as a FIFO marker.
+  informer.update({ metadata: { name: "pre", namespace: "ns", generation: 2 } });
+  await waitFor(() => rec.count("ns/pre") === 2, "marker reconciled");
+  assert.equal(rec.count("ns/obj"), 1, "status-only update was filtered");
+  informer.update({ metadata: { ...v1.metadata, generation: 2, resourceVersion: "3" } });
+  await waitFor(() => rec.count("ns/obj") === 2, "spec change reconciled");
+  await run.stop();
+});
+
+Deno.test("start waits for informers to sync and fails after the cache sync timeout", async () => {
+  const informer = new StubInformer<KubeObject>();
+  informer.synced = false;
+  const ctrl = new Controller({
+    name: "never-synced",
+    reconciler: new RecordingReconciler(),
+    cacheSyncTimeoutMs: 30,
+  });
+  ctrl.watch(informer, enqueueForObject());
+  await assert.rejects(ctrl.start(new AbortController().signal), /timed out waiting for caches/);
+
+  // Syncing later lets the workers start.
+  const clock = new FakeClock();
+  const late = new StubInformer<KubeObject>();
+  late.synced = false;
+  late.objects.set("ns/a", { metadata: { name: "a", namespace: "ns" } });
+  const rec = new RecordingReconciler();
+  const ctrl2 = new Controller({ name: "late-sync", reconciler: rec, clock });
+  ctrl2.watch(late, enqueueForObject());
+  const run = started(ctrl2);
+  await flushMicrotasks();
+  clock.advance(100);
+  await flushMicrotasks();
+  assert.equal(rec.calls.length, 0, "no reconcile before sync");
+  late.synced = true;
+  clock.advance(100);
+  await waitFor(() => rec.calls.length === 1, "reconciled after sync");
+  await run.stop();
+});
+
+Deno.test("start twice rejects; stop before start resolves; metrics initialised", async () => {
+  const name = "lifecycle";
+  const ctrl = new Controller({
+    name,
+    reconciler: new RecordingReconciler(),
+    maxConcurrentReconciles: 4,
+    clock: new FakeClock(),
+  });
+  const run = started(ctrl);
+  await assert.rejects(ctrl.start(new AbortController().signal), /started more than once/);
+  const labels = { controller: name };
+  assert.equal(await metricValue("controller_runtime_max_concurrent_reconciles", labels), 4);
+  for (const result of ["success", "error", "requeue", "requeue_after"]) {
+    assert.equal(
+      await metricValue("controller_runtime_reconcile_total", { ...labels, result }),
+      0,
+    );
+  }
+  await run.stop();
+
+  const never = new Controller({ name: "never-started", reconciler: new RecordingReconciler() });
+  await never.stop();
+  assert.throws(() => never.queue, /not started/);
+});

@@ -1,0 +1,50 @@
+/**
+ * The reconcile contract (controller-runtime pkg/reconcile): a reconciler receives the key of
+ * an object and drives the world toward it. Throwing means "retry with backoff"; the result
+ * only says when to look again.
+ */
+
+/** Which object to reconcile. namespace is "" for cluster-scoped objects. */
+export interface Request {
+  namespace: string;
+  name: string;
+}
+
+/** When to reconcile the same key again, absent new events. */
+export interface Result {
+  /** Requeue through the rate limiter (backoff grows until a plain success). */
+  requeue?: boolean;
+  /** Requeue after this many milliseconds; resets the backoff. Wins over requeue. */
+  requeueAfter?: number;
+}
+
+/** The one method a controller's user implements. */
+export interface Reconciler {
+  /**
+   * Reconciles req. signal aborts when the controller stops for good (drain deadline) or a
+   * reconciliation timeout fires; pass it to API calls.
+   */
+  reconcile(req: Request, signal: AbortSignal): Promise<Result | void>;
+}
+
+/**
+ * An error that retrying cannot fix (invalid spec, missing permission by design): the key is
+ * not requeued, and it is counted in controller_runtime_terminal_reconcile_errors_total. Wrap
+ * the cause so logs keep it.
+ */
+export class TerminalError extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = "TerminalError";
+  }
+}
+
+/** True when err is a TerminalError or has one in its cause chain (like Go's errors.Is). */
+export function isTerminalError(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    if (e instanceof TerminalError) return true;
+    seen.add(e);
+  }
+  return false;
+}

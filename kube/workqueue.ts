@@ -1,0 +1,424 @@
+import { type Clock, realClock, type TimerId } from "./clock.ts";
+import {
+  workqueueAdds,
+  workqueueDepth,
+  workqueueLongestRunningProcessor,
+  workqueueQueueDuration,
+  workqueueRetries,
+  workqueueUnfinishedWork,
+  workqueueWorkDuration,
+} from "./metrics.ts";
+import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.ts";
+
+/** Options of a {@link WorkQueue}. */
+export interface WorkQueueOptions<K extends string = string> {
+  /**
+   * Metric label value for both `name` and `controller` (as controller-runtime sets them).
+   * Without a name the queue records no metrics and runs no timer.
+   */
+  name?: string;
+  clock?: Clock;
+  /** Used by addRateLimited; defaults to client-go's DefaultControllerRateLimiter. */
+  rateLimiter?: RateLimiter<K>;
+  /** How often the unfinished-work gauges are refreshed (client-go: 500 ms). */
+  unfinishedWorkUpdatePeriodMs?: number;
+}
+
+const defaultUnfinishedWorkUpdatePeriodMs = 500;
+const maxTimerMs = 2 ** 31 - 1;
+
+/**
+ * A rate-limited, delaying work queue of keys with client-go's guarantees:
+ * - a key is handed to at most one worker at a time (`processing`);
+ * - adding a key that is already queued is a no-op (`dirty` dedup);
+ * - adding a key while a worker holds it marks it dirty, and done() queues it again, so the
+ *   change is never lost and never handled concurrently.
+ * Delayed adds share one timer armed for the earliest deadline of a min-heap.
+ */
+export class WorkQueue<K extends string = string> {
+  readonly name: string | undefined;
+  readonly #clock: Clock;
+  readonly #rateLimiter: RateLimiter<K>;
+  readonly #fifo = new Fifo<K>();
+  /** Keys that need processing: queued, or re-added while processing. */
+  readonly #dirty = new Set<K>();
+  /** Keys currently held by a worker (between get and done). */
+  readonly #processing = new Set<K>();
+  /** Pending get() calls, oldest first; only non-empty while the FIFO is empty. */
+  readonly #getters: ((key: K | undefined) => void)[] = [];
+  #shuttingDown = false;
+  #drain = false;
+  #drainWaiters: (() => void)[] = [];
+  readonly #metrics: QueueMetrics<K> | undefined;
+  #metricsTimer: TimerId | undefined;
+  readonly #metricsPeriodMs: number;
+  readonly #delayed = new DelayHeap<K>();
+  #delayTimer: TimerId | undefined;
+  #delayTimerAt = Infinity;
+
+  constructor(opts: WorkQueueOptions<K> = {}) {
+    this.name = opts.name;
+    this.#clock = opts.clock ?? realClock;
+    this.#rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<K>(this.#clock);
+    this.#metricsPeriodMs = opts.unfinishedWorkUpdatePeriodMs ??
+      defaultUnfinishedWorkUpdatePeriodMs;
+    if (opts.name) {
+      this.#metrics = new QueueMetrics<K>(opts.name, this.#clock);
+      this.#scheduleMetricsUpdate();
+    }
+  }
+
+  /** Queues key unless it is already waiting; ignored after shutdown. */
+  add(key: K): void {
+    if (this.#shuttingDown) return;
+    if (this.#dirty.has(key)) return;
+    this.#metrics?.add(key);
+    this.#dirty.add(key);
+    // A worker holds it: done() will queue it again.
+    if (this.#processing.has(key)) return;
+    this.#fifo.push(key);
+    this.#dispatch();
+  }
+
+  /** Keys waiting to be handed out (not counting processing or delayed ones). */
+  len(): number {
+    return this.#fifo.length;
+  }
+
+  /**
+   * Hands out the next key, waiting until one is available. Resolves undefined once the
+   * queue is shut down and empty. The caller must call done(key) when finished.
+   */
+  get(): Promise<K | undefined> {
+    if (this.#fifo.length > 0) return Promise.resolve(this.#take());
+    if (this.#shuttingDown) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.#getters.push(resolve));
+  }
+
+  /** Marks key finished; if it was re-added meanwhile it goes back into the queue. */
+  done(key: K): void {
+    this.#metrics?.done(key);
+    this.#processing.delete(key);
+    if (this.#dirty.has(key)) {
+      this.#fifo.push(key);
+      this.#dispatch();
+    } else if (this.#processing.size === 0) {
+      this.#wakeDrainers();
+    }
+  }
+
+  /** Adds key after ms milliseconds; an earlier pending deadline for the same key wins. */
+  addAfter(key: K, ms: number): void {
+    if (this.#shuttingDown) return;
+    this.#metrics?.retry();
+    if (!(ms > 0)) {
+      this.add(key);
+      return;
+    }
+    this.#delayed.upsert(key, this.#clock.now() + ms);
+    this.#armDelayTimer();
+  }
+
+  /** Adds key after the rate limiter's delay for it (one more failure). */
+  addRateLimited(key: K): void {
+    this.addAfter(key, this.#rateLimiter.when(key));
+  }
+
+  /** Resets key's backoff; call after a successful pass. */
+  forget(key: K): void {
+    this.#rateLimiter.forget(key);
+  }
+
+  /** Failures recorded for key by the rate limiter. */
+  numRequeues(key: K): number {
+    return this.#rateLimiter.numRequeues(key);
+  }
+
+  /** Keys waiting for a delayed add (diagnostics and tests). */
+  delayedLen(): number {
+    return this.#delayed.size;
+  }
+
+  shuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /**
+   * Stops accepting adds, drops pending delayed adds and wakes idle getters with undefined.
+   * Keys already queued are still handed out by get(); done() keeps working.
+   */
+  shutDown(): void {
+    this.#drain = false;
+    this.#beginShutdown();
+    this.#wakeDrainers();
+  }
+
+  /** Like shutDown, then resolves once no key is being processed. */
+  shutDownWithDrain(): Promise<void> {
+    this.#drain = true;
+    this.#beginShutdown();
+    if (this.#processing.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  #beginShutdown(): void {
+    this.#shuttingDown = true;
+    this.#delayed.clear();
+    if (this.#delayTimer !== undefined) this.#clock.clearTimeout(this.#delayTimer);
+    this.#delayTimer = undefined;
+    this.#delayTimerAt = Infinity;
+    if (this.#metricsTimer !== undefined) this.#clock.clearTimeout(this.#metricsTimer);
+    this.#metricsTimer = undefined;
+    // Getters only wait while the FIFO is empty, so each of them sees "shut down".
+    for (const resolve of this.#getters.splice(0)) resolve(undefined);
+  }
+
+  #wakeDrainers(): void {
+    // A plain shutDown() cancels a pending drain, as in client-go.
+    if (this.#processing.size !== 0 && this.#drain) return;
+    for (const resolve of this.#drainWaiters.splice(0)) resolve();
+  }
+
+  #take(): K {
+    const key = this.#fifo.shift();
+    this.#metrics?.get(key);
+    this.#processing.add(key);
+    this.#dirty.delete(key);
+    return key;
+  }
+
+  #dispatch(): void {
+    while (this.#getters.length > 0 && this.#fifo.length > 0) {
+      const resolve = this.#getters.shift()!;
+      resolve(this.#take());
+    }
+  }
+
+  #armDelayTimer(): void {
+    const next = this.#delayed.peekAt();
+    if (next === undefined) return;
+    // Keep the current timer when it already fires early enough.
+    if (this.#delayTimer !== undefined && this.#delayTimerAt <= next) return;
+    if (this.#delayTimer !== undefined) this.#clock.clearTimeout(this.#delayTimer);
+    this.#delayTimerAt = next;
+    // Timers overflow past 2^31-1 ms (and would fire at once); an early wake just re-arms.
+    const wait = Math.min(maxTimerMs, Math.max(0, next - this.#clock.now()));
+    this.#delayTimer = this.#clock.setTimeout(() => this.#onDelayTimer(), wait);
+  }
+
+  #onDelayTimer(): void {
+    this.#delayTimer = undefined;
+    this.#delayTimerAt = Infinity;
+    const now = this.#clock.now();
+    for (
+      let at = this.#delayed.peekAt();
+      at !== undefined && at <= now;
+      at = this.#delayed.peekAt()
+    ) {
+      this.add(this.#delayed.pop());
+    }
+    this.#armDelayTimer();
+  }
+
+  #scheduleMetricsUpdate(): void {
+    this.#metricsTimer = this.#clock.setTimeout(() => {
+      if (this.#shuttingDown) return;
+      this.#metrics?.updateUnfinishedWork();
+      this.#scheduleMetricsUpdate();
+    }, this.#metricsPeriodMs);
+  }
+}
+
+/** Array-backed FIFO with O(1) amortised shift. */
+class Fifo<T> {
+  #items: T[] = [];
+  #head = 0;
+
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(item: T): void {
+    this.#items.push(item);
+  }
+
+  shift(): T {
+    const item = this.#items[this.#head];
+    this.#head++;
+    // Compact once the consumed prefix dominates, keeping memory proportional to the queue.
+    if (this.#head >= 1024 && this.#head * 2 >= this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+}
+
+interface DelayEntry<K> {
+  key: K;
+  at: number;
+  /** Insertion order, so equal deadlines come out first-in first-out. */
+  seq: number;
+  index: number;
+}
+
+/** Min-heap of (deadline, key) with at most one entry per key. */
+class DelayHeap<K> {
+  #heap: DelayEntry<K>[] = [];
+  #byKey = new Map<K, DelayEntry<K>>();
+  #seq = 0;
+
+  get size(): number {
+    return this.#heap.length;
+  }
+
+  /** Inserts key, or moves its deadline earlier if it is already waiting. */
+  upsert(key: K, at: number): void {
+    const existing = this.#byKey.get(key);
+    if (existing) {
+      if (at < existing.at) {
+        existing.at = at;
+        this.#up(existing.index);
+      }
+      return;
+    }
+    const entry: DelayEntry<K> = { key, at, seq: this.#seq++, index: this.#heap.length };
+    this.#heap.push(entry);
+    this.#byKey.set(key, entry);
+    this.#up(entry.index);
+  }
+
+  peekAt(): number | undefined {
+    return this.#heap[0]?.at;
+  }
+
+  pop(): K {
+    const top = this.#heap[0];
+    const last = this.#heap.pop()!;
+    if (last !== top) {
+      this.#heap[0] = last;
+      last.index = 0;
+      this.#down(0);
+    }
+    this.#byKey.delete(top.key);
+    return top.key;
+  }
+
+  clear(): void {
+    this.#heap = [];
+    this.#byKey.clear();
+  }
+
+  #less(a: DelayEntry<K>, b: DelayEntry<K>): boolean {
+    return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+  }
+
+  #swap(i: number, j: number): void {
+    const h = this.#heap;
+    [h[i], h[j]] = [h[j], h[i]];
+    h[i].index = i;
+    h[j].index = j;
+  }
+
+  #up(i: number): void {
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.#less(this.#heap[i], this.#heap[parent])) return;
+      this.#swap(i, parent);
+      i = parent;
+    }
+  }
+
+  #down(i: number): void {
+    const n = this.#heap.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let min = i;
+      if (l < n && this.#less(this.#heap[l], this.#heap[min])) min = l;
+      if (r < n && this.#less(this.#heap[r], this.#heap[min])) min = r;
+      if (min === i) return;
+      this.#swap(i, min);
+      i = min;
+    }
+  }
+}
+
+/** client-go's per-queue metrics, recorded on the shared controller-runtime families. */
+class QueueMetrics<K> {
+  readonly #clock: Clock;
+  readonly #depth;
+  readonly #adds;
+  readonly #latency;
+  readonly #work;
+  readonly #unfinished;
+  readonly #longest;
+  readonly #retries;
+  /** When each queued key was first added (kept across dedup'ed adds). */
+  readonly #addTimes = new Map<K, number>();
+  /** When each processing key was handed out. */
+  readonly #startTimes = new Map<K, number>();
+
+  constructor(name: string, clock: Clock) {
+    this.#clock = clock;
+    const labels = { name, controller: name };
+    // The queue has no priorities; controller-runtime labels such depth with priority "".
+    this.#depth = workqueueDepth.labels({ ...labels, priority: "" });
+    this.#adds = workqueueAdds.labels(labels);
+    this.#latency = workqueueQueueDuration.labels(labels);
+    this.#work = workqueueWorkDuration.labels(labels);
+    this.#unfinished = workqueueUnfinishedWork.labels(labels);
+    this.#longest = workqueueLongestRunningProcessor.labels(labels);
+    this.#retries = workqueueRetries.labels(labels);
+    // Publish the series (inc(0) never resets one shared with an earlier queue of this name)
+    // so dashboards see the queue before its first add.
+    this.#depth.inc(0);
+    this.#adds.inc(0);
+    this.#retries.inc(0);
+    workqueueQueueDuration.zero(labels);
+    workqueueWorkDuration.zero(labels);
+    this.#unfinished.inc(0);
+    this.#longest.inc(0);
+  }
+
+  add(key: K): void {
+    this.#adds.inc();
+    this.#depth.inc();
+    if (!this.#addTimes.has(key)) this.#addTimes.set(key, this.#clock.now());
+  }
+
+  get(key: K): void {
+    const now = this.#clock.now();
+    this.#depth.dec();
+    this.#startTimes.set(key, now);
+    const added = this.#addTimes.get(key);
+    if (added !== undefined) {
+      this.#latency.observe((now - added) / 1000);
+      this.#addTimes.delete(key);
+    }
+  }
+
+  done(key: K): void {
+    const started = this.#startTimes.get(key);
+    if (started === undefined) return;
+    this.#work.observe((this.#clock.now() - started) / 1000);
+    this.#startTimes.delete(key);
+  }
+
+  retry(): void {
+    this.#retries.inc();
+  }
+
+  updateUnfinishedWork(): void {
+    const now = this.#clock.now();
+    let total = 0;
+    let oldest = 0;
+    for (const started of this.#startTimes.values()) {
+      const age = (now - started) / 1000;
+      total += age;
+      if (age > oldest) oldest = age;
+    }
+    this.#unfinished.set(total);
+    this.#longest.set(oldest);
+  }
+}
