@@ -92,3 +92,20 @@ export class FakeClock implements Clock {
     this.#now = target;
   }
 }
+
+/**
+ * Waits ms on clock, or less if signal aborts first; never rejects. The shared pause of the
+ * retry loops (leader election, event writer).
+ */
+export function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clock.clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = clock.setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

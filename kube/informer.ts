@@ -7,6 +7,14 @@ import type { EventHandler, Informer } from "./source.ts";
 
 const log = getLogger(["cocoon-operator", "cache"]);
 
+/** A non-410 error the server sent as a watch ERROR event. */
+class WatchErrorEvent extends Error {
+  constructor(readonly apiError: ApiError) {
+    super(`watch error event: ${apiError.message}`, { cause: apiError });
+    this.name = "WatchErrorEvent";
+  }
+}
+
 /** Maps an object to the index values it is filed under (e.g. its spec.podRef.name). */
 export type IndexFunc<T extends KubeObject> = (obj: T) => string[];
 
@@ -157,6 +165,10 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
             this.stats.relistsAfterGone++;
             continue;
           }
+          // Any other error the server reported inside the stream leaves the resourceVersion
+          // in doubt (e.g. an etcd event whose history was compacted), so the next attempt
+          // relists, as client-go's reflector does.
+          if (err instanceof WatchErrorEvent) this.#rv = "";
           log.warn("list/watch of {resource} failed, retrying in {backoffMs} ms: {error}", {
             resource: resourceId(this.rt),
             backoffMs: backoff,
@@ -253,8 +265,12 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
         case "BOOKMARK":
           this.#setRv(ev.object.metadata.resourceVersion);
           break;
-        case "ERROR":
-          throw ApiError.fromStatus(ev.object.code ?? 500, ev.object, { resource: resourceId(rt) });
+        case "ERROR": {
+          const err = ApiError.fromStatus(ev.object.code ?? 500, ev.object, {
+            resource: resourceId(rt),
+          });
+          throw isGone(err) ? err : new WatchErrorEvent(err);
+        }
       }
       if (signal.aborted) break;
     }

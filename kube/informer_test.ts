@@ -190,3 +190,29 @@ Deno.test("cache: reads return copies, answer label selectors and registered fie
     await cache.stopped();
   }
 });
+
+Deno.test("informer: a non-410 ERROR event makes the next attempt relist", async () => {
+  const fake = new FakeClient();
+  await fake.create(Pods, pod("a"));
+  let injected = false;
+  const real = fake.watch.bind(fake);
+  fake.watch = ((rt, opts) => {
+    if (injected) return real(rt, opts);
+    injected = true;
+    return (async function* () {
+      yield {
+        type: "ERROR" as const,
+        object: {
+          kind: "Status" as const,
+          code: 500,
+          reason: "InternalError",
+          message: "prevKv nil",
+        },
+      };
+    })();
+  }) as typeof fake.watch;
+  await withInformer(fake, async (inf) => {
+    await waitFor("relisted", () => inf.stats.lists === 2);
+    assert.equal(inf.stats.relistsAfterGone, 0);
+  });
+});

@@ -91,7 +91,10 @@ Deno.test({
           metadata: { name: "a", namespace: "gone" },
           spec: { agent: { image: "x" } },
         });
+        // Two later writes, so the revision right after v1 is itself compacted away (compacting
+        // at the revision that follows v1 would still let a watch start there).
         await client.patch(Widgets, "gone", "a", "merge", { metadata: { labels: { b: "c" } } });
+        await client.patch(Widgets, "gone", "a", "merge", { metadata: { labels: { b: "d" } } });
         await cp.compactEtcd();
         await expectGoneWatch(client, "gone", v1.metadata.resourceVersion!);
       });

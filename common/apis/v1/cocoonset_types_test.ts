@@ -1,0 +1,47 @@
+import assert from "node:assert/strict";
+import type { CocoonSet, CocoonSetSpec } from "./cocoonset_types.ts";
+import { CocoonHibernations, CocoonSets } from "./resources.ts";
+import {
+  APIVersion,
+  Group,
+  KindCocoonHibernation,
+  KindCocoonSet,
+  Version,
+} from "./groupversion.ts";
+import { apiVersionOf, resourceId } from "../../../kube/resource.ts";
+
+Deno.test("snapshotCompatibilityClass is serialised when set and omitted when empty", () => {
+  const spec: CocoonSetSpec = {
+    agent: { image: "i" },
+    snapshotCompatibilityClass: "n2-cascade-lake-v1",
+  };
+  assert.match(JSON.stringify(spec), /"snapshotCompatibilityClass":"n2-cascade-lake-v1"/);
+  const empty: CocoonSetSpec = { agent: { image: "i" } };
+  assert.doesNotMatch(JSON.stringify(empty), /snapshotCompatibilityClass/);
+});
+
+Deno.test("a CocoonSet is a plain JSON object that survives a JSON round trip", () => {
+  const cs: CocoonSet = {
+    apiVersion: APIVersion,
+    kind: KindCocoonSet,
+    metadata: { name: "demo", namespace: "ns" },
+    spec: { agent: { image: "img", storage: "10Gi", replicas: 2 }, toolboxes: [{ name: "tb" }] },
+    status: { phase: "Running", readyAgents: 3, desiredAgents: 3, conditions: [] },
+  };
+  assert.deepEqual(JSON.parse(JSON.stringify(cs)), cs);
+});
+
+Deno.test("group/version facts and resource descriptors", () => {
+  assert.equal(Group, "cocoonset.cocoonstack.io");
+  assert.equal(Version, "v1");
+  assert.equal(APIVersion, "cocoonset.cocoonstack.io/v1");
+  assert.equal(apiVersionOf(CocoonSets), APIVersion);
+  assert.equal(resourceId(CocoonSets), "cocoonsets.cocoonset.cocoonstack.io");
+  assert.equal(resourceId(CocoonHibernations), "cocoonhibernations.cocoonset.cocoonstack.io");
+  assert.equal(CocoonSets.kind, KindCocoonSet);
+  assert.equal(CocoonHibernations.kind, KindCocoonHibernation);
+  for (const rt of [CocoonSets, CocoonHibernations]) {
+    assert.equal(rt.namespaced, true);
+    assert.equal(rt.statusSubresource, true);
+  }
+});

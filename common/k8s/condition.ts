@@ -1,0 +1,134 @@
+/**
+ * metav1.Condition and the helpers apimachinery's meta package offers for condition lists
+ * (SetStatusCondition & co.), plus cocoon-common's Ready-condition builder.
+ */
+
+/** "True" | "False" | "Unknown", as metav1.ConditionStatus. */
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+export const ConditionTrue: ConditionStatus = "True";
+export const ConditionFalse: ConditionStatus = "False";
+export const ConditionUnknown: ConditionStatus = "Unknown";
+
+/**
+ * One entry of status.conditions (metav1.Condition). lastTransitionTime is an RFC 3339 string
+ * with second precision; "" (or absent) means "not set yet" and is filled by setStatusCondition.
+ */
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+/** The condition type for overall readiness, shared by every cocoon component. */
+export const ConditionTypeReady = "Ready";
+
+/**
+ * Builds a Ready condition. lastTransitionTime is left empty on purpose: setStatusCondition then
+ * keeps the stored timestamp when the status did not flip.
+ */
+export function newReadyCondition(
+  generation: number,
+  status: ConditionStatus,
+  reason: string,
+  message: string,
+): Condition {
+  return {
+    type: ConditionTypeReady,
+    status,
+    reason,
+    message,
+    observedGeneration: generation,
+    lastTransitionTime: "",
+  };
+}
+
+/** Formats a time the way metav1.Time serialises: RFC 3339, UTC, whole seconds. */
+export function formatConditionTime(t: Date): string {
+  return t.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** The condition of the given type, or undefined. The returned object is the list's own entry. */
+export function findStatusCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+/**
+ * Adds or updates the condition of newCondition.type in place, with apimachinery's
+ * meta.SetStatusCondition semantics: lastTransitionTime changes only when the status changes
+ * (taken from newCondition if set, else now); reason, message and observedGeneration are copied.
+ * Returns true when the list changed.
+ */
+export function setStatusCondition(
+  conditions: Condition[],
+  newCondition: Condition,
+  now: () => Date = () => new Date(),
+): boolean {
+  const existing = findStatusCondition(conditions, newCondition.type);
+  if (!existing) {
+    conditions.push({
+      ...newCondition,
+      lastTransitionTime: newCondition.lastTransitionTime || formatConditionTime(now()),
+    });
+    return true;
+  }
+  let changed = false;
+  if (existing.status !== newCondition.status) {
+    existing.status = newCondition.status;
+    existing.lastTransitionTime = newCondition.lastTransitionTime || formatConditionTime(now());
+    changed = true;
+  }
+  if (existing.reason !== newCondition.reason) {
+    existing.reason = newCondition.reason;
+    changed = true;
+  }
+  if (existing.message !== newCondition.message) {
+    existing.message = newCondition.message;
+    changed = true;
+  }
+  // Go compares int64 values where an absent field reads as 0.
+  if ((existing.observedGeneration ?? 0) !== (newCondition.observedGeneration ?? 0)) {
+    existing.observedGeneration = newCondition.observedGeneration;
+    changed = true;
+  }
+  return changed;
+}
+
+/** Removes the condition of the given type in place; returns true when one was removed. */
+export function removeStatusCondition(conditions: Condition[], type: string): boolean {
+  const i = conditions.findIndex((c) => c.type === type);
+  if (i < 0) return false;
+  conditions.splice(i, 1);
+  return true;
+}
+
+/** True when a condition of the given type exists with status True. */
+export function isStatusConditionTrue(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): boolean {
+  return isStatusConditionPresentAndEqual(conditions, type, ConditionTrue);
+}
+
+/** True when a condition of the given type exists with status False. */
+export function isStatusConditionFalse(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): boolean {
+  return isStatusConditionPresentAndEqual(conditions, type, ConditionFalse);
+}
+
+/** True when a condition of the given type exists with the given status. */
+export function isStatusConditionPresentAndEqual(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+  status: ConditionStatus,
+): boolean {
+  return findStatusCondition(conditions, type)?.status === status;
+}

@@ -1,0 +1,114 @@
+/**
+ * Process-wide logging setup on LogTape. The Go operator configures its logger once from
+ * OPERATOR_LOG_LEVEL (cocoon-common's log.Setup); here main.ts calls setupLogging once and every
+ * module logs through getLogger(["cocoon-operator", "<area>"]).
+ */
+import {
+  configure,
+  getJsonLinesFormatter,
+  getTextFormatter,
+  type LogLevel,
+  reset,
+  type Sink,
+} from "@logtape/logtape";
+
+/** The levels the operator accepts in OPERATOR_LOG_LEVEL. */
+export type LogLevelName = "debug" | "info" | "warn" | "error";
+
+/** "json" = one JSON object per line (production); "text" = human-readable lines. */
+export type LogFormat = "json" | "text";
+
+/** Root category of every operator logger. */
+export const rootCategory = "cocoon-operator";
+
+/** Thrown when a level or format string cannot be parsed. */
+export class LogConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "LogConfigError";
+  }
+}
+
+const levelAliases: Record<string, LogLevelName> = {
+  debug: "debug",
+  info: "info",
+  warn: "warn",
+  warning: "warn",
+  error: "error",
+};
+
+/** Parses a level name case-insensitively ("warning" is accepted for "warn"). */
+export function parseLogLevelName(value: string): LogLevelName {
+  const level = levelAliases[value.trim().toLowerCase()];
+  if (!level) {
+    throw new LogConfigError(
+      `invalid log level ${JSON.stringify(value)}: want one of debug, info, warn, error`,
+    );
+  }
+  return level;
+}
+
+/** Parses a format name ("json" or "text"). */
+export function parseLogFormat(value: string): LogFormat {
+  const format = value.trim().toLowerCase();
+  if (format !== "json" && format !== "text") {
+    throw new LogConfigError(`invalid log format ${JSON.stringify(value)}: want json or text`);
+  }
+  return format;
+}
+
+const toLogTape: Record<LogLevelName, LogLevel> = {
+  debug: "debug",
+  info: "info",
+  warn: "warning",
+  error: "error",
+};
+
+export interface LogSetupOptions {
+  /** Lowest level emitted; a string is parsed with parseLogLevelName. */
+  level: LogLevelName | string;
+  format?: LogFormat;
+  /** Where lines go; defaults to stderr (as controller-runtime's zap logger does). */
+  stream?: "stderr" | "stdout";
+  /** Receives each formatted line (no trailing newline); tests capture with it. */
+  write?: (line: string) => void;
+  /** Replaces the console sink entirely. */
+  sink?: Sink;
+}
+
+/**
+ * Configures LogTape for the whole process. Calling it again replaces the previous setup, so
+ * tests can reconfigure; use resetLogging() to go back to "no output".
+ */
+export async function setupLogging(opts: LogSetupOptions): Promise<void> {
+  const level = parseLogLevelName(opts.level);
+  const format = opts.format ?? "json";
+  const sink = opts.sink ?? lineSink(format, opts.write ?? consoleWriter(opts.stream ?? "stderr"));
+  await configure({
+    reset: true,
+    sinks: { out: sink },
+    loggers: [
+      // LogTape announces its own configuration on the meta logger; only its problems matter.
+      { category: ["logtape", "meta"], sinks: ["out"], lowestLevel: "warning" },
+      { category: [rootCategory], sinks: ["out"], lowestLevel: toLogTape[level] },
+    ],
+  });
+}
+
+/** Drops the logging configuration (tests). */
+export async function resetLogging(): Promise<void> {
+  await reset();
+}
+
+function lineSink(format: LogFormat, write: (line: string) => void): Sink {
+  const formatter = format === "json"
+    ? getJsonLinesFormatter({ properties: "nest:properties" })
+    : getTextFormatter({ timestamp: "rfc3339" });
+  return (record) => write(formatter(record).replace(/\r?\n$/, ""));
+}
+
+// Deno's console writes synchronously, so a line is out before the process can exit; every
+// level goes to one stream so the output stays a single ordered sequence.
+function consoleWriter(stream: "stderr" | "stdout"): (line: string) => void {
+  return stream === "stderr" ? (line) => console.error(line) : (line) => console.log(line);
+}

@@ -1,0 +1,48 @@
+import assert from "node:assert/strict";
+import * as keys from "./keys.ts";
+
+// The wire contract with vk-cocoon and the webhook: every string exactly as cocoon-common v0.3.0.
+Deno.test("label, annotation, role, toleration and tag strings match cocoon-common v0.3.0", () => {
+  assert.deepEqual({ ...keys }, {
+    KindCocoonSet: "CocoonSet",
+    TolerationKey: "virtual-kubelet.io/provider",
+    LabelCocoonSet: "cocoonset.cocoonstack.io/name",
+    LabelRole: "cocoonset.cocoonstack.io/role",
+    LabelSlot: "cocoonset.cocoonstack.io/slot",
+    LabelNodePool: "cocoonstack.io/pool",
+    DefaultNodePool: "default",
+    LabelSnapshotCompatibilityClass: "cocoonstack.io/snapshot-cpu-class",
+    AnnotationMode: "cocoonset.cocoonstack.io/mode",
+    AnnotationImage: "cocoonset.cocoonstack.io/image",
+    AnnotationStorage: "cocoonset.cocoonstack.io/storage",
+    AnnotationManaged: "cocoonset.cocoonstack.io/managed",
+    AnnotationOS: "cocoonset.cocoonstack.io/os",
+    AnnotationSnapshotPolicy: "cocoonset.cocoonstack.io/snapshot-policy",
+    AnnotationNetwork: "cocoonset.cocoonstack.io/network",
+    AnnotationForcePull: "cocoonset.cocoonstack.io/force-pull",
+    AnnotationCocoonSetGeneration: "cocoonset.cocoonstack.io/generation",
+    AnnotationHibernatedOnNode: "cocoonset.cocoonstack.io/hibernated-on-node",
+    AnnotationVMID: "vm.cocoonstack.io/id",
+    AnnotationVMName: "vm.cocoonstack.io/name",
+    AnnotationIP: "vm.cocoonstack.io/ip",
+    AnnotationVNCPort: "vm.cocoonstack.io/vnc-port",
+    AnnotationHibernate: "vm.cocoonstack.io/hibernate",
+    AnnotationRestoreFromHibernate: "vm.cocoonstack.io/restore-from-hibernate",
+    AnnotationKeepSnapshotOnDelete: "vm.cocoonstack.io/keep-snapshot-on-delete",
+    AnnotationForkFrom: "vm.cocoonstack.io/fork-from",
+    AnnotationCloneFromDir: "vm.cocoonstack.io/clone-from-dir",
+    AnnotationConnType: "vm.cocoonstack.io/conn-type",
+    AnnotationBackend: "vm.cocoonstack.io/backend",
+    AnnotationNoDirectIO: "vm.cocoonstack.io/no-direct-io",
+    AnnotationProbePort: "vm.cocoonstack.io/probe-port",
+    AnnotationLifecycleState: "vm.cocoonstack.io/lifecycle-state",
+    AnnotationLifecycleObservedGeneration: "vm.cocoonstack.io/lifecycle-observed-generation",
+    AnnotationLifecycleStateMessage: "vm.cocoonstack.io/lifecycle-state-message",
+    RoleMain: "main",
+    RoleSubAgent: "sub-agent",
+    RoleToolbox: "toolbox",
+    HibernateSnapshotTag: "hibernate",
+    DefaultSnapshotTag: "latest",
+    AnnotationTrue: "true",
+  });
+});

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import type { Pod } from "../../kube/core.ts";
+import { DefaultNodePool, LabelNodePool } from "./keys.ts";
+import { isContainerRunning, isPodReady, isPodTerminal, podKey, podNodePool } from "./pod.ts";
+
+Deno.test("isPodReady", async (t) => {
+  const cases: [string, Pod, boolean][] = [
+    ["no conditions", { metadata: {} }, false],
+    [
+      "ready true",
+      { metadata: {}, status: { conditions: [{ type: "Ready", status: "True" }] } },
+      true,
+    ],
+    [
+      "ready false",
+      { metadata: {}, status: { conditions: [{ type: "Ready", status: "False" }] } },
+      false,
+    ],
+    [
+      "other condition true",
+      { metadata: {}, status: { conditions: [{ type: "Initialized", status: "True" }] } },
+      false,
+    ],
+  ];
+  for (const [name, pod, want] of cases) {
+    await t.step(name, () => assert.equal(isPodReady(pod), want));
+  }
+});
+
+Deno.test("isPodTerminal: only Failed is terminal", () => {
+  assert.equal(isPodTerminal({ metadata: {}, status: { phase: "Failed" } }), true);
+  // Managed pods run forever, so Succeeded is not treated as terminal.
+  assert.equal(isPodTerminal({ metadata: {}, status: { phase: "Succeeded" } }), false);
+  assert.equal(isPodTerminal({ metadata: {}, status: { phase: "Running" } }), false);
+  assert.equal(isPodTerminal({ metadata: {} }), false);
+});
+
+Deno.test("isContainerRunning", () => {
+  const status = (state: object): Pod => ({
+    metadata: {},
+    status: {
+      containerStatuses: [{
+        name: "c",
+        ready: false,
+        restartCount: 0,
+        image: "",
+        imageID: "",
+        state,
+      }],
+    },
+  });
+  assert.equal(isContainerRunning(status({ running: {} })), true);
+  assert.equal(isContainerRunning(status({ waiting: {} })), false);
+  assert.equal(isContainerRunning({ metadata: {} }), false);
+});
+
+Deno.test("podKey", () => {
+  assert.equal(podKey("ns", "demo"), "ns/demo");
+});
+
+Deno.test("podNodePool", async (t) => {
+  const cases: [string, Pod, string][] = [
+    ["none set", { metadata: {} }, DefaultNodePool],
+    ["nodeSelector wins", {
+      metadata: { labels: { [LabelNodePool]: "lab" }, annotations: { [LabelNodePool]: "ann" } },
+      spec: { containers: [], nodeSelector: { [LabelNodePool]: "sel" } },
+    }, "sel"],
+    ["labels over annotations", {
+      metadata: { labels: { [LabelNodePool]: "lab" }, annotations: { [LabelNodePool]: "ann" } },
+    }, "lab"],
+    ["annotation fallback", { metadata: { annotations: { [LabelNodePool]: "ann" } } }, "ann"],
+    ["empty values fall through", {
+      metadata: { labels: { [LabelNodePool]: "" } },
+      spec: { containers: [], nodeSelector: { [LabelNodePool]: "" } },
+    }, DefaultNodePool],
+  ];
+  for (const [name, pod, want] of cases) {
+    await t.step(name, () => assert.equal(podNodePool(pod), want));
+  }
+});

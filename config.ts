@@ -1,0 +1,336 @@
+/**
+ * The operator's command line and environment, parsed and validated before anything connects.
+ * Mirrors the Go main.go: each flag defaults from an env var and the flag wins; see
+ * docs/configuration.md of the Go operator for the table.
+ *
+ * One deliberate difference: the Go build silently ignores an unparsable env value (envInt,
+ * EnvBool fall back to the default). Here a set-but-invalid env value is a ConfigError naming the
+ * variable, because a typo in a Deployment should fail loudly at start rather than run with a
+ * default the operator did not ask for. Empty env values still count as unset, as in Go.
+ */
+import { parseArgs } from "node:util";
+import { type LogLevelName, parseLogLevelName } from "./common/log.ts";
+import { parseBindAddress } from "./kube/servers.ts";
+
+/** Everything main.ts needs to start the operator. */
+export interface Config {
+  /** Metrics listener ("0" disables it). */
+  metricsBindAddress: string;
+  /** healthz/readyz listener ("0" disables it). */
+  healthProbeBindAddress: string;
+  leaderElect: boolean;
+  /** Lease namespace; undefined = the pod's service-account namespace file. */
+  leaderElectionNamespace?: string;
+  cocoonSetConcurrency: number;
+  hibernationConcurrency: number;
+  /** OCI registry base for snapshot manifests (required). */
+  ociRegistry: string;
+  logLevel: LogLevelName;
+  /**
+   * --help / --version were given: main prints and exits 0. The other fields then hold the
+   * built-in defaults and are not validated (the Go flag package also answers -help before
+   * main looks at the environment).
+   */
+  help: boolean;
+  version: boolean;
+}
+
+/** Invalid command line or environment; the message is one line fit for stderr (exit 2). */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+/** Defaults of the Go operator. */
+export const defaults = {
+  metricsBindAddress: ":8080",
+  healthProbeBindAddress: ":8081",
+  leaderElect: true,
+  concurrency: 4,
+  logLevel: "info" as LogLevelName,
+} as const;
+
+/** Name of the leader-election Lease (the Go operator's LeaderElectionID). */
+export const leaderElectionId = "cocoon-operator.cocoonset.cocoonstack.io";
+
+type Env = Record<string, string | undefined>;
+
+const options = {
+  "metrics-bind-address": { type: "string" },
+  "health-probe-bind-address": { type: "string" },
+  "cocoonset-concurrency": { type: "string" },
+  "hibernation-concurrency": { type: "string" },
+  "leader-election-namespace": { type: "string" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
+} as const;
+
+/** Boolean flags that also take "=value" as Go's flag package allows. */
+const boolFlags = new Set(["leader-elect"]);
+
+/** Parses argv (without the program name) and the environment into a validated Config. */
+export function parseConfig(args: string[], env: Env): Config {
+  const { rest, bools } = extractBoolFlags(args.map(goStyleFlag));
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: rest, options, strict: true, allowPositionals: false }));
+  } catch (err) {
+    throw new ConfigError(flagErrorMessage(err));
+  }
+  const str = (name: keyof typeof options): string | undefined => {
+    const v = values[name];
+    return typeof v === "string" ? v : undefined;
+  };
+
+  const help = values.help === true;
+  const version = values.version === true;
+  if (help || version) {
+    return {
+      metricsBindAddress: defaults.metricsBindAddress,
+      healthProbeBindAddress: defaults.healthProbeBindAddress,
+      leaderElect: defaults.leaderElect,
+      cocoonSetConcurrency: defaults.concurrency,
+      hibernationConcurrency: defaults.concurrency,
+      ociRegistry: "",
+      logLevel: defaults.logLevel,
+      help,
+      version,
+    };
+  }
+
+  const ociRegistry = envValue(env, "OCI_REGISTRY")?.trim();
+  if (!ociRegistry) {
+    throw new ConfigError("OCI_REGISTRY must be set (OCI registry base for snapshot manifests)");
+  }
+
+  const metricsBindAddress = bindAddress(
+    "--metrics-bind-address",
+    str("metrics-bind-address"),
+    "METRICS_ADDR",
+    env,
+    defaults.metricsBindAddress,
+    // controller-runtime: an empty metrics address means the default one.
+    defaults.metricsBindAddress,
+  );
+  const healthProbeBindAddress = bindAddress(
+    "--health-probe-bind-address",
+    str("health-probe-bind-address"),
+    "PROBE_ADDR",
+    env,
+    defaults.healthProbeBindAddress,
+    // controller-runtime: an empty probe address disables the probe server.
+    "0",
+  );
+
+  const leaderElect = bools.get("leader-elect") ??
+    envBool(env, "LEADER_ELECT", defaults.leaderElect);
+
+  const cocoonSetConcurrency = concurrency(
+    "--cocoonset-concurrency",
+    str("cocoonset-concurrency"),
+    "COCOONSET_CONCURRENCY",
+    env,
+  );
+  const hibernationConcurrency = concurrency(
+    "--hibernation-concurrency",
+    str("hibernation-concurrency"),
+    "HIBERNATION_CONCURRENCY",
+    env,
+  );
+
+  const leaderElectionNamespace = str("leader-election-namespace") ||
+    envValue(env, "POD_NAMESPACE") || undefined;
+  if (leaderElectionNamespace !== undefined && !isDnsLabel(leaderElectionNamespace)) {
+    throw new ConfigError(
+      `invalid leader election namespace ${JSON.stringify(leaderElectionNamespace)}: ` +
+        "want a DNS-1123 label",
+    );
+  }
+
+  const rawLevel = envValue(env, "OPERATOR_LOG_LEVEL");
+  let logLevel: LogLevelName = defaults.logLevel;
+  if (rawLevel !== undefined) {
+    try {
+      logLevel = parseLogLevelName(rawLevel);
+    } catch (err) {
+      throw new ConfigError(`OPERATOR_LOG_LEVEL: ${(err as Error).message}`);
+    }
+  }
+
+  return {
+    metricsBindAddress,
+    healthProbeBindAddress,
+    leaderElect,
+    leaderElectionNamespace,
+    cocoonSetConcurrency,
+    hibernationConcurrency,
+    ociRegistry,
+    logLevel,
+    help: false,
+    version: false,
+  };
+}
+
+/** The --help text. */
+export function usage(program = "cocoon-operator"): string {
+  return `Usage: ${program} [flags]
+
+Runs the CocoonSet and CocoonHibernation controllers.
+
+Flags (a flag overrides its environment variable):
+  --metrics-bind-address ADDR        metrics listener, "0" disables
+                                     env METRICS_ADDR, default :8080
+  --health-probe-bind-address ADDR   /healthz and /readyz listener, "0" disables
+                                     env PROBE_ADDR, default :8081
+  --leader-elect[=BOOL]              let only one replica reconcile at a time
+                                     env LEADER_ELECT, default true
+  --leader-election-namespace NS     namespace of the leader-election Lease
+                                     env POD_NAMESPACE, default the service account's
+  --cocoonset-concurrency N          concurrent CocoonSet reconciles, at least 1
+                                     env COCOONSET_CONCURRENCY, default 4
+  --hibernation-concurrency N        concurrent CocoonHibernation reconciles, at least 1
+                                     env HIBERNATION_CONCURRENCY, default 4
+  -h, --help                         print this text and exit
+  --version                          print the version and exit
+
+Environment:
+  OCI_REGISTRY        required: OCI registry base for snapshot manifests
+  OPERATOR_LOG_LEVEL  debug, info, warn or error (default info)
+  KUBECONFIG          kubeconfig path when running outside the cluster
+
+ADDR is ":PORT", "HOST:PORT" or "[IPv6]:PORT". BOOL is true or false, written as Go's
+strconv.ParseBool accepts them (1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False).
+An invalid environment value stops the operator at start.`;
+}
+
+/**
+ * Go's strconv.ParseBool. Returns undefined when the text is not a boolean.
+ */
+export function parseGoBool(text: string): boolean | undefined {
+  switch (text) {
+    case "1":
+    case "t":
+    case "T":
+    case "true":
+    case "TRUE":
+    case "True":
+      return true;
+    case "0":
+    case "f":
+    case "F":
+    case "false":
+    case "FALSE":
+    case "False":
+      return false;
+    default:
+      return undefined;
+  }
+}
+
+/** An env value, with "" treated as unset (cmp.Or / EnvOrDefault semantics). */
+function envValue(env: Env, key: string): string | undefined {
+  const v = env[key];
+  return v === undefined || v === "" ? undefined : v;
+}
+
+function envBool(env: Env, key: string, fallback: boolean): boolean {
+  const raw = envValue(env, key);
+  if (raw === undefined) return fallback;
+  const b = parseGoBool(raw);
+  if (b === undefined) {
+    throw new ConfigError(`${key}=${JSON.stringify(raw)} is not a boolean (want true or false)`);
+  }
+  return b;
+}
+
+function bindAddress(
+  flag: string,
+  flagValue: string | undefined,
+  key: string,
+  env: Env,
+  fallback: string,
+  whenEmpty: string,
+): string {
+  const fromFlag = flagValue !== undefined;
+  const given = fromFlag ? flagValue : envValue(env, key) ?? fallback;
+  const value = given === "" ? whenEmpty : given;
+  try {
+    parseBindAddress(value);
+  } catch (err) {
+    throw new ConfigError(`${fromFlag ? flag : key}: ${(err as Error).message}`);
+  }
+  return value;
+}
+
+function concurrency(flag: string, flagValue: string | undefined, key: string, env: Env): number {
+  const fromFlag = flagValue !== undefined;
+  const raw = fromFlag ? flagValue : envValue(env, key);
+  if (raw === undefined) return defaults.concurrency;
+  const where = fromFlag ? flag : key;
+  // Decimal only: Go's flag package would also take 0x10 or 010 (octal), a surprise not worth
+  // keeping.
+  if (!/^\+?\d+$/.test(raw.trim())) {
+    throw new ConfigError(`${where}=${JSON.stringify(raw)} is not an integer`);
+  }
+  const n = Number(raw.trim());
+  if (!Number.isSafeInteger(n)) {
+    throw new ConfigError(`${where}=${JSON.stringify(raw)} is too large`);
+  }
+  if (n < 1) {
+    throw new ConfigError(`${where}=${JSON.stringify(raw)} must be at least 1`);
+  }
+  return n;
+}
+
+/**
+ * Go's flag package accepts "-name" as well as "--name"; node's parseArgs only knows "--name"
+ * for long options. Rewrite single-dash long flags so manifests written for the Go binary work.
+ */
+function goStyleFlag(arg: string): string {
+  return /^-[a-z][a-z-]+(=.*)?$/.test(arg) ? `-${arg}` : arg;
+}
+
+/**
+ * Pulls out "--leader-elect" and "--leader-elect=VALUE": parseArgs rejects a value on a boolean
+ * option, while Go's bool flags take "=false". The last occurrence wins, as in Go.
+ */
+function extractBoolFlags(args: string[]): { rest: string[]; bools: Map<string, boolean> } {
+  const rest: string[] = [];
+  const bools = new Map<string, boolean>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--") {
+      rest.push(...args.slice(i));
+      break;
+    }
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!m || !boolFlags.has(m[1])) {
+      rest.push(arg);
+      continue;
+    }
+    if (m[2] === undefined) {
+      bools.set(m[1], true);
+      continue;
+    }
+    const b = parseGoBool(m[2]);
+    if (b === undefined) {
+      throw new ConfigError(
+        `invalid value ${JSON.stringify(m[2])} for --${m[1]}: want true or false`,
+      );
+    }
+    bools.set(m[1], b);
+  }
+  return { rest, bools };
+}
+
+function flagErrorMessage(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  // parseArgs messages span lines with hints about "--"; keep the first line.
+  return `${msg.split("\n")[0].trim()} (see --help)`;
+}
+
+function isDnsLabel(s: string): boolean {
+  return s.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(s);
+}

@@ -1,0 +1,183 @@
+import assert from "node:assert/strict";
+import { type Config, ConfigError, parseConfig, parseGoBool, usage } from "./config.ts";
+
+const base = { OCI_REGISTRY: "example.com/proj/repo" };
+
+function parse(args: string[], env: Record<string, string | undefined> = {}): Config {
+  return parseConfig(args, { ...base, ...env });
+}
+
+function rejects(args: string[], env: Record<string, string | undefined>, re: RegExp): void {
+  assert.throws(() => parseConfig(args, env), (err: unknown) => {
+    assert.ok(err instanceof ConfigError, `want ConfigError, got ${err}`);
+    assert.match(err.message, re);
+    assert.ok(!err.message.includes("\n"), `one line: ${JSON.stringify(err.message)}`);
+    return true;
+  });
+}
+
+Deno.test("defaults match the Go operator", () => {
+  assert.deepEqual(parse([]), {
+    metricsBindAddress: ":8080",
+    healthProbeBindAddress: ":8081",
+    leaderElect: true,
+    leaderElectionNamespace: undefined,
+    cocoonSetConcurrency: 4,
+    hibernationConcurrency: 4,
+    ociRegistry: "example.com/proj/repo",
+    logLevel: "info",
+    help: false,
+    version: false,
+  });
+});
+
+Deno.test("env sets defaults and flags override env", () => {
+  const env = {
+    METRICS_ADDR: "127.0.0.1:9000",
+    PROBE_ADDR: "[::1]:9001",
+    LEADER_ELECT: "false",
+    COCOONSET_CONCURRENCY: "8",
+    HIBERNATION_CONCURRENCY: "2",
+    POD_NAMESPACE: "cocoon-system",
+    OPERATOR_LOG_LEVEL: "DEBUG",
+  };
+  const fromEnv = parse([], env);
+  assert.equal(fromEnv.metricsBindAddress, "127.0.0.1:9000");
+  assert.equal(fromEnv.healthProbeBindAddress, "[::1]:9001");
+  assert.equal(fromEnv.leaderElect, false);
+  assert.equal(fromEnv.cocoonSetConcurrency, 8);
+  assert.equal(fromEnv.hibernationConcurrency, 2);
+  assert.equal(fromEnv.leaderElectionNamespace, "cocoon-system");
+  assert.equal(fromEnv.logLevel, "debug");
+
+  const fromFlags = parse([
+    "--metrics-bind-address=0",
+    "--health-probe-bind-address",
+    ":18081",
+    "--leader-elect",
+    "--cocoonset-concurrency=16",
+    "--hibernation-concurrency",
+    "1",
+    "--leader-election-namespace=other",
+  ], env);
+  assert.equal(fromFlags.metricsBindAddress, "0");
+  assert.equal(fromFlags.healthProbeBindAddress, ":18081");
+  assert.equal(fromFlags.leaderElect, true);
+  assert.equal(fromFlags.cocoonSetConcurrency, 16);
+  assert.equal(fromFlags.hibernationConcurrency, 1);
+  assert.equal(fromFlags.leaderElectionNamespace, "other");
+});
+
+Deno.test("--leader-elect takes Go bool syntax; single-dash flags work as in Go", () => {
+  assert.equal(parse(["--leader-elect=false"]).leaderElect, false);
+  assert.equal(parse(["--leader-elect=true"], { LEADER_ELECT: "0" }).leaderElect, true);
+  assert.equal(parse(["--leader-elect=F"]).leaderElect, false);
+  assert.equal(parse(["--leader-elect=false", "--leader-elect"]).leaderElect, true, "last wins");
+  assert.equal(parse(["-leader-elect=false"]).leaderElect, false);
+  assert.equal(parse(["-cocoonset-concurrency=3"]).cocoonSetConcurrency, 3);
+  rejects(["--leader-elect=maybe"], base, /invalid value "maybe" for --leader-elect/);
+  // Go's bool flags never consume the next argument; a stray value is an error here.
+  rejects(["--leader-elect", "false"], base, /Unexpected argument 'false'/);
+});
+
+Deno.test("LEADER_ELECT parses like strconv.ParseBool; garbage is an error naming it", () => {
+  for (const v of ["1", "t", "T", "true", "TRUE", "True"]) {
+    assert.equal(parse([], { LEADER_ELECT: v }).leaderElect, true, v);
+  }
+  for (const v of ["0", "f", "F", "false", "FALSE", "False"]) {
+    assert.equal(parse([], { LEADER_ELECT: v }).leaderElect, false, v);
+  }
+  assert.equal(parse([], { LEADER_ELECT: "" }).leaderElect, true, "empty = unset");
+  assert.equal(parseGoBool("yes"), undefined);
+  assert.equal(parseGoBool("tRUE"), undefined);
+  rejects([], { ...base, LEADER_ELECT: "yes" }, /^LEADER_ELECT="yes" is not a boolean/);
+});
+
+// Port of main_test.go TestEnvInt: unset falls back, a valid value wins; where Go silently
+// falls back on an invalid value, this port refuses to start and names the variable.
+Deno.test("concurrency from env: unset, valid, invalid (stricter than Go's envInt)", () => {
+  assert.equal(parse([], { COCOONSET_CONCURRENCY: "" }).cocoonSetConcurrency, 4);
+  assert.equal(parse([], { COCOONSET_CONCURRENCY: "8" }).cocoonSetConcurrency, 8);
+  assert.equal(parse([], { HIBERNATION_CONCURRENCY: "+2" }).hibernationConcurrency, 2);
+  rejects(
+    [],
+    { ...base, COCOONSET_CONCURRENCY: "many" },
+    /^COCOONSET_CONCURRENCY="many" is not an integer$/,
+  );
+  rejects(
+    [],
+    { ...base, HIBERNATION_CONCURRENCY: "2.5" },
+    /^HIBERNATION_CONCURRENCY="2.5" is not an integer$/,
+  );
+  rejects([], { ...base, HIBERNATION_CONCURRENCY: "0x10" }, /is not an integer/);
+  rejects(
+    [],
+    { ...base, COCOONSET_CONCURRENCY: "0" },
+    /^COCOONSET_CONCURRENCY="0" must be at least 1$/,
+  );
+  rejects([], { ...base, COCOONSET_CONCURRENCY: "-1" }, /is not an integer/);
+  rejects(["--cocoonset-concurrency=0"], base, /^--cocoonset-concurrency="0" must be at least 1$/);
+  rejects(
+    ["--hibernation-concurrency", "x"],
+    base,
+    /^--hibernation-concurrency="x" is not an integer$/,
+  );
+  rejects(["--cocoonset-concurrency=99999999999999999999"], base, /is too large$/);
+});
+
+// Port of main_test.go TestBuildRegistry: OCI_REGISTRY is required.
+Deno.test("OCI_REGISTRY is required", () => {
+  assert.equal(parse([]).ociRegistry, "example.com/proj/repo");
+  rejects([], {}, /^OCI_REGISTRY must be set/);
+  rejects([], { OCI_REGISTRY: "" }, /^OCI_REGISTRY must be set/);
+  rejects([], { OCI_REGISTRY: "  " }, /^OCI_REGISTRY must be set/);
+});
+
+Deno.test("addresses are validated before anything starts", () => {
+  rejects([], { ...base, METRICS_ADDR: "8080" }, /^METRICS_ADDR: invalid bind address "8080"/);
+  rejects(
+    ["--health-probe-bind-address=:http"],
+    base,
+    /^--health-probe-bind-address: invalid bind address ":http": port/,
+  );
+  rejects(["--metrics-bind-address=::1:80"], base, /brackets/);
+  // controller-runtime: an empty metrics address is the default, an empty probe address disables.
+  const empty = parse(["--metrics-bind-address=", "--health-probe-bind-address="]);
+  assert.equal(empty.metricsBindAddress, ":8080");
+  assert.equal(empty.healthProbeBindAddress, "0");
+});
+
+Deno.test("unknown flags, bad log level and bad namespace are errors", () => {
+  rejects(["--bogus"], base, /^Unknown option '--bogus'/);
+  rejects(["--metrics-bind-address"], base, /argument missing/);
+  rejects(["extra"], base, /Unexpected argument 'extra'/);
+  rejects(
+    [],
+    { ...base, OPERATOR_LOG_LEVEL: "loud" },
+    /^OPERATOR_LOG_LEVEL: invalid log level "loud"/,
+  );
+  rejects(["--leader-election-namespace=Not_Valid"], base, /invalid leader election namespace/);
+});
+
+Deno.test("--help and --version short-circuit validation", () => {
+  const help = parseConfig(["--help"], {});
+  assert.equal(help.help, true);
+  assert.equal(parseConfig(["-h"], { COCOONSET_CONCURRENCY: "bad" }).help, true);
+  assert.equal(parseConfig(["--version"], {}).version, true);
+  rejects(["--help", "--nope"], {}, /Unknown option '--nope'/);
+  const text = usage();
+  for (
+    const flag of [
+      "--metrics-bind-address",
+      "--health-probe-bind-address",
+      "--leader-elect",
+      "--leader-election-namespace",
+      "--cocoonset-concurrency",
+      "--hibernation-concurrency",
+      "OCI_REGISTRY",
+      "OPERATOR_LOG_LEVEL",
+    ]
+  ) {
+    assert.ok(text.includes(flag), flag);
+  }
+});

@@ -1,0 +1,314 @@
+/**
+ * The manager's two side listeners, as controller-runtime runs them: a health-probe server with
+ * /healthz and /readyz (pkg/healthz response format, sub-paths per check) and a metrics server
+ * with /metrics from the shared prom-client registry. Either is disabled by the address "0".
+ */
+import type { Registry } from "prom-client";
+import { registry as defaultRegistry } from "./metrics.ts";
+
+/** A parsed listen address. `hostname` is undefined for "all interfaces" (":8080"). */
+export interface BindAddress {
+  hostname?: string;
+  port: number;
+}
+
+/** Thrown by parseBindAddress. */
+export class BindAddressError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "BindAddressError";
+  }
+}
+
+/**
+ * Parses a Go-style listen address: ":PORT", "HOST:PORT", "[IPv6]:PORT". "0" (and "") mean
+ * "disabled" and return undefined, as controller-runtime's BindAddress does. Port names such as
+ * ":http", which Go would resolve, are rejected: only numbers 0-65535.
+ */
+export function parseBindAddress(s: string): BindAddress | undefined {
+  if (s === "0" || s === "") return undefined;
+  const bad = (why: string) =>
+    new BindAddressError(`invalid bind address ${JSON.stringify(s)}: ${why}`);
+  const colon = s.lastIndexOf(":");
+  if (colon < 0) throw bad('want ":PORT", "HOST:PORT" or "[IPv6]:PORT" ("0" disables)');
+  let host = s.slice(0, colon);
+  const portText = s.slice(colon + 1);
+  if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
+    throw bad("port must be a number from 0 to 65535");
+  }
+  if (host.startsWith("[")) {
+    if (!host.endsWith("]")) throw bad("missing ']' after IPv6 address");
+    host = host.slice(1, -1);
+    if (!isIPv6(host)) throw bad(`${JSON.stringify(host)} is not an IPv6 address`);
+  } else if (host.includes(":")) {
+    throw bad("an IPv6 address must be written in brackets, e.g. [::1]:8080");
+  } else if (host !== "" && !isIPv4(host) && !isHostname(host)) {
+    throw bad(`${JSON.stringify(host)} is not an IP address or host name`);
+  }
+  return { hostname: host === "" ? undefined : host, port: Number(portText) };
+}
+
+/** A health check: returning means healthy, throwing (or rejecting) means unhealthy. */
+export type Checker = (req: Request) => void | Promise<void>;
+
+/** A check that always passes (controller-runtime's healthz.Ping). */
+export const ping: Checker = (): void => {};
+
+export interface ServersOptions {
+  /** Probe listener address (":8081"); "0" disables. */
+  healthProbeBindAddress: string;
+  /** Metrics listener address (":8080"); "0" disables. */
+  metricsBindAddress: string;
+  /** Registry served at /metrics; defaults to the runtime's shared registry. */
+  registry?: Registry;
+}
+
+/** The probe and metrics HTTP servers of one operator process. */
+export class Servers {
+  readonly #opts: ServersOptions;
+  readonly #healthz = new Map<string, Checker>();
+  readonly #readyz = new Map<string, Checker>();
+  readonly #servers: Deno.HttpServer<Deno.NetAddr>[] = [];
+  #probeAddr?: Deno.NetAddr;
+  #metricsAddr?: Deno.NetAddr;
+  #started = false;
+
+  constructor(opts: ServersOptions) {
+    // Validate now so a bad address fails before anything else starts.
+    parseBindAddress(opts.healthProbeBindAddress);
+    parseBindAddress(opts.metricsBindAddress);
+    this.#opts = opts;
+  }
+
+  /** Registers a liveness check under /healthz (and /healthz/<name>). */
+  addHealthzCheck(name: string, check: Checker): void {
+    this.#addCheck(this.#healthz, name, check);
+  }
+
+  /** Registers a readiness check under /readyz (and /readyz/<name>). */
+  addReadyzCheck(name: string, check: Checker): void {
+    this.#addCheck(this.#readyz, name, check);
+  }
+
+  /** Address the probe server listens on (port resolved when ":0" was asked). */
+  get probeAddr(): Deno.NetAddr | undefined {
+    return this.#probeAddr;
+  }
+
+  /** Address the metrics server listens on. */
+  get metricsAddr(): Deno.NetAddr | undefined {
+    return this.#metricsAddr;
+  }
+
+  /** Binds both listeners; throws a clear error when a port cannot be bound. */
+  start(): void {
+    if (this.#started) throw new Error("servers already started");
+    this.#started = true;
+    try {
+      const probe = parseBindAddress(this.#opts.healthProbeBindAddress);
+      if (probe) {
+        const server = listen(
+          "health probe",
+          this.#opts.healthProbeBindAddress,
+          probe,
+          (req) => this.#serveProbe(req),
+        );
+        this.#servers.push(server);
+        this.#probeAddr = server.addr;
+      }
+      const metrics = parseBindAddress(this.#opts.metricsBindAddress);
+      if (metrics) {
+        const reg = this.#opts.registry ?? defaultRegistry;
+        const server = listen(
+          "metrics",
+          this.#opts.metricsBindAddress,
+          metrics,
+          (req) => serveMetrics(reg, req),
+        );
+        this.#servers.push(server);
+        this.#metricsAddr = server.addr;
+      }
+    } catch (err) {
+      // Do not leave the first listener open when the second fails.
+      for (const s of this.#servers.splice(0)) s.shutdown().catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Stops accepting connections and waits for in-flight requests. */
+  async close(): Promise<void> {
+    const servers = this.#servers.splice(0);
+    await Promise.all(servers.map((s) => s.shutdown()));
+  }
+
+  #addCheck(checks: Map<string, Checker>, name: string, check: Checker): void {
+    if (this.#started) {
+      throw new Error(`cannot add check ${JSON.stringify(name)}: servers already started`);
+    }
+    if (!name || name.includes("/")) throw new Error(`invalid check name ${JSON.stringify(name)}`);
+    // Same name replaces the earlier check, as controller-runtime's map assignment does.
+    checks.set(name, check);
+  }
+
+  #serveProbe(req: Request): Promise<Response> | Response {
+    const url = new URL(req.url);
+    for (
+      const [prefix, checks] of [["/healthz", this.#healthz], ["/readyz", this.#readyz]] as const
+    ) {
+      if (url.pathname === prefix || url.pathname.startsWith(prefix + "/")) {
+        return serveChecks(checks, url.pathname.slice(prefix.length), url, req);
+      }
+    }
+    return notFound();
+  }
+}
+
+function listen(
+  what: string,
+  raw: string,
+  addr: BindAddress,
+  handler: (req: Request) => Response | Promise<Response>,
+): Deno.HttpServer<Deno.NetAddr> {
+  const serve = (hostname: string) =>
+    Deno.serve({ hostname, port: addr.port, onListen: () => {} }, handler);
+  try {
+    if (addr.hostname !== undefined) return serve(addr.hostname);
+    // ":PORT" means every interface. Like Go, prefer the dual-stack IPv6 wildcard and fall
+    // back to IPv4 where IPv6 is unavailable.
+    try {
+      return serve("::");
+    } catch (err) {
+      if (err instanceof Deno.errors.AddrInUse || err instanceof Deno.errors.PermissionDenied) {
+        throw err;
+      }
+      return serve("0.0.0.0");
+    }
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    throw new Error(`${what} server: cannot listen on ${raw}: ${msg}`, { cause: err });
+  }
+}
+
+interface CheckResult {
+  name: string;
+  healthy: boolean;
+  excluded: boolean;
+}
+
+async function serveChecks(
+  checks: Map<string, Checker>,
+  subPath: string,
+  url: URL,
+  req: Request,
+): Promise<Response> {
+  const path = cleanPath(subPath);
+  if (path === "/") return await serveAggregated(checks, url, req);
+  const name = path.slice(1);
+  if (checks.size === 0 && name === "ping") return text(200, "ok");
+  const check = checks.get(name);
+  if (!check) return notFound();
+  try {
+    await check(req);
+    return text(200, "ok");
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    return text(500, `internal server error: ${msg}\n`);
+  }
+}
+
+async function serveAggregated(
+  checks: Map<string, Checker>,
+  url: URL,
+  req: Request,
+): Promise<Response> {
+  const excluded = new Set(url.searchParams.getAll("exclude"));
+  const results: CheckResult[] = [];
+  // Checks run concurrently: a slow check should not delay the others past the probe timeout.
+  await Promise.all([...checks].map(async ([name, check]) => {
+    if (excluded.delete(name)) {
+      results.push({ name, healthy: true, excluded: true });
+      return;
+    }
+    try {
+      await check(req);
+      results.push({ name, healthy: true, excluded: false });
+    } catch {
+      results.push({ name, healthy: false, excluded: false });
+    }
+  }));
+  if (checks.size === 0) results.push({ name: "ping", healthy: true, excluded: false });
+  results.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const failed = results.some((r) => !r.healthy);
+  const verbose = url.searchParams.has("verbose");
+  if (!failed && !verbose) return text(200, "ok");
+  let body = "";
+  for (const r of results) {
+    if (r.excluded) body += `[+]${r.name} excluded: ok\n`;
+    else if (r.healthy) body += `[+]${r.name} ok\n`;
+    else body += `[-]${r.name} failed: reason withheld\n`;
+  }
+  if (excluded.size > 0) {
+    const names = [...excluded].map((n) => JSON.stringify(n)).join(",");
+    body += `warn: some health checks cannot be excluded: no matches for ${names}\n`;
+  }
+  body += failed ? "healthz check failed\n" : "healthz check passed\n";
+  return text(failed ? 500 : 200, body);
+}
+
+async function serveMetrics(reg: Registry, req: Request): Promise<Response> {
+  if (new URL(req.url).pathname !== "/metrics") return notFound();
+  try {
+    const body = await reg.metrics();
+    return new Response(body, { headers: { "content-type": reg.contentType } });
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    return text(500, `An error has occurred while serving metrics:\n\n${msg}\n`);
+  }
+}
+
+function text(status: number, body: string): Response {
+  return new Response(body, {
+    status,
+    headers: {
+      "content-type": "text/plain; charset=utf-8",
+      "x-content-type-options": "nosniff",
+    },
+  });
+}
+
+function notFound(): Response {
+  return text(404, "404 page not found\n");
+}
+
+/** Go's path.Clean for the part after the endpoint prefix ("" → "/"). */
+function cleanPath(p: string): string {
+  const out: string[] = [];
+  for (const seg of p.split("/")) {
+    if (seg === "" || seg === ".") continue;
+    if (seg === "..") out.pop();
+    else out.push(seg);
+  }
+  return "/" + out.join("/");
+}
+
+function isIPv4(s: string): boolean {
+  const parts = s.split(".");
+  return parts.length === 4 &&
+    parts.every((p) => /^(0|[1-9]\d{0,2})$/.test(p) && Number(p) <= 255);
+}
+
+function isIPv6(s: string): boolean {
+  if (s.includes("%")) return false; // zones are not supported by Deno.serve
+  try {
+    // The URL parser validates IPv6 literals (and normalises them).
+    return new URL(`http://[${s}]/`).hostname.length > 2;
+  } catch {
+    return false;
+  }
+}
+
+function isHostname(s: string): boolean {
+  return s.length <= 253 &&
+    s.split(".").every((l) => /^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$/.test(l)) &&
+    !/^\d+(\.\d+)*$/.test(s); // all-numeric "hosts" are malformed IPs, not names
+}

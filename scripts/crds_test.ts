@@ -1,0 +1,116 @@
+import assert from "node:assert/strict";
+import * as yaml from "npm:js-yaml@5.5.0";
+import { CRD_DIR, generateCrdFiles, staleCrdFiles } from "./crds.ts";
+
+/** The reference CRDs (controller-gen output of cocoon-common v0.3.0), beside the clone. */
+const REFERENCE_DIR = new URL("../../shared/reference/crds/", import.meta.url);
+
+/** Removes what the comparison ignores: prose descriptions and the generator stamp. */
+function withoutProse(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutProse);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (k === "description" && typeof v === "string") continue;
+    out[k] = withoutProse(v);
+  }
+  return out;
+}
+
+function stripMetadataAnnotations(crd: unknown): unknown {
+  const c = structuredClone(crd) as { metadata?: { annotations?: unknown } };
+  delete c.metadata?.annotations;
+  return c;
+}
+
+async function readReference(file: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(new URL(file, REFERENCE_DIR));
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) {
+      throw new Error(
+        `reference CRD ${file} not found in ${REFERENCE_DIR.pathname}; ` +
+          "the shared/ folder must sit beside the repository clone",
+      );
+    }
+    throw err;
+  }
+}
+
+Deno.test("committed config/crd/bases match the generator (run `deno task crds` if this fails)", async () => {
+  assert.deepEqual(await staleCrdFiles(CRD_DIR), []);
+});
+
+Deno.test("staleCrdFiles reports a missing or edited manifest", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const url = new URL(`file://${dir}/`);
+    const files = [...generateCrdFiles().keys()].sort();
+    assert.deepEqual((await staleCrdFiles(url)).sort(), files);
+    for (const [file, text] of generateCrdFiles()) {
+      await Deno.writeTextFile(new URL(file, url), text);
+    }
+    assert.deepEqual(await staleCrdFiles(url), []);
+    await Deno.writeTextFile(new URL(files[0], url), "---\n");
+    assert.deepEqual(await staleCrdFiles(url), [files[0]]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("crds.ts --check exits 1 on stale files and 0 once regenerated", async () => {
+  const dir = await Deno.makeTempDir();
+  const run = async (...args: string[]) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-read",
+        "--allow-write",
+        new URL("./crds.ts", import.meta.url).pathname,
+        ...args,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
+  };
+  try {
+    const stale = await run("--check", "--dir", dir);
+    assert.equal(stale.code, 1);
+    assert.match(stale.stderr, /out of date.*cocoonset\.cocoonstack\.io_cocoonsets\.yaml/);
+    assert.equal((await run("--dir", dir)).code, 0);
+    assert.equal((await run("--check", "--dir", dir)).code, 0);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("generated CRDs equal the reference CRDs apart from descriptions", async () => {
+  const generated = generateCrdFiles();
+  assert.deepEqual([...generated.keys()].sort(), [
+    "cocoonset.cocoonstack.io_cocoonhibernations.yaml",
+    "cocoonset.cocoonstack.io_cocoonsets.yaml",
+  ]);
+  for (const [file, text] of generated) {
+    const ours = stripMetadataAnnotations(withoutProse(yaml.load(text)));
+    const theirs = stripMetadataAnnotations(withoutProse(yaml.load(await readReference(file))));
+    assert.deepEqual(ours, theirs, file);
+  }
+});
+
+Deno.test("every schema node that the reference describes is described in ours too", async () => {
+  // Descriptions are our own words, but none may be missing where the reference has one.
+  const missing: string[] = [];
+  const walk = (ours: unknown, theirs: unknown, path: string) => {
+    if (theirs === null || typeof theirs !== "object") return;
+    const o = (ours ?? {}) as Record<string, unknown>;
+    for (const [k, v] of Object.entries(theirs as Record<string, unknown>)) {
+      if (k === "description" && typeof o[k] !== "string") missing.push(path);
+      else walk(o[k], v, `${path}.${k}`);
+    }
+  };
+  for (const [file, text] of generateCrdFiles()) {
+    walk(yaml.load(text), yaml.load(await readReference(file)), file);
+  }
+  assert.deepEqual(missing, []);
+});

@@ -1,0 +1,477 @@
+/**
+ * One registry host, spoken to the way go-containerregistry's transport does: ping `/v2/` to
+ * learn the scheme (https, or http for hosts reference.allowsPlainHttp() admits) and the auth
+ * challenge, then send every request with Basic credentials or a Bearer token for the request's
+ * scope. Unlike the Go transport, which keeps one token per client and refreshes only on 401,
+ * tokens are cached per scope until `expires_in`; a 401 still drops the token and retries once.
+ *
+ * Credentials and tokens never appear in logs or error messages.
+ */
+
+import { getLogger } from "@logtape/logtape";
+import { type Challenge, parseChallenges, pickChallenge, validateRealm } from "./auth/challenge.ts";
+import type { Authenticator, AuthTarget, Credential, Keychain } from "./auth/keychain.ts";
+import { TokenCache } from "./auth/token_cache.ts";
+import { abortable, DeadlineError, type FetchFn, withDeadline } from "./deadline.ts";
+import { isRecord, parseDiagnostics, readCapped, RegistryError } from "./errors.ts";
+import { allowsPlainHttp } from "./reference.ts";
+
+const logger = getLogger(["cocoon-operator", "snapshot"]);
+
+/** Delay before racing plain http against https for hosts that allow it (as ggcr). */
+const HTTP_FALLBACK_DELAY_MS = 300;
+const MAX_BODY = 64 * 1024;
+const MAX_REDIRECTS = 10;
+const CLIENT_ID = "cocoon-operator";
+
+/** A fully read HTTP answer (registry bodies here are small: empty, or an error document). */
+export interface HttpResult {
+  status: number;
+  statusText: string;
+  headers: Headers;
+  body: string;
+}
+
+/** What one registry call needs. */
+export interface SessionRequest {
+  method: "GET" | "HEAD" | "DELETE";
+  /** Path under the registry root, starting with `/v2/`. */
+  path: string;
+  headers?: Record<string, string>;
+  /** Token scopes, e.g. `repository:p/vm:pull`. */
+  scopes: string[];
+  /** Whose credentials to use. */
+  target: AuthTarget;
+  /** Prefix for error messages, e.g. "HEAD manifest p/vm:hibernate". */
+  action: string;
+}
+
+/** Options of a session. */
+export interface SessionOptions {
+  registry: string;
+  keychain: Keychain;
+  fetch: FetchFn;
+  timeoutMs: number;
+  now?: () => number;
+}
+
+interface Ping {
+  scheme: "http" | "https";
+  /** Undefined when `/v2/` answered 200 (no auth asked). */
+  challenge?: Challenge;
+}
+
+/** Auth state for one registry host; see module doc. */
+export class RegistrySession {
+  readonly registry: string;
+  readonly #keychain: Keychain;
+  readonly #fetch: FetchFn;
+  readonly #timeoutMs: number;
+  readonly #tokens: TokenCache;
+  #ping?: Promise<Ping>;
+  #pingResult?: Ping;
+  /** Refresh tokens handed out by a token endpoint, replacing the keychain credential. */
+  readonly #refreshTokens = new WeakMap<Authenticator, string>();
+
+  constructor(opts: SessionOptions) {
+    this.registry = opts.registry;
+    this.#keychain = opts.keychain;
+    this.#fetch = opts.fetch;
+    this.#timeoutMs = opts.timeoutMs;
+    this.#tokens = new TokenCache(opts.now);
+  }
+
+  /** Sends req with auth, retrying once after a 401, and returns the fully read answer. */
+  async send(req: SessionRequest, signal?: AbortSignal): Promise<HttpResult> {
+    // The ping and token exchanges are shared by concurrent callers, so they run under their own
+    // deadline only; each caller stops waiting when its own signal aborts.
+    const ping = await abortable(this.#pingOnce(), signal);
+    const auth = await this.#keychain.resolve(req.target, signal);
+    const authn = auth ?? { source: "anonymous", authorization: () => Promise.resolve({}) };
+    let challenge = ping.challenge;
+    let scopes = req.scopes;
+    let header = await this.#authorization(req, authn, challenge, scopes, ping.scheme, signal);
+    let res = await this.#exchange(req, ping.scheme, header, signal);
+    if (res.status !== 401) return res;
+
+    // Expired or under-scoped token, or the registry changed its mind about auth: retry once.
+    const fresh = pickChallenge(parseChallenges(res.headers.get("www-authenticate")));
+    if (fresh) {
+      challenge = fresh;
+      // Remember a changed scheme/realm so later calls do not start with a doomed attempt.
+      if (
+        this.#pingResult && (ping.challenge?.scheme !== fresh.scheme ||
+          ping.challenge?.params.realm !== fresh.params.realm)
+      ) {
+        this.#pingResult = { scheme: ping.scheme, challenge: fresh };
+      }
+    }
+    if (challenge?.scheme === "bearer") {
+      const wanted = fresh?.params.scope;
+      this.#tokens.invalidate(scopes);
+      if (wanted && !scopes.includes(wanted)) scopes = [wanted, ...scopes];
+    }
+    logger.debug("{action}: 401, retrying once with fresh {scheme} credentials", {
+      action: req.action,
+      scheme: challenge?.scheme ?? "no",
+    });
+    header = await this.#authorization(req, authn, challenge, scopes, ping.scheme, signal);
+    res = await this.#exchange(req, ping.scheme, header, signal);
+    return res;
+  }
+
+  /** Forgets the cached ping and tokens (e.g. after the registry was reconfigured). */
+  reset(): void {
+    this.#ping = undefined;
+    this.#pingResult = undefined;
+    this.#tokens.clear();
+  }
+
+  async #authorization(
+    req: SessionRequest,
+    authn: Authenticator,
+    challenge: Challenge | undefined,
+    scopes: string[],
+    scheme: "http" | "https",
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
+    if (challenge?.scheme === "bearer") {
+      const token = await abortable(
+        this.#tokens.getOrFetch(
+          scopes,
+          () => this.#fetchToken(req, authn, challenge, scopes, scheme),
+        ),
+        signal,
+      );
+      return `Bearer ${token}`;
+    }
+    // 200 ping or a Basic challenge: present credentials directly, as ggcr's basic transport.
+    const cred = await this.#credential(req, authn, signal);
+    return basicHeader(cred);
+  }
+
+  async #credential(
+    req: SessionRequest,
+    authn: Authenticator,
+    signal?: AbortSignal,
+  ): Promise<Credential> {
+    try {
+      return await authn.authorization(signal);
+    } catch (err) {
+      throw new Error(`${req.action}: getting ${authn.source} credentials: ${message(err)}`, {
+        cause: err,
+      });
+    }
+  }
+
+  async #fetchToken(
+    req: SessionRequest,
+    authn: Authenticator,
+    challenge: Challenge,
+    scopes: string[],
+    scheme: "http" | "https",
+    signal?: AbortSignal,
+  ): Promise<{ token: string; expiresIn?: number }> {
+    const realmParam = challenge.params.realm;
+    if (!realmParam) {
+      throw new Error(`${req.action}: malformed www-authenticate, missing realm`);
+    }
+    let realm: URL;
+    try {
+      realm = validateRealm(realmParam, this.registry, scheme === "http");
+    } catch (err) {
+      throw new Error(`${req.action}: ${message(err)}`);
+    }
+    const cred = await this.#credential(req, authn, signal);
+    if (cred.registryToken) return { token: cred.registryToken };
+    const service = challenge.params.service ?? "";
+    const refresh = this.#refreshTokens.get(authn) ?? cred.identityToken;
+    const endpoint = `token endpoint ${realm.origin}${realm.pathname}`;
+
+    let res: HttpResult | undefined;
+    if (refresh) {
+      // OAuth2 refresh-token flow; token servers without it answer 404, then use the GET form.
+      const form = new URLSearchParams({ scope: scopes.join(" "), client_id: CLIENT_ID });
+      if (service) form.set("service", service);
+      form.set("grant_type", "refresh_token");
+      form.set("refresh_token", refresh);
+      res = await this.#tokenRequest(req, endpoint, realm, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: form.toString(),
+      }, signal);
+      if (res.status === 404) res = undefined;
+    }
+    if (!res) {
+      const url = new URL(realm);
+      for (const s of scopes) url.searchParams.append("scope", s);
+      url.searchParams.set("service", service);
+      const headers: Record<string, string> = {};
+      const basic = basicHeader(cred);
+      if (basic?.startsWith("Basic ")) headers.Authorization = basic;
+      res = await this.#tokenRequest(req, endpoint, url, { method: "GET", headers }, signal);
+    }
+    if (res.status !== 200) {
+      const diags = parseDiagnostics(res.body);
+      const who = authn.source === "anonymous" ? " (no matching credentials were found)" : "";
+      throw new RegistryError(
+        `${req.action}: ${endpoint} refused the token request${who}`,
+        res.status,
+        res.statusText,
+        diags,
+        diags.length ? "" : oauthErrorOnly(res.body),
+      );
+    }
+    const parsed = parseBearerResponse(res.body);
+    if (!parsed) throw new Error(`${req.action}: ${endpoint} returned no token`);
+    if (parsed.refreshToken) this.#refreshTokens.set(authn, parsed.refreshToken);
+    logger.debug("{action}: got a registry token for {scopes} (expires_in {expiresIn})", {
+      action: req.action,
+      scopes: scopes.join(" "),
+      expiresIn: parsed.expiresIn ?? "unset",
+    });
+    return parsed;
+  }
+
+  #tokenRequest(
+    req: SessionRequest,
+    endpoint: string,
+    url: URL,
+    init: { method: string; headers: Record<string, string>; body?: string },
+    signal?: AbortSignal,
+  ): Promise<HttpResult> {
+    return this.#timed(
+      `${req.action}: ${endpoint}`,
+      signal,
+      (s) => this.#fetchAll(url, init.method, init.headers, init.body, s, undefined),
+    );
+  }
+
+  #pingOnce(): Promise<Ping> {
+    if (this.#pingResult) return Promise.resolve(this.#pingResult);
+    this.#ping ??= this.#doPing().then(
+      (p) => {
+        this.#pingResult = p;
+        return p;
+      },
+      (err) => {
+        this.#ping = undefined;
+        throw err;
+      },
+    );
+    return this.#ping;
+  }
+
+  /** https first; for hosts that allow plain http, http joins the race after 300 ms or on failure. */
+  async #doPing(signal?: AbortSignal): Promise<Ping> {
+    if (!allowsPlainHttp(this.registry)) return await this.#pingScheme("https", signal);
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const linked = ac.signal;
+    try {
+      return await new Promise<Ping>((resolve, reject) => {
+        const errors: unknown[] = [];
+        let settled = false;
+        let fallbackStarted = false;
+        const done = (err: unknown) => {
+          errors.push(err);
+          if (errors.length === 2 && !settled) {
+            settled = true;
+            reject(
+              new Error(`ping ${this.registry}: ${errors.map(message).join("; ")}`, {
+                cause: errors[0],
+              }),
+            );
+          }
+        };
+        const win = (p: Ping) => {
+          if (settled) return;
+          settled = true;
+          resolve(p);
+        };
+        const startFallback = () => {
+          if (fallbackStarted) return;
+          fallbackStarted = true;
+          clearTimeout(timer);
+          this.#pingScheme("http", linked).then(win, done);
+        };
+        const timer = setTimeout(startFallback, HTTP_FALLBACK_DELAY_MS);
+        this.#pingScheme("https", linked).then(win, (err) => {
+          done(err);
+          startFallback();
+        });
+        linked.addEventListener("abort", () => clearTimeout(timer), { once: true });
+      });
+    } finally {
+      // Stop the losing attempt; its rejection is already handled above.
+      ac.abort(new Error("ping settled"));
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async #pingScheme(scheme: "http" | "https", signal?: AbortSignal): Promise<Ping> {
+    const url = new URL(`${scheme}://${this.registry}/v2/`);
+    const res = await this.#timed(
+      `GET ${url}`,
+      signal,
+      (s) => this.#fetchAll(url, "GET", {}, undefined, s, undefined),
+    );
+    if (res.status === 200) {
+      logger.debug("registry {registry} speaks {scheme}, no auth challenge", {
+        registry: this.registry,
+        scheme,
+      });
+      return { scheme };
+    }
+    if (res.status === 401) {
+      const challenge = pickChallenge(parseChallenges(res.headers.get("www-authenticate"))) ??
+        { scheme: (res.headers.get("www-authenticate") ?? "").toLowerCase(), params: {} };
+      logger.debug("registry {registry} speaks {scheme}, auth challenge {challenge}", {
+        registry: this.registry,
+        scheme,
+        challenge: challenge.scheme,
+      });
+      return { scheme, challenge };
+    }
+    throw new RegistryError(
+      `ping GET ${url}`,
+      res.status,
+      res.statusText,
+      parseDiagnostics(res.body),
+      res.body,
+    );
+  }
+
+  async #exchange(
+    req: SessionRequest,
+    scheme: "http" | "https",
+    authorization: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<HttpResult> {
+    const url = new URL(`${scheme}://${this.registry}${req.path}`);
+    const headers: Record<string, string> = { ...req.headers };
+    if (authorization) headers.Authorization = authorization;
+    return await this.#timed(
+      req.action,
+      signal,
+      (s) => this.#fetchAll(url, req.method, headers, undefined, s, this.registry),
+    );
+  }
+
+  #timed(
+    what: string,
+    signal: AbortSignal | undefined,
+    fn: (s: AbortSignal) => Promise<HttpResult>,
+  ) {
+    return withDeadline(what, this.#timeoutMs, signal, fn).catch((err) => {
+      if (err instanceof DeadlineError || err instanceof RegistryError) throw err;
+      if (signal?.aborted) throw err;
+      throw new Error(`${what}: ${message(err)}`, { cause: err });
+    });
+  }
+
+  /**
+   * fetch + read the body, following redirects by hand so Authorization is only ever sent to
+   * authHost (the registry) or, for token requests, the realm host it was meant for.
+   */
+  async #fetchAll(
+    url: URL,
+    method: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal,
+    authHost: string | undefined,
+  ): Promise<HttpResult> {
+    const credHost = authHost ?? url.host;
+    let current = url;
+    let currentMethod = method;
+    let currentBody = body;
+    for (let hop = 0;; hop++) {
+      const h = new Headers(headers);
+      if (current.host !== credHost) h.delete("Authorization");
+      const res = await this.#fetch(current, {
+        method: currentMethod,
+        headers: h,
+        body: currentBody,
+        redirect: "manual",
+        signal,
+      });
+      const location = res.headers.get("location");
+      if (res.status >= 300 && res.status < 400 && location && hop < MAX_REDIRECTS) {
+        await res.body?.cancel();
+        const next = new URL(location, current);
+        if (authHost === undefined && current.protocol === "https:" && next.protocol === "http:") {
+          throw new Error(`refusing redirect from https to http (${next.origin})`);
+        }
+        if ([301, 302, 303].includes(res.status) && currentMethod !== "HEAD") {
+          currentMethod = "GET";
+          currentBody = undefined;
+        }
+        current = next;
+        continue;
+      }
+      const text = currentMethod === "HEAD"
+        ? (await res.body?.cancel(), "")
+        : await readCapped(res, MAX_BODY);
+      return { status: res.status, statusText: res.statusText, headers: res.headers, body: text };
+    }
+  }
+}
+
+/** The Authorization value for a credential outside a Bearer flow, if it has one. */
+function basicHeader(cred: Credential): string | undefined {
+  if (cred.registryToken) return `Bearer ${cred.registryToken}`;
+  if (cred.username && cred.password) {
+    const bytes = new TextEncoder().encode(`${cred.username}:${cred.password}`);
+    let bin = "";
+    for (const b of bytes) bin += String.fromCharCode(b);
+    return `Basic ${btoa(bin)}`;
+  }
+  return undefined;
+}
+
+function parseBearerResponse(
+  text: string,
+): { token: string; expiresIn?: number; refreshToken?: string } | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(body)) return undefined;
+  // Some registries answer access_token instead of token.
+  const token = typeof body.access_token === "string" && body.access_token
+    ? body.access_token
+    : typeof body.token === "string"
+    ? body.token
+    : "";
+  if (!token) return undefined;
+  return {
+    token,
+    expiresIn: typeof body.expires_in === "number" ? body.expires_in : undefined,
+    refreshToken: typeof body.refresh_token === "string" && body.refresh_token
+      ? body.refresh_token
+      : undefined,
+  };
+}
+
+/** Keeps only the OAuth `error`/`error_description` of a token error body (nothing echoed). */
+function oauthErrorOnly(text: string): string {
+  try {
+    const body: unknown = JSON.parse(text);
+    if (isRecord(body) && typeof body.error === "string") {
+      return typeof body.error_description === "string"
+        ? `${body.error}: ${body.error_description}`
+        : body.error;
+    }
+  } catch {
+    // not JSON
+  }
+  return "";
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
