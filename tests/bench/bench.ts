@@ -1,0 +1,209 @@
+/**
+ * `deno task bench`: speed and memory figures of the runtime, printed as JSON lines (one
+ * object per measurement, then a summary object). Nothing here asserts; tests do that.
+ *
+ * - noop_reconcile_queue: keys/s through the real workqueue + controller, keys enqueued
+ *   directly (the runtime's own ceiling).
+ * - noop_reconcile_fake_api: keys/s from objects created on the fake API, through the watch,
+ *   the informer, predicates, the queue and a reconciler that reads the object from the cache.
+ * - cache_memory: heap and RSS growth for 5 000 realistic pods held by the informer cache,
+ *   with managedFields stripped (the default) and, for comparison, kept.
+ */
+import { controllerManagedBy } from "../../kube/builder.ts";
+import { type Pod, Pods } from "../../kube/core.ts";
+import { FakeClient } from "../../kube/fake.ts";
+import { InformerCache } from "../../kube/cache.ts";
+import { Manager } from "../../kube/manager.ts";
+import type { KubeObject } from "../../kube/object.ts";
+import { DemoSets } from "../harness/demo_controller.ts";
+import { benchNoopReconcile } from "./controller_bench.ts";
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function collect(): void {
+  if (gc) { for (let i = 0; i < 3; i++) gc(); }
+}
+
+function emit(obj: Record<string, unknown>): Record<string, unknown> {
+  console.log(JSON.stringify(obj));
+  return obj;
+}
+
+/** A pod shaped like what the operator creates, with a managedFields block like the API's. */
+function realisticPod(i: number): Pod {
+  const name = `demo-${i}`;
+  return {
+    metadata: {
+      name,
+      namespace: "bench",
+      labels: {
+        "cocoonset.cocoonstack.io/name": "demo",
+        "cocoonset.cocoonstack.io/role": "sub-agent",
+        "cocoonset.cocoonstack.io/slot": String(i),
+        "app.kubernetes.io/name": "demo",
+      },
+      annotations: {
+        "cocoonset.cocoonstack.io/generation": "3",
+        "vm.cocoonstack.io/name": `vk-bench-demo-${i}`,
+        "cocoonset.cocoonstack.io/image": "ghcr.io/cocoonstack/agent:1.2.3",
+        "cocoonset.cocoonstack.io/mode": "clone",
+        "cocoonset.cocoonstack.io/os": "linux",
+        "cocoonset.cocoonstack.io/snapshot-policy": "always",
+        "cocoonset.cocoonstack.io/managed": "true",
+        "vm.cocoonstack.io/backend": "cloud-hypervisor",
+        "vm.cocoonstack.io/fork-from": "vk-bench-demo-0",
+        "vm.cocoonstack.io/id": crypto.randomUUID(),
+        "vm.cocoonstack.io/ip": `10.0.${i >> 8}.${i & 255}`,
+        "vm.cocoonstack.io/lifecycle-state": "ready",
+        "vm.cocoonstack.io/lifecycle-observed-generation": "3",
+      },
+      ownerReferences: [{
+        apiVersion: "cocoonset.cocoonstack.io/v1",
+        kind: "CocoonSet",
+        name: "demo",
+        uid: "5b7e4c1e-0000-4000-8000-000000000001",
+        controller: true,
+        blockOwnerDeletion: true,
+      }],
+      managedFields: ["cocoon-operator", "vk-cocoon", "kube-scheduler"].map((manager) => ({
+        manager,
+        operation: "Update",
+        apiVersion: "v1",
+        time: "2026-11-30T08:00:00Z",
+        fieldsType: "FieldsV1",
+        fieldsV1: {
+          "f:metadata": {
+            "f:annotations": Object.fromEntries(
+              Array.from({ length: 12 }, (_, k) => [`f:vm.cocoonstack.io/key-${k}`, {}]),
+            ),
+            "f:labels": { ".": {}, "f:app.kubernetes.io/name": {} },
+          },
+          "f:spec": { "f:containers": { 'k:{"name":"agent"}': { ".": {}, "f:image": {} } } },
+          "f:status": { "f:conditions": { 'k:{"type":"Ready"}': { ".": {}, "f:status": {} } } },
+        },
+      })),
+    },
+    spec: {
+      nodeName: "cocoon-node-1",
+      containers: [{
+        name: "agent",
+        image: "ghcr.io/cocoonstack/placeholder:latest",
+        resources: { requests: { cpu: "2", memory: "4Gi" }, limits: { cpu: "2", memory: "4Gi" } },
+      }],
+      nodeSelector: { "cocoonstack.io/pool": "default" },
+      tolerations: [
+        { key: "virtual-kubelet.io/provider", operator: "Exists" },
+        { key: "node.kubernetes.io/not-ready", operator: "Exists", effect: "NoExecute" },
+        { key: "node.kubernetes.io/unreachable", operator: "Exists", effect: "NoExecute" },
+      ],
+      terminationGracePeriodSeconds: 1,
+    },
+    status: {
+      phase: "Running",
+      conditions: [
+        { type: "Ready", status: "True", lastTransitionTime: "2026-11-30T08:00:00Z" },
+        { type: "PodScheduled", status: "True", lastTransitionTime: "2026-11-30T08:00:00Z" },
+      ],
+      containerStatuses: [{
+        name: "agent",
+        ready: true,
+        restartCount: 0,
+        image: "ghcr.io/cocoonstack/placeholder:latest",
+        imageID: "",
+        state: { running: { startedAt: "2026-11-30T08:00:00Z" } },
+      }],
+    },
+  };
+}
+
+/** Objects on the fake API → informer → controller → no-op reconcile (reads the cache). */
+async function benchFakeApi(concurrency: number, objects: number) {
+  const fake = new FakeClient();
+  const mgr = new Manager({
+    client: fake,
+    metricsBindAddress: "0",
+    healthProbeBindAddress: "0",
+    leaderElection: false,
+    leaderElectionId: "bench",
+  });
+  let reconciled = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => done = r);
+  controllerManagedBy(mgr).named(`bench-fake-${concurrency}`).for(DemoSets).withOptions({
+    maxConcurrentReconciles: concurrency,
+  }).complete({
+    async reconcile(req, signal) {
+      await mgr.client.get(DemoSets, req.namespace, req.name, { signal });
+      if (++reconciled === objects) done();
+      return {};
+    },
+  });
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  await mgr.cache.waitForSync();
+  const t0 = performance.now();
+  for (let i = 0; i < objects; i++) {
+    await fake.create(DemoSets, {
+      metadata: { name: `s-${i}`, namespace: "bench" },
+      spec: { agent: { image: "img" } },
+    });
+  }
+  await finished;
+  const seconds = (performance.now() - t0) / 1000;
+  stop.abort();
+  await run;
+  return { keysPerSecond: Math.round(objects / seconds) };
+}
+
+async function benchCacheMemory(pods: number, strip: boolean) {
+  const fake = new FakeClient({ historyLimit: 1 });
+  for (let i = 0; i < pods; i++) fake.seed(Pods, realisticPod(i));
+  collect();
+  const before = Deno.memoryUsage();
+  const cache = new InformerCache({
+    client: fake,
+    informerDefaults: strip ? {} : { transform: (o: KubeObject) => o },
+  });
+  cache.informerFor(Pods);
+  const ac = new AbortController();
+  cache.start(ac.signal);
+  await cache.waitForSync();
+  collect();
+  const after = Deno.memoryUsage();
+  const size = cache.informerFor(Pods).size;
+  ac.abort();
+  await cache.stopped();
+  return {
+    pods: size,
+    managedFieldsStripped: strip,
+    heapDeltaMiB: +((after.heapUsed - before.heapUsed) / 2 ** 20).toFixed(2),
+    heapBytesPerPod: Math.round((after.heapUsed - before.heapUsed) / size),
+    rssMiB: +(after.rss / 2 ** 20).toFixed(1),
+    rssDeltaMiB: +((after.rss - before.rss) / 2 ** 20).toFixed(1),
+  };
+}
+
+const summary: Record<string, unknown> = { gcExposed: !!gc };
+for (const concurrency of [1, 4]) {
+  const r = await benchNoopReconcile(concurrency, 50_000);
+  summary[`noopQueueKeysPerSecond_c${concurrency}`] = Math.round(r.keysPerSecond);
+  emit({
+    bench: "noop_reconcile_queue",
+    concurrency,
+    keys: 50_000,
+    keysPerSecond: Math.round(r.keysPerSecond),
+  });
+}
+for (const concurrency of [1, 4]) {
+  const r = await benchFakeApi(concurrency, 5_000);
+  summary[`noopFakeApiKeysPerSecond_c${concurrency}`] = r.keysPerSecond;
+  emit({ bench: "noop_reconcile_fake_api", concurrency, objects: 5_000, ...r });
+}
+for (const strip of [true, false]) {
+  const r = await benchCacheMemory(5_000, strip);
+  summary[strip ? "cache5000PodsHeapMiB" : "cache5000PodsHeapMiBWithManagedFields"] =
+    r.heapDeltaMiB;
+  if (strip) summary.cache5000PodsRssMiB = r.rssMiB;
+  emit({ bench: "cache_memory", ...r });
+}
+emit({ bench: "summary", ...summary });
