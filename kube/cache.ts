@@ -2,12 +2,7 @@ import type { Client, GetOptions, ListOptions, Reader } from "./client.ts";
 import { newApiError } from "./errors.ts";
 import { deepCopy, type KubeObject, type ObjectList } from "./object.ts";
 import { apiVersionOf, resourceId, type ResourceType } from "./resource.ts";
-import {
-  matchesFields,
-  matchesLabels,
-  parseFieldSelector,
-  parseLabelSelector,
-} from "./selector.ts";
+import { matchesLabels, parseLabelSelector } from "./selector.ts";
 import { type IndexFunc, type InformerOptions, SharedInformer } from "./informer.ts";
 
 export interface CacheOptions {
