@@ -3,7 +3,7 @@
  * the reconcilers (the Go operator's main.go).
  */
 import { getLogger } from "@logtape/logtape";
-import { type Config, ConfigError, leaderElectionId, parseConfig, usage } from "./config.ts";
+import { type Config, leaderElectionId, parseConfig, usage } from "./config.ts";
 import { setupLogging } from "./common/log.ts";
 import { ApiClient } from "./kube/api_client.ts";
 import { Manager } from "./kube/manager.ts";
@@ -48,7 +48,7 @@ export async function main(
   } catch (err) {
     // Bad input fails before anything connects, with one line and exit code 2.
     console.error(`cocoon-operator: ${err instanceof Error ? err.message : String(err)}`);
-    return err instanceof ConfigError || err instanceof Error ? 2 : 1;
+    return 2;
   }
   await setupLogging({
     level: config.logLevel,
