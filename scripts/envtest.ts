@@ -1,0 +1,265 @@
+/**
+ * Builds the real control-plane binaries the integration tests run against (kube-apiserver,
+ * kubectl, etcd) from their Go modules, into a per-version cache folder outside the repo.
+ *
+ * `deno task envtest` prints the folder holding the three binaries (and nothing else) on stdout;
+ * progress goes to stderr. A second run with the binaries in place returns at once.
+ *
+ * Why a wrapper module: `go install pkg@version` refuses modules whose go.mod carries replace
+ * directives, and k8s.io/kubernetes points every k8s.io staging module at a local folder. A
+ * throw-away module that requires k8s.io/kubernetes and replaces each staging module with its
+ * published v0.x twin builds the same sources.
+ *
+ * @module
+ */
+
+/** Kubernetes release whose kube-apiserver and kubectl are built. */
+export const KUBERNETES_VERSION = "1.35.4";
+/** etcd release (newest v3.6.x on the module proxy when this was written). */
+export const ETCD_VERSION = "3.6.16";
+/** Names of the binaries a usable bin folder must contain. */
+export const ENVTEST_BINARIES = ["etcd", "kube-apiserver", "kubectl"] as const;
+
+/** Staging modules are tagged v0.<minor>.<patch> for Kubernetes v1.<minor>.<patch>. */
+const STAGING_VERSION = `v0.${KUBERNETES_VERSION.split(".").slice(1).join(".")}`;
+
+/** Where the binaries for the pinned versions live once built. */
+export function envtestCacheDir(): string {
+  const home = Deno.env.get("HOME") ?? "/tmp";
+  const cache = Deno.env.get("XDG_CACHE_HOME") || `${home}/.cache`;
+  return `${cache}/cocoon-operator/envtest/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}/bin`;
+}
+
+/**
+ * Returns a folder holding etcd, kube-apiserver and kubectl: `ENVTEST_BIN_DIR` when it has all
+ * three, else the version-keyed cache, building into it first when it is missing.
+ */
+export async function envtestBinDir(): Promise<string> {
+  const fromEnv = Deno.env.get("ENVTEST_BIN_DIR");
+  if (fromEnv && await hasAllBinaries(fromEnv)) return fromEnv;
+  const dir = envtestCacheDir();
+  if (await hasAllBinaries(dir)) return dir;
+  await buildInto(dir);
+  return dir;
+}
+
+async function hasAllBinaries(dir: string): Promise<boolean> {
+  for (const name of ENVTEST_BINARIES) {
+    try {
+      const info = await Deno.stat(`${dir}/${name}`);
+      if (!info.isFile || ((info.mode ?? 0o755) & 0o111) === 0) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+function progress(message: string): void {
+  console.error(`[envtest] ${message}`);
+}
+
+/** Runs a command, streaming its stderr to ours; returns stdout. Throws on a non-zero exit. */
+async function run(
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string> },
+): Promise<string> {
+  const child = new Deno.Command(args[0], {
+    args: args.slice(1),
+    cwd: opts.cwd,
+    env: opts.env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const out = await child.output();
+  const stdout = new TextDecoder().decode(out.stdout);
+  if (!out.success) {
+    throw new Error(`${args.join(" ")} exited with ${out.code}\n${stdout.slice(-4000)}`);
+  }
+  return stdout;
+}
+
+/** The go.mod of one module version, fetched through the Go module cache. */
+async function downloadGoMod(module: string, version: string, cwd: string): Promise<string> {
+  const json = await run(["go", "mod", "download", "-json", `${module}@${version}`], { cwd });
+  const info: unknown = JSON.parse(json);
+  if (typeof info !== "object" || info === null || !("GoMod" in info)) {
+    throw new Error(`go mod download ${module}@${version}: no GoMod in ${json}`);
+  }
+  const path = (info as { GoMod: unknown }).GoMod;
+  if (typeof path !== "string") throw new Error(`go mod download ${module}: bad GoMod`);
+  return await Deno.readTextFile(path);
+}
+
+/**
+ * The lines of a dependency's go.mod a wrapper must repeat to build like upstream: the `go`
+ * language version and any `godebug` defaults (only the main module's count).
+ */
+function languageLines(goMod: string): string[] {
+  const lines: string[] = [];
+  for (const line of goMod.split("\n")) {
+    if (/^go\s+\S+\s*$/.test(line) || /^godebug\s/.test(line)) lines.push(line.trim());
+  }
+  return lines;
+}
+
+/** Module paths that a go.mod redirects into a local folder (the k8s.io staging tree). */
+function localReplacements(goMod: string): string[] {
+  const found = new Set<string>();
+  for (const match of goMod.matchAll(/^\s*(?:replace\s+)?(\S+)\s*=>\s*\.\.?\//gm)) {
+    found.add(match[1]);
+  }
+  return [...found].sort();
+}
+
+interface WrapperSpec {
+  name: string;
+  module: string;
+  version: string;
+  replace: Record<string, string>;
+  languageFrom: string;
+  /** `-X` linker settings, e.g. the version strings upstream's release build stamps in. */
+  stamp: Record<string, string>;
+  /** Binary name to the main package that builds it. */
+  binaries: Record<string, string>;
+}
+
+/** Writes a throw-away module requiring `spec.module`, tidies it and builds `spec.packages`. */
+async function buildWrapper(spec: WrapperSpec, work: string, outDir: string): Promise<void> {
+  const dir = `${work}/${spec.name}`;
+  await Deno.mkdir(dir, { recursive: true });
+  const replaces = Object.entries(spec.replace).map(([m, v]) => `\t${m} => ${m} ${v}`);
+  const goMod = [
+    `module envtest.local/${spec.name}`,
+    "",
+    ...languageLines(spec.languageFrom),
+    "",
+    `require ${spec.module} ${spec.version}`,
+    "",
+    ...(replaces.length ? ["replace (", ...replaces, ")", ""] : []),
+  ].join("\n");
+  await Deno.writeTextFile(`${dir}/go.mod`, goMod);
+  // A tools file pins the command packages so `go mod tidy` records every module they need.
+  const packages = Object.values(spec.binaries);
+  const imports = packages.map((p) => `\t_ "${p}"`).join("\n");
+  await Deno.writeTextFile(
+    `${dir}/tools.go`,
+    `//go:build tools\n\npackage tools\n\nimport (\n${imports}\n)\n`,
+  );
+  progress(`${spec.name}: resolving modules`);
+  await run(["go", "mod", "tidy"], { cwd: dir });
+  const ldflags = ["-s", "-w", ...Object.entries(spec.stamp).map(([k, v]) => `-X ${k}=${v}`)];
+  for (const [binary, pkg] of Object.entries(spec.binaries)) {
+    progress(`${spec.name}: building ${binary} from ${pkg}`);
+    await run(
+      [
+        "go",
+        "build",
+        "-trimpath",
+        `-ldflags=${ldflags.join(" ")}`,
+        "-o",
+        `${outDir}/${binary}`,
+        pkg,
+      ],
+      { cwd: dir, env: { CGO_ENABLED: "0" } },
+    );
+  }
+}
+
+/**
+ * Version variables Kubernetes' own build sets with `-X`; without them the binaries report
+ * v0.0.0-master, and clients that look at /version would see a bogus server version.
+ */
+function kubernetesVersionStamp(): Record<string, string> {
+  const [major, minor] = KUBERNETES_VERSION.split(".");
+  const values: Record<string, string> = {
+    gitVersion: `v${KUBERNETES_VERSION}`,
+    gitMajor: major,
+    gitMinor: minor,
+    gitTreeState: "clean",
+    buildDate: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+  };
+  const stamp: Record<string, string> = {};
+  for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
+    for (const [name, value] of Object.entries(values)) stamp[`${pkg}.${name}`] = value;
+  }
+  return stamp;
+}
+
+/** Builds all binaries into a scratch folder beside `dir`, then renames it into place. */
+async function buildInto(dir: string): Promise<void> {
+  const parent = dir.slice(0, dir.lastIndexOf("/"));
+  const root = parent.slice(0, parent.lastIndexOf("/"));
+  await Deno.mkdir(root, { recursive: true });
+  // Same filesystem as the target, so the final rename is atomic.
+  const scratch = await Deno.makeTempDir({ dir: root, prefix: ".build-" });
+  const started = Date.now();
+  try {
+    const work = `${scratch}/src`;
+    const out = `${scratch}/bin`;
+    await Deno.mkdir(work, { recursive: true });
+    await Deno.mkdir(out, { recursive: true });
+
+    progress(`fetching k8s.io/kubernetes v${KUBERNETES_VERSION} go.mod`);
+    const k8sMod = await downloadGoMod("k8s.io/kubernetes", `v${KUBERNETES_VERSION}`, work);
+    const staging = localReplacements(k8sMod).filter((m) => m.startsWith("k8s.io/"));
+    if (staging.length === 0) throw new Error("k8s.io/kubernetes go.mod has no staging replaces");
+    const etcdMod = await downloadGoMod("go.etcd.io/etcd/server/v3", `v${ETCD_VERSION}`, work);
+
+    await buildWrapper(
+      {
+        name: "etcd",
+        module: "go.etcd.io/etcd/server/v3",
+        version: `v${ETCD_VERSION}`,
+        replace: {},
+        languageFrom: etcdMod,
+        // The etcd server module's root package is the `etcd` main program.
+        stamp: {},
+        binaries: { etcd: "go.etcd.io/etcd/server/v3" },
+      },
+      work,
+      out,
+    );
+
+    await buildWrapper(
+      {
+        name: "kubernetes",
+        module: "k8s.io/kubernetes",
+        version: `v${KUBERNETES_VERSION}`,
+        replace: Object.fromEntries(staging.map((m) => [m, STAGING_VERSION])),
+        languageFrom: k8sMod,
+        stamp: kubernetesVersionStamp(),
+        binaries: {
+          "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+          kubectl: "k8s.io/kubernetes/cmd/kubectl",
+        },
+      },
+      work,
+      out,
+    );
+
+    if (!(await hasAllBinaries(out))) {
+      throw new Error(`build finished without all of ${ENVTEST_BINARIES}`);
+    }
+    await Deno.mkdir(parent, { recursive: true });
+    try {
+      await Deno.rename(out, dir);
+    } catch (err) {
+      // Another build won the race; its result is as good as ours.
+      if (!(await hasAllBinaries(dir))) throw err;
+    }
+    progress(`built in ${Math.round((Date.now() - started) / 1000)} s`);
+  } finally {
+    await Deno.remove(scratch, { recursive: true }).catch(() => {});
+  }
+}
+
+if (import.meta.main) {
+  try {
+    console.log(await envtestBinDir());
+  } catch (err) {
+    console.error(`[envtest] ${err instanceof Error ? err.message : String(err)}`);
+    Deno.exit(1);
+  }
+}

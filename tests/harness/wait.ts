@@ -1,0 +1,47 @@
+/**
+ * Polling with a deadline: the one way tests and the harness wait for a condition (never a bare
+ * sleep as synchronisation).
+ *
+ * @module
+ */
+
+/** How long and how often to poll, and what to call the condition in the timeout error. */
+export interface WaitOptions {
+  timeoutMs: number;
+  intervalMs?: number;
+  what: string;
+}
+
+/**
+ * Calls `probe` until it returns something other than `undefined`/`false`, and returns that. A
+ * probe that throws counts as "not yet"; its last error is quoted when the deadline passes.
+ */
+export async function waitUntil<T>(
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  opts: WaitOptions,
+): Promise<T> {
+  const deadline = Date.now() + opts.timeoutMs;
+  const interval = opts.intervalMs ?? 100;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() >= deadline) {
+      const why = lastError instanceof Error ? `: ${lastError.message}` : "";
+      throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${opts.what}${why}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, interval));
+  }
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it). */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
