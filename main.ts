@@ -8,6 +8,7 @@ import { setupLogging } from "./common/log.ts";
 import { ApiClient } from "./kube/api_client.ts";
 import { Manager } from "./kube/manager.ts";
 import { ping } from "./kube/servers.ts";
+import { register as registerOperatorMetrics } from "./metrics/metrics.ts";
 import { loadRestConfig, Transport } from "./kube/transport.ts";
 import { newOciRegistry } from "./snapshot/oci.ts";
 import type { Registry } from "./snapshot/registry.ts";
@@ -73,6 +74,7 @@ export async function main(
   });
   manager.addHealthzCheck("healthz", ping);
   manager.addReadyzCheck("readyz", ping);
+  registerOperatorMetrics();
   registerReconcilers({ manager, registry, config });
 
   const stop = new AbortController();
