@@ -1,0 +1,171 @@
+import assert from "node:assert/strict";
+import { ApiClient, resourcePath } from "./api_client.ts";
+import { Leases, Namespaces, Pods } from "./core.ts";
+import { isConflict, isForbidden, isNotFound } from "./errors.ts";
+import { registry } from "./metrics.ts";
+import { Transport } from "./transport.ts";
+
+interface Seen {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  contentType: string | null;
+  auth: string | null;
+  body: unknown;
+}
+
+/** A loopback stand-in for the API server that records requests and answers from a script. */
+async function withServer(
+  answer: (req: Seen) => Response | Promise<Response>,
+  fn: (client: ApiClient, seen: Seen[]) => Promise<void>,
+) {
+  const seen: Seen[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const url = new URL(req.url);
+    const text = await req.text();
+    const s: Seen = {
+      method: req.method,
+      path: url.pathname,
+      query: url.searchParams,
+      contentType: req.headers.get("content-type"),
+      auth: req.headers.get("authorization"),
+      body: text ? JSON.parse(text) : undefined,
+    };
+    seen.push(s);
+    return answer(s);
+  });
+  const transport = new Transport({
+    server: `http://127.0.0.1:${server.addr.port}`,
+    authorization: () => Promise.resolve("Bearer test-token"),
+    qps: 0,
+  });
+  try {
+    await fn(new ApiClient(transport), seen);
+  } finally {
+    transport.close();
+    await server.shutdown();
+  }
+}
+
+const json = (body: unknown, status = 200) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+
+Deno.test("api client: REST paths for core, grouped, namespaced and cluster-scoped kinds", () => {
+  assert.equal(resourcePath(Pods, "ns", "p", "status"), "/api/v1/namespaces/ns/pods/p/status");
+  assert.equal(resourcePath(Pods, undefined), "/api/v1/pods");
+  assert.equal(
+    resourcePath(Leases, "kube-system", "l"),
+    "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l",
+  );
+  assert.equal(resourcePath(Namespaces, "ignored", "n"), "/api/v1/namespaces/n");
+});
+
+Deno.test("api client: sends selectors, patch content types, delete options and auth", async () => {
+  await withServer((s) => {
+    if (s.method === "DELETE") return json({ kind: "Status", status: "Success" });
+    return json({ metadata: { name: "p", namespace: "ns" }, items: [] });
+  }, async (c, seen) => {
+    await c.list(Pods, {
+      namespace: "ns",
+      labelSelector: { app: "a" },
+      matchingFields: { "spec.nodeName": "n1" },
+    });
+    await c.patch(Pods, "ns", "p", "merge", { metadata: { labels: { a: "b" } } });
+    await c.patch(Pods, "ns", "p", "json", [{ op: "remove", path: "/metadata/labels/a" }], {
+      subresource: "status",
+    });
+    assert.equal(
+      await c.delete(Pods, "ns", "p", {
+        preconditions: { uid: "u1" },
+        propagationPolicy: "Background",
+        gracePeriodSeconds: 0,
+      }),
+      undefined,
+    );
+    assert.equal(seen[0].path, "/api/v1/namespaces/ns/pods");
+    assert.equal(seen[0].query.get("labelSelector"), "app=a");
+    assert.equal(seen[0].query.get("fieldSelector"), "spec.nodeName=n1");
+    assert.equal(seen[0].auth, "Bearer test-token");
+    assert.equal(seen[1].contentType, "application/merge-patch+json");
+    assert.equal(seen[1].query.get("fieldManager"), "cocoon-operator");
+    assert.equal(seen[2].contentType, "application/json-patch+json");
+    assert.equal(seen[2].path, "/api/v1/namespaces/ns/pods/p/status");
+    assert.deepEqual(seen[3].body, {
+      apiVersion: "v1",
+      kind: "DeleteOptions",
+      preconditions: { uid: "u1" },
+      propagationPolicy: "Background",
+      gracePeriodSeconds: 0,
+    });
+  });
+});
+
+Deno.test("api client: errors are classified and name the object", async () => {
+  await withServer((s) => {
+    if (s.path.endsWith("/missing")) {
+      return json({
+        kind: "Status",
+        reason: "NotFound",
+        code: 404,
+        message: 'pods "missing" not found',
+      }, 404);
+    }
+    if (s.method === "PUT") {
+      return json({ kind: "Status", reason: "Conflict", code: 409, message: "stale" }, 409);
+    }
+    return new Response("forbidden by proxy", { status: 403 });
+  }, async (c) => {
+    const nf = await c.get(Pods, "ns", "missing").catch((e) => e);
+    assert.ok(isNotFound(nf));
+    assert.match(nf.message, /pods ns\/missing/);
+    const conflict = await c.update(Pods, {
+      metadata: { name: "p", namespace: "ns", resourceVersion: "1" },
+    })
+      .catch((e) => e);
+    assert.ok(isConflict(conflict));
+    const forbidden = await c.get(Pods, "ns", "other").catch((e) => e);
+    assert.ok(isForbidden(forbidden), "a non-Status body is classified by its HTTP code");
+    assert.match(forbidden.message, /forbidden by proxy/);
+  });
+});
+
+Deno.test("api client: watch parses events split across chunks and counts requests", async () => {
+  const lines = [
+    { type: "ADDED", object: { metadata: { name: "a", resourceVersion: "5" } } },
+    { type: "BOOKMARK", object: { metadata: { resourceVersion: "6" } } },
+    { type: "DELETED", object: { metadata: { name: "a", resourceVersion: "7" } } },
+  ].map((l) => JSON.stringify(l) + "\n").join("");
+  await withServer((s) => {
+    assert.equal(s.query.get("watch"), "1");
+    assert.equal(s.query.get("resourceVersion"), "4");
+    assert.equal(s.query.get("allowWatchBookmarks"), "true");
+    const enc = new TextEncoder().encode(lines);
+    // Deliver in awkward 7-byte pieces: events must still come out whole.
+    const body = new ReadableStream<Uint8Array>({
+      start(ctrl) {
+        for (let i = 0; i < enc.length; i += 7) ctrl.enqueue(enc.slice(i, i + 7));
+        ctrl.close();
+      },
+    });
+    return new Response(body, { headers: { "content-type": "application/json" } });
+  }, async (c) => {
+    const before = await registry.getSingleMetricAsString("rest_client_requests_total");
+    const types: string[] = [];
+    for await (
+      const ev of c.watch(Pods, {
+        namespace: "ns",
+        resourceVersion: "4",
+        allowWatchBookmarks: true,
+      })
+    ) {
+      types.push(ev.type);
+    }
+    assert.deepEqual(types, ["ADDED", "BOOKMARK", "DELETED"]);
+    const after = await registry.getSingleMetricAsString("rest_client_requests_total");
+    assert.notEqual(before, after);
+    assert.match(
+      after,
+      /rest_client_requests_total\{code="200",method="GET",host="127\.0\.0\.1:\d+"\} \d+/,
+    );
+  });
+});
