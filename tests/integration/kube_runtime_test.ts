@@ -31,6 +31,7 @@ import {
   replicasLabel,
   setupDemoController,
 } from "../harness/demo_controller.ts";
+import { operatorKubeconfig } from "../harness/operator_identity.ts";
 import { type ProcessHandle, runProcess } from "../harness/process.ts";
 import { expectGoneWatch, semanticsCases, Widgets } from "../semantics/api_semantics.ts";
 import { waitFor } from "../semantics/wait.ts";
@@ -245,15 +246,7 @@ Deno.test({
         async () => {
           await createNamespace(client, "cocoon-system");
           await createNamespace(client, "le");
-          const rbac = await cp.kubectl([
-            "apply",
-            "-f",
-            `${repoRoot}config/rbac/role.yaml`,
-            "-f",
-            `${repoRoot}config/rbac/role_binding.yaml`,
-          ]);
-          assert.equal(rbac.code, 0, rbac.stderr);
-          const kubeconfig = await cp.serviceAccountKubeconfig("cocoon-system", "cocoon-operator");
+          const kubeconfig = await operatorKubeconfig(cp);
           const procs: ProcessHandle[] = [];
           const start = async (id: string) => {
             const p = await runProcess(

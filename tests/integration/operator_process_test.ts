@@ -8,6 +8,7 @@ import { ApiClient } from "../../kube/api_client.ts";
 import { Leases, Namespaces } from "../../kube/core.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
+import { operatorKubeconfig } from "../harness/operator_identity.ts";
 import { runProcess } from "../harness/process.ts";
 import { freePort } from "../harness/wait.ts";
 import { waitFor } from "../semantics/wait.ts";
@@ -31,15 +32,7 @@ Deno.test({
     const client = new ApiClient(transport);
     try {
       await client.create(Namespaces, { metadata: { name: "cocoon-system" } });
-      const rbac = await cp.kubectl([
-        "apply",
-        "-f",
-        `${repoRoot}config/rbac/role.yaml`,
-        "-f",
-        `${repoRoot}config/rbac/role_binding.yaml`,
-      ]);
-      assert.equal(rbac.code, 0, rbac.stderr);
-      const kubeconfig = await cp.serviceAccountKubeconfig("cocoon-system", "cocoon-operator");
+      const kubeconfig = await operatorKubeconfig(cp);
       const [probePort, metricsPort] = [await freePort(), await freePort()];
       const flags = await startTaskFlags();
       assert.ok(flags.length > 0 && !flags.includes("--allow-all"));
