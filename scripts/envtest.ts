@@ -59,6 +59,9 @@ function progress(message: string): void {
   console.error(`[envtest] ${message}`);
 }
 
+/** Children still running, so an interrupted build can stop them too. */
+const runningChildren = new Set<Deno.ChildProcess>();
+
 /** Runs a command, streaming its stderr to ours; returns stdout. Throws on a non-zero exit. */
 async function run(
   args: string[],
@@ -72,7 +75,8 @@ async function run(
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const out = await child.output();
+  runningChildren.add(child);
+  const out = await child.output().finally(() => runningChildren.delete(child));
   const stdout = new TextDecoder().decode(out.stdout);
   if (!out.success) {
     throw new Error(`${args.join(" ")} exited with ${out.code}\n${stdout.slice(-4000)}`);
@@ -193,8 +197,26 @@ async function buildInto(dir: string): Promise<void> {
   const root = parent.slice(0, parent.lastIndexOf("/"));
   await Deno.mkdir(root, { recursive: true });
   // Same filesystem as the target, so the final rename is atomic.
+  await removeStaleScratch(root);
   const scratch = await Deno.makeTempDir({ dir: root, prefix: ".build-" });
   const started = Date.now();
+  // An interrupted build must not leave its scratch tree behind.
+  const onSignal = () => {
+    for (const child of runningChildren) {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // Already exited.
+      }
+    }
+    try {
+      Deno.removeSync(scratch, { recursive: true });
+    } finally {
+      Deno.exit(130);
+    }
+  };
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  for (const sig of signals) Deno.addSignalListener(sig, onSignal);
   try {
     const work = `${scratch}/src`;
     const out = `${scratch}/bin`;
@@ -251,7 +273,21 @@ async function buildInto(dir: string): Promise<void> {
     }
     progress(`built in ${Math.round((Date.now() - started) / 1000)} s`);
   } finally {
+    for (const sig of signals) Deno.removeSignalListener(sig, onSignal);
     await Deno.remove(scratch, { recursive: true }).catch(() => {});
+  }
+}
+
+/** Removes scratch trees of builds that died without cleaning up (older than a day). */
+async function removeStaleScratch(root: string): Promise<void> {
+  const cutoff = Date.now() - 24 * 3600_000;
+  for await (const entry of Deno.readDir(root)) {
+    if (!entry.isDirectory || !entry.name.startsWith(".build-")) continue;
+    const path = `${root}/${entry.name}`;
+    const info = await Deno.stat(path).catch(() => undefined);
+    if (info?.mtime && info.mtime.getTime() < cutoff) {
+      await Deno.remove(path, { recursive: true }).catch(() => {});
+    }
   }
 }
 

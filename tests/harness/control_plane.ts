@@ -10,8 +10,13 @@
  * - The `ServiceAccount` admission plugin is disabled. It rejects pods whose service account
  *   (`default` unless set) does not exist, and only the controller-manager creates `default`
  *   accounts; with it off, pods are creatable in any namespace and get no token volume.
- * - etcd speaks plain HTTP on loopback (no TLS) so `compactEtcd` can use its JSON gateway.
+ * - The apiserver's watch cache is off unless `watchCache: true` (see that option): reads and
+ *   watches go to etcd, so `compactEtcd` turns old resourceVersions into 410 Gone.
+ * - etcd speaks plain HTTP on loopback (no TLS) so `compactEtcd` can use its JSON gateway, and
+ *   runs without fsync (the data is thrown away).
  * - One CA signs the serving certificate and the client certificates.
+ * - Cleanup: `stop()` in a `finally`; an unload handler and a watchdog shell (which notices when
+ *   this process is gone, even after SIGKILL) kill leftovers and remove the temp dir.
  *
  * @module
  */
@@ -106,9 +111,13 @@ interface ServerProcess {
   status: Promise<Deno.CommandStatus>;
   exited: boolean;
   logFile: string;
+  pidFile: string;
 }
 
-function spawnServer(binary: string, args: string[], logFile: string): ServerProcess {
+/** Starts `binary`, logging to `<dataDir>/<name>.log` and recording its pid for the watchdog. */
+function spawnServer(name: string, binary: string, args: string[], dataDir: string): ServerProcess {
+  const logFile = `${dataDir}/${name}.log`;
+  const pidFile = `${dataDir}/${name}.pid`;
   // `exec` keeps the pid the server's own, so signals reach it directly.
   const child = new Deno.Command("sh", {
     args: ["-c", 'exec "$0" "$@" >>"$ENVTEST_SERVER_LOG" 2>&1', binary, ...args],
@@ -117,11 +126,41 @@ function spawnServer(binary: string, args: string[], logFile: string): ServerPro
     stdout: "null",
     stderr: "null",
   }).spawn();
-  const server: ServerProcess = { child, status: child.status, exited: false, logFile };
+  Deno.writeTextFileSync(pidFile, String(child.pid));
+  // A script that forgets stop() may still exit; the unload handler then kills the servers.
+  child.unref();
+  const server: ServerProcess = { child, status: child.status, exited: false, logFile, pidFile };
   server.status = child.status.finally(() => {
     server.exited = true;
+    try {
+      Deno.removeSync(pidFile);
+    } catch {
+      // The data dir is already gone.
+    }
   });
   return server;
+}
+
+/**
+ * A detached shell that outlives us: once this Deno process is gone (even by SIGKILL, when no
+ * unload handler runs) it kills the servers listed in the pid files and removes the data dir.
+ * Unref'd so it never keeps the event loop alive.
+ */
+function spawnWatchdog(dataDir: string): Deno.ChildProcess {
+  const script = [
+    'while kill -0 "$ENVTEST_PARENT" 2>/dev/null; do sleep 1; done',
+    'for f in "$ENVTEST_DIR"/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done',
+    'rm -rf "$ENVTEST_DIR"',
+  ].join("\n");
+  const child = new Deno.Command("sh", {
+    args: ["-c", script],
+    env: { ENVTEST_PARENT: String(Deno.pid), ENVTEST_DIR: dataDir },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  child.unref();
+  return child;
 }
 
 async function stopServer(server: ServerProcess, graceMs: number): Promise<void> {
@@ -133,6 +172,7 @@ async function stopServer(server: ServerProcess, graceMs: number): Promise<void>
       // Exited between the check and the signal.
     }
   };
+  server.child.ref();
   signal(graceMs > 0 ? "SIGTERM" : "SIGKILL");
   let timer: ReturnType<typeof setTimeout> | undefined;
   const escalate = new Promise<void>((resolve) => {
@@ -266,6 +306,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   let etcd: ServerProcess | undefined;
   let apiserver: ServerProcess | undefined;
   let stopped = false;
+  const watchdog = spawnWatchdog(dataDir);
 
   const killNow = () => {
     for (const p of [apiserver, etcd]) {
@@ -293,7 +334,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 
   const startApiServer = async (): Promise<void> => {
     if (apiserver && !apiserver.exited) return;
-    const proc = spawnServer(`${binDir}/kube-apiserver`, apiArgs, `${dataDir}/kube-apiserver.log`);
+    const proc = spawnServer("kube-apiserver", `${binDir}/kube-apiserver`, apiArgs, dataDir);
     apiserver = proc;
     try {
       await waitUntil(async () => {
@@ -394,6 +435,13 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     if (stopped) return;
     stopped = true;
     liveCleanups.delete(killNow);
+    try {
+      watchdog.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+    watchdog.ref();
+    await watchdog.status;
     // The data is thrown away, so there is nothing to shut down gracefully for.
     if (apiserver) await stopServer(apiserver, 0);
     if (etcd) await stopServer(etcd, 0);
@@ -406,7 +454,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   };
 
   try {
-    const etcdProc = spawnServer(`${binDir}/etcd`, etcdArgs, `${dataDir}/etcd.log`);
+    const etcdProc = spawnServer("etcd", `${binDir}/etcd`, etcdArgs, dataDir);
     etcd = etcdProc;
     await waitUntil(async () => {
       if (etcdProc.exited) throw new Error("etcd exited");
