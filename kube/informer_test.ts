@@ -5,7 +5,7 @@ import { type Pod, Pods } from "./core.ts";
 import { newApiError } from "./errors.ts";
 import { SharedInformer } from "./informer.ts";
 import type { KubeObject } from "./object.ts";
-import { waitFor } from "../tests/semantics/wait.ts";
+import { waitFor } from "../tests/harness/wait.ts";
 
 function pod(name: string, labels: Record<string, string> = {}): Pod {
   return {

@@ -12,7 +12,7 @@ import {
   replicasLabel,
   setupDemoController,
 } from "../tests/harness/demo_controller.ts";
-import { waitFor } from "../tests/semantics/wait.ts";
+import { waitFor } from "../tests/harness/wait.ts";
 import { isNotFound } from "./errors.ts";
 
 function manager(fake: FakeClient, extra: Partial<ConstructorParameters<typeof Manager>[0]> = {}) {

@@ -45,3 +45,13 @@ export function freePort(): number {
   listener.close();
   return port;
 }
+
+/** Positional shorthand of waitUntil for terse test conditions (10 s, polling every 10 ms). */
+export function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+  intervalMs = 10,
+): Promise<T> {
+  return waitUntil(probe, { what, timeoutMs, intervalMs });
+}

@@ -34,7 +34,7 @@ import {
 import { operatorKubeconfig } from "../harness/operator_identity.ts";
 import { type ProcessHandle, runProcess } from "../harness/process.ts";
 import { expectGoneWatch, semanticsCases, Widgets } from "../semantics/api_semantics.ts";
-import { waitFor } from "../semantics/wait.ts";
+import { waitFor } from "../harness/wait.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 

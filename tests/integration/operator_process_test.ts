@@ -10,8 +10,7 @@ import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { operatorKubeconfig } from "../harness/operator_identity.ts";
 import { runProcess } from "../harness/process.ts";
-import { freePort } from "../harness/wait.ts";
-import { waitFor } from "../semantics/wait.ts";
+import { freePort, waitFor } from "../harness/wait.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
