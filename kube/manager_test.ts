@@ -13,7 +13,7 @@ import {
   setupDemoController,
 } from "../tests/harness/demo_controller.ts";
 import { waitFor } from "../tests/harness/wait.ts";
-import { isNotFound } from "./errors.ts";
+import { isNotFound, newApiError } from "./errors.ts";
 
 function manager(fake: FakeClient, extra: Partial<ConstructorParameters<typeof Manager>[0]> = {}) {
   return new Manager({
@@ -189,4 +189,31 @@ Deno.test("manager: only the leader reconciles; a released lease is taken over a
     stopB.abort();
     await Promise.all([runA, runB]);
   }
+});
+
+Deno.test("manager: losing the lease stops the controllers and reports leadership-lost", async () => {
+  const fake = new FakeClient();
+  const mgr = manager(fake, {
+    leaderElection: true,
+    leaderElectionNamespace: "ns",
+    identity: "solo",
+    leaseDurationMs: 1500,
+    renewDeadlineMs: 1000,
+    retryPeriodMs: 100,
+  });
+  const r = setupDemoController(mgr, "solo");
+  const run = mgr.start(new AbortController().signal);
+  await waitFor("elected", () => mgr.elected);
+  await fake.create(DemoSets, set("y"));
+  await waitFor("reconciled while leading", () => r.reconciles > 0);
+  // The API server stops accepting Lease writes: renewals fail until the renew deadline.
+  fake.addReactor((a) =>
+    a.verb === "update" && a.resource === Leases
+      ? newApiError(503, "ServiceUnavailable", { resource: "leases" }, "etcd down")
+      : undefined
+  );
+  assert.equal(await run, "leadership-lost");
+  assert.equal(mgr.elected, false);
+  // Everything the manager started has stopped: no informer is left to trigger a reconcile.
+  assert.equal(fake.openWatches, 0);
 });
