@@ -189,6 +189,8 @@ function syntheticPodSource(pods: number): Client {
       });
     },
     watch<T extends KubeObject>(_rt: ResourceType<T>, opts: WatchOptions) {
+      // An idle stream: it ends only when the informer stops.
+      // deno-lint-ignore require-yield
       return (async function* (): AsyncGenerator<WatchEvent<T>> {
         await new Promise<void>((resolve) => {
           if (opts.signal?.aborted) return resolve();
