@@ -6,24 +6,21 @@
  */
 import assert from "node:assert/strict";
 import { ApiClient } from "../../kube/api_client.ts";
-import type { Client, WatchEvent, WatchOptions } from "../../kube/client.ts";
-import type { ResourceType } from "../../kube/resource.ts";
+import type { Client } from "../../kube/client.ts";
 import {
   type CoreEvent,
   Events,
   Leases,
   Namespaces,
-  type Pod,
   Pods,
   ServiceAccounts,
 } from "../../kube/core.ts";
 import { isAlreadyExists, isNotFound } from "../../kube/errors.ts";
 import { Recorder } from "../../kube/events.ts";
-import { SharedInformer } from "../../kube/informer.ts";
 import { Manager } from "../../kube/manager.ts";
-import type { KubeObject } from "../../kube/object.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { type ControlPlane, startControlPlane } from "../harness/control_plane.ts";
+import { startGatedPodInformer } from "../harness/gated_informer.ts";
 import {
   demoPodName,
   DemoSets,
@@ -145,34 +142,7 @@ Deno.test({
             spec: { containers: [{ name: "c", image: "img" }] },
           });
         }
-        // Gate the informer's watch so the gap is deterministic: while closed, every watch
-        // attempt fails fast and the informer backs off.
-        let gateClosed = false;
-        class GatedClient extends ApiClient {
-          override watch<T extends KubeObject>(
-            rt: ResourceType<T>,
-            opts: WatchOptions,
-          ): AsyncIterable<WatchEvent<T>> {
-            if (gateClosed) throw new Error("watch gated by the test");
-            return super.watch(rt, opts);
-          }
-        }
-        const gated = new GatedClient(client.transport);
-        const inf = new SharedInformer<Pod>({
-          client: gated,
-          rt: Pods,
-          namespace: "cache",
-          minBackoffMs: 50,
-          maxBackoffMs: 200,
-        });
-        const seen: string[] = [];
-        inf.addEventHandler({
-          onAdd: (o) => seen.push(`add:${o.metadata.name}`),
-          onUpdate: (_o, n) => seen.push(`update:${n.metadata.name}:${n.metadata.labels?.v ?? ""}`),
-          onDelete: (o) => seen.push(`delete:${o.metadata.name}`),
-        });
-        const ac = new AbortController();
-        const run = inf.run(ac.signal);
+        const { informer: inf, gate, seen, stop } = startGatedPodInformer(client, "cache");
         try {
           await inf.waitForSync(AbortSignal.timeout(10_000));
           assert.deepEqual(seen.sort(), ["add:change", "add:keep", "add:remove"]);
@@ -180,12 +150,12 @@ Deno.test({
 
           // 1. The apiserver goes down and comes back; an update made before the informer
           //    reconnects arrives exactly once, without a relist.
-          gateClosed = true;
+          gate.closed = true;
           await cp.restartApiServer();
           await client.patch(Pods, "cache", "change", "merge", {
             metadata: { labels: { v: "1" } },
           });
-          gateClosed = false;
+          gate.closed = false;
           await waitFor("update after restart", () => seen.includes("update:change:1"), 20_000);
           assert.equal(inf.stats.lists, 1, "resumed from its resourceVersion");
           assert.deepEqual(seen, ["update:change:1"]);
@@ -193,7 +163,7 @@ Deno.test({
 
           // 2. The resourceVersion it holds is compacted away: it relists on 410 and reports
           //    every change in the gap once.
-          gateClosed = true;
+          gate.closed = true;
           await cp.restartApiServer();
           await client.patch(Pods, "cache", "change", "merge", {
             metadata: { labels: { v: "2" } },
@@ -204,7 +174,7 @@ Deno.test({
             spec: { containers: [{ name: "c", image: "img" }] },
           });
           await cp.compactEtcd();
-          gateClosed = false;
+          gate.closed = false;
           await waitFor(
             "relist after 410",
             () => inf.stats.relistsAfterGone >= 1 && seen.length >= 3,
@@ -217,8 +187,7 @@ Deno.test({
             "new",
           ]);
         } finally {
-          ac.abort();
-          await run;
+          await stop();
         }
       });
 
