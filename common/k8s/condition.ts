@@ -100,11 +100,14 @@ export function setStatusCondition(
   return changed;
 }
 
-/** Removes the condition of the given type in place; returns true when one was removed. */
+/**
+ * Removes every condition of the given type in place (duplicates included, as apimachinery
+ * does); returns true when at least one was removed.
+ */
 export function removeStatusCondition(conditions: Condition[], type: string): boolean {
-  const i = conditions.findIndex((c) => c.type === type);
-  if (i < 0) return false;
-  conditions.splice(i, 1);
+  const kept = conditions.filter((c) => c.type !== type);
+  if (kept.length === conditions.length) return false;
+  conditions.splice(0, conditions.length, ...kept);
   return true;
 }
 

@@ -126,3 +126,14 @@ Deno.test("find / isTrue / isFalse / presentAndEqual / remove", () => {
   assert.equal(removeStatusCondition(list, "Ready"), true);
   assert.deepEqual(list, []);
 });
+
+Deno.test("removeStatusCondition removes every entry of the type, as apimeta does", () => {
+  const list: Condition[] = [
+    newReadyCondition(1, "True", "A", ""),
+    { ...newReadyCondition(1, "True", "B", ""), type: "Other" },
+    newReadyCondition(2, "False", "C", ""),
+  ];
+  assert.equal(removeStatusCondition(list, "Ready"), true);
+  assert.deepEqual(list.map((c) => c.type), ["Other"]);
+  assert.equal(removeStatusCondition(list, "Ready"), false);
+});

@@ -275,15 +275,25 @@ export class Quantity {
 }
 
 /**
- * Parses a quantity as it appears in JSON: a string, or a number (int-or-string fields). Numbers
- * go through their JavaScript spelling, so 1e21 is read as "1e+21".
+ * The spaces strings.TrimSpace removes that can reach Quantity.UnmarshalJSON unescaped in JSON
+ * written by Go's encoder (control characters, U+2028 and U+2029 arrive as escapes, which the
+ * grammar rejects anyway). U+FEFF is not among them.
+ */
+const JSON_TRIMMED_SPACE = "[ \u0085\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+";
+const JSON_TRIM = new RegExp(`^${JSON_TRIMMED_SPACE}|${JSON_TRIMMED_SPACE}$`, "g");
+
+/**
+ * Parses a quantity as it appears in JSON: a string, or a number (int-or-string fields). Strings
+ * lose surrounding spaces first, as Quantity.UnmarshalJSON does (ParseQuantity and
+ * Quantity.parse do not). Numbers go through their JavaScript spelling, so 1e21 is read as
+ * "1e+21".
  */
 export function parseQuantity(value: string | number): Quantity {
   if (typeof value === "number") {
     if (!Number.isFinite(value)) throw new QuantityError(String(value), "not a finite number");
     return Quantity.parse(String(value));
   }
-  return Quantity.parse(value);
+  return Quantity.parse(value.replace(JSON_TRIM, ""));
 }
 
 /** The canonical string of a quantity, or "" when it is absent (meta.QuantityString). */

@@ -220,3 +220,27 @@ Deno.test("canonicalResourceList renders every quantity as a canonical string", 
   assert.equal(canonicalResourceList(undefined), undefined);
   assert.throws(() => canonicalResourceList({ cpu: "lots" }), QuantityError);
 });
+
+Deno.test("parseQuantity trims the spaces Quantity.UnmarshalJSON trims; Quantity.parse does not", async (t) => {
+  // Go unquotes the raw JSON text and applies strings.TrimSpace; ParseQuantity itself is strict.
+  const trimmed: [string, string][] = [
+    [" 100Gi ", "100Gi"],
+    ["\u00a01Gi\u3000", "1Gi"],
+    ["\u00851.5Gi\u202f", "1536Mi"],
+  ];
+  for (const [input, want] of trimmed) {
+    await t.step(JSON.stringify(input), () => {
+      assert.equal(parseQuantity(input).toString(), want);
+      assert.equal(quantityString(input), want);
+      assert.throws(() => Quantity.parse(input), QuantityError);
+    });
+  }
+  // Control characters reach Go as JSON escapes ("\t"), which the quantity grammar rejects;
+  // U+FEFF is not a space to Go.
+  for (const input of ["\t1Gi", "1Gi\n", "\ufeff1Gi", " ", "\u2028"]) {
+    await t.step(`${JSON.stringify(input)} is rejected`, () => {
+      assert.throws(() => parseQuantity(input), QuantityError);
+    });
+  }
+  assert.deepEqual(canonicalResourceList({ memory: " 1024Mi" }), { memory: "1Gi" });
+});

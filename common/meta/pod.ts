@@ -14,7 +14,8 @@ export function isPodTerminal(pod: Pod): boolean {
 
 /** Whether any container status is in the running state. */
 export function isContainerRunning(pod: Pod): boolean {
-  return pod.status?.containerStatuses?.some((cs) => cs.state?.running !== undefined) ?? false;
+  // `!= null`: a JSON null decodes to a nil pointer in Go, i.e. "not running".
+  return pod.status?.containerStatuses?.some((cs) => cs.state?.running != null) ?? false;
 }
 
 /** "namespace/name", for map keys. */

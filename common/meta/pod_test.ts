@@ -54,6 +54,13 @@ Deno.test("isContainerRunning", () => {
   assert.equal(isContainerRunning({ metadata: {} }), false);
 });
 
+Deno.test("isContainerRunning: an explicit null running state is not running (Go decodes null to nil)", () => {
+  const pod = JSON.parse(
+    '{"metadata":{},"status":{"containerStatuses":[{"name":"c","state":{"running":null}}]}}',
+  ) as Pod;
+  assert.equal(isContainerRunning(pod), false);
+});
+
 Deno.test("podKey", () => {
   assert.equal(podKey("ns", "demo"), "ns/demo");
 });

@@ -127,7 +127,14 @@ export function fromAgentSpec(
   forkFrom: string,
 ): VMSpec {
   return {
-    ...fromVMOptions(spec, vmName, spec.image, agentModeOrDefault(spec.mode), snapshotPolicy),
+    // `?? ""`: a missing image is Go's zero string, which Apply skips.
+    ...fromVMOptions(
+      spec,
+      vmName,
+      spec.image ?? "",
+      agentModeOrDefault(spec.mode),
+      snapshotPolicy,
+    ),
     forkFrom,
     managed: true,
   };

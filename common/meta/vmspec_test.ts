@@ -266,3 +266,11 @@ Deno.test("shouldSnapshotVM", async (t) => {
     });
   }
 });
+
+Deno.test("fromAgentSpec without an image writes no image annotation (Go's zero string)", () => {
+  const spec = JSON.parse('{"replicas":1,"image":null}') as AgentSpec;
+  const pod: Pod = { metadata: {} };
+  applyVMSpec(fromAgentSpec(spec, "vk-ns-cs-0", undefined, ""), pod);
+  assert.equal(Object.hasOwn(pod.metadata.annotations ?? {}, AnnotationImage), false);
+  assert.equal(parseVMSpec(pod).image, "");
+});
