@@ -5,9 +5,16 @@ export type FetchFn = (input: string | URL | Request, init?: RequestInit) => Pro
 
 /** Thrown when a request outlives its deadline; names the request and the limit. */
 export class DeadlineError extends Error {
+  /** What timed out, e.g. "HEAD manifest p/vm:hibernate". */
+  readonly what: string;
+  /** The limit that was exceeded, in ms. */
+  readonly ms: number;
+
   constructor(what: string, ms: number) {
     super(`${what}: timed out after ${ms}ms`);
     this.name = "DeadlineError";
+    this.what = what;
+    this.ms = ms;
   }
 }
 

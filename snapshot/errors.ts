@@ -34,6 +34,18 @@ export class RegistryError extends Error {
     this.code = diagnostics[0]?.code ?? "";
   }
 
+  /**
+   * The same failure seen from a caller's request: a copy whose message starts with prefix
+   * (e.g. the repo:tag a shared ping failed for). The original stays untouched, since concurrent
+   * callers share it.
+   */
+  prefixed(prefix: string): RegistryError {
+    const copy = new RegistryError(prefix, this.status, "", this.diagnostics);
+    copy.message = `${prefix}: ${this.message}`;
+    copy.cause = this;
+    return copy;
+  }
+
   /** Whether the registry refused the credentials (401) or the access (403). */
   get isAuth(): boolean {
     return this.status === 401 || this.status === 403;

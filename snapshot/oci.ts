@@ -24,6 +24,7 @@ import {
   checkReference,
   formatRef,
   isDigest,
+  isValidDigest,
   parseRegistryBase,
   type RegistryBase,
   repositoryFor,
@@ -154,6 +155,10 @@ export class OciRegistry implements Registry {
     if (!digest) {
       if (isDigest(reference)) return reference;
       throw new Error(`${action}: response did not include Docker-Content-Digest header`);
+    }
+    // The digest goes into a DELETE path: it must be a digest, not a path (as ggcr's NewHash).
+    if (!isValidDigest(digest)) {
+      throw new Error(`${action}: invalid Docker-Content-Digest ${JSON.stringify(digest)}`);
     }
     return digest;
   }

@@ -154,6 +154,46 @@ Deno.test("a registry that challenges only on repositories is learned once", asy
   });
 });
 
+Deno.test("a scope the registry asks for on 401 is requested up front from then on", async () => {
+  const EXTRA = "repository:snap/base:pull";
+  let registry!: StubRegistry;
+  await withStub({
+    auth: "bearer",
+    expiresIn: 300,
+    // Manifests of snap/vm also need pull on snap/base (as for a cross-repository mount).
+    intercept: (req, url) => {
+      if (!url.pathname.includes("/manifests/")) return undefined;
+      const token = (req.headers.get("authorization") ?? "").replace(/^Bearer /, "");
+      if (registry.validTokens.get(token)?.includes(EXTRA)) return undefined;
+      return new Response(null, {
+        status: 401,
+        headers: {
+          "WWW-Authenticate":
+            `Bearer realm="http://${url.host}/token",service="stub",scope="${EXTRA}"`,
+        },
+      });
+    },
+  }, async (stub) => {
+    registry = stub;
+    stub.put("snap/vm", "hibernate", D1);
+    const reg = newOciRegistry(`${stub.host}/snap`, { keychain: keychainFor() });
+    for (let i = 0; i < 3; i++) assert.equal(await reg.hasManifest("vm", "hibernate"), true);
+    const tokenReqs = stub.requests.filter((r) => r.path === "/token");
+    assert.deepEqual(tokenReqs.map((r) => r.query.getAll("scope")), [
+      ["repository:snap/vm:pull"],
+      [EXTRA, "repository:snap/vm:pull"],
+    ]);
+    assert.equal(stub.requests.filter((r) => r.method === "HEAD").length, 4);
+    // A token the registry later rejects is replaced under the widened scopes too.
+    stub.validTokens.clear();
+    assert.equal(await reg.hasManifest("vm", "hibernate"), true);
+    assert.deepEqual(
+      stub.requests.filter((r) => r.path === "/token").slice(2).map((r) => r.query.getAll("scope")),
+      [[EXTRA, "repository:snap/vm:pull"]],
+    );
+  });
+});
+
 Deno.test("wrong password is an auth error naming repo:tag, status and code, never 'absent'", async () => {
   for (const auth of ["basic", "bearer"] as const) {
     await withStub({ auth }, async (stub) => {
@@ -171,6 +211,46 @@ Deno.test("wrong password is an auth error naming repo:tag, status and code, nev
       await assert.rejects(reg.deleteManifest("vm", "hibernate"), RegistryError);
     });
   }
+});
+
+Deno.test("a 401 whose Bearer challenge has no realm keeps the known realm (RFC 6750 error-only)", async () => {
+  let rejectOnce = false;
+  await withStub({
+    auth: "bearer",
+    intercept: (_req, url) => {
+      if (!rejectOnce || !url.pathname.includes("/manifests/")) return undefined;
+      rejectOnce = false;
+      return new Response(null, {
+        status: 401,
+        headers: { "WWW-Authenticate": 'Bearer error="invalid_token"' },
+      });
+    },
+  }, async (stub) => {
+    stub.put("snap/vm", "hibernate", D1);
+    const reg = newOciRegistry(`${stub.host}/snap`, { keychain: keychainFor() });
+    assert.equal(await reg.hasManifest("vm", "hibernate"), true);
+    rejectOnce = true;
+    assert.equal(await reg.hasManifest("vm", "hibernate"), true);
+    assert.equal(await reg.hasManifest("vm", "hibernate"), true);
+    assert.equal(stub.requests.filter((r) => r.path === "/token").length, 2);
+  });
+});
+
+Deno.test("a shared token exchange that fails names each caller's own repo:tag", async () => {
+  await withStub({ auth: "bearer" }, async (stub) => {
+    stub.put("snap/vm", "hibernate", D1);
+    const reg = newOciRegistry(`${stub.host}/snap`, { keychain: keychainFor(USER, "wrong") });
+    const [latest, hibernate] = await Promise.all(
+      ["latest", "hibernate"].map((tag) => reg.hasManifest("vm", tag).catch((e: unknown) => e)),
+    );
+    assert.equal(stub.requests.filter((r) => r.path === "/token").length, 1);
+    for (const [err, tag] of [[latest, "latest"], [hibernate, "hibernate"]] as const) {
+      assert.ok(err instanceof RegistryError, String(err));
+      assert.equal(err.status, 401);
+      assert.match(err.message, new RegExp(`^HEAD manifest snap/vm:${tag}: `));
+      assert.ok(!err.message.includes(tag === "latest" ? "vm:hibernate" : "vm:latest"));
+    }
+  });
 });
 
 Deno.test("anonymous client against an auth-requiring registry says no credentials were found", async () => {
@@ -323,6 +403,57 @@ Deno.test("redirects are followed without forwarding credentials to another host
     });
   } finally {
     await other.close();
+  }
+});
+
+Deno.test("a malformed Docker-Content-Digest is an error, never used to build a DELETE", async () => {
+  await withStub({
+    auth: "none",
+    tagDelete: "digest-invalid",
+    intercept: (req, url) =>
+      req.method === "HEAD" && url.pathname.includes("/manifests/")
+        ? new Response(null, { status: 200, headers: { "Docker-Content-Digest": "../../../x" } })
+        : undefined,
+  }, async (stub) => {
+    stub.put("snap/vm", "hibernate", D1);
+    const reg = newOciRegistry(`${stub.host}/snap`, { keychain: keychainFor() });
+    await assert.rejects(
+      reg.deleteManifest("vm", "hibernate"),
+      /HEAD manifest snap\/vm:hibernate: .*invalid Docker-Content-Digest/,
+    );
+    assert.deepEqual(
+      stub.requests.filter((r) => r.method === "DELETE").map((r) => r.path),
+      ["/v2/snap/vm/manifests/hibernate"],
+    );
+  });
+});
+
+Deno.test("a redirected DELETE stays a DELETE (a GET answering 200 is not a deletion)", async () => {
+  for (const status of [301, 302, 303]) {
+    await withStub({
+      auth: "none",
+      intercept: (req, url) =>
+        req.method === "DELETE" && !url.searchParams.has("moved")
+          ? new Response(null, {
+            status,
+            headers: { Location: `${url.pathname}?moved=1` },
+          })
+          : undefined,
+    }, async (stub) => {
+      stub.put("snap/vm", "hibernate", D1);
+      const reg = newOciRegistry(`${stub.host}/snap`, { keychain: keychainFor() });
+      const outcome = await reg.deleteManifestWithOutcome("vm", "hibernate").catch((e) => e);
+      if (status === 303) {
+        // "See other" means fetch something else: nothing was deleted, so it is an error.
+        assert.ok(outcome instanceof RegistryError, String(outcome));
+        assert.equal(outcome.status, 303);
+        assert.deepEqual([...stub.tags.get("snap/vm")!.keys()], ["hibernate"]);
+      } else {
+        assert.deepEqual(outcome, { deleted: true });
+        assert.deepEqual([...stub.tags.get("snap/vm")!.keys()], []);
+      }
+      assert.ok(!stub.requests.some((r) => r.method === "GET" && r.query.has("moved")));
+    });
   }
 });
 

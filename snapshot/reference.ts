@@ -85,6 +85,11 @@ export function isDigest(reference: string): boolean {
   return reference.includes(":");
 }
 
+/** Whether s is a well-formed digest (`algorithm:encoded`), e.g. one a registry sent back. */
+export function isValidDigest(s: string): boolean {
+  return DIGEST_PATTERN.test(s);
+}
+
 /** Checks a tag or digest reference, throwing a message naming it when malformed. */
 export function checkReference(repo: string, reference: string): void {
   if (isDigest(reference)) {

@@ -5,7 +5,11 @@
  * scope. Unlike the Go transport, which keeps one token per client and refreshes only on 401,
  * tokens are cached per scope until `expires_in`; a 401 still drops the token and retries once.
  *
- * Credentials and tokens never appear in logs or error messages.
+ * Credentials and tokens never appear in logs or error messages, and only travel to the host
+ * they were meant for: redirects keep Authorization only on the same host without a downgrade
+ * to http, a 401 from a host we were redirected to is not answered with the registry's
+ * credentials, and token-endpoint redirects are vetted like the realm. Failures of shared work
+ * (ping, token exchange) are reported to each caller prefixed with its own `repo:tag`.
  */
 
 import { getLogger } from "@logtape/logtape";
@@ -23,6 +27,7 @@ const HTTP_FALLBACK_DELAY_MS = 300;
 const MAX_BODY = 64 * 1024;
 const MAX_REDIRECTS = 10;
 const CLIENT_ID = "cocoon-operator";
+const MAX_WIDENED_SCOPES = 4096;
 
 /** A fully read HTTP answer (registry bodies here are small: empty, or an error document). */
 export interface HttpResult {
@@ -30,7 +35,19 @@ export interface HttpResult {
   statusText: string;
   headers: Headers;
   body: string;
+  /** Where the answer finally came from, after redirects. */
+  url: URL;
 }
+
+/**
+ * How #fetchAll treats redirects: registry calls may be sent to another host (blob storage, a
+ * CDN) but without credentials; ping and token requests never downgrade to http, and token
+ * redirects are vetted like the realm itself (go-containerregistry's realmRedirectCheck).
+ */
+type RedirectPolicy = { kind: "registry" } | { kind: "ping" } | {
+  kind: "token";
+  insecure: boolean;
+};
 
 /** What one registry call needs. */
 export interface SessionRequest {
@@ -70,6 +87,12 @@ export class RegistrySession {
   readonly #tokens: TokenCache;
   #ping?: Promise<Ping>;
   #pingResult?: Ping;
+  /**
+   * Scopes a registry asked for on a 401 beyond what a request type wanted, keyed by the
+   * request's own scopes: later calls ask for them up front (as ggcr's transport keeps its
+   * widened scope list), instead of a doomed request and token fetch on every call.
+   */
+  readonly #widenedScopes = new Map<string, string[]>();
   /** Refresh tokens handed out by a token endpoint, replacing the keychain credential. */
   readonly #refreshTokens = new WeakMap<Authenticator, string>();
 
@@ -85,17 +108,31 @@ export class RegistrySession {
   async send(req: SessionRequest, signal?: AbortSignal): Promise<HttpResult> {
     // The ping and token exchanges are shared by concurrent callers, so they run under their own
     // deadline only; each caller stops waiting when its own signal aborts.
-    const ping = await abortable(this.#pingOnce(), signal);
-    const auth = await this.#keychain.resolve(req.target, signal);
+    const ping = await abortable(this.#pingOnce(), signal).catch((err) => {
+      throw inContext(req.action, err, signal);
+    });
+    const auth = await this.#keychain.resolve(req.target, signal).catch((err) => {
+      throw inContext(`${req.action}: resolving credentials`, err, signal);
+    });
     const authn = auth ?? { source: "anonymous", authorization: () => Promise.resolve({}) };
     let challenge = ping.challenge;
-    let scopes = req.scopes;
+    const scopeKey = TokenCache.key(req.scopes);
+    let scopes = this.#widenedScopes.get(scopeKey) ?? req.scopes;
     let header = await this.#authorization(req, authn, challenge, scopes, ping.scheme, signal);
     let res = await this.#exchange(req, ping.scheme, header, signal);
-    if (res.status !== 401) return res;
+    // A 401 from a host the registry redirected us to is that host's business: adopting its
+    // challenge would hand the registry's credentials to a realm of its choosing.
+    if (
+      res.status !== 401 || !mayCarryCredentials(registryUrl(ping.scheme, this.registry), res.url)
+    ) {
+      return res;
+    }
 
     // Expired or under-scoped token, or the registry changed its mind about auth: retry once.
-    const fresh = pickChallenge(parseChallenges(res.headers.get("www-authenticate")));
+    const fresh = usableChallenge(
+      pickChallenge(parseChallenges(res.headers.get("www-authenticate"))),
+      challenge,
+    );
     if (fresh) {
       challenge = fresh;
       // Remember a changed scheme/realm so later calls do not start with a doomed attempt.
@@ -109,7 +146,14 @@ export class RegistrySession {
     if (challenge?.scheme === "bearer") {
       const wanted = fresh?.params.scope;
       this.#tokens.invalidate(scopes);
-      if (wanted && !scopes.includes(wanted)) scopes = [wanted, ...scopes];
+      if (wanted && !scopes.includes(wanted)) {
+        scopes = [wanted, ...scopes];
+        this.#widenedScopes.set(scopeKey, scopes);
+        // Keys name repositories, and VMs come and go: keep the newest only.
+        if (this.#widenedScopes.size > MAX_WIDENED_SCOPES) {
+          this.#widenedScopes.delete(this.#widenedScopes.keys().next().value!);
+        }
+      }
     }
     logger.debug("{action}: 401, retrying once with fresh {scheme} credentials", {
       action: req.action,
@@ -125,6 +169,7 @@ export class RegistrySession {
     this.#ping = undefined;
     this.#pingResult = undefined;
     this.#tokens.clear();
+    this.#widenedScopes.clear();
   }
 
   async #authorization(
@@ -135,37 +180,38 @@ export class RegistrySession {
     scheme: "http" | "https",
     signal?: AbortSignal,
   ): Promise<string | undefined> {
-    if (challenge?.scheme === "bearer") {
-      const token = await abortable(
-        this.#tokens.getOrFetch(
-          scopes,
-          () => this.#fetchToken(req, authn, challenge, scopes, scheme),
-        ),
-        signal,
-      );
-      return `Bearer ${token}`;
+    try {
+      if (challenge?.scheme === "bearer") {
+        // The exchange is shared by every caller wanting these scopes, so its errors name the
+        // scopes only; each caller puts its own repo:tag in front.
+        const token = await abortable(
+          this.#tokens.getOrFetch(
+            scopes,
+            () => this.#fetchToken(authn, challenge, scopes, scheme),
+          ),
+          signal,
+        );
+        return `Bearer ${token}`;
+      }
+      // 200 ping or a Basic challenge: present credentials directly, as ggcr's basic transport.
+      return basicHeader(await this.#credential(authn, signal));
+    } catch (err) {
+      throw inContext(req.action, err, signal);
     }
-    // 200 ping or a Basic challenge: present credentials directly, as ggcr's basic transport.
-    const cred = await this.#credential(req, authn, signal);
-    return basicHeader(cred);
   }
 
-  async #credential(
-    req: SessionRequest,
-    authn: Authenticator,
-    signal?: AbortSignal,
-  ): Promise<Credential> {
+  async #credential(authn: Authenticator, signal?: AbortSignal): Promise<Credential> {
     try {
       return await authn.authorization(signal);
     } catch (err) {
-      throw new Error(`${req.action}: getting ${authn.source} credentials: ${message(err)}`, {
+      if (signal?.aborted && err === signal.reason) throw err;
+      throw new Error(`getting ${authn.source} credentials: ${message(err)}`, {
         cause: err,
       });
     }
   }
 
   async #fetchToken(
-    req: SessionRequest,
     authn: Authenticator,
     challenge: Challenge,
     scopes: string[],
@@ -174,15 +220,11 @@ export class RegistrySession {
   ): Promise<{ token: string; expiresIn?: number }> {
     const realmParam = challenge.params.realm;
     if (!realmParam) {
-      throw new Error(`${req.action}: malformed www-authenticate, missing realm`);
+      throw new Error("malformed www-authenticate, missing realm");
     }
-    let realm: URL;
-    try {
-      realm = validateRealm(realmParam, this.registry, scheme === "http");
-    } catch (err) {
-      throw new Error(`${req.action}: ${message(err)}`);
-    }
-    const cred = await this.#credential(req, authn, signal);
+    const insecure = scheme === "http";
+    const realm = validateRealm(realmParam, this.registry, insecure);
+    const cred = await this.#credential(authn, signal);
     if (cred.registryToken) return { token: cred.registryToken };
     const service = challenge.params.service ?? "";
     const refresh = this.#refreshTokens.get(authn) ?? cred.identityToken;
@@ -195,7 +237,7 @@ export class RegistrySession {
       if (service) form.set("service", service);
       form.set("grant_type", "refresh_token");
       form.set("refresh_token", refresh);
-      res = await this.#tokenRequest(req, endpoint, realm, {
+      res = await this.#tokenRequest(endpoint, realm, insecure, {
         method: "POST",
         headers: { "Content-Type": "application/x-www-form-urlencoded" },
         body: form.toString(),
@@ -209,13 +251,16 @@ export class RegistrySession {
       const headers: Record<string, string> = {};
       const basic = basicHeader(cred);
       if (basic?.startsWith("Basic ")) headers.Authorization = basic;
-      res = await this.#tokenRequest(req, endpoint, url, { method: "GET", headers }, signal);
+      res = await this.#tokenRequest(endpoint, url, insecure, {
+        method: "GET",
+        headers,
+      }, signal);
     }
     if (res.status !== 200) {
       const diags = parseDiagnostics(res.body);
       const who = authn.source === "anonymous" ? " (no matching credentials were found)" : "";
       throw new RegistryError(
-        `${req.action}: ${endpoint} refused the token request${who}`,
+        `${endpoint} refused the token request${who}`,
         res.status,
         res.statusText,
         diags,
@@ -223,10 +268,9 @@ export class RegistrySession {
       );
     }
     const parsed = parseBearerResponse(res.body);
-    if (!parsed) throw new Error(`${req.action}: ${endpoint} returned no token`);
+    if (!parsed) throw new Error(`${endpoint} returned no token`);
     if (parsed.refreshToken) this.#refreshTokens.set(authn, parsed.refreshToken);
-    logger.debug("{action}: got a registry token for {scopes} (expires_in {expiresIn})", {
-      action: req.action,
+    logger.debug("got a registry token for {scopes} (expires_in {expiresIn})", {
       scopes: scopes.join(" "),
       expiresIn: parsed.expiresIn ?? "unset",
     });
@@ -234,16 +278,17 @@ export class RegistrySession {
   }
 
   #tokenRequest(
-    req: SessionRequest,
     endpoint: string,
     url: URL,
+    insecure: boolean,
     init: { method: string; headers: Record<string, string>; body?: string },
     signal?: AbortSignal,
   ): Promise<HttpResult> {
     return this.#timed(
-      `${req.action}: ${endpoint}`,
+      endpoint,
       signal,
-      (s) => this.#fetchAll(url, init.method, init.headers, init.body, s, undefined),
+      (s) =>
+        this.#fetchAll(url, init.method, init.headers, init.body, s, { kind: "token", insecure }),
     );
   }
 
@@ -315,7 +360,7 @@ export class RegistrySession {
     const res = await this.#timed(
       `GET ${url}`,
       signal,
-      (s) => this.#fetchAll(url, "GET", {}, undefined, s, undefined),
+      (s) => this.#fetchAll(url, "GET", {}, undefined, s, { kind: "ping" }),
     );
     if (res.status === 200) {
       logger.debug("registry {registry} speaks {scheme}, no auth challenge", {
@@ -349,13 +394,13 @@ export class RegistrySession {
     authorization: string | undefined,
     signal?: AbortSignal,
   ): Promise<HttpResult> {
-    const url = new URL(`${scheme}://${this.registry}${req.path}`);
+    const url = new URL(req.path, registryUrl(scheme, this.registry));
     const headers: Record<string, string> = { ...req.headers };
     if (authorization) headers.Authorization = authorization;
     return await this.#timed(
       req.action,
       signal,
-      (s) => this.#fetchAll(url, req.method, headers, undefined, s, this.registry),
+      (s) => this.#fetchAll(url, req.method, headers, undefined, s, { kind: "registry" }),
     );
   }
 
@@ -372,8 +417,9 @@ export class RegistrySession {
   }
 
   /**
-   * fetch + read the body, following redirects by hand so Authorization is only ever sent to
-   * authHost (the registry) or, for token requests, the realm host it was meant for.
+   * fetch + read the body, following redirects by hand so Authorization only goes where it was
+   * meant for: the request's own host (compared canonically, so `host:443` is `host`), never
+   * over a downgrade to plain http. See RedirectPolicy for the rest.
    */
   async #fetchAll(
     url: URL,
@@ -381,15 +427,14 @@ export class RegistrySession {
     headers: Record<string, string>,
     body: string | undefined,
     signal: AbortSignal,
-    authHost: string | undefined,
+    policy: RedirectPolicy,
   ): Promise<HttpResult> {
-    const credHost = authHost ?? url.host;
     let current = url;
     let currentMethod = method;
     let currentBody = body;
     for (let hop = 0;; hop++) {
       const h = new Headers(headers);
-      if (current.host !== credHost) h.delete("Authorization");
+      if (!mayCarryCredentials(url, current)) h.delete("Authorization");
       const res = await this.#fetch(current, {
         method: currentMethod,
         headers: h,
@@ -398,13 +443,19 @@ export class RegistrySession {
         signal,
       });
       const location = res.headers.get("location");
-      if (res.status >= 300 && res.status < 400 && location && hop < MAX_REDIRECTS) {
+      // Method changes follow the Fetch standard (301/302 turn only POST into GET, 303 turns
+      // anything but HEAD into GET), except that a DELETE is never turned into a GET: a 200 from
+      // that GET would read as a successful deletion. A 303 to a DELETE is its final answer.
+      const follow = res.status >= 300 && res.status < 400 && location !== null &&
+        hop < MAX_REDIRECTS && !(res.status === 303 && currentMethod === "DELETE");
+      if (follow) {
         await res.body?.cancel();
         const next = new URL(location, current);
-        if (authHost === undefined && current.protocol === "https:" && next.protocol === "http:") {
-          throw new Error(`refusing redirect from https to http (${next.origin})`);
-        }
-        if ([301, 302, 303].includes(res.status) && currentMethod !== "HEAD") {
+        this.#checkRedirect(policy, current, next, currentBody !== undefined && res.status >= 307);
+        if (
+          (res.status === 303 && currentMethod !== "HEAD" && currentMethod !== "GET") ||
+          ((res.status === 301 || res.status === 302) && currentMethod === "POST")
+        ) {
           currentMethod = "GET";
           currentBody = undefined;
         }
@@ -414,9 +465,76 @@ export class RegistrySession {
       const text = currentMethod === "HEAD"
         ? (await res.body?.cancel(), "")
         : await readCapped(res, MAX_BODY);
-      return { status: res.status, statusText: res.statusText, headers: res.headers, body: text };
+      return {
+        status: res.status,
+        statusText: res.statusText,
+        headers: res.headers,
+        body: text,
+        url: current,
+      };
     }
   }
+
+  /** Throws when policy forbids following a redirect from current to next. */
+  #checkRedirect(policy: RedirectPolicy, current: URL, next: URL, resendsBody: boolean): void {
+    if (policy.kind === "registry") return;
+    if (current.protocol === "https:" && next.protocol === "http:") {
+      throw new Error(`refusing redirect from https to http (${next.origin})`);
+    }
+    if (policy.kind !== "token") return;
+    try {
+      validateRealm(next.href, this.registry, policy.insecure);
+    } catch (err) {
+      throw new Error(`refusing token-server redirect to ${next.origin}: ${message(err)}`);
+    }
+    // 307/308 replay the body, and a token request body carries the refresh token.
+    if (resendsBody && next.origin !== current.origin) {
+      throw new Error(
+        `refusing token-server redirect to ${next.origin}: it would resend the request body`,
+      );
+    }
+  }
+}
+
+/** The registry's root URL; its host is canonical (lower case, no default port). */
+function registryUrl(scheme: "http" | "https", registry: string): URL {
+  return new URL(`${scheme}://${registry}/`);
+}
+
+/**
+ * The challenge to act on after a 401, or undefined to keep the one we have. A Bearer challenge
+ * may omit realm and service (RFC 6750 allows `Bearer error="invalid_token"`): those come from
+ * the known challenge, since adopting a realm-less one would break every later token exchange.
+ */
+function usableChallenge(
+  fresh: Challenge | undefined,
+  known: Challenge | undefined,
+): Challenge | undefined {
+  if (!fresh || fresh.scheme !== "bearer" || fresh.params.realm) return fresh;
+  if (known?.scheme !== "bearer" || !known.params.realm) return undefined;
+  const params: Record<string, string> = { ...fresh.params, realm: known.params.realm };
+  if (fresh.params.service === undefined && known.params.service !== undefined) {
+    params.service = known.params.service;
+  }
+  return { scheme: "bearer", params };
+}
+
+/** Whether a request first addressed to origin may carry its credentials to target. */
+function mayCarryCredentials(origin: URL, target: URL): boolean {
+  if (target.host !== origin.host) return false;
+  return !(origin.protocol === "https:" && target.protocol === "http:");
+}
+
+/**
+ * A shared failure (ping, credential lookup) restated for one caller's request, keeping its
+ * class so callers can still tell a registry answer or a timeout apart. The caller's own abort
+ * reason passes through untouched.
+ */
+function inContext(action: string, err: unknown, signal: AbortSignal | undefined): unknown {
+  if (signal?.aborted && err === signal.reason) return err;
+  if (err instanceof RegistryError) return err.prefixed(action);
+  if (err instanceof DeadlineError) return new DeadlineError(`${action}: ${err.what}`, err.ms);
+  return new Error(`${action}: ${message(err)}`, { cause: err });
 }
 
 /** The Authorization value for a credential outside a Bearer flow, if it has one. */

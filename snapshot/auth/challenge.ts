@@ -99,7 +99,7 @@ export function validateRealm(realm: string, registry: string, insecure: boolean
       } not allowed`,
     );
   }
-  if (u.host === registry.toLowerCase()) return u;
+  if (u.host === canonicalHost(u.protocol, registry)) return u;
   if (isRestrictedIp(u.hostname)) {
     throw new Error(
       `invalid realm in www-authenticate: realm host ${
@@ -108,6 +108,15 @@ export function validateRealm(realm: string, registry: string, insecure: boolean
     );
   }
   return u;
+}
+
+/** registry (`host[:port]`) as URL.host spells it under protocol: lower case, no default port. */
+function canonicalHost(protocol: string, registry: string): string {
+  try {
+    return new URL(`${protocol}//${registry}`).host;
+  } catch {
+    return registry.toLowerCase();
+  }
 }
 
 /** Loopback, link-local (unicast/multicast), private or unspecified IP literal. */

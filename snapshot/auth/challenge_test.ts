@@ -60,6 +60,10 @@ Deno.test("validateRealm rejects private IP literals unless they are the registr
   assert.equal(validateRealm("http://127.0.0.1:5000/t", "127.0.0.1:5000", true).pathname, "/t");
   assert.throws(() => validateRealm("https://[::1]:8443/t", "r.example.com", false), /private/);
   assert.equal(validateRealm("https://8.8.8.8/t", "r.example.com", false).hostname, "8.8.8.8");
+  // The registry's own host matches however its default port or case is written.
+  assert.equal(validateRealm("https://10.0.0.5/t", "10.0.0.5:443", true).pathname, "/t");
+  assert.equal(validateRealm("http://10.0.0.5/t", "10.0.0.5:80", true).pathname, "/t");
+  assert.throws(() => validateRealm("https://10.0.0.5:8443/t", "10.0.0.5:443", true), /private/);
 });
 
 Deno.test("isRestrictedIp classifies like Go's net.IP predicates", () => {

@@ -176,15 +176,17 @@ function lookupKey(cfg: DockerConfig, key: string): Credential | undefined {
   return undefined;
 }
 
-/** Reduces a config key (`https://host:port/v1/`, `host/path`) to `host[:port]`. */
+/**
+ * Reduces a config key (`https://host:port/v1/`, `host/path`) to `host[:port]`, as docker/cli
+ * does: the port stays exactly as written (URL parsing would drop a default `:443`, and then a
+ * `host:443` registry would miss its entry), user info is dropped.
+ */
 export function hostOf(key: string): string {
-  if (key.includes("://")) {
-    try {
-      const u = new URL(key);
-      if (u.hostname) return u.host;
-    } catch {
-      // fall through to the plain split
-    }
+  const scheme = key.indexOf("://");
+  if (scheme >= 0) {
+    const authority = key.slice(scheme + 3).split(/[/?#]/)[0];
+    const host = authority.slice(authority.lastIndexOf("@") + 1);
+    if (host !== "" && !host.startsWith(":")) return host;
   }
   return key.split("/")[0];
 }

@@ -63,6 +63,19 @@ Deno.test("docker config: keys match exactly, by repository, and in legacy URL f
   assert.equal(user("r.example.com", "p/other"), "host");
   assert.equal(hostOf("https://x.example.com:8443/v1/"), "x.example.com:8443");
   assert.equal(hostOf("x.example.com/path"), "x.example.com");
+  // As docker/cli's ConvertToHostname: the port is kept as written (even a default one), and
+  // user info is dropped.
+  assert.equal(hostOf("https://x.example.com:443/v1/"), "x.example.com:443");
+  assert.equal(hostOf("http://u:p@x.example.com:5000"), "x.example.com:5000");
+  assert.equal(hostOf("https://[::1]:5000/v1/"), "[::1]:5000");
+  const withPort = parseDockerConfig(
+    "c.json",
+    JSON.stringify({ auths: { "https://p.example.com:443/v1/": { auth: b64("port:1") } } }),
+  );
+  assert.equal(
+    lookupCredential(withPort, { registry: "p.example.com:443", repository: "p/vm" })?.username,
+    "port",
+  );
 });
 
 Deno.test("docker config: a malformed auth field or file is an error that names no secret", () => {

@@ -4,7 +4,7 @@
  */
 
 import { isRecord, readCapped } from "../errors.ts";
-import { type FetchFn, withDeadline } from "../deadline.ts";
+import { abortable, type FetchFn, withDeadline } from "../deadline.ts";
 
 /** An access token and when it stops being usable (ms since epoch; Infinity when unknown). */
 export interface AccessToken {
@@ -24,7 +24,9 @@ export const EXPIRY_DELTA_MS = 10_000;
 
 /**
  * Caches the last token of src until EXPIRY_DELTA_MS before it expires; concurrent callers
- * share one refresh.
+ * share one refresh. The shared refresh runs under the source's own timeout, not any caller's
+ * signal: one caller giving up must not fail the others, and each caller still stops waiting
+ * when its own signal aborts.
  */
 export function reuseTokenSource(src: TokenSource, now: () => number = Date.now): TokenSource {
   let current: AccessToken | undefined;
@@ -32,7 +34,7 @@ export function reuseTokenSource(src: TokenSource, now: () => number = Date.now)
   return {
     token(signal) {
       if (current && current.expiresAt - EXPIRY_DELTA_MS > now()) return Promise.resolve(current);
-      pending ??= src.token(signal).then(
+      pending ??= src.token().then(
         (t) => {
           current = t;
           pending = undefined;
@@ -43,7 +45,7 @@ export function reuseTokenSource(src: TokenSource, now: () => number = Date.now)
           throw err;
         },
       );
-      return pending;
+      return abortable(pending, signal);
     },
   };
 }

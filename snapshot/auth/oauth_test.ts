@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { parseTokenResponse, requestToken, reuseTokenSource, type TokenSource } from "./oauth.ts";
+import {
+  type AccessToken,
+  parseTokenResponse,
+  requestToken,
+  reuseTokenSource,
+  type TokenSource,
+} from "./oauth.ts";
 
 Deno.test("reuseTokenSource reuses a token until 10 s before expiry", async () => {
   let now = 0;
@@ -49,4 +55,33 @@ Deno.test("requestToken reports the OAuth error code but never the form it sent"
     "svc: token endpoint https://oauth2.example/token answered 400 (invalid_grant: Bad Request)",
   );
   assert.ok(!err.message.includes("SECRET-R"));
+});
+
+Deno.test("reuseTokenSource: one caller aborting neither fails the shared refresh nor blocks its own exit", async () => {
+  let release!: (t: AccessToken) => void;
+  const seen: (AbortSignal | undefined)[] = [];
+  const src: TokenSource = {
+    token: (signal) => {
+      seen.push(signal);
+      return new Promise<AccessToken>((resolve, reject) => {
+        release = resolve;
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    },
+  };
+  const reuse = reuseTokenSource(src, () => 0);
+  const first = new AbortController();
+  const second = new AbortController();
+  const a = reuse.token(first.signal);
+  const b = reuse.token(second.signal);
+  const c = reuse.token();
+  // The first caller gives up: only its own call fails.
+  first.abort(new Error("reconcile A cancelled"));
+  await assert.rejects(a, /reconcile A cancelled/);
+  // The second caller's signal is honoured while it waits on a refresh it did not start.
+  second.abort(new Error("reconcile B cancelled"));
+  await assert.rejects(b, /reconcile B cancelled/);
+  release({ accessToken: "shared", expiresAt: Infinity });
+  assert.equal((await c).accessToken, "shared");
+  assert.equal(seen.length, 1);
 });

@@ -9,6 +9,8 @@
 export const DEFAULT_TOKEN_TTL_SECONDS = 60;
 /** Tokens are treated as expired this long before their stated expiry. */
 export const TOKEN_EXPIRY_MARGIN_MS = 5_000;
+/** How often set() sweeps out expired tokens (scopes name repositories, and VMs come and go). */
+const SWEEP_INTERVAL_MS = 60_000;
 
 interface Entry {
   token: string;
@@ -20,9 +22,16 @@ export class TokenCache {
   readonly #entries = new Map<string, Entry>();
   readonly #pending = new Map<string, Promise<string>>();
   readonly #now: () => number;
+  #nextSweep: number;
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
+    this.#nextSweep = now() + SWEEP_INTERVAL_MS;
+  }
+
+  /** Number of stored tokens (expired ones linger until the next sweep). */
+  get size(): number {
+    return this.#entries.size;
   }
 
   /** Cache key of a scope list: order-insensitive. */
@@ -48,7 +57,15 @@ export class TokenCache {
         expiresInSeconds > 0
       ? expiresInSeconds
       : DEFAULT_TOKEN_TTL_SECONDS;
-    this.#entries.set(TokenCache.key(scopes), { token, expiresAt: this.#now() + ttl * 1000 });
+    const now = this.#now();
+    if (now >= this.#nextSweep) {
+      // Without this, every repository ever touched would keep its dead token for good.
+      this.#nextSweep = now + SWEEP_INTERVAL_MS;
+      for (const [key, e] of this.#entries) {
+        if (e.expiresAt - TOKEN_EXPIRY_MARGIN_MS <= now) this.#entries.delete(key);
+      }
+    }
+    this.#entries.set(TokenCache.key(scopes), { token, expiresAt: now + ttl * 1000 });
   }
 
   /** Forgets the token for scopes (e.g. after the registry rejected it). */

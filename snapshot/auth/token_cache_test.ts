@@ -61,3 +61,14 @@ Deno.test("token cache does not keep a failed fetch", async () => {
   await assert.rejects(cache.getOrFetch(["s"], () => Promise.reject(new Error("down"))), /down/);
   assert.equal(await cache.getOrFetch(["s"], () => Promise.resolve({ token: "ok" })), "ok");
 });
+
+Deno.test("token cache drops expired tokens of scopes nobody asks for again (VM churn)", () => {
+  let now = 0;
+  const cache = new TokenCache(() => now);
+  for (let i = 0; i < 500; i++) cache.set([`repository:p/vm-${i}:pull`], `t${i}`, 60);
+  assert.equal(cache.size, 500);
+  now = 10 * 60_000;
+  cache.set(["repository:p/new:pull"], "fresh", 60);
+  assert.equal(cache.size, 1);
+  assert.equal(cache.get(["repository:p/new:pull"]), "fresh");
+});

@@ -167,6 +167,12 @@ for (const mode of ["none", "basic", "token"] as RegistryAuthMode[]) {
           await reg.stop();
           const err = await client.hasManifest("vk-ns-a-0", "hibernate").catch((e: unknown) => e);
           assert.ok(err instanceof Error, `want an error, got ${err}`);
+          assert.match(err.message, /cocoon\/snapshots\/vk-ns-a-0:hibernate/);
+          // A client that never reached the registry fails in its ping: still named by repo:tag.
+          const late = await clientFor(reg, credentials(reg), dir);
+          const lateErr = await late.hasManifest("vk-ns-a-0", "hibernate").catch((e: unknown) => e);
+          assert.ok(lateErr instanceof Error, `want an error, got ${lateErr}`);
+          assert.match(lateErr.message, /^HEAD manifest cocoon\/snapshots\/vk-ns-a-0:hibernate: /);
           await assert.rejects(
             hasHibernateSnapshot(client, "vk-ns-a-0"),
             /probe hibernate snapshot vk-ns-a-0/,
