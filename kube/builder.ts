@@ -10,7 +10,11 @@ import type { Informer } from "./source.ts";
 
 /** Something the manager runs: start resolves when the runnable has stopped. */
 export interface Runnable {
-  start(signal: AbortSignal): Promise<void>;
+  /**
+   * signal asks for a graceful stop. abortSignal, when given, asks to stop at once: work in
+   * progress is cancelled rather than drained (leadership was lost).
+   */
+  start(signal: AbortSignal, abortSignal?: AbortSignal): Promise<void>;
   /** Only run on the elected leader; the manager treats absent as true for controllers. */
   needLeaderElection?: boolean;
 }

@@ -167,9 +167,11 @@ export class Controller {
   /**
    * Runs the controller until signal aborts or stop() is called: registers the watches,
    * waits for their informers to sync (rejecting after the cache sync timeout), starts the
-   * workers, then drains them. Resolves once stopped; a second start() rejects.
+   * workers, then drains them. Resolves once stopped; a second start() rejects. When
+   * abortSignal aborts, in-flight reconciles have their signals aborted at once and start()
+   * returns without draining (controller-runtime skips graceful shutdown on a lost lease).
    */
-  async start(signal: AbortSignal): Promise<void> {
+  async start(signal: AbortSignal, abortSignal?: AbortSignal): Promise<void> {
     if (this.#started) {
       throw new Error(`controller ${this.name} was started more than once`);
     }
@@ -182,8 +184,14 @@ export class Controller {
     this.#initMetrics();
     const onAbort = () => this.#requestStop();
     signal.addEventListener("abort", onAbort, { once: true });
+    const onHardAbort = () => {
+      this.#requestStop();
+      this.#hardStop.abort(abortSignal?.reason ?? new Error(`controller ${this.name} aborted`));
+    };
+    abortSignal?.addEventListener("abort", onHardAbort, { once: true });
     try {
       if (signal.aborted) this.#requestStop();
+      if (abortSignal?.aborted) onHardAbort();
       if (this.#stopping) return;
       for (const register of this.#pendingWatches.splice(0)) register();
       this.#sourcesStarted = true;
@@ -199,9 +207,10 @@ export class Controller {
         controller: this.name,
         inFlight: this.#inFlight,
       });
-      await this.#drainWorkers();
+      await this.#drainWorkers(abortSignal);
     } finally {
       signal.removeEventListener("abort", onAbort);
+      abortSignal?.removeEventListener("abort", onHardAbort);
       this.#requestStop();
       // Also covers stop() having been called before start(): the queue's timers must end.
       this.#queue.shutDown();
@@ -294,15 +303,21 @@ export class Controller {
     return !this.#stopping;
   }
 
-  async #drainWorkers(): Promise<void> {
+  async #drainWorkers(abortSignal?: AbortSignal): Promise<void> {
     let timer: TimerId | undefined;
+    let onAbort = () => {};
     const timedOut = await Promise.race([
       Promise.all(this.#workers).then(() => false),
       new Promise<boolean>((resolve) => {
         timer = this.#clock.setTimeout(() => resolve(true), this.#drainTimeoutMs);
+        // Told to stop at once: reconciles were cancelled, do not wait for them.
+        onAbort = () => resolve(true);
+        if (abortSignal?.aborted) onAbort();
+        else abortSignal?.addEventListener("abort", onAbort, { once: true });
       }),
     ]);
     if (timer !== undefined) this.#clock.clearTimeout(timer);
+    abortSignal?.removeEventListener("abort", onAbort);
     if (timedOut) {
       log.warn("Drain timeout passed, aborting {inFlight} in-flight reconciles", {
         controller: this.name,

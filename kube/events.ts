@@ -8,7 +8,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Client } from "./client.ts";
-import { type Clock, realClock, sleep } from "./clock.ts";
+import { type Clock, realClock, sleep, type TimerId } from "./clock.ts";
 import { type CoreEvent, Events, type ObjectReference } from "./core.ts";
 import { ApiError, isAlreadyExists, isNotFound } from "./errors.ts";
 import type { KubeObject } from "./object.ts";
@@ -96,6 +96,8 @@ export class Recorder implements EventRecorder {
   #closed = false;
   /** Aborts retry pauses at close(); pending Events then get a single attempt each. */
   readonly #stop = new AbortController();
+  /** Aborted when close()'s timeout passes: in-flight and queued writes are given up. */
+  readonly #abandon = new AbortController();
   #lastMs = 0;
   #seq = 0;
   /** Events dropped because the queue was full (for tests and debugging). */
@@ -142,11 +144,26 @@ export class Recorder implements EventRecorder {
     while (this.#writer) await this.#writer;
   }
 
-  /** Stops accepting Events, writes what is queued (no retry pauses), and resolves. */
-  async close(): Promise<void> {
+  /**
+   * Stops accepting Events, writes what is queued (no retry pauses), and resolves. With
+   * timeoutMs, whatever is still unwritten after that long is dropped, so an API server that
+   * stopped answering cannot hold up shutdown (controller-runtime bounds it the same way).
+   */
+  async close(timeoutMs?: number): Promise<void> {
     this.#closed = true;
     this.#stop.abort();
-    await this.flush();
+    let timer: TimerId | undefined;
+    if (timeoutMs !== undefined && this.#writer) {
+      timer = this.#clock.setTimeout(
+        () => this.#abandon.abort(new Error("event recorder shutdown timed out")),
+        timeoutMs,
+      );
+    }
+    try {
+      await this.flush();
+    } finally {
+      if (timer !== undefined) this.#clock.clearTimeout(timer);
+    }
   }
 
   #enqueue(subject: EventSubject, type: EventType, reason: string, message: string): void {
@@ -232,6 +249,10 @@ export class Recorder implements EventRecorder {
 
   /** client-go's recordToSink: correlate, then write with bounded retries. */
   async #recordToSink(ev: CoreEvent): Promise<void> {
+    if (this.#abandon.signal.aborted) {
+      log.error("unable to write event {reason} (recorder shutdown timed out)", eventProps(ev));
+      return;
+    }
     const result = this.#correlator.correlate(ev);
     if (result.skip) return;
     for (let tries = 1;; tries++) {
@@ -249,6 +270,25 @@ export class Recorder implements EventRecorder {
     }
   }
 
+  /**
+   * Runs one API call that close()'s timeout can cut short, even for a client that ignores
+   * its signal.
+   */
+  async #abandonable<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const signal = this.#abandon.signal;
+    signal.throwIfAborted();
+    let onAbort = () => {};
+    const abandoned = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([call(signal), abandoned]);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
   /** One attempt. True when done (written, or rejected by the server for good). */
   async #write(ev: CoreEvent, patch: Record<string, unknown> | undefined): Promise<boolean> {
     const ns = ev.metadata.namespace ?? "default";
@@ -257,7 +297,9 @@ export class Recorder implements EventRecorder {
       let written: CoreEvent | undefined;
       if ((ev.count ?? 1) > 1 && patch) {
         try {
-          written = await this.#client.patch(Events, ns, name, "merge", patch);
+          written = await this.#abandonable(
+            (signal) => this.#client.patch(Events, ns, name, "merge", patch, { signal }),
+          );
         } catch (err) {
           // The Event expired (API server TTL) or was deleted: create it afresh.
           if (!isNotFound(err)) throw err;
@@ -266,7 +308,9 @@ export class Recorder implements EventRecorder {
       if (!written) {
         const fresh: CoreEvent = { ...ev, metadata: { ...ev.metadata } };
         delete fresh.metadata.resourceVersion;
-        written = await this.#client.create(Events, fresh);
+        written = await this.#abandonable((signal) =>
+          this.#client.create(Events, fresh, { signal })
+        );
       }
       this.#correlator.updateState(written);
       return true;

@@ -268,3 +268,34 @@ Deno.test("eventf formats Go-style verbs", async () => {
   await recorder.close();
   assert.equal((await events(client))[0].message, "slot 3 of demo");
 });
+
+Deno.test("close(timeout) abandons writes to a hung API server instead of waiting forever", async () => {
+  const clock = new FakeClock(start);
+  let calls = 0;
+  // An API server that accepts the connection and never answers (a blackholed network).
+  const hung = new Promise<never>(() => {});
+  const client = {
+    create: () => {
+      calls++;
+      return hung;
+    },
+    patch: () => hung,
+  } as unknown as FakeClient;
+  const recorder = new Recorder({ client, component: "cocoon-operator", clock, random: () => 0 });
+  recorder.event(pod("a"), "Normal", "Started", "one");
+  recorder.event(pod("b"), "Normal", "Started", "two");
+  recorder.event(pod("c"), "Normal", "Started", "three");
+  let closed = false;
+  const closing = recorder.close(5_000).then(() => closed = true);
+  // Let the writer reach the first hung request.
+  for (let i = 0; i < 10 && calls === 0; i++) await new Promise((r) => setTimeout(r, 0));
+  assert.equal(calls, 1);
+  clock.advance(4_999);
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(closed, false, "waits up to the timeout");
+  clock.advance(1);
+  await closing;
+  // The Events still queued were given up on without another hung request each.
+  assert.equal(calls, 1);
+  assert.equal(clock.pendingTimers(), 0);
+});

@@ -73,6 +73,14 @@ interface Table {
 }
 
 const defaultHistoryLimit = 10_000;
+/** Open paginated lists kept for continuation; older tokens expire (410), as etcd's would. */
+const maxContinuations = 1_000;
+
+/** The rest of a paginated list: the snapshot taken by its first page. */
+interface Continuation {
+  rv: string;
+  items: KubeObject[];
+}
 
 /**
  * An in-memory API server with the semantics reconcilers rely on: resourceVersion and
@@ -91,6 +99,8 @@ export class FakeClient implements Client {
   #subscribers = new Set<WatchSubscriber>();
   #reactors: Reactor[] = [];
   #historyLimit: number;
+  #continuations = new Map<string, Continuation>();
+  #continueSeq = 0;
   /** Latency added to every call (ms). Mutable so a test can slow the API down mid-run. */
   latencyMs: number;
   /** Every call made, in order (for assertions on request counts). */
@@ -172,26 +182,54 @@ export class FakeClient implements Client {
   ): Promise<ObjectList<T>> {
     const namespace = opts.namespace ?? "";
     await this.#enter({ verb: "list", resource: rt, namespace, name: "" });
-    const labels = parseLabelSelector(opts.labelSelector);
-    const fields = parseFieldSelector(
-      [opts.fieldSelector, fieldSelectorString(opts.matchingFields)].filter(Boolean).join(","),
-    );
-    const all = [...this.#table(rt).objects.entries()]
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([, o]) => o)
-      .filter((o) => !namespace || o.metadata.namespace === namespace)
-      .filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(o, fields));
-    const start = opts.continue ? Number(opts.continue) : 0;
-    const end = opts.limit ? Math.min(all.length, start + opts.limit) : all.length;
-    const items = all.slice(start, end).map((o) => deepCopy(o) as T);
+    // Like the API server, every page of a paginated list comes from the snapshot its first
+    // page saw and carries that page's resourceVersion, so a watch started from it misses
+    // nothing and repeats nothing.
+    let snapshot: Continuation;
+    if (opts.continue) {
+      const found = this.#continuations.get(opts.continue);
+      if (!found) {
+        throw newApiError(
+          410,
+          "Expired",
+          this.#target(rt, namespace, ""),
+          "The provided continue parameter is too old to display a consistent list result. " +
+            "You can start a new list without the continue parameter.",
+        );
+      }
+      this.#continuations.delete(opts.continue);
+      snapshot = found;
+    } else {
+      const labels = parseLabelSelector(opts.labelSelector);
+      const fields = parseFieldSelector(
+        [opts.fieldSelector, fieldSelectorString(opts.matchingFields)].filter(Boolean).join(","),
+      );
+      // Stored objects are replaced on every write, never mutated, so references are a
+      // consistent snapshot.
+      const items = [...this.#table(rt).objects.entries()]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([, o]) => o)
+        .filter((o) => !namespace || o.metadata.namespace === namespace)
+        .filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(o, fields));
+      snapshot = { rv: String(this.#rv), items };
+    }
+    const all = snapshot.items;
+    const end = opts.limit ? Math.min(all.length, opts.limit) : all.length;
+    const items = all.slice(0, end).map((o) => deepCopy(o) as T);
+    let cont: string | undefined;
+    if (end < all.length) {
+      cont = `${snapshot.rv}-${++this.#continueSeq}`;
+      this.#continuations.set(cont, { rv: snapshot.rv, items: all.slice(end) });
+      if (this.#continuations.size > maxContinuations) {
+        this.#continuations.delete(this.#continuations.keys().next().value!);
+      }
+    }
     return {
       apiVersion: apiVersionOf(rt),
       kind: `${rt.kind}List`,
       metadata: {
-        resourceVersion: String(this.#rv),
-        ...(end < all.length
-          ? { continue: String(end), remainingItemCount: all.length - end }
-          : {}),
+        resourceVersion: snapshot.rv,
+        ...(cont ? { continue: cont, remainingItemCount: all.length - end } : {}),
       },
       items,
     };
@@ -253,6 +291,7 @@ export class FakeClient implements Client {
   async update<T extends KubeObject>(rt: ResourceType<T>, obj: T, opts?: WriteOptions): Promise<T> {
     const { namespace, name } = objectKey(obj);
     await this.#enter({ verb: "update", resource: rt, namespace, name, object: obj });
+    this.#requireRvForCustomResource(rt, namespace, name, obj);
     return this.#write(rt, namespace, name, obj, false, opts);
   }
 
@@ -271,6 +310,7 @@ export class FakeClient implements Client {
       object: obj,
     });
     if (!rt.statusSubresource) throw this.#notFound(rt, namespace, name);
+    this.#requireRvForCustomResource(rt, namespace, name, obj);
     return this.#write(rt, namespace, name, obj, true, opts);
   }
 
@@ -477,6 +517,28 @@ export class FakeClient implements Client {
     }
   }
 
+  /**
+   * Custom resources refuse unconditional updates (their strategy does not allow them), while
+   * built-in kinds such as ConfigMaps and Leases accept an update without a resourceVersion.
+   * Patches are unaffected: the server applies them to the current version.
+   */
+  #requireRvForCustomResource(
+    rt: ResourceType,
+    namespace: string,
+    name: string,
+    obj: KubeObject,
+  ): void {
+    if (!isCustomResource(rt) || obj.metadata.resourceVersion) return;
+    // A missing object is NotFound whatever the request says.
+    if (!this.#table(rt).objects.has(this.#key(rt, namespace, name))) return;
+    throw this.#invalid(
+      rt,
+      namespace,
+      name,
+      "metadata.resourceVersion: Invalid value: 0: must be specified for an update",
+    );
+  }
+
   /** Shared path of update, updateStatus and patch. */
   #write<T extends KubeObject>(
     rt: ResourceType<T>,
@@ -500,6 +562,19 @@ export class FakeClient implements Client {
       );
     }
     const next = mergeWrite(rt, current, deepCopy(incoming), statusOnly);
+    if (current.metadata.deletionTimestamp) {
+      const had = new Set(current.metadata.finalizers ?? []);
+      const added = (next.metadata.finalizers ?? []).filter((f) => !had.has(f));
+      if (added.length > 0) {
+        throw this.#invalid(
+          rt,
+          namespace,
+          name,
+          "metadata.finalizers: Forbidden: no new finalizers can be added if the object is " +
+            `being deleted, found new finalizers ${JSON.stringify(added)}`,
+        );
+      }
+    }
     if (jsonEqual(next, current)) return deepCopy(current) as T; // no-op writes keep the RV
     if (opts?.dryRun) return deepCopy(next) as T;
     if (
@@ -651,6 +726,14 @@ function mergeWrite(
 function withoutMetaAndStatus(obj: Record<string, unknown>): Record<string, unknown> {
   const { metadata: _m, status: _s, ...rest } = obj;
   return rest;
+}
+
+/**
+ * Whether rt is served from a CustomResourceDefinition: its group has a dot and is not one of
+ * Kubernetes' own *.k8s.io groups (every built-in group is either dotless or under k8s.io).
+ */
+function isCustomResource(rt: ResourceType): boolean {
+  return rt.group.includes(".") && !rt.group.endsWith(".k8s.io");
 }
 
 /** Pods start Pending whatever the creator wrote; custom resources start with no status. */

@@ -1,4 +1,5 @@
 import { getLogger } from "@logtape/logtape";
+import { type Clock, realClock, sleep } from "./clock.ts";
 import type { Client, LabelSelector } from "./client.ts";
 import { ApiError, isGone } from "./errors.ts";
 import { deepCopy, keyString, type KubeObject, objectKey } from "./object.ts";
@@ -39,6 +40,8 @@ export interface InformerOptions<T extends KubeObject> {
   maxBackoffMs?: number;
   /** Server-side watch timeout range; client-go picks 5–10 min at random per watch. */
   watchTimeoutSeconds?: () => number;
+  /** Time source of the backoff pauses (tests). */
+  clock?: Clock;
 }
 
 /** The informer's view of what it has stored, for readers and tests. */
@@ -66,6 +69,8 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   #syncWaiters: (() => void)[] = [];
   #rv = "";
   #running = false;
+  /** Whether the current watch attempt delivered anything (the connection worked). */
+  #delivered = false;
   readonly stats: InformerStats = {
     lists: 0,
     watches: 0,
@@ -148,16 +153,18 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     this.#running = true;
     const minBackoff = this.#opts.minBackoffMs ?? 800;
     const maxBackoff = this.#opts.maxBackoffMs ?? 30_000;
+    const clock = this.#opts.clock ?? realClock;
     let backoff = minBackoff;
     try {
       while (!signal.aborted) {
+        this.#delivered = false;
         try {
           if (!this.#rv) await this.#relist(signal);
           const healthy = await this.#watchOnce(signal);
           if (healthy) backoff = minBackoff;
           // A stream the server closed without sending anything is retried after a pause so
           // a misbehaving endpoint cannot spin this loop.
-          else await sleep(jitter(minBackoff), signal);
+          else await sleep(clock, jitter(minBackoff), signal);
         } catch (err) {
           if (signal.aborted) break;
           if (isGone(err)) {
@@ -169,12 +176,15 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
           // in doubt (e.g. an etcd event whose history was compacted), so the next attempt
           // relists, as client-go's reflector does.
           if (err instanceof WatchErrorEvent) this.#rv = "";
+          // A stream that delivered events was a working connection: its failure starts a
+          // fresh backoff instead of inheriting the one grown by an earlier outage.
+          if (this.#delivered) backoff = minBackoff;
           log.warn("list/watch of {resource} failed, retrying in {backoffMs} ms: {error}", {
             resource: resourceId(this.rt),
             backoffMs: backoff,
             error: String(err),
           });
-          await sleep(jitter(backoff), signal);
+          await sleep(clock, jitter(backoff), signal);
           backoff = Math.min(maxBackoff, backoff * 2);
         }
       }
@@ -189,21 +199,38 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     const fresh = new Map<string, T>();
     let cont: string | undefined;
     let rv = "";
-    do {
-      const page = await client.list(rt, {
-        namespace,
-        labelSelector,
-        limit: this.#opts.pageSize ?? 500,
-        continue: cont,
-        signal,
-      });
+    let paged = true;
+    for (;;) {
+      let page;
+      try {
+        page = await client.list(rt, {
+          namespace,
+          labelSelector,
+          limit: paged ? this.#opts.pageSize ?? 500 : undefined,
+          continue: cont,
+          signal,
+        });
+      } catch (err) {
+        if (!isGone(err)) throw err;
+        // The snapshot behind the continue token was compacted mid-way: like client-go's
+        // pager, start over with one unpaged list rather than paging into the same expiry.
+        if (cont) {
+          fresh.clear();
+          cont = undefined;
+          paged = false;
+          continue;
+        }
+        // A list itself answering 410 is a server fault, not a stale watch: back off.
+        throw new Error(`list of ${resourceId(rt)} failed: ${err}`, { cause: err });
+      }
       for (const item of page.items) {
         const obj = this.#transform(item);
         fresh.set(keyString(objectKey(obj)), obj);
       }
       cont = page.metadata.continue;
       rv = page.metadata.resourceVersion ?? "";
-    } while (cont);
+      if (!cont) break;
+    }
     this.stats.lists++;
     const initial = !this.#synced;
     for (const [key, old] of [...this.#store]) {
@@ -231,7 +258,6 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     const { client, rt, namespace, labelSelector } = this.#opts;
     const timeout = this.#opts.watchTimeoutSeconds?.() ?? 300 + Math.floor(Math.random() * 300);
     this.stats.watches++;
-    let delivered = false;
     const stream = client.watch(rt, {
       namespace,
       labelSelector,
@@ -241,7 +267,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
       signal,
     });
     for await (const ev of stream) {
-      delivered = true;
+      this.#delivered = true;
       switch (ev.type) {
         case "ADDED":
         case "MODIFIED": {
@@ -274,7 +300,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
       }
       if (signal.aborted) break;
     }
-    return delivered;
+    return this.#delivered;
   }
 
   #setRv(rv: string | undefined): void {
@@ -290,21 +316,23 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   #add(key: string, obj: T, initial: boolean): void {
     this.#store.set(key, obj);
     this.#indexAll(key, obj);
-    for (const h of this.#handlers) safeCall(() => h.onAdd?.(obj, initial), this.rt);
+    // A snapshot: a handler registered by another handler mid-dispatch was already replayed
+    // the store (which holds obj) and must not hear this event a second time.
+    for (const h of [...this.#handlers]) safeCall(() => h.onAdd?.(obj, initial), this.rt);
   }
 
   #update(key: string, old: T, obj: T): void {
     this.#unindexAll(key, old);
     this.#store.set(key, obj);
     this.#indexAll(key, obj);
-    for (const h of this.#handlers) safeCall(() => h.onUpdate?.(old, obj), this.rt);
+    for (const h of [...this.#handlers]) safeCall(() => h.onUpdate?.(old, obj), this.rt);
   }
 
   #remove(key: string, last: T): void {
     const old = this.#store.get(key);
     if (old) this.#unindexAll(key, old);
     this.#store.delete(key);
-    for (const h of this.#handlers) safeCall(() => h.onDelete?.(last), this.rt);
+    for (const h of [...this.#handlers]) safeCall(() => h.onDelete?.(last), this.rt);
   }
 
   #indexAll(key: string, obj: T): void {
@@ -363,17 +391,4 @@ function safeCall(fn: () => void, rt: ResourceType): void {
 
 function jitter(ms: number): number {
   return ms * (1 + Math.random());
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

@@ -4,6 +4,7 @@ import { InformerCache } from "./cache.ts";
 import { type Pod, Pods } from "./core.ts";
 import { newApiError } from "./errors.ts";
 import { SharedInformer } from "./informer.ts";
+import { FakeClock } from "./clock.ts";
 import type { KubeObject } from "./object.ts";
 import { waitFor } from "../tests/harness/wait.ts";
 
@@ -214,5 +215,191 @@ Deno.test("informer: a non-410 ERROR event makes the next attempt relist", async
   await withInformer(fake, async (inf) => {
     await waitFor("relisted", () => inf.stats.lists === 2);
     assert.equal(inf.stats.relistsAfterGone, 0);
+  });
+});
+
+Deno.test("informer: a handler added by a handler mid-dispatch hears each object once", async () => {
+  const fake = new FakeClient();
+  await fake.create(Pods, pod("a"));
+  const late = recorder();
+  await withInformer(fake, async (inf) => {
+    inf.addEventHandler({
+      onAdd: (o) => {
+        if (o.metadata.name === "trigger") inf.addEventHandler(late.handler);
+      },
+    });
+    await fake.create(Pods, pod("trigger"));
+    await waitFor("late handler registered", () => late.seen.length > 0);
+    await fake.create(Pods, pod("after"));
+    await waitFor("later event delivered", () => late.seen.includes("add:after"));
+    // The late handler is replayed the store (which already holds "trigger") and must not
+    // also receive the event that was being dispatched when it registered.
+    assert.deepEqual(late.seen, ["add*:a", "add*:trigger", "add:after"]);
+  });
+});
+
+Deno.test("informer: a stream that failed after delivering events retries at the minimum backoff", async () => {
+  const fake = new FakeClient();
+  await fake.create(Pods, pod("a"));
+  const clock = new FakeClock();
+  const real = fake.watch.bind(fake);
+  let watches = 0;
+  fake.watch = ((rt, opts) => {
+    const n = watches++;
+    if (n < 6) {
+      // The API server is unreachable for a while: the backoff grows to 6.4 s.
+      return {
+        [Symbol.asyncIterator]: () => ({
+          next: () => Promise.reject(new TypeError("connection refused")),
+        }),
+      };
+    }
+    if (n === 6) {
+      // It comes back: the stream is healthy for a while, then the connection resets.
+      return (async function* () {
+        yield {
+          type: "BOOKMARK" as const,
+          object: { metadata: { resourceVersion: fake.resourceVersion } } as Pod,
+        };
+        throw new TypeError("connection reset");
+      })();
+    }
+    return real(rt, opts);
+  }) as typeof fake.watch;
+  const inf = new SharedInformer({
+    client: fake,
+    rt: Pods,
+    clock,
+    minBackoffMs: 100,
+    maxBackoffMs: 100_000,
+    watchTimeoutSeconds: () => 0,
+  });
+  const ac = new AbortController();
+  const run = inf.run(ac.signal);
+  try {
+    for (let i = 0; i < 6; i++) {
+      await waitFor(`backoff ${i} scheduled`, () => clock.pendingTimers() === 1);
+      clock.advance(clock.nextDeadline()! - clock.now());
+    }
+    await waitFor(
+      "mid-stream failure backed off",
+      () => watches === 7 && clock.pendingTimers() === 1,
+    );
+    const wait = clock.nextDeadline()! - clock.now();
+    assert.ok(wait < 200, `a healthy stream resets the backoff; waiting ${wait} ms`);
+  } finally {
+    ac.abort();
+    await run;
+  }
+});
+
+Deno.test("informer: an expired continue token falls back to one full list", async () => {
+  const fake = new FakeClient();
+  for (const n of ["a", "b", "c", "d", "e"]) await fake.create(Pods, pod(n));
+  const real = fake.list.bind(fake);
+  const calls: { limit?: number; continue?: string }[] = [];
+  let expired = false;
+  fake.list = ((rt, opts) => {
+    calls.push({ limit: opts?.limit, continue: opts?.continue });
+    if (opts?.continue && !expired) {
+      // etcd compacted the snapshot between two pages.
+      expired = true;
+      return Promise.reject(
+        newApiError(410, "Expired", { resource: "pods" }, "continue parameter is too old"),
+      );
+    }
+    return real(rt, opts);
+  }) as typeof fake.list;
+  const inf = new SharedInformer({ client: fake, rt: Pods, pageSize: 2, minBackoffMs: 5 });
+  const ac = new AbortController();
+  const run = inf.run(ac.signal);
+  try {
+    await inf.waitForSync(AbortSignal.timeout(5000));
+    assert.equal(inf.size, 5);
+    // Like client-go's pager: the second attempt lists everything in one request instead of
+    // paging again into the same expiry.
+    assert.deepEqual(calls, [
+      { limit: 2, continue: undefined },
+      { limit: 2, continue: calls[1].continue },
+      { limit: undefined, continue: undefined },
+    ]);
+    assert.ok(calls[1].continue);
+  } finally {
+    ac.abort();
+    await run;
+  }
+});
+
+Deno.test("informer: a list answering 410 backs off instead of relisting in a tight loop", async () => {
+  const fake = new FakeClient();
+  await fake.create(Pods, pod("a"));
+  const clock = new FakeClock();
+  const real = fake.list.bind(fake);
+  let lists = 0;
+  fake.list = ((rt, opts) => {
+    if (lists++ === 0) {
+      return Promise.reject(newApiError(410, "Gone", { resource: "pods" }, "misbehaving proxy"));
+    }
+    return real(rt, opts);
+  }) as typeof fake.list;
+  const inf = new SharedInformer({
+    client: fake,
+    rt: Pods,
+    clock,
+    minBackoffMs: 100,
+    watchTimeoutSeconds: () => 0,
+  });
+  const ac = new AbortController();
+  const run = inf.run(ac.signal);
+  try {
+    await waitFor("backoff scheduled", () => clock.pendingTimers() === 1);
+    assert.equal(lists, 1, "no second list before the backoff elapsed");
+    clock.advance(clock.nextDeadline()! - clock.now());
+    await inf.waitForSync(AbortSignal.timeout(5000));
+    assert.equal(inf.size, 1);
+  } finally {
+    ac.abort();
+    await run;
+  }
+});
+
+Deno.test("informer: a watch call that throws synchronously is retried like a rejected one", async () => {
+  const fake = new FakeClient();
+  await fake.create(Pods, pod("a"));
+  const real = fake.watch.bind(fake);
+  let calls = 0;
+  fake.watch = ((rt, opts) => {
+    if (calls++ === 0) throw new TypeError("bad URL");
+    return real(rt, opts);
+  }) as typeof fake.watch;
+  await withInformer(fake, async (inf, seen) => {
+    await fake.create(Pods, pod("b"));
+    await waitFor("watch recovered", () => seen.includes("add:b"));
+    assert.equal(calls, 2);
+    assert.equal(inf.stats.lists, 1, "a failed watch call does not relist");
+  });
+});
+
+Deno.test("informer: DELETED for an object it never stored is ignored", async () => {
+  const fake = new FakeClient();
+  await fake.create(Pods, pod("a"));
+  const real = fake.watch.bind(fake);
+  let first = true;
+  fake.watch = ((rt, opts) => {
+    if (!first) return real(rt, opts);
+    first = false;
+    return (async function* () {
+      yield {
+        type: "DELETED" as const,
+        object: { ...pod("ghost"), apiVersion: "v1", kind: "Pod" },
+      };
+      yield* real(rt, opts);
+    })();
+  }) as typeof fake.watch;
+  await withInformer(fake, async (inf, seen) => {
+    await fake.create(Pods, pod("b"));
+    await waitFor("later event", () => seen.includes("add:b"));
+    assert.deepEqual(seen, ["add*:a", "add:b"]);
+    assert.equal(inf.size, 2);
   });
 });

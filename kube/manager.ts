@@ -26,7 +26,10 @@ export interface ManagerOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
-  /** Bound on draining in-flight reconciles at shutdown (controller-runtime: 30 s). */
+  /**
+   * Bound on writing the queued Events at shutdown (controller-runtime's graceful shutdown
+   * timeout: 30 s). Each controller bounds its own drain with its drainTimeoutMs.
+   */
   gracefulShutdownTimeoutMs?: number;
   /** Event source component. */
   eventComponent?: string;
@@ -129,93 +132,139 @@ export class Manager implements ControllerHost {
    */
   async start(signal: AbortSignal): Promise<ManagerOutcome> {
     const opts = this.#opts;
-    const stopAll = new AbortController();
-    const onAbort = () => stopAll.abort(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
     const namespace = opts.leaderElection
       ? await leaderElectionNamespace(opts.leaderElectionNamespace)
       : "";
-    this.servers.start();
+    const stopAll = new AbortController();
+    const onAbort = () => stopAll.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    // As in controller-runtime, the first runnable to fail while the manager runs stops it,
+    // and start() rejects with that error once everything has shut down. Failures after the
+    // stop began are only logged.
+    let failure: { err: unknown } | undefined;
+    const fail = (err: unknown) => {
+      if (stopAll.signal.aborted) return;
+      failure = { err };
+      stopAll.abort(err);
+    };
+    try {
+      this.servers.start();
+    } catch (err) {
+      signal.removeEventListener("abort", onAbort);
+      throw err;
+    }
     const running: Promise<void>[] = [];
-    let outcome: ManagerOutcome = "stopped";
+    let outcome: ManagerOutcome;
     try {
       this.cache.start(stopAll.signal);
-      for (const r of this.#otherRunnables) running.push(runLogged(r, stopAll.signal));
-      await this.cache.waitForSync(stopAll.signal).catch((err) => {
-        if (!stopAll.signal.aborted) throw err;
-      });
-      if (stopAll.signal.aborted) return outcome;
-      log.info("caches synced");
-
-      if (!opts.leaderElection) {
-        this.#elected = true;
-        await this.#runLeaderWork(stopAll.signal);
-        return outcome;
-      }
-      const elector = new LeaderElector({
-        client: opts.client,
-        namespace,
-        name: opts.leaderElectionId,
-        identity: opts.identity ?? leaderIdentity(),
-        leaseDurationMs: opts.leaseDurationMs ?? 15_000,
-        renewDeadlineMs: opts.renewDeadlineMs ?? 10_000,
-        retryPeriodMs: opts.retryPeriodMs ?? 2_000,
-        releaseOnCancel: true,
-        recorder: this.recorder,
-        onStartedLeading: (leading) => {
-          this.#elected = true;
-          log.info("became leader of {lease}", { lease: `${namespace}/${opts.leaderElectionId}` });
-          work = this.#runLeaderWork(AbortSignal.any([leading, stopAll.signal]));
-        },
-        onStoppedLeading: () => {
-          this.#elected = false;
-        },
-        onNewLeader: (id) => log.info("current leader is {identity}", { identity: id }),
-      });
-      let work: Promise<void> | undefined;
-      // The elector gets its own signal, aborted only after the controllers drained, so the
-      // lease is released only once no reconcile of ours is still writing.
-      const electorStop = new AbortController();
-      const election = elector.run(electorStop.signal);
-      const ended = await Promise.race([
-        election.then((r) => ({ kind: "election" as const, r })),
-        new Promise<{ kind: "signal" }>((resolve) => {
-          if (stopAll.signal.aborted) resolve({ kind: "signal" });
-          stopAll.signal.addEventListener("abort", () => resolve({ kind: "signal" }), {
-            once: true,
-          });
-        }),
-      ]);
-      if (ended.kind === "election" && ended.r === "lost") {
-        outcome = "leadership-lost";
-        log.error("leader election lost");
-        stopAll.abort(new Error("leader election lost"));
-      }
-      await work;
-      electorStop.abort();
-      await election;
-      return outcome;
+      for (const r of this.#otherRunnables) running.push(runLogged(r, stopAll.signal, fail));
+      outcome = await this.#run(stopAll, namespace, fail);
     } finally {
       signal.removeEventListener("abort", onAbort);
       stopAll.abort();
       await Promise.allSettled(running);
       await this.cache.stopped();
-      await this.#recorder.close();
+      // Bounded: an API server that stopped answering must not hold the exit hostage.
+      await this.#recorder.close(opts.gracefulShutdownTimeoutMs ?? 30_000);
       await this.servers.close();
     }
+    if (failure) throw failure.err;
+    return outcome;
+  }
+
+  /** Waits for the caches, then runs the leader work (under election if enabled). */
+  async #run(
+    stopAll: AbortController,
+    namespace: string,
+    fail: (err: unknown) => void,
+  ): Promise<ManagerOutcome> {
+    const opts = this.#opts;
+    await this.cache.waitForSync(stopAll.signal).catch((err) => {
+      if (!stopAll.signal.aborted) throw err;
+    });
+    if (stopAll.signal.aborted) return "stopped";
+    log.info("caches synced");
+
+    if (!opts.leaderElection) {
+      this.#elected = true;
+      await this.#runLeaderWork(stopAll.signal, fail);
+      return "stopped";
+    }
+    let outcome: ManagerOutcome = "stopped";
+    let work: Promise<void> | undefined;
+    // The elector gets its own signal, aborted only after the controllers drained, so the
+    // lease is released only once no reconcile of ours is still writing.
+    const electorStop = new AbortController();
+    // Leadership ending while no stop was asked for means it was lost: like controller-runtime
+    // (which skips graceful shutdown then), cancel the guarded work at once instead of letting
+    // it drain while another replica may already lead.
+    const lost = new AbortController();
+    const elector = new LeaderElector({
+      client: opts.client,
+      namespace,
+      name: opts.leaderElectionId,
+      identity: opts.identity ?? leaderIdentity(),
+      leaseDurationMs: opts.leaseDurationMs ?? 15_000,
+      renewDeadlineMs: opts.renewDeadlineMs ?? 10_000,
+      retryPeriodMs: opts.retryPeriodMs ?? 2_000,
+      releaseOnCancel: true,
+      recorder: this.recorder,
+      onStartedLeading: (leading) => {
+        this.#elected = true;
+        log.info("became leader of {lease}", { lease: `${namespace}/${opts.leaderElectionId}` });
+        leading.addEventListener("abort", () => {
+          if (!electorStop.signal.aborted) lost.abort(new Error("leader election lost"));
+        }, { once: true });
+        work = this.#runLeaderWork(AbortSignal.any([leading, stopAll.signal]), fail, lost.signal);
+      },
+      onStoppedLeading: () => {
+        this.#elected = false;
+      },
+      onNewLeader: (id) => log.info("current leader is {identity}", { identity: id }),
+    });
+    const election = elector.run(electorStop.signal);
+    const ended = await Promise.race([
+      election.then((r) => ({ kind: "election" as const, r })),
+      new Promise<{ kind: "signal" }>((resolve) => {
+        if (stopAll.signal.aborted) resolve({ kind: "signal" });
+        stopAll.signal.addEventListener("abort", () => resolve({ kind: "signal" }), {
+          once: true,
+        });
+      }),
+    ]);
+    if (ended.kind === "election" && ended.r === "lost") {
+      outcome = "leadership-lost";
+      log.error("leader election lost");
+      stopAll.abort(new Error("leader election lost"));
+    }
+    await work;
+    electorStop.abort();
+    await election;
+    return outcome;
   }
 
   /** Starts every leader runnable and waits for all of them to stop. */
-  async #runLeaderWork(signal: AbortSignal): Promise<void> {
-    await Promise.allSettled(this.#leaderRunnables.map((r) => runLogged(r, signal)));
+  async #runLeaderWork(
+    signal: AbortSignal,
+    fail: (err: unknown) => void,
+    abortSignal?: AbortSignal,
+  ): Promise<void> {
+    await Promise.all(this.#leaderRunnables.map((r) => runLogged(r, signal, fail, abortSignal)));
   }
 }
 
-async function runLogged(r: Runnable, signal: AbortSignal): Promise<void> {
+/** Runs r until it returns; a rejection is logged and reported, never left unhandled. */
+async function runLogged(
+  r: Runnable,
+  signal: AbortSignal,
+  fail: (err: unknown) => void,
+  abortSignal?: AbortSignal,
+): Promise<void> {
   try {
-    await r.start(signal);
+    await r.start(signal, abortSignal);
   } catch (err) {
     log.error("runnable failed: {error}", { error: String(err) });
-    throw err;
+    fail(err);
   }
 }

@@ -217,3 +217,176 @@ Deno.test("manager: losing the lease stops the controllers and reports leadershi
   // Everything the manager started has stopped: no informer is left to trigger a reconcile.
   assert.equal(fake.openWatches, 0);
 });
+
+/** How p settled, or "still running" if it did not within ms. */
+async function settleWithin(p: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p.then((o) => ({ resolved: o }), (err) => ({ rejected: err })),
+      new Promise((resolve) => timer = setTimeout(() => resolve("still running"), ms)),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Deno.test("manager: a controller that fails to start stops the manager with its error", async () => {
+  const fake = new FakeClient();
+  const mgr = manager(fake);
+  setupDemoController(mgr, "me");
+  const boom = new Error("cache sync timed out");
+  mgr.add({ start: () => Promise.reject(boom) });
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  let outcome: unknown;
+  try {
+    // controller-runtime returns the first runnable error from Start: the process must not
+    // keep running (and, with leader election, holding the lease) with a dead controller.
+    outcome = await settleWithin(run, 2000);
+  } finally {
+    stop.abort();
+    await run.catch(() => {});
+  }
+  assert.deepEqual(outcome, { rejected: boom });
+  assert.equal(fake.openWatches, 0, "everything the manager started has stopped");
+});
+
+Deno.test("manager: a failing non-leader runnable stops the manager with its error", async () => {
+  const fake = new FakeClient();
+  const mgr = manager(fake, {
+    leaderElection: true,
+    leaderElectionNamespace: "ns",
+    identity: "solo",
+    leaseDurationMs: 1500,
+    renewDeadlineMs: 1000,
+    retryPeriodMs: 100,
+  });
+  setupDemoController(mgr, "solo");
+  const boom = new Error("server failed");
+  let failNow!: () => void;
+  const failing = new Promise<void>((_, reject) => failNow = () => reject(boom));
+  mgr.add({ needLeaderElection: false, start: () => failing });
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  let outcome: unknown;
+  try {
+    await waitFor("elected", () => mgr.elected);
+    failNow();
+    outcome = await settleWithin(run, 2000);
+  } finally {
+    stop.abort();
+    await run.catch(() => {});
+  }
+  assert.deepEqual(outcome, { rejected: boom });
+  assert.equal(fake.openWatches, 0);
+  // The lease was released on the way out.
+  const lease = await fake.get(Leases, "ns", "demo-lease");
+  assert.equal(lease.spec?.holderIdentity, "");
+});
+
+Deno.test("manager: a runnable that rejects during shutdown does not fail the stop", async () => {
+  const fake = new FakeClient();
+  const mgr = manager(fake);
+  mgr.add({
+    start: (signal) =>
+      new Promise<void>((_, reject) =>
+        signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true })
+      ),
+  });
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  await waitFor("elected", () => mgr.elected);
+  stop.abort();
+  assert.equal(await run, "stopped");
+});
+
+Deno.test("manager: a signal that aborted before start() stops it at once", async () => {
+  const fake = new FakeClient();
+  const mgr = manager(fake);
+  setupDemoController(mgr, "me");
+  const stop = new AbortController();
+  stop.abort(new Error("SIGTERM during startup"));
+  const run = mgr.start(stop.signal);
+  const outcome = await settleWithin(run, 2000);
+  assert.deepEqual(outcome, { resolved: "stopped" });
+  assert.equal(fake.openWatches, 0);
+});
+
+Deno.test("manager: a standby stopped during the election leaves the leader's lease alone", async () => {
+  const fake = new FakeClient();
+  const timings = { leaseDurationMs: 1500, renewDeadlineMs: 1000, retryPeriodMs: 100 };
+  const opts = { leaderElection: true, leaderElectionNamespace: "ns", ...timings };
+  const a = manager(fake, { ...opts, identity: "a" });
+  const b = manager(fake, { ...opts, identity: "b" });
+  setupDemoController(a, "a");
+  const rb = setupDemoController(b, "b");
+  const stopA = new AbortController();
+  const stopB = new AbortController();
+  const runA = a.start(stopA.signal);
+  try {
+    await waitFor("a leads", () => a.elected);
+    const runB = b.start(stopB.signal);
+    await waitFor("b campaigns", async () => {
+      const lease = await fake.get(Leases, "ns", "demo-lease");
+      return fake.actions.some((x) => x.verb === "get" && x.resource === Leases) &&
+        lease.spec?.holderIdentity === "a";
+    });
+    stopB.abort();
+    stopB.abort();
+    assert.equal(await runB, "stopped");
+    assert.equal(b.elected, false);
+    assert.equal(rb.reconciles, 0);
+    const lease = await fake.get(Leases, "ns", "demo-lease");
+    assert.equal(lease.spec?.holderIdentity, "a");
+    assert.equal(a.elected, true);
+  } finally {
+    stopA.abort();
+    stopB.abort();
+    await runA;
+  }
+});
+
+Deno.test("manager: losing the lease aborts in-flight reconciles instead of draining them", async () => {
+  const fake = new FakeClient();
+  const mgr = manager(fake, {
+    leaderElection: true,
+    leaderElectionNamespace: "ns",
+    identity: "solo",
+    leaseDurationMs: 1500,
+    renewDeadlineMs: 1000,
+    retryPeriodMs: 100,
+  });
+  let inFlight: AbortSignal | undefined;
+  let abortedWhileLeaseHeld: boolean | undefined;
+  // Default drain timeout (30 s): a graceful drain would keep writing long after the loss.
+  controllerManagedBy(mgr).for(DemoSets).complete({
+    reconcile(_req: Request, signal: AbortSignal) {
+      inFlight = signal;
+      return new Promise((_, reject) => {
+        signal.addEventListener("abort", () => {
+          reject(signal.reason);
+        }, { once: true });
+      });
+    },
+  });
+  const run = mgr.start(new AbortController().signal);
+  try {
+    await waitFor("elected", () => mgr.elected);
+    await fake.create(DemoSets, set("z"));
+    await waitFor("reconcile in flight", () => inFlight !== undefined);
+    fake.addReactor((a) =>
+      a.verb === "update" && a.resource === Leases
+        ? newApiError(503, "ServiceUnavailable", { resource: "leases" }, "etcd down")
+        : undefined
+    );
+    // controller-runtime skips the graceful shutdown when leadership is lost: the work the
+    // lease guarded is cancelled at once, not drained for up to 30 s.
+    const outcome = await settleWithin(run, 10_000);
+    abortedWhileLeaseHeld = inFlight?.aborted;
+    assert.deepEqual(outcome, { resolved: "leadership-lost" });
+    assert.equal(abortedWhileLeaseHeld, true);
+  } finally {
+    await run.catch(() => {});
+  }
+});

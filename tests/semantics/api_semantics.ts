@@ -292,6 +292,77 @@ export const semanticsCases: SemanticsCase[] = [
     },
   },
   {
+    name: "list pages come from the first page's snapshot and share its resourceVersion",
+    async fn(c, ns) {
+      for (const name of ["pa", "pb", "pc"]) await c.create(Widgets, widget(ns, name));
+      const first = await c.list(Widgets, { namespace: ns, limit: 2 });
+      assert.deepEqual(first.items.map((i) => i.metadata.name), ["pa", "pb"]);
+      // Changes after the first page are not in later pages: a watch from the list's
+      // resourceVersion reports them instead, so an informer neither misses nor repeats one.
+      await c.create(Widgets, widget(ns, "pd"));
+      await c.delete(Widgets, ns, "pc");
+      const names = first.items.map((i) => i.metadata.name);
+      let cont = first.metadata.continue;
+      while (cont) {
+        const page = await c.list(Widgets, { namespace: ns, limit: 2, continue: cont });
+        assert.equal(page.metadata.resourceVersion, first.metadata.resourceVersion);
+        names.push(...page.items.map((i) => i.metadata.name));
+        cont = page.metadata.continue;
+      }
+      assert.deepEqual(names, ["pa", "pb", "pc"]);
+    },
+  },
+  {
+    name: "no finalizer may be added to an object being deleted; removing one still works",
+    async fn(c, ns) {
+      await c.create(
+        Widgets,
+        widget(ns, "fd", {
+          metadata: { name: "fd", namespace: ns, finalizers: ["example.com/a"] },
+        }),
+      );
+      await c.delete(Widgets, ns, "fd");
+      await rejects(
+        c.patch(Widgets, ns, "fd", "merge", {
+          metadata: { finalizers: ["example.com/a", "example.com/b"] },
+        }),
+        isInvalid,
+        "new finalizer on a deleting object",
+      );
+      const cur = await c.get(Widgets, ns, "fd");
+      await rejects(
+        c.update(Widgets, {
+          ...cur,
+          metadata: { ...cur.metadata, finalizers: ["example.com/b"] },
+        }),
+        isInvalid,
+        "swapping in a new finalizer",
+      );
+      await c.patch(Widgets, ns, "fd", "merge", { metadata: { finalizers: null } });
+      await rejects(c.get(Widgets, ns, "fd"), isNotFound, "finalized object is gone");
+    },
+  },
+  {
+    name: "a custom resource update needs a resourceVersion; a patch does not",
+    async fn(c, ns) {
+      const v1 = await c.create(Widgets, widget(ns, "u1"));
+      const { resourceVersion: _rv, ...meta } = v1.metadata;
+      await rejects(
+        c.update(Widgets, { ...v1, metadata: { ...meta, labels: { a: "1" } } }),
+        isInvalid,
+        "unconditional update",
+      );
+      const p = await c.patch(Widgets, ns, "u1", "merge", { metadata: { labels: { a: "1" } } });
+      assert.equal(p.metadata.labels?.a, "1");
+      await c.delete(Widgets, ns, "u1");
+      await rejects(
+        c.update(Widgets, { ...v1, metadata: { ...meta } }),
+        isNotFound,
+        "update of a deleted object",
+      );
+    },
+  },
+  {
     name: "watch from a list's resourceVersion sees every later change in order",
     async fn(c, ns) {
       const list = await c.list(Widgets, { namespace: ns });
