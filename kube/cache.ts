@@ -73,6 +73,11 @@ export class InformerCache implements Reader {
     await Promise.all([...this.#informers.values()].map((i) => i.waitForSync(signal)));
   }
 
+  /** The kinds whose informers have not synced yet ("pods", "cocoonsets.cocoonset…"). */
+  unsynced(): string[] {
+    return [...this.#informers.entries()].filter(([, i]) => !i.hasSynced()).map(([id]) => id);
+  }
+
   /** True when every informer has synced (the readiness check). */
   hasSynced(): boolean {
     return [...this.#informers.values()].every((i) => i.hasSynced());

@@ -26,6 +26,8 @@ export interface ManagerOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
+  /** How long start() waits for the caches to sync before failing (controller-runtime: 2 min). */
+  cacheSyncTimeoutMs?: number;
   /**
    * Bound on writing the queued Events at shutdown (controller-runtime's graceful shutdown
    * timeout: 30 s). Each controller bounds its own drain with its drainTimeoutMs.
@@ -173,6 +175,31 @@ export class Manager implements ControllerHost {
     return outcome;
   }
 
+  /**
+   * Waits for every informer to sync, bounded like controller-runtime's CacheSyncTimeout: a
+   * cache that cannot sync (a missing list permission, an unserved kind) fails the manager
+   * with the kinds named, instead of leaving a pod that is never ready.
+   */
+  async #waitForCaches(stop: AbortSignal): Promise<void> {
+    const limitMs = this.#opts.cacheSyncTimeoutMs ?? 120_000;
+    const expired = new AbortController();
+    const timer = setTimeout(() => expired.abort(), limitMs);
+    try {
+      await this.cache.waitForSync(AbortSignal.any([stop, expired.signal]));
+    } catch (err) {
+      if (stop.aborted) return;
+      if (expired.signal.aborted) {
+        throw new Error(
+          `timed out after ${limitMs} ms waiting for caches to sync: ` +
+            this.cache.unsynced().join(", "),
+        );
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Waits for the caches, then runs the leader work (under election if enabled). */
   async #run(
     stopAll: AbortController,
@@ -180,9 +207,7 @@ export class Manager implements ControllerHost {
     fail: (err: unknown) => void,
   ): Promise<ManagerOutcome> {
     const opts = this.#opts;
-    await this.cache.waitForSync(stopAll.signal).catch((err) => {
-      if (!stopAll.signal.aborted) throw err;
-    });
+    await this.#waitForCaches(stopAll.signal);
     if (stopAll.signal.aborted) return "stopped";
     log.info("caches synced");
 

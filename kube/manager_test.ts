@@ -390,3 +390,19 @@ Deno.test("manager: losing the lease aborts in-flight reconciles instead of drai
     await run.catch(() => {});
   }
 });
+
+Deno.test("manager: caches that cannot sync fail start() with the kinds named", async () => {
+  const fake = new FakeClient();
+  fake.addReactor((a) =>
+    a.verb === "list" && a.resource === Pods
+      ? newApiError(403, "Forbidden", { resource: "pods" }, "cannot list pods")
+      : undefined
+  );
+  const mgr = manager(fake, { cacheSyncTimeoutMs: 300 });
+  setupDemoController(mgr, "me");
+  await assert.rejects(
+    mgr.start(new AbortController().signal),
+    /timed out after 300 ms waiting for caches to sync: pods$/,
+  );
+  assert.equal(fake.openWatches, 0);
+});
