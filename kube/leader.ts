@@ -22,6 +22,9 @@ export const inClusterNamespacePath = "/var/run/secrets/kubernetes.io/serviceacc
 /** client-go's JitterFactor for the acquire loop. */
 const jitterFactor = 1.2;
 
+/** How long after the observed expiry a standby tries, so it does not race the clock edge. */
+const expiryMarginMs = 100;
+
 /** Why run() returned. */
 export type LeaderElectionOutcome =
   /** The signal passed to run() aborted (shutdown). */
@@ -236,8 +239,7 @@ export class LeaderElector {
           return true;
         }
         log.debug("failed to acquire lease {lease}", { lease: this.#describe() });
-        const wait = this.#retryPeriodMs * (1 + this.#random() * jitterFactor);
-        await sleep(this.#clock, wait, AbortSignal.any([signal, wake.signal]));
+        await sleep(this.#clock, this.#acquireWaitMs(), AbortSignal.any([signal, wake.signal]));
         wake = new AbortController();
       }
       return false;
@@ -247,7 +249,24 @@ export class LeaderElector {
     }
   }
 
-  /** Calls onRelease whenever the Lease is seen without a holder (or deleted). */
+  /**
+   * The pause before the next acquire attempt: client-go's jittered retry period, cut short
+   * to just after the observed holder's lease runs out, so a crashed leader is replaced one
+   * lease duration after its last renewal rather than up to a jittered retry later.
+   */
+  #acquireWaitMs(): number {
+    const jittered = this.#retryPeriodMs * (1 + this.#random() * jitterFactor);
+    if (!this.#observed.holderIdentity) return jittered;
+    const untilExpiry = this.#observedTime + this.#observed.leaseDurationSeconds * 1000 -
+      this.#clock.now();
+    return Math.max(0, Math.min(jittered, untilExpiry + expiryMarginMs));
+  }
+
+  /**
+   * Follows the Lease while campaigning: a renewal seen here starts the holder's expiry clock
+   * when it happens (not at the next poll), and a release (no holder, or deleted) wakes the
+   * acquire loop at once.
+   */
   async #watchForRelease(signal: AbortSignal, onRelease: () => void): Promise<void> {
     while (!signal.aborted) {
       try {
@@ -259,10 +278,9 @@ export class LeaderElector {
         });
         for await (const ev of events) {
           if (ev.type === "DELETED") onRelease();
-          else if (
-            (ev.type === "ADDED" || ev.type === "MODIFIED") && !ev.object.spec?.holderIdentity
-          ) {
-            onRelease();
+          else if (ev.type === "ADDED" || ev.type === "MODIFIED") {
+            if (!ev.object.spec?.holderIdentity) onRelease();
+            else this.#observe(fromLeaseSpec(ev.object.spec));
           }
         }
       } catch (err) {
@@ -382,11 +400,7 @@ export class LeaderElector {
 
     // 3. A changed record restarts this candidate's expiry clock for the holder.
     const current = fromLeaseSpec(lease.spec);
-    const raw = JSON.stringify(current);
-    if (raw !== this.#observedRaw) {
-      this.#setObserved(current);
-      this.#observedRaw = raw;
-    }
+    this.#observe(current);
     if (current.holderIdentity && this.#isLeaseValid(now) && !this.isLeader()) {
       log.debug("lease {lease} is held by {holder} and has not yet expired", {
         lease: this.#describe(),
@@ -512,6 +526,14 @@ export class LeaderElector {
 
   #isLeaseValid(now: number): boolean {
     return this.#observedTime + this.#observed.leaseDurationSeconds * 1000 > now;
+  }
+
+  /** Records a record read from the server; only a change restarts the expiry clock. */
+  #observe(record: ElectionRecord): void {
+    const raw = JSON.stringify(record);
+    if (raw === this.#observedRaw) return;
+    this.#setObserved(record);
+    this.#observedRaw = raw;
   }
 
   #setObserved(record: ElectionRecord): void {

@@ -157,6 +157,29 @@ Deno.test("a second candidate waits while the lease is renewed, then takes over 
   assert.equal(await b.done, "cancelled");
 });
 
+Deno.test("a crashed leader is replaced one lease duration after its last renewal, whatever the jitter", async () => {
+  const client = new FakeClient();
+  const clock = new FakeClock(start);
+  const a = candidate(client, clock, "a", { releaseOnCancel: false });
+  await advanceUntil(clock, () => a.started === 1, 1000);
+  // Maximum jitter: client-go's loop would retry only every 4.4 s.
+  const b = candidate(client, clock, "b", { random: () => 1 });
+  await advance(clock, 10_000);
+  a.stop.abort();
+  assert.equal(await a.done, "cancelled");
+  const lastRenew = Date.parse((await lease(client)).spec?.renewTime ?? "");
+  const tookOver = await advanceUntil(clock, () => b.started === 1, 30_000);
+  // The standby saw the last renewal through its watch when it was written and woke at the
+  // expiry (plus a 100 ms margin), not at its next jittered poll.
+  assert.ok(tookOver - lastRenew >= 15_000, `took over after ${tookOver - lastRenew} ms`);
+  assert.ok(
+    tookOver - lastRenew <= 15_000 + 100 + 200,
+    `took over after ${tookOver - lastRenew} ms`,
+  );
+  b.stop.abort();
+  assert.equal(await b.done, "cancelled");
+});
+
 Deno.test("a released lease is taken over at the next retry", async () => {
   const client = new FakeClient();
   const clock = new FakeClock(start);
