@@ -138,14 +138,7 @@ export class OciRegistry implements Registry {
   /** HEADs a manifest: its digest when present, undefined on 404, throws otherwise. */
   async #head(repo: string, reference: string, signal?: AbortSignal): Promise<string | undefined> {
     const action = `HEAD manifest ${formatRef(repo, reference)}`;
-    const res = await this.#session.send({
-      method: "HEAD",
-      path: `/v2/${repo}/manifests/${reference}`,
-      headers: { Accept: MANIFEST_ACCEPT },
-      scopes: [`repository:${repo}:pull`],
-      target: { registry: this.base.registry, repository: repo },
-      action,
-    }, signal);
+    const res = await this.#readManifest("HEAD", repo, reference, action, signal);
     if (res.status === 404) return undefined;
     if (res.status !== 200) {
       // HEAD answers carry no body: ask again with GET to learn the registry's error code.
@@ -161,6 +154,24 @@ export class OciRegistry implements Registry {
       throw new Error(`${action}: invalid Docker-Content-Digest ${JSON.stringify(digest)}`);
     }
     return digest;
+  }
+
+  /** A pull-scoped manifest read (HEAD to probe, GET to learn an error's detail). */
+  #readManifest(
+    method: "HEAD" | "GET",
+    repo: string,
+    reference: string,
+    action: string,
+    signal?: AbortSignal,
+  ) {
+    return this.#session.send({
+      method,
+      path: `/v2/${repo}/manifests/${reference}`,
+      headers: { Accept: MANIFEST_ACCEPT },
+      scopes: [`repository:${repo}:pull`],
+      target: { registry: this.base.registry, repository: repo },
+      action,
+    }, signal);
   }
 
   #delete(repo: string, reference: string, action: string, signal?: AbortSignal) {
@@ -181,14 +192,7 @@ export class OciRegistry implements Registry {
     signal?: AbortSignal,
   ): Promise<RegistryError> {
     try {
-      const res = await this.#session.send({
-        method: "GET",
-        path: `/v2/${repo}/manifests/${reference}`,
-        headers: { Accept: MANIFEST_ACCEPT },
-        scopes: [`repository:${repo}:pull`],
-        target: { registry: this.base.registry, repository: repo },
-        action,
-      }, signal);
+      const res = await this.#readManifest("GET", repo, reference, action, signal);
       if (res.status === head.status) return toError(action, res);
     } catch {
       // The detail request is best effort; report the HEAD status below.
