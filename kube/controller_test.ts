@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { FakeClock } from "./clock.ts";
 import { Controller, isPanic } from "./controller.ts";
 import { enqueueForObject } from "./handler.ts";
-import { registry } from "./metrics.ts";
+import { metricValue } from "../tests/harness/metric_value.ts";
 import type { KubeObject } from "./object.ts";
 import { generationChanged } from "./predicates.ts";
 import { type Reconciler, type Request, type Result, TerminalError } from "./reconcile.ts";
@@ -22,21 +22,6 @@ async function waitFor(cond: () => boolean, what: string, timeoutMs = 5000): Pro
 /** Lets pending promise callbacks run (no timers involved). */
 async function flushMicrotasks(): Promise<void> {
   for (let i = 0; i < 20; i++) await Promise.resolve();
-}
-
-async function metricValue(
-  name: string,
-  labels: Record<string, string>,
-): Promise<number | undefined> {
-  const family = name.replace(/_(sum|count)$/, "");
-  const metric = registry.getSingleMetric(family) ?? registry.getSingleMetric(name);
-  assert.ok(metric, `metric ${name} registered`);
-  const data = await metric.get();
-  const match = data.values.find((v) =>
-    (family === name || (v as { metricName?: string }).metricName === name) &&
-    Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want)
-  );
-  return match?.value;
 }
 
 /** A hand-driven informer implementing kube/source.ts. */

@@ -26,6 +26,16 @@ function manager(fake: FakeClient, extra: Partial<ConstructorParameters<typeof M
   });
 }
 
+/** A single candidate with short lease timings, so loss and expiry happen within a test. */
+const soloLeader = {
+  leaderElection: true,
+  leaderElectionNamespace: "ns",
+  identity: "solo",
+  leaseDurationMs: 1500,
+  renewDeadlineMs: 1000,
+  retryPeriodMs: 100,
+};
+
 const set = (name: string) => ({
   metadata: { name, namespace: "ns" },
   spec: { agent: { image: "img", replicas: 1 } },
@@ -193,14 +203,7 @@ Deno.test("manager: only the leader reconciles; a released lease is taken over a
 
 Deno.test("manager: losing the lease stops the controllers and reports leadership-lost", async () => {
   const fake = new FakeClient();
-  const mgr = manager(fake, {
-    leaderElection: true,
-    leaderElectionNamespace: "ns",
-    identity: "solo",
-    leaseDurationMs: 1500,
-    renewDeadlineMs: 1000,
-    retryPeriodMs: 100,
-  });
+  const mgr = manager(fake, soloLeader);
   const r = setupDemoController(mgr, "solo");
   const run = mgr.start(new AbortController().signal);
   await waitFor("elected", () => mgr.elected);
@@ -254,14 +257,7 @@ Deno.test("manager: a controller that fails to start stops the manager with its 
 
 Deno.test("manager: a failing non-leader runnable stops the manager with its error", async () => {
   const fake = new FakeClient();
-  const mgr = manager(fake, {
-    leaderElection: true,
-    leaderElectionNamespace: "ns",
-    identity: "solo",
-    leaseDurationMs: 1500,
-    renewDeadlineMs: 1000,
-    retryPeriodMs: 100,
-  });
+  const mgr = manager(fake, soloLeader);
   setupDemoController(mgr, "solo");
   const boom = new Error("server failed");
   let failNow!: () => void;
@@ -349,14 +345,7 @@ Deno.test("manager: a standby stopped during the election leaves the leader's le
 
 Deno.test("manager: losing the lease aborts in-flight reconciles instead of draining them", async () => {
   const fake = new FakeClient();
-  const mgr = manager(fake, {
-    leaderElection: true,
-    leaderElectionNamespace: "ns",
-    identity: "solo",
-    leaseDurationMs: 1500,
-    renewDeadlineMs: 1000,
-    retryPeriodMs: 100,
-  });
+  const mgr = manager(fake, soloLeader);
   let inFlight: AbortSignal | undefined;
   let abortedWhileLeaseHeld: boolean | undefined;
   // Default drain timeout (30 s): a graceful drain would keep writing long after the loss.

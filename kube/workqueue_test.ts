@@ -1,27 +1,8 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "./clock.ts";
-import { registry } from "./metrics.ts";
+import { metricValue } from "../tests/harness/metric_value.ts";
 import { ItemExponentialFailureRateLimiter } from "./rate_limiter.ts";
 import { WorkQueue } from "./workqueue.ts";
-
-/**
- * Value of one series of a metric, or undefined when absent. Histogram series are addressed
- * by their sample name ("…_sum", "…_count").
- */
-async function metricValue(
-  name: string,
-  labels: Record<string, string>,
-): Promise<number | undefined> {
-  const family = name.replace(/_(sum|count)$/, "");
-  const metric = registry.getSingleMetric(family) ?? registry.getSingleMetric(name);
-  assert.ok(metric, `metric ${name} registered`);
-  const data = await metric.get();
-  const match = data.values.find((v) =>
-    (family === name || (v as { metricName?: string }).metricName === name) &&
-    Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want)
-  );
-  return match?.value;
-}
 
 Deno.test("add deduplicates queued keys and get hands them out FIFO", async () => {
   const q = new WorkQueue();
