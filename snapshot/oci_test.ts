@@ -333,17 +333,21 @@ Deno.test("registry down is an error, not absent", async () => {
   await assert.rejects(reg.deleteManifest("vm", "hibernate"), /ping 127\.0\.0\.1:\d+/);
 });
 
-Deno.test("every request has a timeout", async () => {
+/** A stub interceptor that holds every manifest request until release() is called. */
+function hangingManifests() {
   let release!: () => void;
   const hang = new Promise<void>((r) => (release = r));
-  await withStub({
-    auth: "none",
-    intercept: async (_req, url) => {
-      if (!url.pathname.includes("/manifests/")) return undefined;
-      await hang;
-      return new Response(null, { status: 500 });
-    },
-  }, async (stub) => {
+  const intercept = async (_req: Request, url: URL): Promise<Response | undefined> => {
+    if (!url.pathname.includes("/manifests/")) return undefined;
+    await hang;
+    return new Response(null, { status: 500 });
+  };
+  return { release: () => release(), intercept };
+}
+
+Deno.test("every request has a timeout", async () => {
+  const { release, intercept } = hangingManifests();
+  await withStub({ auth: "none", intercept }, async (stub) => {
     const reg = newOciRegistry(`${stub.host}/snap`, { keychain: keychainFor(), timeoutMs: 300 });
     try {
       const err = await reg.hasManifest("vm", "hibernate").catch((e: unknown) => e);
@@ -356,16 +360,8 @@ Deno.test("every request has a timeout", async () => {
 });
 
 Deno.test("caller's AbortSignal cancels a call", async () => {
-  let release!: () => void;
-  const hang = new Promise<void>((r) => (release = r));
-  await withStub({
-    auth: "none",
-    intercept: async (_req, url) => {
-      if (!url.pathname.includes("/manifests/")) return undefined;
-      await hang;
-      return new Response(null, { status: 500 });
-    },
-  }, async (stub) => {
+  const { release, intercept } = hangingManifests();
+  await withStub({ auth: "none", intercept }, async (stub) => {
     const reg = newOciRegistry(`${stub.host}/snap`, { keychain: keychainFor() });
     const ac = new AbortController();
     try {

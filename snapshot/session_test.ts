@@ -112,8 +112,12 @@ Deno.test("a 401 from a host we were redirected to never sends credentials to it
   );
 });
 
-Deno.test("token endpoint redirects are vetted like the realm (no private addresses)", async () => {
-  const { fetch, seen } = fakeFetch((url) => {
+/**
+ * A registry that challenges for a Bearer token whose token server answers with a redirect;
+ * any other host hands out a token.
+ */
+function tokenServerRedirecting(status: number, location: string) {
+  return fakeFetch((url) => {
     if (url.host === "reg.example.com") {
       return new Response(null, {
         status: 401,
@@ -123,13 +127,17 @@ Deno.test("token endpoint redirects are vetted like the realm (no private addres
       });
     }
     if (url.host === "auth.example.com") {
-      return new Response(null, {
-        status: 302,
-        headers: { Location: "https://169.254.169.254/computeMetadata/v1/token" },
-      });
+      return new Response(null, { status, headers: { Location: location } });
     }
     return Response.json({ token: "t" });
   });
+}
+
+Deno.test("token endpoint redirects are vetted like the realm (no private addresses)", async () => {
+  const { fetch, seen } = tokenServerRedirecting(
+    302,
+    "https://169.254.169.254/computeMetadata/v1/token",
+  );
   const reg = newOciRegistry("reg.example.com/snap", { keychain, fetch });
   await assert.rejects(reg.hasManifest("vm", "hibernate"), /snap\/vm:hibernate.*redirect/);
   assert.deepEqual(seen.filter((s) => s.url.includes("169.254.169.254")), []);
@@ -140,23 +148,7 @@ Deno.test("a token POST redirected to another origin is refused: its body holds 
   const idKeychain: Keychain = {
     resolve: () => Promise.resolve(staticAuthenticator("test", { identityToken: refresh })),
   };
-  const { fetch, seen } = fakeFetch((url) => {
-    if (url.host === "reg.example.com") {
-      return new Response(null, {
-        status: 401,
-        headers: {
-          "WWW-Authenticate": 'Bearer realm="https://auth.example.com/token",service="reg"',
-        },
-      });
-    }
-    if (url.host === "auth.example.com") {
-      return new Response(null, {
-        status: 307,
-        headers: { Location: "https://other.example.net/token" },
-      });
-    }
-    return Response.json({ token: "t" });
-  });
+  const { fetch, seen } = tokenServerRedirecting(307, "https://other.example.net/token");
   const reg = newOciRegistry("reg.example.com/snap", { keychain: idKeychain, fetch });
   await assert.rejects(reg.hasManifest("vm", "hibernate"), /snap\/vm:hibernate/);
   assert.deepEqual(
