@@ -1,48 +1,14 @@
 import assert from "node:assert/strict";
 import { type ControllerHost, controllerManagedBy, type Runnable } from "./builder.ts";
-import { FakeClock } from "./clock.ts";
+import { FakeClock } from "./testing/fake_clock.ts";
 import { Controller } from "./controller.ts";
 import { enqueueFromMap } from "./handler.ts";
 import type { KubeObject } from "./object.ts";
 import { annotationChanged, generationChanged, or } from "./predicates.ts";
 import type { Reconciler, Request } from "./reconcile.ts";
 import { resourceId, type ResourceType, resourceType } from "./resource.ts";
-import type { EventHandler, Informer } from "./source.ts";
-
-/** A hand-driven informer implementing kube/source.ts. */
-class StubInformer<T extends KubeObject> implements Informer<T> {
-  readonly handlers: EventHandler<T>[] = [];
-  readonly objects = new Map<string, T>();
-
-  addEventHandler(handler: EventHandler<T>): void {
-    this.handlers.push(handler);
-    for (const obj of this.objects.values()) handler.onAdd?.(obj, true);
-  }
-
-  hasSynced(): boolean {
-    return true;
-  }
-
-  add(obj: T): void {
-    this.objects.set(keyOf(obj), obj);
-    for (const h of this.handlers) h.onAdd?.(obj, false);
-  }
-
-  update(obj: T): void {
-    const old = this.objects.get(keyOf(obj))!;
-    this.objects.set(keyOf(obj), obj);
-    for (const h of this.handlers) h.onUpdate?.(old, obj);
-  }
-
-  delete(obj: T): void {
-    this.objects.delete(keyOf(obj));
-    for (const h of this.handlers) h.onDelete?.(obj);
-  }
-}
-
-function keyOf(obj: KubeObject): string {
-  return `${obj.metadata.namespace}/${obj.metadata.name}`;
-}
+import type { Informer } from "./source.ts";
+import { StubInformer } from "./testing/stub_informer.ts";
 
 /** Minimal ControllerHost: one stub informer per resource type, runnables collected. */
 class StubHost implements ControllerHost {

@@ -11,6 +11,7 @@ import {
   reconcileTotal,
   terminalReconcileErrors,
 } from "./metrics.ts";
+import { errorMessage } from "./errors.ts";
 import { keyString, type KubeObject, parseKey } from "./object.ts";
 import { and, type Predicate } from "./predicates.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.ts";
@@ -456,13 +457,4 @@ export function isPanic(err: unknown): boolean {
   if (!(err instanceof Error)) return true;
   if (err instanceof ReferenceError || err instanceof RangeError) return true;
   return err instanceof TypeError && err.cause === undefined;
-}
-
-function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  try {
-    return typeof err === "string" ? err : JSON.stringify(err) ?? String(err);
-  } catch {
-    return String(err);
-  }
 }

@@ -1,58 +1,19 @@
 import assert from "node:assert/strict";
-import { FakeClock } from "./clock.ts";
+import { FakeClock } from "./testing/fake_clock.ts";
 import { Controller, isPanic } from "./controller.ts";
 import { enqueueForObject } from "./handler.ts";
-import { metricValue } from "../tests/harness/metric_value.ts";
+import { metricValue } from "./testing/metrics.ts";
 import type { KubeObject } from "./object.ts";
 import { generationChanged } from "./predicates.ts";
 import { type Reconciler, type Request, type Result, TerminalError } from "./reconcile.ts";
-import type { EventHandler, Informer } from "./source.ts";
+import { StubInformer } from "./testing/stub_informer.ts";
+import { flushMicrotasks, waitUntil } from "./testing/wait.ts";
 
 // ---- helpers -------------------------------------------------------------------------------
 
-/** Polls cond until it holds; fails after the deadline. */
-async function waitFor(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 1));
-  }
-}
-
-/** Lets pending promise callbacks run (no timers involved). */
-async function flushMicrotasks(): Promise<void> {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
-}
-
-/** A hand-driven informer implementing kube/source.ts. */
-class StubInformer<T extends KubeObject> implements Informer<T> {
-  readonly handlers: EventHandler<T>[] = [];
-  readonly objects = new Map<string, T>();
-  synced = true;
-
-  addEventHandler(handler: EventHandler<T>): void {
-    this.handlers.push(handler);
-    for (const obj of this.objects.values()) handler.onAdd?.(obj, true);
-  }
-
-  hasSynced(): boolean {
-    return this.synced;
-  }
-
-  add(obj: T): void {
-    this.objects.set(keyOf(obj), obj);
-    for (const h of this.handlers) h.onAdd?.(obj, false);
-  }
-
-  update(obj: T): void {
-    const old = this.objects.get(keyOf(obj))!;
-    this.objects.set(keyOf(obj), obj);
-    for (const h of this.handlers) h.onUpdate?.(old, obj);
-  }
-}
-
-function keyOf(obj: KubeObject): string {
-  return `${obj.metadata.namespace}/${obj.metadata.name}`;
+/** Polls cond every millisecond until it holds (5 s deadline by default). */
+function waitFor(cond: () => boolean, what: string, timeoutMs = 5000): Promise<true> {
+  return waitUntil(() => cond() || undefined, { what, timeoutMs, intervalMs: 1 });
 }
 
 /** A promise with its resolve function exposed. */

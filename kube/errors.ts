@@ -141,3 +141,13 @@ export const isGone = (err: unknown): boolean => hasReason(err, "Gone", "Expired
 export const isForbidden = (err: unknown): boolean => hasReason(err, "Forbidden");
 /** True for 422 Invalid. */
 export const isInvalid = (err: unknown): boolean => hasReason(err, "Invalid");
+
+/** The message of an error, or a readable rendering of a non-Error thrown value. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  try {
+    return typeof err === "string" ? err : JSON.stringify(err) ?? String(err);
+  } catch {
+    return String(err);
+  }
+}

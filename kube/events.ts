@@ -12,6 +12,7 @@ import { type Clock, realClock, sleep, type TimerId } from "./clock.ts";
 import { type CoreEvent, Events, type ObjectReference } from "./core.ts";
 import { ApiError, isAlreadyExists, isNotFound } from "./errors.ts";
 import type { KubeObject } from "./object.ts";
+import { rfc3339 } from "./time.ts";
 import { apiVersionOf, type ResourceType } from "./resource.ts";
 
 const log = getLogger(["cocoon-operator", "events"]);
@@ -199,7 +200,7 @@ export class Recorder implements EventRecorder {
 
   #makeEvent(ref: ObjectReference, type: EventType, reason: string, message: string): CoreEvent {
     const ms = this.#clock.now();
-    const t = metaTime(ms);
+    const t = rfc3339(ms);
     return {
       apiVersion: "v1",
       kind: "Event",
@@ -447,7 +448,7 @@ export class EventCorrelator {
     // Keep the set just under the limit so every further message is combined too.
     const first = record.localKeys.values().next();
     if (!first.done) record.localKeys.delete(first.value);
-    const t = metaTime(now);
+    const t = rfc3339(now);
     const combined: CoreEvent = {
       apiVersion: "v1",
       kind: "Event",
@@ -564,11 +565,6 @@ function eventName(refName: string, unixNanos: bigint): string {
 function isDnsSubdomain(s: string): boolean {
   return s.length <= 253 &&
     /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(s);
-}
-
-/** metav1.Time's RFC 3339 form (whole seconds). */
-function metaTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 function eventProps(ev: CoreEvent): Record<string, unknown> {

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { FakeClock } from "./clock.ts";
+import { FakeClock } from "./testing/fake_clock.ts";
 import { type CoreEvent, Events, Namespaces, type Pod, Pods } from "./core.ts";
 import { newApiError } from "./errors.ts";
 import { EventCorrelator, objectReference, Recorder, sprintf } from "./events.ts";
-import { FakeClient } from "./fake.ts";
+import { FakeClient } from "./testing/fake.ts";
 
 const start = Date.parse("2026-01-01T00:00:00Z");
 

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { FakeClient } from "./fake.ts";
+import { FakeClient } from "./testing/fake.ts";
 import { InformerCache } from "./cache.ts";
 import { type Pod, Pods } from "./core.ts";
 import { newApiError } from "./errors.ts";
 import { SharedInformer } from "./informer.ts";
-import { FakeClock } from "./clock.ts";
+import { FakeClock } from "./testing/fake_clock.ts";
 import type { KubeObject } from "./object.ts";
 import { waitFor } from "../tests/harness/wait.ts";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { FakeClock } from "./clock.ts";
+import { FakeClock } from "./testing/fake_clock.ts";
 import { type Lease, Leases } from "./core.ts";
-import { FakeClient } from "./fake.ts";
+import { FakeClient } from "./testing/fake.ts";
 import {
   leaderElectionNamespace,
   LeaderElector,

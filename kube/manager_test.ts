@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { FakeClient } from "./fake.ts";
+import { FakeClient } from "./testing/fake.ts";
 import { Manager } from "./manager.ts";
 import { Leases, Pods } from "./core.ts";
 import { controllerManagedBy } from "./builder.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { FakeClock } from "./clock.ts";
+import { FakeClock } from "./testing/fake_clock.ts";
 import {
   BucketRateLimiter,
   defaultControllerRateLimiter,

@@ -4,11 +4,10 @@
  * only says when to look again.
  */
 
-/** Which object to reconcile. namespace is "" for cluster-scoped objects. */
-export interface Request {
-  namespace: string;
-  name: string;
-}
+import type { ObjectKey } from "./object.ts";
+
+/** Which object to reconcile: its key (namespace is "" for cluster-scoped objects). */
+export type Request = ObjectKey;
 
 /** When to reconcile the same key again, absent new events. */
 export interface Result {

@@ -1,5 +1,9 @@
 import { KubeConfig } from "@kubernetes/client-node";
+import { realClock, sleep } from "./clock.ts";
 import { restClientRequests } from "./metrics.ts";
+
+/** A signal that never aborts, for waits nobody can cancel. */
+const neverAborted = new AbortController().signal;
 
 /** Connection facts for one API server, independent of how they were found. */
 export interface RestConfig {
@@ -15,7 +19,10 @@ export interface RestConfig {
    * tokens (projected service-account tokens, exec plugins) are picked up.
    */
   authorization?: () => Promise<string | undefined>;
-  /** Client-side rate limit (controller-runtime's defaults: 20 qps, burst 30). */
+  /**
+   * Client-side rate limit. Absent or ≤ 0 means none: controller-runtime's GetConfig sets QPS -1
+   * and leaves fairness to the API server's Priority and Fairness.
+   */
   qps?: number;
   burst?: number;
   /** Timeout for non-watch requests. */
@@ -86,24 +93,10 @@ class TokenBucket {
         return;
       }
       const waitMs = ((1 - this.#tokens) / this.qps) * 1000;
-      await abortableDelay(waitMs, signal);
+      await sleep(realClock, waitMs, signal ?? neverAborted);
+      signal?.throwIfAborted();
     }
   }
-}
-
-function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 export interface RequestSpec {
@@ -133,7 +126,7 @@ export class Transport {
     this.#host = new URL(cfg.server).host;
     const tls = cfg.certPem && cfg.keyPem ? { cert: cfg.certPem, key: cfg.keyPem } : {};
     this.#http = Deno.createHttpClient({ caCerts: cfg.caPem ? [cfg.caPem] : [], ...tls });
-    const qps = cfg.qps ?? 20;
+    const qps = cfg.qps ?? -1;
     if (qps > 0) this.#limiter = new TokenBucket(qps, cfg.burst ?? 30);
   }
 

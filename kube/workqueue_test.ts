@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { FakeClock } from "./clock.ts";
-import { metricValue } from "../tests/harness/metric_value.ts";
+import { FakeClock } from "./testing/fake_clock.ts";
+import { metricValue } from "./testing/metrics.ts";
 import { ItemExponentialFailureRateLimiter } from "./rate_limiter.ts";
 import { WorkQueue } from "./workqueue.ts";
 

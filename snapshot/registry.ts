@@ -5,6 +5,8 @@
  * (written by vk-cocoon when a VM is hibernated, read back at wake) and `latest`.
  */
 
+import { errorMessage } from "../kube/errors.ts";
+
 /**
  * Tag of the snapshot vk-cocoon pushes on hibernate and restores from at wake.
  * Kept local (mirrors cocoon-common meta.HibernateSnapshotTag) so this module does not depend on
@@ -40,8 +42,4 @@ export async function hasHibernateSnapshot(
   } catch (err) {
     throw new Error(`probe hibernate snapshot ${vmName}: ${errorMessage(err)}`, { cause: err });
   }
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

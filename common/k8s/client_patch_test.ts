@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
 import { Pods } from "../../kube/core.ts";
-import { FakeClient } from "../../kube/fake.ts";
+import { FakeClient } from "../../kube/testing/fake.ts";
 import type { CocoonSet } from "../apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../apis/v1/resources.ts";
 import {

@@ -1,3 +1,5 @@
+import { rfc3339 } from "../../kube/time.ts";
+
 /**
  * metav1.Condition and the helpers apimachinery's meta package offers for condition lists
  * (SetStatusCondition & co.), plus cocoon-common's Ready-condition builder.
@@ -48,7 +50,7 @@ export function newReadyCondition(
 
 /** Formats a time the way metav1.Time serialises: RFC 3339, UTC, whole seconds. */
 export function formatConditionTime(t: Date): string {
-  return t.toISOString().replace(/\.\d{3}Z$/, "Z");
+  return rfc3339(t);
 }
 
 /** The condition of the given type, or undefined. The returned object is the list's own entry. */

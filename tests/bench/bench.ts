@@ -12,7 +12,7 @@
  */
 import { controllerManagedBy } from "../../kube/builder.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
-import { FakeClient } from "../../kube/fake.ts";
+import { FakeClient } from "../../kube/testing/fake.ts";
 import { InformerCache } from "../../kube/cache.ts";
 import { Manager } from "../../kube/manager.ts";
 import type { Client, ListOptions, WatchEvent, WatchOptions } from "../../kube/client.ts";

@@ -5,6 +5,7 @@
  * tiny OCI manifest and list tags over plain HTTP, independently of the client under test.
  */
 
+import { freePort } from "./wait.ts";
 import { BASIC_HTPASSWD, BASIC_PASSWORD, BASIC_USER } from "./registry_htpasswd.ts";
 import { startTokenServer, type TokenServer } from "./token_server.ts";
 
@@ -270,14 +271,6 @@ async function stopChild(child: Deno.ChildProcess | undefined): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** A loopback port that was free a moment ago (the registry binds it right after). */
-export function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
 }
 
 async function sha256(data: Uint8Array<ArrayBuffer>): Promise<string> {

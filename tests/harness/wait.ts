@@ -1,42 +1,10 @@
 /**
- * Polling with a deadline: the one way tests and the harness wait for a condition (never a bare
- * sleep as synchronisation).
+ * The harness's waits: polling with a deadline comes from kube/testing (one helper for every
+ * test); freePort is the harness's own.
  *
  * @module
  */
-
-/** How long and how often to poll, and what to call the condition in the timeout error. */
-export interface WaitOptions {
-  timeoutMs: number;
-  intervalMs?: number;
-  what: string;
-}
-
-/**
- * Calls `probe` until it returns something other than `undefined`/`false`, and returns that. A
- * probe that throws counts as "not yet"; its last error is quoted when the deadline passes.
- */
-export async function waitUntil<T>(
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  opts: WaitOptions,
-): Promise<T> {
-  const deadline = Date.now() + opts.timeoutMs;
-  const interval = opts.intervalMs ?? 100;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() >= deadline) {
-      const why = lastError instanceof Error ? `: ${lastError.message}` : "";
-      throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${opts.what}${why}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, interval));
-  }
-}
+export { waitFor, type WaitOptions, waitUntil } from "../../kube/testing/wait.ts";
 
 /** A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it). */
 export function freePort(): number {
@@ -44,14 +12,4 @@ export function freePort(): number {
   const { port } = listener.addr as Deno.NetAddr;
   listener.close();
   return port;
-}
-
-/** Positional shorthand of waitUntil for terse test conditions (10 s, polling every 10 ms). */
-export function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 10_000,
-  intervalMs = 10,
-): Promise<T> {
-  return waitUntil(probe, { what, timeoutMs, intervalMs });
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { FakeClock } from "./clock.ts";
+import { FakeClock } from "./fake_clock.ts";
 
 Deno.test("FakeClock fires due timers in deadline order, including ones scheduled meanwhile", () => {
   const clock = new FakeClock(1000);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { registry } from "../../kube/metrics.ts";
+import { registry } from "../metrics.ts";
 
 /**
  * Value of one series of a runtime metric, or undefined when absent. Histogram series are

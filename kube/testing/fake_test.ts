@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { FakeClient } from "./fake.ts";
-import { isForbidden, newApiError } from "./errors.ts";
-import { expectGoneWatch, semanticsCases, Widgets } from "../tests/semantics/api_semantics.ts";
+import { isForbidden, newApiError } from "../errors.ts";
+import { expectGoneWatch, semanticsCases, Widgets } from "../../tests/semantics/api_semantics.ts";
 
 // The same cases run against a real kube-apiserver in tests/integration/api_semantics_test.ts.
 for (const c of semanticsCases) {

@@ -10,18 +10,20 @@ import type {
   WatchEvent,
   WatchOptions,
   WriteOptions,
-} from "./client.ts";
-import { ApiError, type ErrorTarget, newApiError } from "./errors.ts";
-import { deepCopy, keyString, type KubeObject, objectKey, type ObjectList } from "./object.ts";
-import { applyJsonPatch, applyMergePatch, jsonEqual, PatchError } from "./patch.ts";
-import { apiVersionOf, resourceId, type ResourceType } from "./resource.ts";
+} from "../client.ts";
+import { ApiError, type ErrorTarget, newApiError } from "../errors.ts";
+import { deepCopy, keyString, type KubeObject, objectKey, type ObjectList } from "../object.ts";
+import { applyJsonPatch, applyMergePatch, jsonEqual, PatchError } from "../patch.ts";
+import { apiVersionOf, resourceId, type ResourceType } from "../resource.ts";
 import {
   fieldSelectorString,
   matchesFields,
   matchesLabels,
   parseFieldSelector,
   parseLabelSelector,
-} from "./selector.ts";
+} from "../selector.ts";
+import { rfc3339 } from "../time.ts";
+import { type Clock, realClock } from "../clock.ts";
 
 /** What a reactor sees: the verb and the target, like client-go's testing.Action. */
 export interface FakeAction {
@@ -31,6 +33,11 @@ export interface FakeAction {
   name: string;
   subresource?: "status";
   object?: KubeObject;
+  /** For patches: the patch type and the body exactly as sent. */
+  patchType?: PatchType;
+  patch?: PatchBody;
+  /** For deletes: the options as sent. */
+  deleteOptions?: DeleteOptions;
 }
 
 /**
@@ -46,6 +53,8 @@ export interface FakeClientOptions {
   historyLimit?: number;
   /** Latency added to every call, for tests of slow APIs. */
   latencyMs?: number;
+  /** Time source of creationTimestamp and deletionTimestamp (default: the wall clock). */
+  clock?: Clock;
 }
 
 interface StoredEvent {
@@ -101,6 +110,7 @@ export class FakeClient implements Client {
   #historyLimit: number;
   #continuations = new Map<string, Continuation>();
   #continueSeq = 0;
+  readonly #clock: Clock;
   /** Latency added to every call (ms). Mutable so a test can slow the API down mid-run. */
   latencyMs: number;
   /** Every call made, in order (for assertions on request counts). */
@@ -109,6 +119,7 @@ export class FakeClient implements Client {
   constructor(opts: FakeClientOptions = {}) {
     this.#historyLimit = opts.historyLimit ?? defaultHistoryLimit;
     this.latencyMs = opts.latencyMs ?? 0;
+    this.#clock = opts.clock ?? realClock;
     for (const { rt, obj } of opts.objects ?? []) this.seed(rt, obj);
   }
 
@@ -323,7 +334,15 @@ export class FakeClient implements Client {
     opts?: PatchOptions,
   ): Promise<T> {
     const subresource = opts?.subresource;
-    await this.#enter({ verb: "patch", resource: rt, namespace, name, subresource });
+    await this.#enter({
+      verb: "patch",
+      resource: rt,
+      namespace,
+      name,
+      subresource,
+      patchType: type,
+      patch: structuredClone(patch),
+    });
     if (subresource === "status" && !rt.statusSubresource) {
       throw this.#notFound(rt, namespace, name);
     }
@@ -357,7 +376,7 @@ export class FakeClient implements Client {
     name: string,
     opts: DeleteOptions = {},
   ): Promise<T | undefined> {
-    await this.#enter({ verb: "delete", resource: rt, namespace, name });
+    await this.#enter({ verb: "delete", resource: rt, namespace, name, deleteOptions: opts });
     const table = this.#table(rt);
     const key = this.#key(rt, namespace, name);
     const current = table.objects.get(key);
@@ -398,10 +417,7 @@ export class FakeClient implements Client {
     // Marked for deletion: it stays until the finalizers are removed (or, for a bound pod, until
     // its kubelet confirms with a zero-grace delete).
     if (!next.metadata.deletionTimestamp) {
-      next.metadata.deletionTimestamp = new Date(Date.now() + grace * 1000).toISOString().replace(
-        /\.\d{3}Z$/,
-        "Z",
-      );
+      next.metadata.deletionTimestamp = rfc3339(this.#clock.now() + grace * 1000);
       next.metadata.deletionGracePeriodSeconds = grace;
       if (next.metadata.generation !== undefined) next.metadata.generation++;
     } else if (grace < (next.metadata.deletionGracePeriodSeconds ?? 0)) {
@@ -596,7 +612,7 @@ export class FakeClient implements Client {
     obj.apiVersion = apiVersionOf(rt);
     obj.kind = rt.kind;
     obj.metadata.uid ??= fakeUid(++this.#uid);
-    obj.metadata.creationTimestamp ??= nowRfc3339();
+    obj.metadata.creationTimestamp ??= rfc3339(this.#clock.now());
     if (!rt.namespaced) delete obj.metadata.namespace;
   }
 
@@ -756,10 +772,6 @@ function gracefulPeriod(rt: ResourceType, obj: KubeObject, requested?: number): 
   if (!pod.spec?.nodeName) return 0;
   if (pod.status?.phase === "Failed" || pod.status?.phase === "Succeeded") return 0;
   return requested ?? pod.spec.terminationGracePeriodSeconds ?? 30;
-}
-
-function nowRfc3339(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 function fakeUid(n: number): string {
