@@ -2,8 +2,6 @@ import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
 import { Pods } from "../../kube/core.ts";
 import { FakeClient } from "../../kube/testing/fake.ts";
-import type { CocoonSet } from "../apis/v1/cocoonset_types.ts";
-import { CocoonSets } from "../apis/v1/resources.ts";
 import {
   AnnotationCocoonSetGeneration,
   AnnotationHibernate,
@@ -15,14 +13,10 @@ import {
   readKeepSnapshotOnDelete,
 } from "../meta/hibernate.ts";
 import {
-  patchAnnotations,
   patchCocoonSetGeneration,
   patchHibernateState,
   patchKeepSnapshotOnDelete,
-  patchObject,
-  patchStatus,
 } from "./client_patch.ts";
-import { newReadyCondition, setStatusCondition } from "./condition.ts";
 
 function newPod(annotations?: Record<string, string>): Pod {
   return {
@@ -40,65 +34,6 @@ function setup(pod: Pod): { client: FakeClient; local: Pod } {
 }
 
 const patchCalls = (client: FakeClient) => client.actions.filter((a) => a.verb === "patch");
-
-Deno.test("patchObject sends the delta and refreshes the object in place", async () => {
-  const { client, local } = setup(newPod());
-  const returned = await patchObject(client, Pods, local, (p) => {
-    p.metadata.labels = { ...p.metadata.labels, x: "y" };
-  });
-  const stored = await client.get(Pods, "ns", "demo");
-  assert.equal(stored.metadata.labels?.x, "y");
-  assert.equal(returned, local);
-  assert.equal(local.metadata.resourceVersion, stored.metadata.resourceVersion);
-});
-
-Deno.test("patchObject sends only what changed, with null for removed keys", async () => {
-  const sent: unknown[] = [];
-  const writer = {
-    patch: (_rt: unknown, _ns: string, _name: string, type: string, body: unknown) => {
-      sent.push({ type, body });
-      return Promise.resolve(newPod());
-    },
-  } as unknown as Parameters<typeof patchObject>[0];
-  const pod = newPod({ keep: "1", drop: "2" });
-  await patchObject(writer, Pods, pod, (p) => {
-    delete p.metadata.annotations!.drop;
-    p.metadata.annotations!.add = "3";
-  });
-  assert.deepEqual(sent, [{
-    type: "merge",
-    body: { metadata: { annotations: { drop: null, add: "3" } } },
-  }]);
-});
-
-Deno.test("patchStatus writes through the status subresource", async () => {
-  const cs: CocoonSet = {
-    apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: "CocoonSet",
-    metadata: { name: "demo", namespace: "ns" },
-    spec: { agent: { image: "img" } },
-  };
-  const client = new FakeClient({ objects: [{ rt: CocoonSets, obj: cs }] });
-  const local = await client.get(CocoonSets, "ns", "demo");
-  await patchStatus(client, CocoonSets, local, (c) => {
-    c.status = { phase: "Running", readyAgents: 1, desiredAgents: 1, conditions: [] };
-    setStatusCondition(c.status.conditions!, newReadyCondition(1, "True", "AllAgentsReady", "1/1"));
-  });
-  const call = patchCalls(client)[0];
-  assert.equal(call.subresource, "status");
-  const stored = await client.get(CocoonSets, "ns", "demo");
-  assert.equal(stored.status?.phase, "Running");
-  assert.equal(stored.status?.conditions?.[0].reason, "AllAgentsReady");
-  assert.equal(local.status?.phase, "Running");
-});
-
-Deno.test("patchAnnotations sets values and deletes keys given as empty strings", async () => {
-  const { client, local } = setup(newPod({ a: "1", b: "2" }));
-  await patchAnnotations(client, Pods, local, { a: "", c: "3" });
-  const stored = await client.get(Pods, "ns", "demo");
-  assert.deepEqual(stored.metadata.annotations, { b: "2", c: "3" });
-  assert.deepEqual(local.metadata.annotations, { b: "2", c: "3" });
-});
 
 Deno.test("patchHibernateState makes no API call when already in that state", async () => {
   const pod = newPod();
