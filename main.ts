@@ -5,6 +5,7 @@
 import { getLogger } from "@logtape/logtape";
 import { type Config, leaderElectionId, parseConfig, usage } from "./config.ts";
 import { setupLogging } from "./common/log.ts";
+import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
 import { ApiClient } from "./kube/api_client.ts";
 import { Manager } from "./kube/manager.ts";
 import { ping } from "./kube/servers.ts";
@@ -24,8 +25,11 @@ export interface Wiring {
 }
 
 /** Registers every reconciler on the manager. */
-export function registerReconcilers(_w: Wiring): void {
-  // The CocoonSet and CocoonHibernation reconcilers register here as they land.
+export function registerReconcilers(w: Wiring): void {
+  setupCocoonSetController(w.manager, {
+    registry: w.registry,
+    concurrency: w.config.cocoonSetConcurrency,
+  });
 }
 
 /** Runs the operator; returns the process exit code. */

@@ -125,8 +125,19 @@ export function newApiError(
   return ApiError.fromStatus(code, status, target);
 }
 
+/** The first ApiError in err's cause chain (Go's errors.As), if any. */
+export function apiErrorOf(err: unknown): ApiError | undefined {
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    if (e instanceof ApiError) return e;
+    seen.add(e);
+  }
+  return undefined;
+}
+
 function hasReason(err: unknown, ...reasons: StatusReason[]): boolean {
-  return err instanceof ApiError && reasons.includes(err.reason);
+  const api = apiErrorOf(err);
+  return api !== undefined && reasons.includes(api.reason);
 }
 
 /** True for 404 NotFound. */
@@ -150,4 +161,12 @@ export function errorMessage(err: unknown): string {
   } catch {
     return String(err);
   }
+}
+
+/**
+ * An Error saying what was being done, with err's message appended and err kept as the cause
+ * (Go's fmt.Errorf("context: %w", err)). Classification helpers look through the cause chain.
+ */
+export function wrapError(context: string, err: unknown): Error {
+  return new Error(`${context}: ${errorMessage(err)}`, { cause: err });
 }

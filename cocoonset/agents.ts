@@ -1,0 +1,250 @@
+/**
+ * Sub-agents: slots 1..replicas, each forked from the main VM and bound to the main's node.
+ * Missing slots are created (a few at a time), extra slots deleted, and failed or drifted pods
+ * replaced — a failed one only within its rebuild budget, after which it is dead-lettered and
+ * left in place for a person to look at until the spec changes.
+ */
+import type { Pod } from "../kube/core.ts";
+import { patchAnnotations } from "../kube/client_patch.ts";
+import { Pods } from "../kube/core.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { readLifecycleState } from "../common/meta/mod.ts";
+import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
+import { forEachLimited } from "./_fanout.ts";
+import { podIsTerminal } from "./pod_state.ts";
+import { deletePod, emit, type Pass, podRef } from "./pass.ts";
+import { buildAgentPod, podSpecMatchesAgent } from "./pods.ts";
+import {
+  AnnotationDeadLetter,
+  AnnotationRebuildHistory,
+  backoffDelayMs,
+  encodeRebuildHistory,
+  maxRebuildAttempts,
+  readRebuildHistory,
+  type RebuildHistory,
+} from "./rebuild.ts";
+import { markRestoreIfHibernated } from "./restore.ts";
+
+/** Sub-agent creates in flight at once during a scale-up. */
+export const subAgentCreateConcurrency = 8;
+
+/** Warning reason: a sub-agent used up its rebuilds and is left in place. */
+export const ReasonSubAgentDeadLetter = "SubAgentDeadLetter";
+/** Normal reason: a failed sub-agent is deleted to be rebuilt. */
+export const ReasonSubAgentRebuilding = "SubAgentRebuilding";
+
+/** What ensureSubAgents did. */
+export interface SubAgentOutcome {
+  /** A pod was created or deleted: the caller requeues at once to observe it. */
+  changed: boolean;
+  /** > 0: the earliest rebuild backoff that ends; the caller looks again then (ms). */
+  requeueAfterMs: number;
+  /** Slots whose pod is dead-lettered (for the status). */
+  deadLettered: number[];
+}
+
+/**
+ * Brings slots 1..replicas in line with the spec: triages existing pods (rebuild, drift,
+ * dead-letter), creates missing ones forked from mainVMName on mainNodeName, and deletes slots
+ * above replicas.
+ */
+export async function ensureSubAgents(
+  pass: Pass,
+  mainVMName: string,
+  mainNodeName: string,
+): Promise<SubAgentOutcome> {
+  const { cs, classified } = pass;
+  const replicas = cs.spec.agent.replicas ?? 0;
+  const out: SubAgentOutcome = { changed: false, requeueAfterMs: 0, deadLettered: [] };
+  const missing: number[] = [];
+  for (let slot = 1; slot <= replicas; slot++) {
+    const pod = classified.sub.get(slot);
+    if (!pod) {
+      missing.push(slot);
+      continue;
+    }
+    const t = await triageSubAgent(pass, pod, slot);
+    if (t.deleted) out.changed = true;
+    if (t.deadLettered) out.deadLettered.push(slot);
+    if (t.waitMs > 0 && (out.requeueAfterMs === 0 || t.waitMs < out.requeueAfterMs)) {
+      out.requeueAfterMs = t.waitMs;
+    }
+  }
+  if (await createSubAgents(pass, missing, mainVMName, mainNodeName)) out.changed = true;
+  for (const slot of [...classified.sub.keys()].sort((a, b) => a - b)) {
+    if (slot <= replicas) continue;
+    const pod = classified.sub.get(slot)!;
+    if (!await deletePod(pass, pod, `extra sub-agent slot ${slot}`)) continue;
+    pass.log.info("deleted extra sub-agent {pod}", { pod: podRef(pod), slot });
+    out.changed = true;
+  }
+  return out;
+}
+
+/** Creates the missing slots, at most subAgentCreateConcurrency at a time. */
+async function createSubAgents(
+  pass: Pass,
+  missing: readonly number[],
+  mainVMName: string,
+  mainNodeName: string,
+): Promise<boolean> {
+  if (missing.length === 0) return false;
+  // Resolved before the fan-out so the parallel creates share one CR list.
+  const restorable = await pass.intent();
+  let created = false;
+  await forEachLimited(missing, subAgentCreateConcurrency, pass.signal, async (slot, signal) => {
+    const pod = buildAgentPod(pass.cs, slot, mainVMName, mainNodeName);
+    try {
+      await markRestoreIfHibernated(
+        pass.deps,
+        pod,
+        restorable.has(pod.metadata.name ?? ""),
+        signal,
+      );
+    } catch (err) {
+      throw wrapError(`mark restore on sub-agent slot ${slot}`, err);
+    }
+    try {
+      await pass.deps.client.create(Pods, pod, { signal });
+    } catch (err) {
+      // The old pod of this slot is still terminating; its delete event brings us back.
+      if (isAlreadyExists(err)) return;
+      throw wrapError(`create sub-agent slot ${slot}`, err);
+    }
+    pass.log.info("created sub-agent {pod}", { pod: podRef(pod), slot });
+    created = true;
+  });
+  return created;
+}
+
+interface Triage {
+  deleted: boolean;
+  deadLettered: boolean;
+  waitMs: number;
+}
+
+const keep: Triage = { deleted: false, deadLettered: false, waitMs: 0 };
+
+/** Decides what happens to an existing sub-agent pod. */
+async function triageSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Triage> {
+  if (pod.metadata.annotations?.[AnnotationDeadLetter] === "true") {
+    return await rebuildDeadLetteredOnDrift(pass, pod, slot);
+  }
+  if (podIsTerminal(pod)) return await rebuildSubAgent(pass, pod, slot);
+  if (!podSpecMatchesAgent(pod, pass.cs, slot)) {
+    pass.log.info("sub-agent {pod} slot {slot} drifted from the spec, deleting to recreate", {
+      pod: podRef(pod),
+      slot,
+    });
+    await deletePod(pass, pod, `drifted sub-agent slot ${slot}`);
+    return { ...keep, deleted: true };
+  }
+  return keep;
+}
+
+/**
+ * A dead-lettered pod stays until the spec changes: a spec edit is the person's fix, so it
+ * earns the slot a fresh rebuild budget.
+ */
+async function rebuildDeadLetteredOnDrift(pass: Pass, pod: Pod, slot: number): Promise<Triage> {
+  if (podSpecMatchesAgent(pod, pass.cs, slot)) return { ...keep, deadLettered: true };
+  const history = readRebuildHistory(pass.cs);
+  if (history.has(slot)) {
+    const next = new Map(history);
+    next.delete(slot);
+    try {
+      await writeRebuildHistory(pass, next);
+    } catch (err) {
+      throw wrapError(`reset rebuild history of slot ${slot}`, err);
+    }
+  }
+  pass.log.info(
+    "dead-lettered sub-agent {pod} slot {slot} drifted, rebuilding with a fresh budget",
+    {
+      pod: podRef(pod),
+      slot,
+    },
+  );
+  await deletePod(pass, pod, `dead-lettered sub-agent slot ${slot}`);
+  return { ...keep, deleted: true };
+}
+
+/**
+ * Deletes a failed sub-agent for a rebuild once its backoff has passed, or dead-letters it when
+ * the budget is spent. The history is written before the delete, so a delete that fails can never
+ * be retried around the budget.
+ */
+async function rebuildSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Triage> {
+  const { cs } = pass;
+  const ns = cs.metadata.namespace ?? "";
+  const name = cs.metadata.name ?? "";
+  const history = readRebuildHistory(cs);
+  const entry = history.get(slot) ?? { count: 0, lastDeleted: 0 };
+  if (entry.count >= maxRebuildAttempts) {
+    await patchAnnotations(pass.deps.client, Pods, pod, { [AnnotationDeadLetter]: "true" }, {
+      signal: pass.signal,
+    });
+    subAgentDeadLetterTotal.labels({ namespace: ns, cocoonset: name }).inc();
+    emit(
+      pass,
+      "Warning",
+      ReasonSubAgentDeadLetter,
+      `slot ${slot} exhausted ${maxRebuildAttempts} rebuilds; pod ${pod.metadata.name} left in dead-letter`,
+    );
+    return { ...keep, deadLettered: true };
+  }
+  const wait = backoffDelayMs(entry.count);
+  if (wait > 0) {
+    const remaining = wait - (pass.deps.clock.now() - entry.lastDeleted);
+    if (remaining > 0) return { ...keep, waitMs: remaining };
+  }
+  const attempt = entry.count + 1;
+  const next = new Map(history);
+  next.set(slot, { count: attempt, lastDeleted: pass.deps.clock.now() });
+  try {
+    await writeRebuildHistory(pass, next);
+  } catch (err) {
+    throw wrapError(`persist rebuild history`, err);
+  }
+  pass.log.info(
+    "sub-agent {pod} slot {slot} failed (phase {phase}, lifecycle {lifecycle}), rebuild {attempt}/{max}",
+    {
+      pod: podRef(pod),
+      slot,
+      phase: pod.status?.phase ?? "",
+      lifecycle: readLifecycleState(pod),
+      attempt,
+      max: maxRebuildAttempts,
+    },
+  );
+  await deletePod(pass, pod, `failed sub-agent slot ${slot}`);
+  subAgentRebuildTotal.labels({ namespace: ns, cocoonset: name }).inc();
+  emit(
+    pass,
+    "Normal",
+    ReasonSubAgentRebuilding,
+    `slot ${slot} attempt ${attempt}/${maxRebuildAttempts}`,
+  );
+  return { ...keep, deleted: true };
+}
+
+/**
+ * Writes the history annotation (slots above replicas dropped; an empty history removes the
+ * annotation) and mirrors it on the pass's CocoonSet so later slots of this pass see it. Only the
+ * annotation is taken from the answer: the rest of the pass keeps acting on the spec it started
+ * with.
+ */
+async function writeRebuildHistory(pass: Pass, history: RebuildHistory): Promise<void> {
+  const { cs } = pass;
+  const value = encodeRebuildHistory(cs.spec.agent.replicas ?? 0, history);
+  if ((cs.metadata.annotations?.[AnnotationRebuildHistory] ?? "") === value) return;
+  const copy = structuredClone(cs);
+  await patchAnnotations(pass.deps.client, CocoonSets, copy, {
+    [AnnotationRebuildHistory]: value,
+  }, { signal: pass.signal });
+  const annotations = { ...cs.metadata.annotations };
+  if (value) annotations[AnnotationRebuildHistory] = value;
+  else delete annotations[AnnotationRebuildHistory];
+  cs.metadata.annotations = annotations;
+}

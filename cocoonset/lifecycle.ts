@@ -1,0 +1,22 @@
+/**
+ * The generation stamp: every owned pod carries the CocoonSet generation it is reconciled
+ * against, which vk-cocoon echoes back as the lifecycle observed generation. A counter, unlike a
+ * timestamp, cannot be fooled by clock skew or a lagging cache.
+ */
+import { wrapError } from "../kube/errors.ts";
+import { patchCocoonSetGeneration } from "../common/k8s/client_patch.ts";
+import { type Pass, podRef } from "./pass.ts";
+import { podsByName } from "./pods.ts";
+
+/** Stamps the current generation on every owned pod that does not carry it yet. */
+export async function syncCocoonSetGeneration(pass: Pass): Promise<void> {
+  const generation = pass.cs.metadata.generation ?? 0;
+  for (const pod of podsByName(pass.classified)) {
+    pass.signal.throwIfAborted();
+    try {
+      await patchCocoonSetGeneration(pass.deps.client, pod, generation, pass.signal);
+    } catch (err) {
+      throw wrapError(`stamp cocoonset generation on ${podRef(pod)}`, err);
+    }
+  }
+}

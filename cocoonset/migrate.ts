@@ -1,0 +1,180 @@
+/**
+ * Cross-node migration of the main agent when spec.nodeName names another node: quiesce the
+ * running main so vk-cocoon pushes its `:hibernate` snapshot, delete the old pod once the
+ * snapshot exists, recreate the main on the target restoring from it, and drop the snapshot
+ * once the new VM is live.
+ *
+ * The VM's live state is never lost: the old pod is deleted only when the snapshot exists AND
+ * this controller asked that pod to hibernate; the snapshot is dropped only after the new VM
+ * runs; Migrating is persisted before the first side effect, so a restarted operator resumes.
+ */
+import type { Pod } from "../kube/core.ts";
+import { Pods } from "../kube/core.ts";
+import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import {
+  HibernateSnapshotTag,
+  markRestoreFromHibernate,
+  readHibernateState,
+  vmNameForDeployment,
+} from "../common/meta/mod.ts";
+import { hasHibernateSnapshot } from "../snapshot/registry.ts";
+import { deletePod, type Handled, type Pass, podRef } from "./pass.ts";
+import { vmLive } from "./pod_state.ts";
+import { buildAgentPod } from "./pods.ts";
+import { podsHibernatedByCR } from "./restore.ts";
+import { writeSetStatus } from "./status.ts";
+
+/** How often a migration in flight looks again (ms). */
+export const requeueMigratePollMs = 5_000;
+/** How long to wait when the old main is still terminating (ms). */
+const requeueWaitForOldMainMs = 5_000;
+
+const notHandled: Handled = { handled: false };
+
+/**
+ * Runs the migration when one is wanted or in flight; handled=false hands the pass back to the
+ * normal flow.
+ */
+export async function reconcileMigration(pass: Pass): Promise<Handled> {
+  const { cs, classified, deps } = pass;
+  const desired = cs.spec.nodeName ?? "";
+  const migrating = cs.status?.phase === "Migrating";
+  if (!deps.registry || (desired === "" && !migrating)) return notHandled;
+  const main = classified.main;
+  // A pinned set at rest: no registry probe. Safe because Migrating is persisted before any
+  // side effect, so an interrupted migration is never mistaken for this.
+  if (!migrating && podSettledOn(main, desired)) return notHandled;
+  // A main quiesced on the target by a CocoonHibernation is that CR's idle state, not a
+  // migration: leave it before paying for the probe.
+  if (main && readHibernateState(main) && (desired === "" || main.spec?.nodeName === desired)) {
+    let ownedByCR: Set<string>;
+    try {
+      ownedByCR = await podsHibernatedByCR(deps, cs.metadata.namespace ?? "", pass.signal);
+    } catch (err) {
+      throw wrapError("migrate", err);
+    }
+    if (ownedByCR.has(main.metadata.name ?? "")) return notHandled;
+  }
+  const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
+  let snapshot: boolean;
+  try {
+    snapshot = await hasHibernateSnapshot(deps.registry, vmName, pass.signal);
+  } catch (err) {
+    // Falling through could clear the hibernate request mid-migration or fresh-boot over the
+    // snapshot: fail the pass instead.
+    throw wrapError("migrate", err);
+  }
+  if (!snapshot) {
+    const node = main?.spec?.nodeName ?? "";
+    if (desired === "" || !main || node === "" || node === desired) {
+      // Settled, aborted, or a fresh create: the normal flow takes it from here.
+      return notHandled;
+    }
+    return await startMigration(pass, main, desired);
+  }
+  return await advanceMigration(pass, vmName, desired);
+}
+
+/** Quiesces the main on the wrong node; Migrating is written first. */
+async function startMigration(pass: Pass, main: Pod, desired: string): Promise<Handled> {
+  if (!readHibernateState(main)) {
+    pass.log.info("migrating main from {from} to {to}: hibernating it", {
+      from: main.spec?.nodeName ?? "",
+      to: desired,
+    });
+  }
+  await writeSetStatus(pass, "Migrating");
+  try {
+    await patchHibernateState(pass.deps.client, main, true, pass.signal);
+  } catch (err) {
+    throw wrapError(`migrate: set hibernate on ${podRef(main)}`, err);
+  }
+  return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
+}
+
+/** Steps a migration whose snapshot exists: teardown → recreate → wait for restore → drop. */
+async function advanceMigration(pass: Pass, vmName: string, desired: string): Promise<Handled> {
+  const { cs, deps } = pass;
+  const main = pass.classified.main;
+  const node = main?.spec?.nodeName ?? "";
+
+  if (main && desired !== "" && node !== "" && node !== desired) {
+    if (!readHibernateState(main)) {
+      // A tag this controller never asked for is a leftover (suspend/unsuspend keep tags);
+      // restoring it would roll the VM back. Drop it, keep the live pod.
+      pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {
+        vm: vmName,
+      });
+      try {
+        await deps.registry!.deleteManifest(vmName, HibernateSnapshotTag, pass.signal);
+      } catch (err) {
+        throw wrapError(`migrate: drop stale hibernate snapshot ${vmName}`, err);
+      }
+      return await markMigrating(pass);
+    }
+    // The snapshot landed: tear down the old pod. The node check spares a restore pod that is
+    // not scheduled yet, which would otherwise be deleted and recreated in a loop.
+    pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
+      node,
+    });
+    await deletePod(pass, main, "old main after migration snapshot");
+    return await markMigrating(pass);
+  }
+
+  if (!main) {
+    // Recreating also finishes an aborted migration: the snapshot is never stranded.
+    const pod = buildAgentPod(cs, 0);
+    markRestoreFromHibernate(pod);
+    try {
+      await deps.client.create(Pods, pod, { signal: pass.signal });
+    } catch (err) {
+      if (isAlreadyExists(err)) {
+        return { handled: true, result: { requeueAfter: requeueWaitForOldMainMs } };
+      }
+      throw wrapError(`migrate: recreate main on ${desired || "any node"}`, err);
+    }
+    pass.log.info("migration recreated the main on {node} from its snapshot", {
+      node: desired || "any node",
+    });
+    return await markMigrating(pass);
+  }
+
+  if (readHibernateState(main) && (desired === "" || node === desired)) {
+    // Quiesced where it should be (re-targeted back, or an unsuspend raced the tag; CR-owned
+    // hibernation was excluded before the probe): wake it in place.
+    pass.log.info("waking {pod} in place", { pod: podRef(main) });
+    try {
+      await patchHibernateState(deps.client, main, false, pass.signal);
+    } catch (err) {
+      throw wrapError(`migrate: clear hibernate on ${podRef(main)}`, err);
+    }
+    return await markMigrating(pass);
+  }
+
+  if (!vmLive(main)) {
+    // Restoring. Without the persisted Migrating phase this is a CocoonHibernation wake in
+    // flight, not ours: leave it alone.
+    if (cs.status?.phase !== "Migrating") return notHandled;
+    return await markMigrating(pass);
+  }
+
+  pass.log.info("main restored on {node}, dropping the migration snapshot", { node });
+  try {
+    await deps.registry!.deleteManifest(vmName, HibernateSnapshotTag, pass.signal);
+  } catch (err) {
+    throw wrapError(`migrate: drop hibernate snapshot ${vmName}`, err);
+  }
+  return await markMigrating(pass);
+}
+
+async function markMigrating(pass: Pass): Promise<Handled> {
+  await writeSetStatus(pass, "Migrating");
+  return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
+}
+
+/** A pinned set at rest: the main runs live on the desired node with no quiesce pending. */
+export function podSettledOn(main: Pod | undefined, desired: string): boolean {
+  return main !== undefined && (main.spec?.nodeName ?? "") === desired && vmLive(main) &&
+    !readHibernateState(main);
+}

@@ -1,0 +1,28 @@
+/** Which pods belong to a CocoonSet: labelled with its name AND controlled by it (by UID). */
+import type { Reader } from "../kube/client.ts";
+import { type Pod, Pods } from "../kube/core.ts";
+import { isControlledBy } from "../kube/controllerutil.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { LabelCocoonSet } from "../common/meta/mod.ts";
+
+/**
+ * The pods labelled for cs that cs controls. A stale label alone (a pod left by an earlier set of
+ * the same name, or a hand-made one) never makes a pod count, get suspended or get deleted.
+ */
+export async function listOwnedPods(
+  reader: Reader,
+  cs: CocoonSet,
+  signal?: AbortSignal,
+): Promise<Pod[]> {
+  const list = await reader.list(Pods, {
+    namespace: cs.metadata.namespace,
+    labelSelector: { [LabelCocoonSet]: cs.metadata.name ?? "" },
+    signal,
+  });
+  return filterOwnedPods(list.items, cs);
+}
+
+/** The pods cs controls. */
+export function filterOwnedPods(pods: readonly Pod[], cs: CocoonSet): Pod[] {
+  return pods.filter((p) => isControlledBy(p, cs));
+}

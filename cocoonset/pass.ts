@@ -1,0 +1,88 @@
+/**
+ * What one reconcile pass of a CocoonSet works with: the reconciler's collaborators, the
+ * CocoonSet as read at the start of the pass (refreshed in place by its own writes), its
+ * classified pods, the pass's abort signal and logger. Every step of the loop takes a Pass, so
+ * each file of this folder reads as a function of "this pass".
+ */
+import { getLogger, type Logger } from "@logtape/logtape";
+import type { Client, Reader } from "../kube/client.ts";
+import type { Result } from "../kube/reconcile.ts";
+import { type Pod, Pods } from "../kube/core.ts";
+import { isNotFound, wrapError } from "../kube/errors.ts";
+import type { Clock } from "../kube/clock.ts";
+import type { EventRecorder, EventType } from "../kube/events.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import type { Registry } from "../snapshot/registry.ts";
+import type { ClassifiedPods } from "./pods.ts";
+import type { RestoreIntent } from "./restore.ts";
+import type { StatusProblem } from "./status.ts";
+
+/** The reconciler's collaborators. */
+export interface CocoonSetDeps {
+  /** Cached reads, API writes (the manager's client). */
+  client: Client;
+  /** Uncached reads, for the few places where a stale cache would mislead. */
+  apiReader: Reader;
+  /** The snapshot registry; absent only in tests of the paths that tolerate its absence. */
+  registry?: Registry;
+  recorder: EventRecorder;
+  clock: Clock;
+}
+
+/** What a step that may own the pass returns: handled=false hands back to the normal flow. */
+export interface Handled {
+  handled: boolean;
+  result?: Result;
+}
+
+/** One reconcile pass. */
+export interface Pass {
+  deps: CocoonSetDeps;
+  cs: CocoonSet;
+  classified: ClassifiedPods;
+  signal: AbortSignal;
+  /** The namespace's pods that must restore from a snapshot when recreated (loaded lazily). */
+  intent: RestoreIntent;
+  log: Logger;
+  /** What keeps the set from converging, for the status conditions written by this pass. */
+  problems: StatusProblem[];
+}
+
+const baseLog = getLogger(["cocoon-operator", "cocoonset"]);
+
+/** A logger that names the CocoonSet on every line. */
+export function logFor(cs: CocoonSet): Logger {
+  return baseLog.with({ namespace: cs.metadata.namespace, cocoonset: cs.metadata.name });
+}
+
+/** Records an Event on the pass's CocoonSet. */
+export function emit(pass: Pass, type: EventType, reason: string, message: string): void {
+  pass.deps.recorder.event({ object: pass.cs, resource: CocoonSets }, type, reason, message);
+}
+
+/** The pass's clock as a Date source (condition timestamps). */
+export function nowOf(pass: Pass): () => Date {
+  return () => new Date(pass.deps.clock.now());
+}
+
+/** "namespace/name" of a pod, for messages. */
+export function podRef(pod: { metadata: { namespace?: string; name?: string } }): string {
+  return `${pod.metadata.namespace ?? ""}/${pod.metadata.name ?? ""}`;
+}
+
+/**
+ * Deletes an owned pod; a pod already gone is fine. Returns whether a delete was issued. The
+ * error names what was deleted and why.
+ */
+export async function deletePod(pass: Pass, pod: Pod, what: string): Promise<boolean> {
+  try {
+    await pass.deps.client.delete(Pods, pod.metadata.namespace ?? "", pod.metadata.name ?? "", {
+      signal: pass.signal,
+    });
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw wrapError(`delete ${what} ${podRef(pod)}`, err);
+  }
+}

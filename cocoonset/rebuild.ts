@@ -1,0 +1,84 @@
+/**
+ * Rebuild bookkeeping of sub-agents: how often each slot's pod was deleted for a rebuild and
+ * when, kept in a CocoonSet annotation because the pod (and anything written on it) is gone
+ * after the delete it accounts for.
+ */
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { parseRfc3339 } from "../kube/time.ts";
+import { parseGoInt } from "../common/meta/annotations.ts";
+
+/** CocoonSet annotation: JSON object keyed by slot, `{"count": N, "lastDeleted": RFC 3339}`. */
+export const AnnotationRebuildHistory = "cocoonset.cocoonstack.io/rebuild-history";
+/** Pod annotation marking a sub-agent that used up its rebuilds (value "true"). */
+export const AnnotationDeadLetter = "cocoonset.cocoonstack.io/dead-letter";
+/** Rebuild deletes per slot before the next failure dead-letters the pod. */
+export const maxRebuildAttempts = 4;
+
+/** One slot's rebuild record. lastDeleted is epoch milliseconds. */
+export interface RebuildEntry {
+  count: number;
+  lastDeleted: number;
+}
+
+/** Slot → record. */
+export type RebuildHistory = Map<number, RebuildEntry>;
+
+/**
+ * Reads the history. Anything unreadable (bad JSON, null, a non-object, a malformed entry or slot
+ * key) reads as no history at all, as Go's decoder fails the whole map: a corrupt annotation must
+ * not wedge rebuilds.
+ */
+export function readRebuildHistory(cs: CocoonSet): RebuildHistory {
+  const raw = cs.metadata.annotations?.[AnnotationRebuildHistory];
+  if (!raw) return new Map();
+  try {
+    return parseHistory(JSON.parse(raw)) ?? new Map();
+  } catch {
+    return new Map();
+  }
+}
+
+function parseHistory(parsed: unknown): RebuildHistory | undefined {
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
+  const out: RebuildHistory = new Map();
+  for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
+    const slot = parseGoInt(key, 32);
+    if (slot === undefined || value === null || typeof value !== "object") return undefined;
+    const v = value as { count?: unknown; lastDeleted?: unknown };
+    if (v.count !== undefined && !(typeof v.count === "number" && Number.isInteger(v.count))) {
+      return undefined;
+    }
+    let lastDeleted = 0;
+    if (v.lastDeleted !== undefined) {
+      const ms = typeof v.lastDeleted === "string" ? parseRfc3339(v.lastDeleted) : undefined;
+      if (ms === undefined) return undefined;
+      lastDeleted = ms;
+    }
+    out.set(slot, { count: (v.count as number | undefined) ?? 0, lastDeleted });
+  }
+  return out;
+}
+
+/**
+ * The annotation value for history, dropping slots above replicas (scaled away). Keys are
+ * written in the order Go's encoder sorts them (as strings). Returns "" for an empty history,
+ * which callers write as "remove the annotation" rather than leaving "{}" behind.
+ */
+export function encodeRebuildHistory(replicas: number, history: RebuildHistory): string {
+  const keys = [...history.keys()].filter((slot) => slot <= replicas).map(String).sort();
+  if (keys.length === 0) return "";
+  const obj: Record<string, { count: number; lastDeleted: string }> = {};
+  for (const key of keys) {
+    const e = history.get(Number(key))!;
+    obj[key] = { count: e.count, lastDeleted: new Date(e.lastDeleted).toISOString() };
+  }
+  return JSON.stringify(obj);
+}
+
+/** Wait before the next rebuild after priorCount rebuilds: 0, 1 s, 5 s, then 30 s. */
+export function backoffDelayMs(priorCount: number): number {
+  if (priorCount <= 0) return 0;
+  if (priorCount === 1) return 1_000;
+  if (priorCount === 2) return 5_000;
+  return 30_000;
+}

@@ -1,0 +1,263 @@
+/**
+ * The CocoonSet reconciler: drives one CocoonSet toward its spec — a main agent (slot 0),
+ * `replicas` sub-agents forked from it and one pod per toolbox — through suspend and wake, seat
+ * release, migration, rebuilds and teardown.
+ *
+ * One pass, in order (the first step that owns the pass returns):
+ * get → teardown (deleting) → finalizer → list and classify owned pods → stamp the generation on
+ * every pod → failed main → suspend (release or retain) → migration → released-seat wake → clear
+ * leftover hibernate requests → main drift → create main → wait for the main to be Ready →
+ * sub-agents → toolboxes → status.
+ */
+import type { Client, Reader } from "../kube/client.ts";
+import { type Clock, realClock } from "../kube/clock.ts";
+import { controllerManagedBy } from "../kube/builder.ts";
+import { Pods } from "../kube/core.ts";
+import { addFinalizer, containsFinalizer } from "../kube/controllerutil.ts";
+import { patchObject } from "../kube/client_patch.ts";
+import { isAlreadyExists, isNotFound, wrapError } from "../kube/errors.ts";
+import type { EventRecorder } from "../kube/events.ts";
+import type { Manager } from "../kube/manager.ts";
+import { generationChanged } from "../kube/predicates.ts";
+import type { Reconciler, Request, Result } from "../kube/reconcile.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
+import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
+import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { AnnotationLifecycleStateMessage, isPodReady, parseVMSpec } from "../common/meta/mod.ts";
+import { lifecycleStateFailedObservedTotal } from "../metrics/metrics.ts";
+import type { Registry } from "../snapshot/registry.ts";
+import { ensureSubAgents, ReasonSubAgentDeadLetter } from "./agents.ts";
+import { finalizerName, reconcileDelete } from "./delete.ts";
+import { syncCocoonSetGeneration } from "./lifecycle.ts";
+import { reconcileMigration } from "./migrate.ts";
+import { listOwnedPods } from "./ownership.ts";
+import { type CocoonSetDeps, deletePod, emit, logFor, type Pass, podRef } from "./pass.ts";
+import { mainPodFailedReason, ReasonPodLifecycleFailed } from "./pod_state.ts";
+import { buildAgentPod, classifyPods, podSpecMatchesAgent } from "./pods.ts";
+import { podRelevantChange } from "./predicate.ts";
+import { maxRebuildAttempts } from "./rebuild.ts";
+import { markRestoreIfHibernated, newRestoreIntent } from "./restore.ts";
+import { reconcileSuspendRelease, reconcileWake } from "./slot_release.ts";
+import { writeSetStatus } from "./status.ts";
+import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
+import {
+  ensureToolboxes,
+  ReasonInvalidSpec,
+  ReasonNameConflict,
+  toolboxNameProblem,
+} from "./toolboxes.ts";
+
+/** Normal reason: the failed main is Ready again. */
+export const ReasonRecoveredFromFailure = "RecoveredFromFailure";
+/** How often to look again while the main is not Ready or an old pod still terminates (ms). */
+export const requeueWaitForMainMs = 5_000;
+
+/** What the reconciler is built from; clock defaults to the wall clock. */
+export interface CocoonSetReconcilerOptions {
+  client: Client;
+  apiReader: Reader;
+  registry?: Registry;
+  recorder: EventRecorder;
+  clock?: Clock;
+}
+
+/** Reconciles CocoonSets; see the module doc for the order of a pass. */
+export class CocoonSetReconciler implements Reconciler {
+  readonly deps: CocoonSetDeps;
+
+  constructor(opts: CocoonSetReconcilerOptions) {
+    this.deps = { ...opts, clock: opts.clock ?? realClock };
+  }
+
+  async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
+    const { deps } = this;
+    let cs: CocoonSet;
+    try {
+      cs = await deps.client.get(CocoonSets, req.namespace, req.name, { signal });
+    } catch (err) {
+      if (isNotFound(err)) return {};
+      throw wrapError(`get cocoonset ${req.namespace}/${req.name}`, err);
+    }
+    const pass: Pass = {
+      deps,
+      cs,
+      classified: classifyPods([]),
+      signal,
+      intent: newRestoreIntent(deps, req.namespace, signal),
+      log: logFor(cs),
+      problems: [],
+    };
+    if (cs.metadata.deletionTimestamp) return await reconcileDelete(pass);
+
+    if (!containsFinalizer(cs, finalizerName)) {
+      await patchObject(deps.client, CocoonSets, cs, (c) => {
+        addFinalizer(c, finalizerName);
+      }, { optimisticLock: true, signal });
+      return { requeue: true };
+    }
+
+    try {
+      pass.classified = classifyPods(await listOwnedPods(deps.client, cs, signal));
+    } catch (err) {
+      throw wrapError("list owned pods", err);
+    }
+    // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
+    await syncCocoonSetGeneration(pass);
+
+    const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
+    if (nameProblem) {
+      pass.problems.push({
+        condition: ConditionTypeReady,
+        reason: ReasonInvalidSpec,
+        message: nameProblem,
+      });
+      emit(pass, "Warning", ReasonInvalidSpec, nameProblem);
+    }
+
+    const main = pass.classified.main;
+    if (main) {
+      const reason = mainPodFailedReason(main);
+      if (reason) return await handleFailedMain(pass, reason);
+      if (cs.status?.phase === "Failed" && isPodReady(main)) {
+        emit(pass, "Normal", ReasonRecoveredFromFailure, `main pod ${podRef(main)} is Ready again`);
+      }
+    }
+
+    if (cs.spec.suspend) {
+      return hibernatePolicyOrDefault(cs.spec.hibernatePolicy) === "release"
+        ? await reconcileSuspendRelease(pass)
+        : await reconcileSuspend(pass);
+    }
+    // A migration in flight owns the pass; it runs before the unsuspend below so its own
+    // hibernate request is not cleared.
+    const migration = await reconcileMigration(pass);
+    if (migration.handled) return migration.result ?? {};
+    // The released-seat wake runs before the normal main create, which would boot the main
+    // fresh over its snapshot.
+    const wake = await reconcileWake(pass);
+    if (wake.handled) return wake.result ?? {};
+    await applyUnsuspend(pass);
+
+    if (main && !podSpecMatchesAgent(main, cs, 0)) {
+      pass.log.info("main agent {pod} drifted from the spec, deleting to recreate", {
+        pod: podRef(main),
+      });
+      await deletePod(pass, main, "drifted main agent");
+      return { requeue: true };
+    }
+    if (!main) return await createMainAgent(pass);
+    // Sub-agents fork from the main's VM: they need it live first.
+    if (!isPodReady(main)) {
+      await writeSetStatus(pass, "Pending");
+      return { requeueAfter: requeueWaitForMainMs };
+    }
+
+    const subs = await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
+    const toolboxes = nameProblem ? { changed: false, problems: [] } : await ensureToolboxes(pass);
+    if (subs.changed || toolboxes.changed) return { requeue: true };
+
+    for (const problem of toolboxes.problems) {
+      pass.problems.push(problem);
+      emit(pass, "Warning", problem.reason, problem.message);
+    }
+    if (subs.deadLettered.length > 0) {
+      pass.problems.push({
+        condition: ConditionTypeProgressing,
+        reason: ReasonSubAgentDeadLetter,
+        message: `sub-agent slots ${subs.deadLettered.join(", ")} exhausted ` +
+          `${maxRebuildAttempts} rebuilds; edit the agent spec to retry them`,
+      });
+    }
+    await writeSetStatus(pass, "");
+    const conflicts = toolboxes.problems.filter((p) => p.reason === ReasonNameConflict);
+    if (conflicts.length > 0) {
+      // Retried with backoff: nothing of ours will tell us when the other pod goes away.
+      throw new Error(conflicts.map((p) => p.message).join("; "));
+    }
+    return subs.requeueAfterMs > 0 ? { requeueAfter: subs.requeueAfterMs } : {};
+  }
+}
+
+/**
+ * A failed main: recreated when it no longer matches the spec (waiting for it to turn Ready
+ * would be forever), else the set is Failed with a Warning naming the cause.
+ */
+async function handleFailedMain(pass: Pass, reason: string): Promise<Result> {
+  const { cs } = pass;
+  const main = pass.classified.main!;
+  if (!podSpecMatchesAgent(main, cs, 0)) {
+    await deletePod(pass, main, "failed, drifted main agent");
+    return { requeue: true };
+  }
+  if (reason === ReasonPodLifecycleFailed) {
+    lifecycleStateFailedObservedTotal.labels({ phase: cs.status?.phase || "Pending" }).inc();
+  }
+  const detail = main.metadata.annotations?.[AnnotationLifecycleStateMessage] ||
+    (main.status?.phase ?? "");
+  const message = `main pod ${podRef(main)}: ${detail}`;
+  emit(pass, "Warning", reason, message);
+  pass.problems.push({ condition: ConditionTypeReady, reason, message });
+  await writeSetStatus(pass, "Failed");
+  return {};
+}
+
+/**
+ * Creates the missing main, restoring from its snapshot when a CocoonHibernation says it was
+ * hibernated. Always requeues: the sub-agents fork from the new main.
+ */
+async function createMainAgent(pass: Pass): Promise<Result> {
+  const pod = buildAgentPod(pass.cs, 0);
+  const restorable = await pass.intent();
+  await markRestoreIfHibernated(
+    pass.deps,
+    pod,
+    restorable.has(pod.metadata.name ?? ""),
+    pass.signal,
+  );
+  try {
+    await pass.deps.client.create(Pods, pod, { signal: pass.signal });
+  } catch (err) {
+    // The previous main is still terminating: wait for it.
+    if (isAlreadyExists(err)) return { requeueAfter: requeueWaitForMainMs };
+    throw wrapError("create main agent", err);
+  }
+  pass.log.info("created main agent {pod}", { pod: podRef(pod) });
+  return { requeue: true };
+}
+
+/** How the CocoonSet controller is set up. */
+export interface CocoonSetControllerOptions {
+  registry?: Registry;
+  /** Workers reconciling distinct CocoonSets at once; at least 1. */
+  concurrency: number;
+  clock?: Clock;
+}
+
+/**
+ * Registers the CocoonSet controller: For CocoonSets (spec changes only), Owns pods (changes
+ * the reconciler acts on only).
+ */
+export function setupCocoonSetController(
+  mgr: Manager,
+  opts: CocoonSetControllerOptions,
+): CocoonSetReconciler {
+  if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) {
+    throw new Error(`cocoonset concurrency must be at least 1, got ${opts.concurrency}`);
+  }
+  const r = new CocoonSetReconciler({
+    client: mgr.client,
+    apiReader: mgr.apiReader,
+    registry: opts.registry,
+    recorder: mgr.recorder,
+    clock: opts.clock,
+  });
+  controllerManagedBy(mgr)
+    .named("cocoonset")
+    .for(CocoonSets, { predicates: [generationChanged()] })
+    .owns(Pods, { predicates: [podRelevantChange()] })
+    .withOptions({ maxConcurrentReconciles: opts.concurrency })
+    .complete(r);
+  return r;
+}

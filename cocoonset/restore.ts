@@ -1,0 +1,98 @@
+/**
+ * Restore intent: when the operator recreates a pod whose VM a CocoonHibernation put to sleep,
+ * the new pod must restore from the `:hibernate` snapshot instead of booting the image afresh —
+ * a fresh boot that is later re-hibernated would overwrite the real snapshot.
+ */
+import type { Pod } from "../kube/core.ts";
+import { wrapError } from "../kube/errors.ts";
+import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
+import { CocoonHibernations } from "../common/apis/v1/resources.ts";
+import { markRestoreFromHibernate, parseVMSpec } from "../common/meta/mod.ts";
+import { hasHibernateSnapshot } from "../snapshot/registry.ts";
+import type { CocoonSetDeps } from "./pass.ts";
+
+/** Pod names that must restore when recreated; resolved at most once per pass. */
+export type RestoreIntent = () => Promise<ReadonlySet<string>>;
+
+/**
+ * A lazy, memoised intent for the namespace. The CocoonHibernation list costs one pass over
+ * the namespace's CRs, so it runs only when a pod is actually about to be created.
+ */
+export function newRestoreIntent(
+  deps: CocoonSetDeps,
+  namespace: string,
+  signal?: AbortSignal,
+): RestoreIntent {
+  let loaded: Promise<ReadonlySet<string>> | undefined;
+  return () => loaded ??= podsRestorableByCR(deps, namespace, signal);
+}
+
+/** podRef names of the namespace's CocoonHibernations that accept() keeps. */
+export async function hibernationPodNames(
+  deps: CocoonSetDeps,
+  namespace: string,
+  accept: (h: CocoonHibernation) => boolean,
+  signal?: AbortSignal,
+): Promise<Set<string>> {
+  let list;
+  try {
+    list = await deps.client.list(CocoonHibernations, { namespace, signal });
+  } catch (err) {
+    throw wrapError(`list cocoonhibernations in ${namespace}`, err);
+  }
+  const out = new Set<string>();
+  for (const h of list.items) {
+    const name = h.spec?.podRef?.name;
+    if (name && accept(h)) out.add(name);
+  }
+  return out;
+}
+
+/**
+ * Pods whose CocoonHibernation is Hibernated or Waking. The phase decides, not the desire: a CR
+ * only reaches Hibernated once the snapshot is confirmed, so a tag leaked by an Active VM never
+ * makes its pod restore.
+ */
+export function podsRestorableByCR(
+  deps: CocoonSetDeps,
+  namespace: string,
+  signal?: AbortSignal,
+): Promise<Set<string>> {
+  return hibernationPodNames(
+    deps,
+    namespace,
+    (h) => h.status?.phase === "Hibernated" || h.status?.phase === "Waking",
+    signal,
+  );
+}
+
+/** Pods a CocoonHibernation is hibernating or asked to hibernate: suspend logic leaves them be. */
+export function podsHibernatedByCR(
+  deps: CocoonSetDeps,
+  namespace: string,
+  signal?: AbortSignal,
+): Promise<Set<string>> {
+  return hibernationPodNames(
+    deps,
+    namespace,
+    (h) => h.spec?.desire === "Hibernate" || h.status?.phase === "Hibernating",
+    signal,
+  );
+}
+
+/**
+ * Marks a freshly built pod to restore from `:hibernate` when intent holds and the snapshot
+ * exists. Fails closed: a probe error is thrown rather than falling back to a fresh boot.
+ */
+export async function markRestoreIfHibernated(
+  deps: CocoonSetDeps,
+  pod: Pod,
+  intent: boolean,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (!intent || !deps.registry) return;
+  const vmName = parseVMSpec(pod).vmName;
+  if (await hasHibernateSnapshot(deps.registry, vmName, signal)) {
+    markRestoreFromHibernate(pod);
+  }
+}

@@ -1,0 +1,237 @@
+/**
+ * Suspend with the release policy, and the wake that follows it. A released set gives its seat
+ * back: its pods are deleted, but only after every managed VM's `:hibernate` snapshot is
+ * verified, and the node it ran on is remembered as a hint. Waking recreates the main from that
+ * snapshot, preferring the hinted node, and drops the snapshot only once the restored VM is live.
+ *
+ * Each step is persisted before the side effect that depends on it (Suspended lands with the
+ * deletes, Waking before the restore pod is created), so an operator restarted between any two
+ * writes resumes the flow instead of fresh-booting over a snapshot.
+ */
+import type { Result } from "../kube/reconcile.ts";
+import { type Pod, Pods } from "../kube/core.ts";
+import { patchAnnotations } from "../kube/client_patch.ts";
+import { isAlreadyExists, isNotFound, wrapError } from "../kube/errors.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import { patchKeepSnapshotOnDelete } from "../common/k8s/client_patch.ts";
+import {
+  AnnotationHibernatedOnNode,
+  HibernateSnapshotTag,
+  markRestoreFromHibernate,
+  parseVMSpec,
+  readHibernateState,
+  readRestoreFromHibernate,
+  vmNameForDeployment,
+} from "../common/meta/mod.ts";
+import { hasHibernateSnapshot } from "../snapshot/registry.ts";
+import {
+  slotReleasePodsDeletedTotal,
+  slotReleaseWakeTotal,
+  slotReleaseWakeUnschedulableTotal,
+} from "../metrics/metrics.ts";
+import { stashDeleteVMNames } from "./delete.ts";
+import { podIsTerminal, vmLive } from "./pod_state.ts";
+import { deletePod, emit, type Handled, type Pass, podRef } from "./pass.ts";
+import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";
+import { unschedulableMessage } from "./predicate.ts";
+import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
+import { writeSetStatus } from "./status.ts";
+
+/** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
+export const ReasonWakeNoCapacity = "WakeNoCapacity";
+/** How long to wait for a wake pod create or a stale cache to settle (ms). */
+export const requeueWaitForMainMs = 5_000;
+
+/** Drives a release-policy suspend. */
+export async function reconcileSuspendRelease(pass: Pass): Promise<Result> {
+  const { cs, classified, deps } = pass;
+  if (!deps.registry) {
+    throw new Error(
+      `hibernatePolicy release on ${cs.metadata.namespace}/${cs.metadata.name} needs a registry`,
+    );
+  }
+  if (classified.allByName.size === 0) {
+    // Seat already released, or suspended before the first boot: nothing to snapshot.
+    await writeSetStatus(pass, "Suspended");
+    return {};
+  }
+  await applySuspend(pass);
+  if (!await allOwnedPodsHibernated(pass)) {
+    await writeSetStatus(pass, "Suspending");
+    return { requeueAfter: requeueSuspendPollMs };
+  }
+  // Stash before the first delete: teardown needs the VM names once the status is empty, and the
+  // wake needs the node.
+  try {
+    await stashDeleteVMNames(pass, podsByName(classified));
+  } catch (err) {
+    throw wrapError("stash vm names before releasing the seat", err);
+  }
+  const main = classified.main;
+  if (main?.spec?.nodeName) {
+    await patchAnnotations(deps.client, CocoonSets, cs, {
+      [AnnotationHibernatedOnNode]: main.spec.nodeName,
+    }, { signal: pass.signal });
+  }
+  for (const pod of podsByName(classified)) {
+    pass.signal.throwIfAborted();
+    // A failed pod has no VM state to keep; it stays for triage after the wake.
+    if (podIsTerminal(pod)) continue;
+    pass.log.info("releasing seat: deleting hibernated pod {pod} on {node}", {
+      pod: podRef(pod),
+      node: pod.spec?.nodeName ?? "",
+    });
+    try {
+      // Best effort: without the mark vk-cocoon drops its node-local copy and the wake pulls
+      // from the registry instead; failing here would keep the seat.
+      await patchKeepSnapshotOnDelete(deps.client, pod, pass.signal);
+    } catch (err) {
+      pass.log.error("could not mark {pod} keep-snapshot-on-delete, the wake will pull: {error}", {
+        pod: podRef(pod),
+        error: String(err),
+      });
+    }
+    await deletePod(pass, pod, "hibernated pod for seat release");
+    slotReleasePodsDeletedTotal.labels({
+      namespace: pod.metadata.namespace ?? "",
+      cocoonset: cs.metadata.name ?? "",
+    }).inc();
+  }
+  // Suspended is written with the deletes: the wake's stale-cache check relies on it.
+  await writeSetStatus(pass, "Suspended");
+  return { requeueAfter: requeueSuspendPollMs };
+}
+
+const notHandled: Handled = { handled: false };
+
+/**
+ * The wake of a set coming back from a released (pod-less) suspend. It engages on the phase
+ * (Waking; Suspended; Suspending with the node hint set) or on an unfinished wake (a
+ * restore-marked, non-hibernating main while the hint is still set), never on the current
+ * policy: switching to retain while released must still restore.
+ */
+export async function reconcileWake(pass: Pass): Promise<Handled> {
+  const { cs, classified, deps } = pass;
+  const main = classified.main;
+  const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
+  const phase = cs.status?.phase;
+  const suspended = phase === "Suspended";
+  // A fast unsuspend can land before the deletes settled Suspended; the hint proves they ran.
+  const suspending = phase === "Suspending" && hint !== "";
+  // A stale phase write can replace Waking; the restore-marked main with the hint still set is
+  // an unfinished wake (completion clears the hint).
+  const cleanupPending = main !== undefined && readRestoreFromHibernate(main) &&
+    !readHibernateState(main) && hint !== "";
+  const waking = phase === "Waking" || cleanupPending;
+  if ((!waking && !suspended && !suspending) || !deps.registry) return notHandled;
+
+  if (!main) return await startReleasedWake(pass);
+
+  if (waking && !vmLive(main)) {
+    const msg = unschedulableMessage(main);
+    if (msg !== "") {
+      slotReleaseWakeUnschedulableTotal.labels({
+        namespace: cs.metadata.namespace ?? "",
+        cocoonset: cs.metadata.name ?? "",
+      }).inc();
+      emit(
+        pass,
+        "Warning",
+        ReasonWakeNoCapacity,
+        `main pod ${main.metadata.name} unschedulable: ${msg}`,
+      );
+    }
+    await writeSetStatus(pass, "Waking");
+    return { handled: true, result: { requeueAfter: requeueSuspendPollMs } };
+  }
+
+  if (waking) {
+    // Live: the snapshot has done its job.
+    const vmName = parseVMSpec(main).vmName;
+    try {
+      await deps.registry.deleteManifest(vmName, HibernateSnapshotTag, pass.signal);
+    } catch (err) {
+      throw wrapError(`wake: drop hibernate snapshot ${vmName}`, err);
+    }
+    // The hint marks a wake in flight; a re-entry on a stale status arrives without it and must
+    // not score the landing a second time.
+    if (hint !== "") {
+      const node = main.spec?.nodeName ?? "";
+      pass.log.info("wake restored the main on {node}, dropped its hibernate snapshot", { node });
+      slotReleaseWakeTotal.labels({
+        namespace: cs.metadata.namespace ?? "",
+        cocoonset: cs.metadata.name ?? "",
+        placement: hint === node ? "hint-node" : "pool",
+      }).inc();
+      await patchAnnotations(deps.client, CocoonSets, cs, { [AnnotationHibernatedOnNode]: "" }, {
+        signal: pass.signal,
+      });
+    }
+    // The phase derives from the pods now; the requeued pass settles Running or Scaling.
+    await writeSetStatus(pass, "");
+    return { handled: true, result: { requeue: true } };
+  }
+
+  if (hint !== "" && !podIsTerminal(main)) return await confirmReleasedDelete(pass, main);
+  // A retain-policy placeholder or a kept failed pod: the normal flow owns these.
+  return notHandled;
+}
+
+/**
+ * Probes for the snapshot and recreates the main from it. Without a snapshot (suspended before
+ * the first boot, or the tag was lost) the normal flow boots it fresh.
+ */
+async function startReleasedWake(pass: Pass): Promise<Handled> {
+  const { cs, deps } = pass;
+  const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
+  let present: boolean;
+  try {
+    present = await hasHibernateSnapshot(deps.registry!, vmName, pass.signal);
+  } catch (err) {
+    // Fail closed: falling through would fresh-boot over a real snapshot.
+    throw wrapError("wake", err);
+  }
+  if (!present) return notHandled;
+  // Persist Waking before the create: a crash in between resumes here, never fresh-boots.
+  await writeSetStatus(pass, "Waking");
+  const pod = buildAgentPod(cs, 0);
+  markRestoreFromHibernate(pod);
+  const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
+  // A spec.nodeName pin already gave the pod a required affinity; it wins over the hint.
+  if (hint && !pod.spec!.affinity) pod.spec!.affinity = preferredHostnameAffinity(hint);
+  try {
+    await deps.client.create(Pods, pod, { signal: pass.signal });
+  } catch (err) {
+    if (isAlreadyExists(err)) {
+      return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
+    }
+    throw wrapError("wake: create main", err);
+  }
+  pass.log.info("wake recreated the main from its snapshot, preferring node {node}", {
+    node: hint,
+  });
+  return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
+}
+
+/**
+ * The cache shows the released main still there: either a stale view of a delete that happened,
+ * or a delete that never ran. Only an uncached read can tell; a live pod is woken in place by
+ * the normal flow.
+ */
+async function confirmReleasedDelete(pass: Pass, main: Pod): Promise<Handled> {
+  try {
+    const live = await pass.deps.apiReader.get(
+      Pods,
+      main.metadata.namespace ?? "",
+      main.metadata.name ?? "",
+      { signal: pass.signal },
+    );
+    if (live.metadata.deletionTimestamp) {
+      return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
+    }
+    return notHandled;
+  } catch (err) {
+    if (isNotFound(err)) return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
+    throw wrapError(`wake: confirm delete of ${podRef(main)}`, err);
+  }
+}

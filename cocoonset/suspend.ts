@@ -1,0 +1,111 @@
+/**
+ * Suspend with the retain policy: every owned pod is asked to hibernate and keeps its seat; the
+ * set reads Suspended only once every managed VM has confirmed, for the current generation, that
+ * it hibernated and its snapshot is in the registry. Unsuspend clears the request again, except
+ * on pods a CocoonHibernation is hibernating.
+ */
+import type { Result } from "../kube/reconcile.ts";
+import { Pods } from "../kube/core.ts";
+import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import {
+  LifecycleStateHibernated,
+  parseVMSpec,
+  readHibernateState,
+  readLifecycleStatus,
+} from "../common/meta/mod.ts";
+import { hasHibernateSnapshot } from "../snapshot/registry.ts";
+import { podIsTerminal } from "./pod_state.ts";
+import { type Pass, podRef } from "./pass.ts";
+import { buildAgentPod, podsByName } from "./pods.ts";
+import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
+import { writeSetStatus } from "./status.ts";
+
+/** How often a suspending set looks again (ms). */
+export const requeueSuspendPollMs = 5_000;
+
+/** Drives a retain-policy suspend. */
+export async function reconcileSuspend(pass: Pass): Promise<Result> {
+  if (!pass.classified.main) return await createMainBeforeSuspend(pass);
+  await applySuspend(pass);
+  const done = await allOwnedPodsHibernated(pass);
+  await writeSetStatus(pass, done ? "Suspended" : "Suspending");
+  return done ? {} : { requeueAfter: requeueSuspendPollMs };
+}
+
+/**
+ * A set suspended with no main (never booted, or the main was deleted) gets its main back first,
+ * restoring from its snapshot when there is one, and is hibernated on the next pass.
+ */
+async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
+  const pod = buildAgentPod(pass.cs, 0);
+  // Suspend means the VM's state matters: restore whenever a snapshot exists.
+  await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
+  try {
+    await pass.deps.client.create(Pods, pod, { signal: pass.signal });
+  } catch (err) {
+    if (isAlreadyExists(err)) return { requeueAfter: requeueSuspendPollMs };
+    throw wrapError("create main agent before suspend", err);
+  }
+  pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
+  return { requeue: true };
+}
+
+/**
+ * Whether every managed, non-terminal owned pod has hibernated for this generation and has its
+ * `:hibernate` snapshot. The lifecycle pair (written together by vk-cocoon, and only after this
+ * round's push) is checked before the registry, so neither a tag left by an earlier cycle nor a
+ * lagging cache can end the wait early. Static toolboxes have no VM lifecycle and are skipped;
+ * a terminal pod has no VM to snapshot. A registry error is thrown, never read as "absent".
+ */
+export async function allOwnedPodsHibernated(pass: Pass): Promise<boolean> {
+  const generation = pass.cs.metadata.generation ?? 0;
+  for (const pod of podsByName(pass.classified)) {
+    pass.signal.throwIfAborted();
+    const spec = parseVMSpec(pod);
+    if (!spec.managed || podIsTerminal(pod)) continue;
+    if (!spec.vmName) return false;
+    const lifecycle = readLifecycleStatus(pod);
+    if (
+      lifecycle.state !== LifecycleStateHibernated || lifecycle.observedGeneration < generation
+    ) return false;
+    if (!pass.deps.registry) return false;
+    if (!await hasHibernateSnapshot(pass.deps.registry, spec.vmName, pass.signal)) return false;
+  }
+  return true;
+}
+
+/** Asks every owned pod (static toolboxes included) to hibernate. */
+export async function applySuspend(pass: Pass): Promise<void> {
+  for (const pod of podsByName(pass.classified)) {
+    pass.signal.throwIfAborted();
+    try {
+      await patchHibernateState(pass.deps.client, pod, true, pass.signal);
+    } catch (err) {
+      throw wrapError(`set hibernate on ${podRef(pod)}`, err);
+    }
+  }
+}
+
+/**
+ * Clears the hibernate request from owned pods that carry it, except pods a CocoonHibernation
+ * wants hibernated (desire Hibernate, or still Hibernating): that controller owns them.
+ */
+export async function applyUnsuspend(pass: Pass): Promise<void> {
+  const hibernated = podsByName(pass.classified).filter((p) => readHibernateState(p));
+  if (hibernated.length === 0) return;
+  const ownedByCR = await podsHibernatedByCR(
+    pass.deps,
+    pass.cs.metadata.namespace ?? "",
+    pass.signal,
+  );
+  for (const pod of hibernated) {
+    pass.signal.throwIfAborted();
+    if (ownedByCR.has(pod.metadata.name ?? "")) continue;
+    try {
+      await patchHibernateState(pass.deps.client, pod, false, pass.signal);
+    } catch (err) {
+      throw wrapError(`clear hibernate on ${podRef(pod)}`, err);
+    }
+  }
+}
