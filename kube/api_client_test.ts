@@ -169,3 +169,27 @@ Deno.test("api client: watch parses events split across chunks and counts reques
     );
   });
 });
+
+Deno.test("api client: exists, != and set selectors go to list and watch as labelSelector", async () => {
+  const owner = "cocoonset.cocoonstack.io/name";
+  await withServer(
+    (s) =>
+      s.query.get("watch")
+        ? new Response("", { headers: { "content-type": "application/json" } })
+        : json({ metadata: { resourceVersion: "3" }, items: [] }),
+    async (c, seen) => {
+      const labelSelector = `${owner}, tier != x, role in (b, a)`;
+      await c.list(Pods, { labelSelector, fieldSelector: "spec.nodeName=n1", limit: 500 });
+      await c.list(Pods, { labelSelector: `!${owner},tier notin (x)` });
+      // deno-lint-ignore no-empty
+      for await (const _ of c.watch(Pods, { labelSelector, fieldSelector: "spec.nodeName=n1" })) {}
+      const sent = seen.map((s) => [s.query.get("labelSelector"), s.query.get("fieldSelector")]);
+      assert.deepEqual(sent, [
+        [`${owner},role in (a,b),tier!=x`, "spec.nodeName=n1"],
+        [`!${owner},tier notin (x)`, null],
+        [`${owner},role in (a,b),tier!=x`, "spec.nodeName=n1"],
+      ]);
+      assert.equal(seen[2].query.get("watch"), "1");
+    },
+  );
+});

@@ -1,14 +1,56 @@
-import type { Client, GetOptions, ListOptions, Reader } from "./client.ts";
+import type { Client, GetOptions, LabelSelector, ListOptions, Reader } from "./client.ts";
 import { newApiError } from "./errors.ts";
 import { deepCopy, type KubeObject, type ObjectList } from "./object.ts";
 import { apiVersionOf, resourceId, type ResourceType } from "./resource.ts";
-import { matchesLabels, parseLabelSelector } from "./selector.ts";
-import { type IndexFunc, type InformerOptions, SharedInformer } from "./informer.ts";
+import { matchesLabels, parseFieldSelector, parseLabelSelector } from "./selector.ts";
+import {
+  type IndexFunc,
+  type InformerOptions,
+  SharedInformer,
+  stripManagedFields,
+} from "./informer.ts";
+
+/**
+ * What the cache keeps of one kind (controller-runtime's cache.ByObject). The selectors are
+ * sent with the kind's list and watch, so the API server filters: objects outside them never
+ * reach this process, which is what keeps the memory of a pod informer proportional to the
+ * pods the operator manages rather than to the cluster. The price: for the cache (and so for
+ * the manager's cached client) objects outside the scope do not exist — get answers NotFound,
+ * list leaves them out, handlers never hear of them, and an object whose labels move out of
+ * the scope is reported as deleted. Read such objects with the manager's apiReader.
+ */
+export interface ObjectScope<T extends KubeObject = KubeObject> {
+  /** Label selector of the kind's list and watch ("cocoonset.cocoonstack.io/name", "a!=b"). */
+  labelSelector?: LabelSelector;
+  /** Field selector of the kind's list and watch ("spec.nodeName=n1"); server-indexed fields. */
+  fieldSelector?: string;
+  /**
+   * Applied to every object of the kind before it is stored, after the cache-wide transform
+   * (stripManagedFields unless informerDefaults replaces it). It may mutate its argument and
+   * returns what to keep; it must not throw (the informer would retry the same event forever).
+   */
+  transform?(obj: T): T;
+}
+
+/** An ObjectScope bound to its kind: one entry of CacheOptions.byObject. */
+export interface ByObject<T extends KubeObject = KubeObject> extends ObjectScope<T> {
+  rt: ResourceType<T>;
+}
+
+/** Binds a scope to its kind with the transform typed by the kind (for CacheOptions.byObject). */
+export function byObject<T extends KubeObject>(
+  rt: ResourceType<T>,
+  scope: ObjectScope<T>,
+): ByObject {
+  return { ...scope, rt };
+}
 
 export interface CacheOptions {
   client: Client;
   /** Restrict every informer to one namespace (default: all namespaces). */
   namespace?: string;
+  /** Per-kind selectors and transforms; kinds not listed are cached whole. At most one per kind. */
+  byObject?: ByObject[];
   /** Per-informer tuning (transform, backoff, page size) for tests and benchmarks. */
   informerDefaults?: Partial<Omit<InformerOptions<KubeObject>, "client" | "rt">>;
 }
@@ -22,16 +64,40 @@ const builtinFields: Record<string, (o: KubeObject) => string> = {
 /**
  * One shared informer per kind and a Reader answering from them, like controller-runtime's
  * informer cache. Informers are created on first use; once the cache is started they start
- * immediately. Reads return deep copies, so callers may mutate what they get.
+ * immediately. Reads return deep copies, so callers may mutate what they get. A kind given an
+ * ObjectScope holds (and answers with) only the objects inside it.
  */
 export class InformerCache implements Reader {
   readonly #opts: CacheOptions;
   readonly #informers = new Map<string, SharedInformer<KubeObject>>();
+  readonly #scopes = new Map<string, ObjectScope>();
   readonly #runs: Promise<void>[] = [];
   #signal?: AbortSignal;
 
   constructor(opts: CacheOptions) {
     this.#opts = opts;
+    for (const { rt, ...scope } of opts.byObject ?? []) this.configure(rt, scope);
+  }
+
+  /**
+   * Scopes a kind (see ObjectScope), for code that wires controllers after the manager exists.
+   * The informer's list and watch are fixed when it is created, so this throws once anything
+   * (a controller, an index, a read) has asked for the kind's informer, and for a kind that
+   * already has a scope. Bad selector syntax throws here rather than at the first list.
+   */
+  configure<T extends KubeObject>(rt: ResourceType<T>, scope: ObjectScope<T>): void {
+    const id = resourceId(rt);
+    if (this.#informers.has(id)) {
+      throw new Error(
+        `cache scope of ${id} set after its informer was created; configure it before ` +
+          `controllers, indexes or reads use the kind`,
+      );
+    }
+    if (this.#scopes.has(id)) throw new Error(`cache scope of ${id} already configured`);
+    parseLabelSelector(scope.labelSelector);
+    parseFieldSelector(scope.fieldSelector);
+    const { labelSelector, fieldSelector, transform } = scope;
+    this.#scopes.set(id, { labelSelector, fieldSelector, transform });
   }
 
   /** The informer for a kind, created (and started if the cache runs) on first use. */
@@ -39,11 +105,16 @@ export class InformerCache implements Reader {
     const id = resourceId(rt);
     let inf = this.#informers.get(id) as SharedInformer<T> | undefined;
     if (!inf) {
+      const defaults = this.#opts.informerDefaults as Partial<InformerOptions<T>> | undefined;
+      const scope = this.#scopes.get(id) as ObjectScope<T> | undefined;
       inf = new SharedInformer<T>({
-        ...(this.#opts.informerDefaults as Partial<InformerOptions<T>>),
+        ...defaults,
         client: this.#opts.client,
         rt,
         namespace: this.#opts.namespace,
+        labelSelector: scope?.labelSelector,
+        fieldSelector: scope?.fieldSelector,
+        transform: chain(defaults?.transform ?? stripManagedFields, scope?.transform),
       });
       this.#informers.set(id, inf as unknown as SharedInformer<KubeObject>);
       if (this.#signal) this.#runs.push(inf.run(this.#signal));
@@ -162,4 +233,12 @@ export class InformerCache implements Reader {
       items,
     };
   }
+}
+
+/** The cache-wide transform followed by the kind's own, if any. */
+function chain<T extends KubeObject>(
+  base: (obj: T) => T,
+  own: ((obj: T) => T) | undefined,
+): (obj: T) => T {
+  return own ? (obj) => own(base(obj)) : base;
 }

@@ -30,7 +30,13 @@ export interface InformerOptions<T extends KubeObject> {
   rt: ResourceType<T>;
   /** Watch one namespace only; default all. */
   namespace?: string;
+  /**
+   * Server-side filters of the list and the watch: objects outside them are never received,
+   * and an object leaving them arrives as DELETED (entering: ADDED), as the API server reports.
+   */
   labelSelector?: LabelSelector;
+  /** Raw field selector ("spec.nodeName=n1"); only fields the server indexes for the kind. */
+  fieldSelector?: string;
   /** Applied to every object before it is stored; defaults to stripManagedFields. */
   transform?: (obj: T) => T;
   /** Page size of the initial list (client-go lists in chunks of 500). */
@@ -195,7 +201,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
 
   /** Lists everything and reconciles the store with it, emitting only the differences. */
   async #relist(signal: AbortSignal): Promise<void> {
-    const { client, rt, namespace, labelSelector } = this.#opts;
+    const { client, rt, namespace, labelSelector, fieldSelector } = this.#opts;
     const fresh = new Map<string, T>();
     let cont: string | undefined;
     let rv = "";
@@ -206,6 +212,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
         page = await client.list(rt, {
           namespace,
           labelSelector,
+          fieldSelector,
           limit: paged ? this.#opts.pageSize ?? 500 : undefined,
           continue: cont,
           signal,
@@ -255,12 +262,13 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
    * something (the connection was healthy), false when it ended with nothing.
    */
   async #watchOnce(signal: AbortSignal): Promise<boolean> {
-    const { client, rt, namespace, labelSelector } = this.#opts;
+    const { client, rt, namespace, labelSelector, fieldSelector } = this.#opts;
     const timeout = this.#opts.watchTimeoutSeconds?.() ?? 300 + Math.floor(Math.random() * 300);
     this.stats.watches++;
     const stream = client.watch(rt, {
       namespace,
       labelSelector,
+      fieldSelector,
       resourceVersion: this.#rv,
       allowWatchBookmarks: true,
       timeoutSeconds: timeout,

@@ -1,6 +1,6 @@
 import { getLogger } from "@logtape/logtape";
 import type { ControllerHost, Runnable } from "./builder.ts";
-import { InformerCache } from "./cache.ts";
+import { type ByObject, InformerCache } from "./cache.ts";
 import type { Client, Reader } from "./client.ts";
 import { type EventRecorder, Recorder } from "./events.ts";
 import type { IndexFunc } from "./informer.ts";
@@ -37,6 +37,13 @@ export interface ManagerOptions {
   eventComponent?: string;
   /** Watch one namespace only (tests); default all. */
   cacheNamespace?: string;
+  /**
+   * Per-kind label/field selectors and transforms of the cache (see ObjectScope; build entries
+   * with byObject(rt, scope)). Objects outside a kind's scope are invisible to the cache and the
+   * cached client: read them with apiReader. Code that wires controllers later can still call
+   * cache.configure(rt, scope) before anything asks for that kind's informer.
+   */
+  byObject?: ByObject[];
   /** Identity in the Lease; default hostname_uuid. */
   identity?: string;
 }
@@ -71,7 +78,10 @@ export class Manager implements ControllerHost {
   readonly cache: InformerCache;
   /** Cached reads, API writes. */
   readonly client: Client;
-  /** Uncached reads straight from the API server (controller-runtime's APIReader). */
+  /**
+   * Uncached reads straight from the API server (controller-runtime's APIReader): the way to see
+   * objects a kind's cache scope (ManagerOptions.byObject) leaves out.
+   */
   readonly apiReader: Reader;
   readonly recorder: EventRecorder;
   readonly servers: Servers;
@@ -83,7 +93,11 @@ export class Manager implements ControllerHost {
 
   constructor(opts: ManagerOptions) {
     this.#opts = opts;
-    this.cache = new InformerCache({ client: opts.client, namespace: opts.cacheNamespace });
+    this.cache = new InformerCache({
+      client: opts.client,
+      namespace: opts.cacheNamespace,
+      byObject: opts.byObject,
+    });
     this.client = new CachedClient(this.cache, opts.client);
     this.apiReader = opts.client;
     this.#recorder = new Recorder({

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { FakeClient } from "./testing/fake.ts";
 import { Manager } from "./manager.ts";
-import { Leases, Pods } from "./core.ts";
+import { ConfigMaps, Leases, Pods } from "./core.ts";
+import { byObject } from "./cache.ts";
 import { controllerManagedBy } from "./builder.ts";
 import type { Request } from "./reconcile.ts";
 import {
@@ -394,4 +395,43 @@ Deno.test("manager: caches that cannot sync fail start() with the kinds named", 
     /timed out after 300 ms waiting for caches to sync: pods$/,
   );
   assert.equal(fake.openWatches, 0);
+});
+
+Deno.test("manager: byObject scopes what the cached client sees; apiReader still sees the rest", async () => {
+  const fake = new FakeClient();
+  const owned = "cocoonset.cocoonstack.io/name";
+  const mgr = manager(fake, { byObject: [byObject(Pods, { labelSelector: owned })] });
+  // Code wiring controllers after the manager exists scopes its kinds first.
+  mgr.cache.configure(ConfigMaps, { labelSelector: "app=demo" });
+  const reconciled: string[] = [];
+  controllerManagedBy(mgr).for(Pods).complete({
+    reconcile(req: Request) {
+      reconciled.push(req.name);
+      return Promise.resolve({});
+    },
+  });
+  // for() created the pod informer: its scope is fixed now.
+  assert.throws(() => mgr.cache.configure(Pods, {}), /after its informer was created/);
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  try {
+    await fake.create(Pods, {
+      metadata: { name: "unrelated", namespace: "ns" },
+      spec: { containers: [] },
+    });
+    await fake.create(Pods, {
+      metadata: { name: "managed", namespace: "ns", labels: { [owned]: "demo" } },
+      spec: { containers: [] },
+    });
+    await fake.create(ConfigMaps, { metadata: { name: "other", namespace: "ns" } });
+    await waitFor("managed pod reconciled", () => reconciled.includes("managed"));
+    assert.deepEqual(reconciled, ["managed"]);
+    await assert.rejects(mgr.client.get(Pods, "ns", "unrelated"), isNotFound);
+    assert.equal((await mgr.apiReader.get(Pods, "ns", "unrelated")).metadata.name, "unrelated");
+    assert.deepEqual((await mgr.client.list(ConfigMaps)).items, []);
+    assert.equal((await mgr.apiReader.list(ConfigMaps)).items.length, 1);
+  } finally {
+    stop.abort();
+    assert.equal(await run, "stopped");
+  }
 });

@@ -36,7 +36,11 @@ function splitTerms(text: string): string[] {
 }
 
 function checkKey(key: string, source: string): string {
-  if (!keyPattern.test(key)) {
+  const slash = key.indexOf("/");
+  const prefix = slash < 0 ? "" : key.slice(0, slash);
+  const name = key.slice(slash + 1);
+  // The API server bounds the DNS-subdomain prefix at 253 characters and the name at 63.
+  if (!keyPattern.test(key) || prefix.length > 253 || name.length > 63) {
     throw new Error(`invalid label selector "${source}": bad key "${key}"`);
   }
   return key;
@@ -52,6 +56,10 @@ function checkValue(value: string, source: string): string {
 function parseTerm(term: string, source: string): Requirement {
   const setMatch = /^(\S+)\s+(in|notin)\s*\((.*)\)$/.exec(term);
   if (setMatch) {
+    // "in ()" would otherwise parse as the one empty value; the API server refuses it.
+    if (setMatch[3].trim() === "") {
+      throw new Error(`invalid label selector "${source}": empty value set in "${term}"`);
+    }
     const values = setMatch[3].split(",").map((v) => checkValue(v.trim(), source));
     return { key: checkKey(setMatch[1], source), op: setMatch[2] as "in" | "notin", values };
   }

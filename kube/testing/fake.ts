@@ -3,6 +3,7 @@ import type {
   DeleteOptions,
   GetOptions,
   JsonPatchOp,
+  LabelSelector,
   ListOptions,
   PatchBody,
   PatchOptions,
@@ -17,6 +18,7 @@ import { applyJsonPatch, applyMergePatch, jsonEqual, PatchError } from "../patch
 import { apiVersionOf, resourceId, type ResourceType } from "../resource.ts";
 import {
   fieldSelectorString,
+  labelSelectorString,
   matchesFields,
   matchesLabels,
   parseFieldSelector,
@@ -38,6 +40,9 @@ export interface FakeAction {
   patch?: PatchBody;
   /** For deletes: the options as sent. */
   deleteOptions?: DeleteOptions;
+  /** For lists and watches: the selectors in the API server's query-string form, if any. */
+  labelSelector?: string;
+  fieldSelector?: string;
 }
 
 /**
@@ -192,7 +197,16 @@ export class FakeClient implements Client {
     opts: ListOptions = {},
   ): Promise<ObjectList<T>> {
     const namespace = opts.namespace ?? "";
-    await this.#enter({ verb: "list", resource: rt, namespace, name: "" });
+    await this.#enter({
+      verb: "list",
+      resource: rt,
+      namespace,
+      name: "",
+      ...sentSelectors(
+        opts.labelSelector,
+        [opts.fieldSelector, fieldSelectorString(opts.matchingFields)].filter(Boolean).join(","),
+      ),
+    });
     // Like the API server, every page of a paginated list comes from the snapshot its first
     // page saw and carries that page's resourceVersion, so a watch started from it misses
     // nothing and repeats nothing.
@@ -440,7 +454,13 @@ export class FakeClient implements Client {
 
   async *#watch(rt: ResourceType, opts: WatchOptions): AsyncGenerator<WatchEvent<KubeObject>> {
     const namespace = opts.namespace ?? "";
-    await this.#enter({ verb: "watch", resource: rt, namespace, name: "" });
+    await this.#enter({
+      verb: "watch",
+      resource: rt,
+      namespace,
+      name: "",
+      ...sentSelectors(opts.labelSelector, opts.fieldSelector),
+    });
     const labels = parseLabelSelector(opts.labelSelector);
     const fields = parseFieldSelector(opts.fieldSelector);
     const matches = (o: KubeObject) =>
@@ -784,4 +804,16 @@ function randomSuffix(): string {
   let s = "";
   for (let i = 0; i < 5; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)];
   return s;
+}
+
+/** The selectors of a list or watch as the recorded action carries them (absent when empty). */
+function sentSelectors(
+  labels: LabelSelector | undefined,
+  fields: string | undefined,
+): Pick<FakeAction, "labelSelector" | "fieldSelector"> {
+  const labelText = labelSelectorString(labels);
+  return {
+    ...(labelText ? { labelSelector: labelText } : {}),
+    ...(fields ? { fieldSelector: fields } : {}),
+  };
 }

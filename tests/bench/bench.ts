@@ -7,17 +7,21 @@
  * - noop_reconcile_fake_api: keys/s from objects created on the fake API, through the watch,
  *   the informer, predicates, the queue and a reconciler that reads the object from the cache.
  * - cache_memory: heap growth and process RSS for 5 000 realistic pods held by the informer
- *   cache, with managedFields stripped (the default) and, for comparison, kept. Measured in a
- *   child process fed by a generator, so no other copy of the pods is counted.
+ *   cache, with managedFields stripped (the default) and, for comparison, kept. Then the same
+ *   5 000 pods among 20 000 unrelated ones: cached whole (every pod, as an unscoped informer
+ *   does) and label-scoped (byObject with the operator's "cocoonset.cocoonstack.io/name"
+ *   selector; the source filters like the API server, so unrelated pods never arrive).
+ *   Measured in a child process fed by a generator, so no other copy of the pods is counted.
  */
 import { controllerManagedBy } from "../../kube/builder.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
 import { FakeClient } from "../../kube/testing/fake.ts";
-import { InformerCache } from "../../kube/cache.ts";
+import { byObject, InformerCache } from "../../kube/cache.ts";
 import { Manager } from "../../kube/manager.ts";
 import type { Client, ListOptions, WatchEvent, WatchOptions } from "../../kube/client.ts";
 import type { KubeObject } from "../../kube/object.ts";
 import type { ResourceType } from "../../kube/resource.ts";
+import { matchesLabels, parseLabelSelector } from "../../kube/selector.ts";
 import { DemoSets } from "../harness/demo_controller.ts";
 import { benchNoopReconcile } from "./controller_bench.ts";
 
@@ -32,6 +36,16 @@ function emit(obj: Record<string, unknown>): Record<string, unknown> {
   return obj;
 }
 
+/** The labels of the operator's i-th pod. */
+function realisticLabels(i: number): Record<string, string> {
+  return {
+    "cocoonset.cocoonstack.io/name": "demo",
+    "cocoonset.cocoonstack.io/role": "sub-agent",
+    "cocoonset.cocoonstack.io/slot": String(i),
+    "app.kubernetes.io/name": "demo",
+  };
+}
+
 /** A pod shaped like what the operator creates, with a managedFields block like the API's. */
 function realisticPod(i: number): Pod {
   const name = `demo-${i}`;
@@ -39,12 +53,7 @@ function realisticPod(i: number): Pod {
     metadata: {
       name,
       namespace: "bench",
-      labels: {
-        "cocoonset.cocoonstack.io/name": "demo",
-        "cocoonset.cocoonstack.io/role": "sub-agent",
-        "cocoonset.cocoonstack.io/slot": String(i),
-        "app.kubernetes.io/name": "demo",
-      },
+      labels: realisticLabels(i),
       annotations: {
         "cocoonset.cocoonstack.io/generation": "3",
         "vm.cocoonstack.io/name": `vk-bench-demo-${i}`,
@@ -158,12 +167,31 @@ async function benchFakeApi(concurrency: number, objects: number) {
   return { keysPerSecond: Math.round(objects / seconds) };
 }
 
+/** The label every pod the operator manages carries (its cache scope). */
+const managedLabel = "cocoonset.cocoonstack.io/name";
+
+/** The labels of a pod of some other workload: none of the operator's. */
+const unrelatedLabels = { "app.kubernetes.io/name": "web", "pod-template-hash": "5d8f7c9b4" };
+
+/** A pod of some other workload: the same size as the operator's. */
+function unrelatedPod(i: number): Pod {
+  const p = realisticPod(i);
+  p.metadata.name = `web-${i}`;
+  p.metadata.namespace = "other";
+  p.metadata.labels = { ...unrelatedLabels };
+  delete p.metadata.ownerReferences;
+  return p;
+}
+
 /**
  * A client that serves generated pods page by page and then an idle watch, so the process
  * holding the cache holds no other copy of them: its RSS is the operator's, not the fake's.
+ * The first `managed` pods are the operator's, the next `unrelated` ones are not; a label
+ * selector is applied as the API server would, before anything is sent.
  */
-function syntheticPodSource(pods: number): Client {
+function syntheticPodSource(managed: number, unrelated = 0): Client {
   const unsupported = () => Promise.reject(new Error("read-only synthetic source"));
+  const total = managed + unrelated;
   return {
     get: unsupported,
     create: unsupported,
@@ -172,18 +200,21 @@ function syntheticPodSource(pods: number): Client {
     patch: unsupported,
     delete: unsupported,
     list<T extends KubeObject>(_rt: ResourceType<T>, opts: ListOptions = {}) {
-      const start = Number(opts.continue ?? 0);
-      const end = Math.min(pods, start + (opts.limit ?? pods));
+      const selector = parseLabelSelector(opts.labelSelector);
+      const limit = opts.limit ?? total;
       const items = [];
-      for (let i = start; i < end; i++) {
-        const p = realisticPod(i);
+      let i = Number(opts.continue ?? 0);
+      for (; i < total && items.length < limit; i++) {
+        // Filtered before the pod is built: the server's work must not show in this RSS.
+        if (!matchesLabels(selector, i < managed ? realisticLabels(i) : unrelatedLabels)) continue;
+        const p = i < managed ? realisticPod(i) : unrelatedPod(i);
         p.metadata.resourceVersion = String(i + 1);
         items.push(p as unknown as T);
       }
       return Promise.resolve({
         metadata: {
-          resourceVersion: String(pods),
-          ...(end < pods ? { continue: String(end) } : {}),
+          resourceVersion: String(total),
+          ...(i < total ? { continue: String(i) } : {}),
         },
         items,
       });
@@ -201,13 +232,23 @@ function syntheticPodSource(pods: number): Client {
   };
 }
 
+/** One cache-memory run: how many pods exist and what the cache is told to keep. */
+interface CacheMemoryCase {
+  managed: number;
+  unrelated: number;
+  strip: boolean;
+  /** Scope the pod informer to the managed label (ManagerOptions.byObject). */
+  scoped: boolean;
+}
+
 /** Runs in a child process: fills the cache with generated pods, prints heap and RSS. */
-async function cacheMemoryChild(pods: number, strip: boolean) {
+async function cacheMemoryChild({ managed, unrelated, strip, scoped }: CacheMemoryCase) {
   collect();
   const before = Deno.memoryUsage();
   const cache = new InformerCache({
-    client: syntheticPodSource(pods),
+    client: syntheticPodSource(managed, unrelated),
     informerDefaults: strip ? {} : { transform: (o: KubeObject) => o },
+    byObject: scoped ? [byObject(Pods, { labelSelector: managedLabel })] : [],
   });
   cache.informerFor(Pods);
   const ac = new AbortController();
@@ -220,6 +261,8 @@ async function cacheMemoryChild(pods: number, strip: boolean) {
   await cache.stopped();
   console.log(JSON.stringify({
     pods: size,
+    unrelatedPods: unrelated,
+    labelScoped: scoped,
     managedFieldsStripped: strip,
     heapDeltaMiB: +((after.heapUsed - before.heapUsed) / 2 ** 20).toFixed(2),
     heapBytesPerPod: Math.round((after.heapUsed - before.heapUsed) / size),
@@ -228,7 +271,7 @@ async function cacheMemoryChild(pods: number, strip: boolean) {
   }));
 }
 
-async function benchCacheMemory(pods: number, strip: boolean): Promise<Record<string, number>> {
+async function benchCacheMemory(c: CacheMemoryCase): Promise<Record<string, number>> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -236,8 +279,7 @@ async function benchCacheMemory(pods: number, strip: boolean): Promise<Record<st
       "--v8-flags=--expose-gc",
       import.meta.filename!,
       "--cache-memory-child",
-      String(pods),
-      strip ? "strip" : "keep",
+      JSON.stringify(c),
     ],
     stderr: "inherit",
   }).output();
@@ -246,7 +288,7 @@ async function benchCacheMemory(pods: number, strip: boolean): Promise<Record<st
 }
 
 if (Deno.args[0] === "--cache-memory-child") {
-  await cacheMemoryChild(Number(Deno.args[1]), Deno.args[2] === "strip");
+  await cacheMemoryChild(JSON.parse(Deno.args[1]) as CacheMemoryCase);
   Deno.exit(0);
 }
 
@@ -267,10 +309,17 @@ for (const concurrency of [1, 4]) {
   emit({ bench: "noop_reconcile_fake_api", concurrency, objects: 5_000, ...r });
 }
 for (const strip of [true, false]) {
-  const r = await benchCacheMemory(5_000, strip);
+  const r = await benchCacheMemory({ managed: 5_000, unrelated: 0, strip, scoped: false });
   summary[strip ? "cache5000PodsHeapMiB" : "cache5000PodsHeapMiBWithManagedFields"] =
     r.heapDeltaMiB;
   summary[strip ? "cache5000PodsRssMiB" : "cache5000PodsRssMiBWithManagedFields"] = r.rssMiB;
+  emit({ bench: "cache_memory", ...r });
+}
+for (const scoped of [false, true]) {
+  const r = await benchCacheMemory({ managed: 5_000, unrelated: 20_000, strip: true, scoped });
+  const key = scoped ? "cache5000PodsAmong25000Scoped" : "cache5000PodsAmong25000Unscoped";
+  summary[`${key}HeapMiB`] = r.heapDeltaMiB;
+  summary[`${key}RssMiB`] = r.rssMiB;
   emit({ bench: "cache_memory", ...r });
 }
 emit({ bench: "summary", ...summary });
