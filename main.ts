@@ -8,6 +8,9 @@ import { setupLogging } from "./common/log.ts";
 import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
 import { ApiClient } from "./kube/api_client.ts";
 import { Manager } from "./kube/manager.ts";
+import { byObject } from "./kube/cache.ts";
+import { Pods } from "./kube/core.ts";
+import { LabelCocoonSet } from "./common/meta/keys.ts";
 import { ping } from "./kube/servers.ts";
 import { register as registerOperatorMetrics } from "./metrics/metrics.ts";
 import { loadRestConfig, Transport } from "./kube/transport.ts";
@@ -75,6 +78,9 @@ export async function main(
     leaderElection: config.leaderElect,
     leaderElectionId,
     leaderElectionNamespace: config.leaderElectionNamespace,
+    // Only pods of CocoonSets are cached: memory follows the managed pods, not the cluster's.
+    // Other pods (a CocoonHibernation may target one) are read uncached.
+    byObject: [byObject(Pods, { labelSelector: LabelCocoonSet })],
   });
   manager.addHealthzCheck("healthz", ping);
   manager.addReadyzCheck("readyz", ping);
