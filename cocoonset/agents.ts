@@ -4,6 +4,7 @@
  * replaced — a failed one only within its rebuild budget, after which it is dead-lettered and
  * left in place for a person to look at until the spec changes.
  */
+import { deepCopy } from "../kube/object.ts";
 import type { Pod } from "../kube/core.ts";
 import { patchAnnotations } from "../kube/client_patch.ts";
 import { Pods } from "../kube/core.ts";
@@ -239,7 +240,7 @@ async function writeRebuildHistory(pass: Pass, history: RebuildHistory): Promise
   const { cs } = pass;
   const value = encodeRebuildHistory(cs.spec.agent.replicas ?? 0, history);
   if ((cs.metadata.annotations?.[AnnotationRebuildHistory] ?? "") === value) return;
-  const copy = structuredClone(cs);
+  const copy = deepCopy(cs);
   await patchAnnotations(pass.deps.client, CocoonSets, copy, {
     [AnnotationRebuildHistory]: value,
   }, { signal: pass.signal });

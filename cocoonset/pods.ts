@@ -6,6 +6,7 @@
  * pods built in one pass can be serialised concurrently and the CocoonSet is never mutated (the
  * Go builder shared the limits map between sibling pods and crashed under parallel creates).
  */
+import { deepCopy } from "../kube/object.ts";
 import type { Affinity, NodeSelectorTerm, Pod, ResourceRequirements } from "../kube/core.ts";
 import { setControllerReference } from "../kube/controllerutil.ts";
 import { jsonEqual } from "../kube/patch.ts";
@@ -136,7 +137,7 @@ export function buildAgentPod(
   );
   const container = pod.spec!.containers[0];
   container.resources = podResources(agent.resources, agent.storage);
-  if (agent.envFrom && agent.envFrom.length > 0) container.envFrom = structuredClone(agent.envFrom);
+  if (agent.envFrom && agent.envFrom.length > 0) container.envFrom = deepCopy(agent.envFrom);
   if (agent.serviceAccountName) pod.spec!.serviceAccountName = agent.serviceAccountName;
   if (bindNodeName) {
     pod.spec!.nodeName = bindNodeName;
@@ -215,7 +216,7 @@ export function podResources(
   const requests = canonicalResourceList(spec?.requests);
   if (limits && Object.keys(limits).length > 0) out.limits = limits;
   if (requests && Object.keys(requests).length > 0) out.requests = requests;
-  if (spec?.claims) out.claims = structuredClone(spec.claims);
+  if (spec?.claims) out.claims = deepCopy(spec.claims);
   if (storage !== undefined && storage !== null) {
     const q = parseQuantity(storage);
     if (!q.isZero()) {

@@ -36,7 +36,12 @@ export async function hibernationPodNames(
 ): Promise<Set<string>> {
   let list;
   try {
-    list = await deps.client.list(CocoonHibernations, { namespace, signal });
+    // Read-only scan: no copies of every CR in the namespace.
+    list = await deps.client.list(CocoonHibernations, {
+      namespace,
+      unsafeDisableDeepCopy: true,
+      signal,
+    });
   } catch (err) {
     throw wrapError(`list cocoonhibernations in ${namespace}`, err);
   }

@@ -8,6 +8,7 @@
  * toward its spec (Pending, Scaling, Suspending, Waking, Migrating) and False once it is settled,
  * failed, or stuck on something only a person can fix.
  */
+import { deepCopy } from "../kube/object.ts";
 import type { Pod } from "../kube/core.ts";
 import { patchStatus } from "../kube/client_patch.ts";
 import type { Writer } from "../kube/client.ts";
@@ -236,7 +237,7 @@ export async function writeStatus(
   now: () => Date,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  const merged = structuredClone(cs.status?.conditions ?? []);
+  const merged = deepCopy(cs.status?.conditions ?? []);
   for (const c of next.conditions ?? []) setStatusCondition(merged, c, now);
   const status: CocoonSetStatus = { ...next };
   if (merged.length > 0) status.conditions = merged;

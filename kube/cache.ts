@@ -219,7 +219,7 @@ export class InformerCache implements Reader {
           f in builtinFields ? builtinFields[f](o) === v : inf.byIndex(f, v).includes(o)
         )
       ) continue;
-      items.push(deepCopy(o));
+      items.push(opts.unsafeDisableDeepCopy ? o : deepCopy(o));
     }
     items.sort((a, b) => {
       const ka = `${a.metadata.namespace ?? ""}/${a.metadata.name}`;

@@ -19,6 +19,12 @@ export interface ListOptions {
   resourceVersion?: string;
   limit?: number;
   continue?: string;
+  /**
+   * Readers that hold objects (the informer cache, the fake API) return their own copies
+   * instead of deep copies, as controller-runtime's UnsafeDisableDeepCopy: for read-only scans of
+   * many objects on hot paths. The caller must not mutate what it gets.
+   */
+  unsafeDisableDeepCopy?: boolean;
   signal?: AbortSignal;
 }
 

@@ -1,3 +1,4 @@
+import { deepCopy } from "./object.ts";
 import type { JsonPatchOp } from "./client.ts";
 
 /** Thrown when a JSON patch cannot be applied (bad path, failed test op). */
@@ -16,7 +17,7 @@ function isObject(v: Json): v is Record<string, Json> {
 
 /** Applies an RFC 7386 JSON merge patch: objects merge, null deletes, anything else replaces. */
 export function applyMergePatch(target: Json, patch: Json): Json {
-  if (!isObject(patch)) return structuredClone(patch);
+  if (!isObject(patch)) return deepCopy(patch);
   const out: Record<string, Json> = isObject(target) ? { ...target } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
@@ -37,7 +38,7 @@ export function createMergePatch(from: Json, to: Json): Record<string, Json> {
       const sub = createMergePatch(old, v);
       if (Object.keys(sub).length > 0) patch[k] = sub;
     } else if (!jsonEqual(old, v)) {
-      patch[k] = structuredClone(v);
+      patch[k] = deepCopy(v);
     }
   }
   return patch;
@@ -129,14 +130,14 @@ function addAt(doc: Json, path: string, value: Json, replace: boolean): Json {
 
 /** Applies an RFC 6902 JSON patch to a copy of doc; throws PatchError on any failing op. */
 export function applyJsonPatch(doc: Json, ops: JsonPatchOp[]): Json {
-  let out = structuredClone(doc);
+  let out = deepCopy(doc);
   for (const op of ops) {
     switch (op.op) {
       case "add":
-        out = addAt(out, op.path, structuredClone(op.value), false);
+        out = addAt(out, op.path, deepCopy(op.value), false);
         break;
       case "replace":
-        out = addAt(out, op.path, structuredClone(op.value), true);
+        out = addAt(out, op.path, deepCopy(op.value), true);
         break;
       case "remove":
         removeAt(out, op.path);
@@ -147,7 +148,7 @@ export function applyJsonPatch(doc: Json, ops: JsonPatchOp[]): Json {
         break;
       }
       case "copy":
-        out = addAt(out, op.path, structuredClone(getAt(out, requireFrom(op))), false);
+        out = addAt(out, op.path, deepCopy(getAt(out, requireFrom(op))), false);
         break;
       case "test":
         if (!jsonEqual(getAt(out, op.path), op.value)) {

@@ -240,7 +240,7 @@ export class FakeClient implements Client {
     }
     const all = snapshot.items;
     const end = opts.limit ? Math.min(all.length, opts.limit) : all.length;
-    const items = all.slice(0, end).map((o) => deepCopy(o) as T);
+    const items = all.slice(0, end).map((o) => (opts.unsafeDisableDeepCopy ? o : deepCopy(o)) as T);
     let cont: string | undefined;
     if (end < all.length) {
       cont = `${snapshot.rv}-${++this.#continueSeq}`;
@@ -355,7 +355,7 @@ export class FakeClient implements Client {
       name,
       subresource,
       patchType: type,
-      patch: structuredClone(patch),
+      patch: deepCopy(patch),
     });
     if (subresource === "status" && !rt.statusSubresource) {
       throw this.#notFound(rt, namespace, name);
