@@ -47,6 +47,8 @@ export interface BuilderControllerOptions {
   drainTimeoutMs?: number;
   reconciliationTimeoutMs?: number;
   rateLimiter?: RateLimiter;
+  /** false: the plain client-go queue instead of the priority queue (default true). */
+  usePriorityQueue?: boolean;
   needLeaderElection?: boolean;
   clock?: Clock;
 }

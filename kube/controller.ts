@@ -14,7 +14,12 @@ import {
 import { errorMessage } from "./errors.ts";
 import { keyString, type KubeObject, parseKey } from "./object.ts";
 import { and, type Predicate } from "./predicates.ts";
-import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.ts";
+import { type ControllerQueue, lowPriority, PriorityQueue } from "./priority_queue.ts";
+import {
+  defaultControllerRateLimiter,
+  defaultItemRateLimiter,
+  type RateLimiter,
+} from "./rate_limiter.ts";
 import { isTerminalError, type Reconciler, type Request, type Result } from "./reconcile.ts";
 import type { Informer } from "./source.ts";
 import { WorkQueue } from "./workqueue.ts";
@@ -37,8 +42,18 @@ export interface ControllerOptions {
   drainTimeoutMs?: number;
   /** Aborts a single reconcile's signal after this long; 0/absent = no limit. */
   reconciliationTimeoutMs?: number;
-  /** Backoff for errors and `requeue`; default client-go's DefaultControllerRateLimiter. */
+  /**
+   * Backoff for errors and `requeue`. Default: 5 ms doubling to 1000 s per key with the
+   * priority queue; client-go's DefaultControllerRateLimiter (that plus an overall 10 qps /
+   * burst 100 bucket) with the plain queue, as controller-runtime picks them.
+   */
   rateLimiter?: RateLimiter;
+  /**
+   * Use controller-runtime's priority queue (kube/priority_queue.ts); default true, as in
+   * controller-runtime v0.23. false uses the plain client-go WorkQueue, where every key has
+   * the same priority.
+   */
+  usePriorityQueue?: boolean;
   clock?: Clock;
   /** Whether the manager starts it only on the elected leader; default true. */
   needLeaderElection?: boolean;
@@ -54,6 +69,12 @@ const syncPollMs = 100;
  * Controller). Guarantees: a key is never reconciled by two workers at once; a change that
  * arrives mid-reconcile triggers one more pass afterwards; a thrown error requeues with
  * backoff and never kills a worker.
+ *
+ * Priorities (the default priority queue; the plain queue ignores them): objects from an
+ * informer's initial list and updates whose resourceVersion did not change are queued at
+ * {@link lowPriority} (-100), every other event at 0, so real changes are reconciled before a
+ * restart's replay of unchanged objects. A requeue keeps the priority the key was handed out
+ * with, unless the result names another one.
  *
  * Outcome mapping (per reconcile, one `controller_runtime_reconcile_total` result):
  * - throws TerminalError (anywhere in the cause chain): logged, errors + terminal errors
@@ -78,7 +99,8 @@ export class Controller {
   readonly #cacheSyncTimeoutMs: number;
   readonly #drainTimeoutMs: number;
   readonly #reconciliationTimeoutMs: number;
-  #queue: WorkQueue | undefined;
+  readonly #usePriorityQueue: boolean;
+  #queue: ControllerQueue | undefined;
   /** Handler registrations waiting for start() (sources start with the controller). */
   #pendingWatches: (() => void)[] = [];
   readonly #informers: Informer<KubeObject>[] = [];
@@ -101,7 +123,11 @@ export class Controller {
     this.maxConcurrentReconciles = Math.max(1, Math.floor(opts.maxConcurrentReconciles ?? 1));
     this.needLeaderElection = opts.needLeaderElection ?? true;
     this.#clock = opts.clock ?? realClock;
-    this.#rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter(this.#clock);
+    this.#usePriorityQueue = opts.usePriorityQueue ?? true;
+    this.#rateLimiter = opts.rateLimiter ??
+      (this.#usePriorityQueue
+        ? defaultItemRateLimiter()
+        : defaultControllerRateLimiter(this.#clock));
     this.#cacheSyncTimeoutMs = opts.cacheSyncTimeoutMs || defaultCacheSyncTimeoutMs;
     this.#drainTimeoutMs = opts.drainTimeoutMs ?? defaultDrainTimeoutMs;
     this.#reconciliationTimeoutMs = opts.reconciliationTimeoutMs ?? 0;
@@ -123,7 +149,7 @@ export class Controller {
   }
 
   /** The controller's queue; it exists from start() on (like controller-runtime's NewQueue). */
-  get queue(): WorkQueue {
+  get queue(): ControllerQueue {
     if (!this.#queue) throw new Error(`controller ${this.name} is not started`);
     return this.#queue;
   }
@@ -144,15 +170,21 @@ export class Controller {
         onAdd: (obj, isInInitialList) =>
           this.#dispatch(
             "create",
+            isInInitialList ? lowPriority : 0,
             () => filter.create(obj) ? handler.create?.(obj, isInInitialList) : undefined,
           ),
         onUpdate: (oldObj, newObj) =>
           this.#dispatch(
             "update",
+            unchanged(oldObj, newObj) ? lowPriority : 0,
             () => filter.update(oldObj, newObj) ? handler.update?.(oldObj, newObj) : undefined,
           ),
         onDelete: (obj) =>
-          this.#dispatch("delete", () => filter.delete(obj) ? handler.delete?.(obj) : undefined),
+          this.#dispatch(
+            "delete",
+            0,
+            () => filter.delete(obj) ? handler.delete?.(obj) : undefined,
+          ),
       });
     };
     this.#informers.push(informer as unknown as Informer<KubeObject>);
@@ -160,7 +192,10 @@ export class Controller {
     else this.#pendingWatches.push(register);
   }
 
-  /** Enqueues a request directly (a generic event); requires a started controller. */
+  /**
+   * Enqueues a request directly (a generic event) at priority 0; requires a started
+   * controller.
+   */
   enqueue(req: Request): void {
     this.queue.add(keyString(req));
   }
@@ -177,11 +212,8 @@ export class Controller {
       throw new Error(`controller ${this.name} was started more than once`);
     }
     this.#started = true;
-    this.#queue = new WorkQueue({
-      name: this.name,
-      clock: this.#clock,
-      rateLimiter: this.#rateLimiter,
-    });
+    const queueOpts = { name: this.name, clock: this.#clock, rateLimiter: this.#rateLimiter };
+    this.#queue = this.#usePriorityQueue ? new PriorityQueue(queueOpts) : new WorkQueue(queueOpts);
     this.#initMetrics();
     const onAbort = () => this.#requestStop();
     signal.addEventListener("abort", onAbort, { once: true });
@@ -233,12 +265,12 @@ export class Controller {
     return this.#done;
   }
 
-  #dispatch(event: string, map: () => Request[] | undefined): void {
+  #dispatch(event: string, priority: number, map: () => Request[] | undefined): void {
     // Handlers run on the informer's dispatch loop: a throwing map function must not break it.
     try {
       const reqs = map();
       if (!reqs || !this.#queue) return;
-      for (const req of reqs) this.#queue.add(keyString(req));
+      for (const req of reqs) this.#queue.addWithOpts({ priority }, keyString(req));
     } catch (err) {
       log.error("Event handler failed for {event} event: {error}", {
         controller: this.name,
@@ -333,8 +365,9 @@ export class Controller {
   async #worker(): Promise<void> {
     const queue = this.queue;
     while (!this.#stopping) {
-      const key = await queue.get();
-      if (key === undefined) return;
+      const item = await queue.getWithPriority();
+      if (item === undefined) return;
+      const { key, priority } = item;
       if (this.#stopping) {
         // Shutting down: leave the key; nothing will process it in this process anyway.
         queue.done(key);
@@ -343,7 +376,7 @@ export class Controller {
       this.#inFlight++;
       this.#m.active.inc();
       try {
-        await this.#reconcileHandler(key);
+        await this.#reconcileHandler(key, priority);
       } catch (err) {
         // #reconcileHandler catches reconcile errors; this guards the bookkeeping itself.
         log.error("Worker failed handling {key}: {error}", {
@@ -359,7 +392,8 @@ export class Controller {
     }
   }
 
-  async #reconcileHandler(key: string): Promise<void> {
+  /** Runs one reconcile of key, which was handed out at priority, and files its outcome. */
+  async #reconcileHandler(key: string, priority: number): Promise<void> {
     const queue = this.queue;
     const req = parseKey(key);
     const started = this.#clock.now();
@@ -391,7 +425,7 @@ export class Controller {
       if (isTerminalError(error)) {
         this.#m.terminal.inc();
       } else {
-        queue.addRateLimited(key);
+        queue.addWithOpts({ rateLimited: true, priority }, key);
       }
       this.#m.errors.inc();
       this.#m.error.inc();
@@ -399,13 +433,14 @@ export class Controller {
       return;
     }
     const after = result?.requeueAfter ?? 0;
+    const requeuePriority = result?.priority ?? priority;
     if (after > 0) {
       // A requested delay means the object is progressing: start the backoff afresh.
       queue.forget(key);
-      queue.addAfter(key, after);
+      queue.addWithOpts({ after, priority: requeuePriority }, key);
       this.#m.requeueAfter.inc();
     } else if (result?.requeue) {
-      queue.addRateLimited(key);
+      queue.addWithOpts({ rateLimited: true, priority: requeuePriority }, key);
       this.#m.requeue.inc();
     } else {
       queue.forget(key);
@@ -450,6 +485,14 @@ export class Controller {
     m.workers.set(this.maxConcurrentReconciles);
     m.active.set(0);
   }
+}
+
+/**
+ * An update that carries no news (same resourceVersion on both sides: a relist replaying an
+ * object, or a resync); objects without a resourceVersion compare as "" like in Go.
+ */
+function unchanged(oldObj: KubeObject, newObj: KubeObject): boolean {
+  return (oldObj.metadata.resourceVersion ?? "") === (newObj.metadata.resourceVersion ?? "");
 }
 
 /** See the class comment: which thrown values count as panics. */

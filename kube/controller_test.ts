@@ -5,6 +5,7 @@ import { enqueueForObject } from "./handler.ts";
 import { metricValue } from "./testing/metrics.ts";
 import type { KubeObject } from "./object.ts";
 import { generationChanged } from "./predicates.ts";
+import { lowPriority } from "./priority_queue.ts";
 import { type Reconciler, type Request, type Result, TerminalError } from "./reconcile.ts";
 import { StubInformer } from "./testing/stub_informer.ts";
 import { flushMicrotasks, waitUntil } from "./testing/wait.ts";
@@ -61,87 +62,94 @@ function started(ctrl: Controller): { stop(): Promise<void>; running: Promise<vo
 
 // ---- tests ---------------------------------------------------------------------------------
 
-Deno.test("a key is never reconciled concurrently; re-adds while in flight run once after", async () => {
-  const gates = new Map<string, ReturnType<typeof gate>>();
-  const rec = new RecordingReconciler(async (req, n) => {
-    const g = gate();
-    gates.set(`${req.name}#${n}`, g);
-    await g.promise;
-  });
-  const ctrl = new Controller({
-    name: "excl-gated",
-    reconciler: rec,
-    maxConcurrentReconciles: 4,
-    clock: new FakeClock(),
-  });
-  const run = started(ctrl);
+for (const usePriorityQueue of [true, false]) {
+  const queueKind = usePriorityQueue ? "priority queue" : "plain queue";
 
-  ctrl.enqueue({ namespace: "ns", name: "a" });
-  await waitFor(() => gates.has("a#1"), "first reconcile of a");
-  for (let i = 0; i < 5; i++) ctrl.enqueue({ namespace: "ns", name: "a" });
-  ctrl.enqueue({ namespace: "ns", name: "b" });
-  await waitFor(() => gates.has("b#1"), "b reconciled by another worker");
-  await flushMicrotasks();
-  assert.equal(rec.count("ns/a"), 1, "a is not handed to a second worker while in flight");
-  assert.equal(ctrl.queue.len(), 0, "a waits in the dirty set, not in the queue");
+  Deno.test(`${queueKind}: a key is never reconciled concurrently; re-adds while in flight run once after`, async () => {
+    const gates = new Map<string, ReturnType<typeof gate>>();
+    const rec = new RecordingReconciler(async (req, n) => {
+      const g = gate();
+      gates.set(`${req.name}#${n}`, g);
+      await g.promise;
+    });
+    const ctrl = new Controller({
+      name: `excl-gated-${usePriorityQueue}`,
+      reconciler: rec,
+      maxConcurrentReconciles: 4,
+      clock: new FakeClock(),
+      usePriorityQueue,
+    });
+    const run = started(ctrl);
 
-  gates.get("a#1")!.open();
-  await waitFor(() => gates.has("a#2"), "a re-run after done");
-  gates.get("a#2")!.open();
-  gates.get("b#1")!.open();
-  await waitFor(() => ctrl.queue.len() === 0 && rec.calls.length === 3, "idle");
-  await flushMicrotasks();
-  assert.equal(rec.count("ns/a"), 2, "five adds during the first pass collapse into one pass");
-  await run.stop();
-});
+    ctrl.enqueue({ namespace: "ns", name: "a" });
+    await waitFor(() => gates.has("a#1"), "first reconcile of a");
+    for (let i = 0; i < 5; i++) ctrl.enqueue({ namespace: "ns", name: "a" });
+    ctrl.enqueue({ namespace: "ns", name: "b" });
+    await waitFor(() => gates.has("b#1"), "b reconciled by another worker");
+    await flushMicrotasks();
+    assert.equal(rec.count("ns/a"), 1, "a is not handed to a second worker while in flight");
+    // The plain queue parks a in its dirty set; the priority queue keeps it queued but held back.
+    assert.equal(ctrl.queue.len(), usePriorityQueue ? 1 : 0, "a waits, once");
 
-Deno.test("concurrency 4 with slow reconciles: per-key exclusivity and no lost updates", async () => {
-  const holding = new Set<string>();
-  const violations: string[] = [];
-  let active = 0;
-  let maxActive = 0;
-  const lastAddAt = new Map<string, number>();
-  const lastStartAt = new Map<string, number>();
-  let seq = 0;
-  const rec = new RecordingReconciler(async (req) => {
-    const key = req.name;
-    // Recorded, not asserted here: the controller would swallow the assertion as an error.
-    if (holding.has(key)) violations.push(key);
-    holding.add(key);
-    lastStartAt.set(key, ++seq);
-    active++;
-    maxActive = Math.max(maxActive, active);
-    // Simulated work spanning a few event-loop turns.
-    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
-    active--;
-    holding.delete(key);
+    gates.get("a#1")!.open();
+    await waitFor(() => gates.has("a#2"), "a re-run after done");
+    gates.get("a#2")!.open();
+    gates.get("b#1")!.open();
+    await waitFor(() => ctrl.queue.len() === 0 && rec.calls.length === 3, "idle");
+    await flushMicrotasks();
+    assert.equal(rec.count("ns/a"), 2, "five adds during the first pass collapse into one pass");
+    await run.stop();
   });
-  const ctrl = new Controller({
-    name: "excl-stress",
-    reconciler: rec,
-    maxConcurrentReconciles: 4,
-    clock: new FakeClock(),
-  });
-  const run = started(ctrl);
-  const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
-  for (let round = 0; round < 40; round++) {
-    for (let i = 0; i < 6; i++) {
-      const key = keys[(round * 7 + i * 5) % keys.length];
-      lastAddAt.set(key, ++seq);
-      ctrl.enqueue({ namespace: "ns", name: key });
+
+  Deno.test(`${queueKind}: concurrency 4 with slow reconciles: per-key exclusivity and no lost updates`, async () => {
+    const holding = new Set<string>();
+    const violations: string[] = [];
+    let active = 0;
+    let maxActive = 0;
+    const lastAddAt = new Map<string, number>();
+    const lastStartAt = new Map<string, number>();
+    let seq = 0;
+    const rec = new RecordingReconciler(async (req) => {
+      const key = req.name;
+      // Recorded, not asserted here: the controller would swallow the assertion as an error.
+      if (holding.has(key)) violations.push(key);
+      holding.add(key);
+      lastStartAt.set(key, ++seq);
+      active++;
+      maxActive = Math.max(maxActive, active);
+      // Simulated work spanning a few event-loop turns.
+      for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
+      active--;
+      holding.delete(key);
+    });
+    const ctrl = new Controller({
+      name: `excl-stress-${usePriorityQueue}`,
+      reconciler: rec,
+      maxConcurrentReconciles: 4,
+      clock: new FakeClock(),
+      usePriorityQueue,
+    });
+    const run = started(ctrl);
+    const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
+    for (let round = 0; round < 40; round++) {
+      for (let i = 0; i < 6; i++) {
+        const key = keys[(round * 7 + i * 5) % keys.length];
+        lastAddAt.set(key, ++seq);
+        ctrl.enqueue({ namespace: "ns", name: key });
+      }
+      await new Promise((r) => setTimeout(r, 0));
     }
-    await new Promise((r) => setTimeout(r, 0));
-  }
-  await waitFor(
-    () => [...lastAddAt].every(([k, added]) => (lastStartAt.get(k) ?? 0) > added),
-    "every key reconciled after its last add",
-  );
-  await waitFor(() => active === 0, "workers idle");
-  assert.deepEqual(violations, [], "no key reconciled concurrently");
-  assert.equal(maxActive, 4, "all four workers were used, never more");
-  assert.ok(rec.calls.length < 240, "repeated adds were deduplicated");
-  await run.stop();
-});
+    await waitFor(
+      () => [...lastAddAt].every(([k, added]) => (lastStartAt.get(k) ?? 0) > added),
+      "every key reconciled after its last add",
+    );
+    await waitFor(() => active === 0, "workers idle");
+    assert.deepEqual(violations, [], "no key reconciled concurrently");
+    assert.equal(maxActive, 4, "all four workers were used, never more");
+    assert.ok(rec.calls.length < 240, "repeated adds were deduplicated");
+    await run.stop();
+  });
+}
 
 Deno.test("a throwing reconcile keeps the worker and requeues with backoff until success", async () => {
   const clock = new FakeClock(10_000);
@@ -451,4 +459,176 @@ Deno.test("start twice rejects; stop before start resolves; metrics initialised"
   const never = new Controller({ name: "never-started", reconciler: new RecordingReconciler() });
   await never.stop();
   assert.throws(() => never.queue, /not started/);
+});
+
+// ---- priorities (the default priority queue) -----------------------------------------------
+
+/** Keys waiting in a controller's queue by priority label (non-zero workqueue_depth series). */
+async function depthByPriority(name: string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const priority of [String(lowPriority), "0", "10"]) {
+    const v = await metricValue("workqueue_depth", { name, controller: name, priority });
+    if (v) out[priority] = v;
+  }
+  return out;
+}
+
+Deno.test("initial-list objects are reconciled after a later event when both wait", async () => {
+  const run = async (usePriorityQueue: boolean) => {
+    const clock = new FakeClock();
+    const informer = new StubInformer<KubeObject>();
+    for (const name of ["pre1", "pre2"]) {
+      informer.objects.set(`ns/${name}`, {
+        metadata: { name, namespace: "ns", resourceVersion: "1" },
+      });
+    }
+    // Hold the workers back until both the replay and the new event are queued.
+    informer.synced = false;
+    const name = `initial-list-low-${usePriorityQueue}`;
+    const rec = new RecordingReconciler();
+    const ctrl = new Controller({ name, reconciler: rec, clock, usePriorityQueue });
+    ctrl.watch(informer, enqueueForObject());
+    const r = started(ctrl);
+    await flushMicrotasks();
+    informer.add({ metadata: { name: "new", namespace: "ns", resourceVersion: "2" } });
+    if (usePriorityQueue) {
+      assert.deepEqual(await depthByPriority(name), { "-100": 2, "0": 1 });
+    }
+    informer.synced = true;
+    clock.advance(100);
+    await waitFor(() => rec.calls.length === 3, "all three reconciled");
+    await r.stop();
+    return rec.calls;
+  };
+  assert.deepEqual(await run(true), ["ns/new", "ns/pre1", "ns/pre2"]);
+  assert.deepEqual(await run(false), ["ns/pre1", "ns/pre2", "ns/new"], "the plain queue is FIFO");
+});
+
+Deno.test("an update that keeps the resourceVersion is queued at low priority", async () => {
+  const name = "unchanged-rv-low";
+  const busy = gate();
+  const rec = new RecordingReconciler(async (req) => {
+    if (req.name === "busy") await busy.promise;
+  });
+  const informer = new StubInformer<KubeObject>();
+  const a = { metadata: { name: "a", namespace: "ns", resourceVersion: "7" } };
+  const b = { metadata: { name: "b", namespace: "ns", resourceVersion: "7" } };
+  informer.objects.set("ns/a", a);
+  informer.objects.set("ns/b", b);
+  const ctrl = new Controller({ name, reconciler: rec, clock: new FakeClock() });
+  ctrl.watch(informer, enqueueForObject());
+  const r = started(ctrl);
+  await waitFor(() => rec.calls.length === 2, "initial list reconciled");
+
+  ctrl.enqueue({ namespace: "ns", name: "busy" });
+  await waitFor(() => rec.count("ns/busy") === 1, "the only worker is busy");
+  // a first, but unchanged (a relist or resync replaying it); then a real change to b.
+  informer.update({ metadata: { ...a.metadata, labels: { replayed: "yes" } } });
+  informer.update({ metadata: { ...b.metadata, resourceVersion: "8" } });
+  assert.deepEqual(await depthByPriority(name), { "-100": 1, "0": 1 });
+  busy.open();
+  await waitFor(() => rec.calls.length === 5, "both updates reconciled");
+  assert.deepEqual(rec.calls.slice(3), ["ns/b", "ns/a"], "the real change goes first");
+  await r.stop();
+});
+
+Deno.test("errors back off 5 ms, 10 ms, 20 ms per key with no overall bucket", async () => {
+  const keys = 150;
+  const run = async (usePriorityQueue: boolean) => {
+    const clock = new FakeClock();
+    const rec = new RecordingReconciler((_req, n) => {
+      if (n <= 3) throw new Error(`failure ${n}`);
+    });
+    const ctrl = new Controller({
+      name: `backoff-no-bucket-${usePriorityQueue}`,
+      reconciler: rec,
+      clock,
+      usePriorityQueue,
+    });
+    const r = started(ctrl);
+    for (let i = 0; i < keys; i++) ctrl.enqueue({ namespace: "ns", name: `k${i}` });
+    const stillWaiting: number[] = [];
+    for (const [round, delay] of [5, 10, 20].entries()) {
+      await waitFor(
+        () => rec.calls.length === keys * (round + 1) && ctrl.queue.delayedLen() === keys,
+        `failure ${round + 1} of every key`,
+      );
+      assert.equal(clock.nextDeadline(), clock.now() + delay, `backoff after failure ${round + 1}`);
+      clock.advance(delay - 1);
+      assert.equal(ctrl.queue.len(), 0, "not yet due");
+      clock.advance(1);
+      stillWaiting.push(ctrl.queue.delayedLen());
+      if (!usePriorityQueue) break;
+    }
+    if (usePriorityQueue) {
+      await waitFor(() => rec.calls.length === keys * 4, "every key succeeded");
+    }
+    await r.stop();
+    return stillWaiting;
+  };
+  assert.deepEqual(await run(true), [0, 0, 0], "all 150 keys retried on time, every round");
+  // client-go's default adds a 10 qps bucket with burst 100: the other 50 wait 100 ms steps.
+  assert.deepEqual(await run(false), [50]);
+});
+
+for (
+  const [outcome, behaviour, delay] of [
+    ["an error", () => Promise.reject(new Error("boom")), 5],
+    ["requeue", () => ({ requeue: true }), 5],
+    ["requeueAfter", () => ({ requeueAfter: 1000 }), 1000],
+  ] as const
+) {
+  Deno.test(`${outcome} requeues at the priority the key was handed out with`, async () => {
+    const name = `requeue-keeps-priority-${delay}-${outcome.replace(/\W/g, "")}`;
+    const clock = new FakeClock();
+    const busy = gate();
+    const rec = new RecordingReconciler((req, n) => {
+      if (req.name === "busy") return busy.promise;
+      if (req.name === "low" && n === 1) return behaviour();
+    });
+    const informer = new StubInformer<KubeObject>();
+    informer.objects.set("ns/low", { metadata: { name: "low", namespace: "ns" } });
+    const ctrl = new Controller({ name, reconciler: rec, clock });
+    ctrl.watch(informer, enqueueForObject());
+    const r = started(ctrl);
+    await waitFor(() => rec.count("ns/low") === 1 && ctrl.queue.delayedLen() === 1, "requeued");
+
+    ctrl.enqueue({ namespace: "ns", name: "busy" });
+    await waitFor(() => rec.count("ns/busy") === 1, "the only worker is busy");
+    clock.advance(delay);
+    assert.equal(ctrl.queue.len(), 1, "low is due");
+    // Queued after low became ready: only a lower priority puts low behind it.
+    ctrl.enqueue({ namespace: "ns", name: "normal" });
+    assert.deepEqual(await depthByPriority(name), { "-100": 1, "0": 1 });
+    busy.open();
+    await waitFor(() => rec.calls.length === 4, "both reconciled");
+    assert.deepEqual(rec.calls.slice(2), ["ns/normal", "ns/low"]);
+    await r.stop();
+  });
+}
+
+Deno.test("a result's priority overrides the one the key was handed out with", async () => {
+  const name = "requeue-result-priority";
+  const clock = new FakeClock();
+  const busy = gate();
+  const rec = new RecordingReconciler((req, n) => {
+    if (req.name === "busy") return busy.promise;
+    if (req.name === "low" && n === 1) return { requeueAfter: 1000, priority: 10 };
+  });
+  const informer = new StubInformer<KubeObject>();
+  informer.objects.set("ns/low", { metadata: { name: "low", namespace: "ns" } });
+  const ctrl = new Controller({ name, reconciler: rec, clock });
+  ctrl.watch(informer, enqueueForObject());
+  const r = started(ctrl);
+  await waitFor(() => ctrl.queue.delayedLen() === 1, "requeued");
+  ctrl.enqueue({ namespace: "ns", name: "busy" });
+  await waitFor(() => rec.count("ns/busy") === 1, "the only worker is busy");
+  // normal is queued first; low overtakes it only by its raised priority.
+  ctrl.enqueue({ namespace: "ns", name: "normal" });
+  clock.advance(1000);
+  assert.deepEqual(await depthByPriority(name), { "0": 1, "10": 1 });
+  busy.open();
+  await waitFor(() => rec.calls.length === 4, "both reconciled");
+  assert.deepEqual(rec.calls.slice(2), ["ns/low", "ns/normal"]);
+  await r.stop();
 });

@@ -113,3 +113,12 @@ export function defaultControllerRateLimiter<K = string>(
     new BucketRateLimiter<K>(10, 100, clock),
   );
 }
+
+/**
+ * controller-runtime's default for the priority queue (and so for every controller since
+ * v0.23): per-item backoff 5 ms doubling to 1000 s and no overall bucket, so a burst of
+ * failures across many objects is not throttled to 10 retries per second.
+ */
+export function defaultItemRateLimiter<K = string>(): RateLimiter<K> {
+  return new ItemExponentialFailureRateLimiter<K>(5, 1_000_000);
+}

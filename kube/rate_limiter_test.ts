@@ -3,6 +3,7 @@ import { FakeClock } from "./testing/fake_clock.ts";
 import {
   BucketRateLimiter,
   defaultControllerRateLimiter,
+  defaultItemRateLimiter,
   ItemExponentialFailureRateLimiter,
   MaxOfRateLimiter,
 } from "./rate_limiter.ts";
@@ -68,4 +69,13 @@ Deno.test("defaultControllerRateLimiter: 5 ms, 10 ms ... and the 10 qps bucket",
   assert.deepEqual([rl.when("a"), rl.when("a"), rl.when("a"), rl.when("a")], [5, 10, 20, 40]);
   for (let i = 0; i < 96; i++) rl.when(`other${i}`);
   assert.equal(rl.when("b"), 100);
+});
+
+Deno.test("defaultItemRateLimiter: 5 ms doubling to 1000 s per item, no bucket", () => {
+  const rl = defaultItemRateLimiter();
+  assert.deepEqual([rl.when("a"), rl.when("a"), rl.when("a"), rl.when("a")], [5, 10, 20, 40]);
+  // Past the 100-token burst the bucket of defaultControllerRateLimiter would answer 100 ms.
+  for (let i = 0; i < 200; i++) assert.equal(rl.when(`other${i}`), 5);
+  for (let i = 0; i < 40; i++) rl.when("a");
+  assert.equal(rl.when("a"), 1_000_000);
 });

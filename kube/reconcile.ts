@@ -15,6 +15,11 @@ export interface Result {
   requeue?: boolean;
   /** Requeue after this many milliseconds; resets the backoff. Wins over requeue. */
   requeueAfter?: number;
+  /**
+   * Priority of the requeue (higher first; see kube/priority_queue.ts). Absent keeps the
+   * priority the key was handed out with. Only the priority queue honours it.
+   */
+  priority?: number;
 }
 
 /** The one method a controller's user implements. */

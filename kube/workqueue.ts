@@ -1,14 +1,8 @@
 import { type Clock, realClock, type TimerId } from "./clock.ts";
-import {
-  workqueueAdds,
-  workqueueDepth,
-  workqueueLongestRunningProcessor,
-  workqueueQueueDuration,
-  workqueueRetries,
-  workqueueUnfinishedWork,
-  workqueueWorkDuration,
-} from "./metrics.ts";
+import { type HeapEntry, IndexedHeap } from "./_indexed_heap.ts";
+import type { AddOptions, ControllerQueue, PriorityItem } from "./priority_queue.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.ts";
+import { QueueMetrics } from "./workqueue_metrics.ts";
 
 /** Options of a {@link WorkQueue}. */
 export interface WorkQueueOptions<K extends string = string> {
@@ -35,7 +29,7 @@ const maxTimerMs = 2 ** 31 - 1;
  *   change is never lost and never handled concurrently.
  * Delayed adds share one timer armed for the earliest deadline of a min-heap.
  */
-export class WorkQueue<K extends string = string> {
+export class WorkQueue<K extends string = string> implements ControllerQueue<K> {
   readonly name: string | undefined;
   readonly #clock: Clock;
   readonly #rateLimiter: RateLimiter<K>;
@@ -122,6 +116,23 @@ export class WorkQueue<K extends string = string> {
   /** Adds key after the rate limiter's delay for it (one more failure). */
   addRateLimited(key: K): void {
     this.addAfter(key, this.#rateLimiter.when(key));
+  }
+
+  /**
+   * The priority queue's add, as controller-runtime maps it onto a plain queue: rate-limited
+   * wins over a delay, and the priority is ignored.
+   */
+  addWithOpts(opts: AddOptions, ...keys: K[]): void {
+    for (const key of keys) {
+      if (opts.rateLimited) this.addRateLimited(key);
+      else if ((opts.after ?? 0) > 0) this.addAfter(key, opts.after!);
+      else this.add(key);
+    }
+  }
+
+  /** get() for callers written against the priority queue: every key has priority 0. */
+  getWithPriority(): Promise<PriorityItem<K> | undefined> {
+    return this.get().then((key) => key === undefined ? undefined : { key, priority: 0 });
   }
 
   /** Resets key's backoff; call after a successful pass. */
@@ -254,22 +265,23 @@ class Fifo<T> {
   }
 }
 
-interface DelayEntry<K> {
+interface DelayEntry<K> extends HeapEntry {
   key: K;
   at: number;
   /** Insertion order, so equal deadlines come out first-in first-out. */
   seq: number;
-  index: number;
 }
 
 /** Min-heap of (deadline, key) with at most one entry per key. */
 class DelayHeap<K> {
-  #heap: DelayEntry<K>[] = [];
-  #byKey = new Map<K, DelayEntry<K>>();
+  readonly #heap = new IndexedHeap<DelayEntry<K>>((a, b) =>
+    a.at < b.at || (a.at === b.at && a.seq < b.seq)
+  );
+  readonly #byKey = new Map<K, DelayEntry<K>>();
   #seq = 0;
 
   get size(): number {
-    return this.#heap.length;
+    return this.#heap.size;
   }
 
   /** Inserts key, or moves its deadline earlier if it is already waiting. */
@@ -278,147 +290,27 @@ class DelayHeap<K> {
     if (existing) {
       if (at < existing.at) {
         existing.at = at;
-        this.#up(existing.index);
+        this.#heap.fix(existing);
       }
       return;
     }
-    const entry: DelayEntry<K> = { key, at, seq: this.#seq++, index: this.#heap.length };
+    const entry: DelayEntry<K> = { key, at, seq: this.#seq++, heapIndex: -1 };
     this.#heap.push(entry);
     this.#byKey.set(key, entry);
-    this.#up(entry.index);
   }
 
   peekAt(): number | undefined {
-    return this.#heap[0]?.at;
+    return this.#heap.peek()?.at;
   }
 
   pop(): K {
-    const top = this.#heap[0];
-    const last = this.#heap.pop()!;
-    if (last !== top) {
-      this.#heap[0] = last;
-      last.index = 0;
-      this.#down(0);
-    }
+    const top = this.#heap.pop()!;
     this.#byKey.delete(top.key);
     return top.key;
   }
 
   clear(): void {
-    this.#heap = [];
+    this.#heap.clear();
     this.#byKey.clear();
-  }
-
-  #less(a: DelayEntry<K>, b: DelayEntry<K>): boolean {
-    return a.at < b.at || (a.at === b.at && a.seq < b.seq);
-  }
-
-  #swap(i: number, j: number): void {
-    const h = this.#heap;
-    [h[i], h[j]] = [h[j], h[i]];
-    h[i].index = i;
-    h[j].index = j;
-  }
-
-  #up(i: number): void {
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!this.#less(this.#heap[i], this.#heap[parent])) return;
-      this.#swap(i, parent);
-      i = parent;
-    }
-  }
-
-  #down(i: number): void {
-    const n = this.#heap.length;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let min = i;
-      if (l < n && this.#less(this.#heap[l], this.#heap[min])) min = l;
-      if (r < n && this.#less(this.#heap[r], this.#heap[min])) min = r;
-      if (min === i) return;
-      this.#swap(i, min);
-      i = min;
-    }
-  }
-}
-
-/** client-go's per-queue metrics, recorded on the shared controller-runtime families. */
-class QueueMetrics<K> {
-  readonly #clock: Clock;
-  readonly #depth;
-  readonly #adds;
-  readonly #latency;
-  readonly #work;
-  readonly #unfinished;
-  readonly #longest;
-  readonly #retries;
-  /** When each queued key was first added (kept across dedup'ed adds). */
-  readonly #addTimes = new Map<K, number>();
-  /** When each processing key was handed out. */
-  readonly #startTimes = new Map<K, number>();
-
-  constructor(name: string, clock: Clock) {
-    this.#clock = clock;
-    const labels = { name, controller: name };
-    // The queue has no priorities; controller-runtime labels such depth with priority "".
-    this.#depth = workqueueDepth.labels({ ...labels, priority: "" });
-    this.#adds = workqueueAdds.labels(labels);
-    this.#latency = workqueueQueueDuration.labels(labels);
-    this.#work = workqueueWorkDuration.labels(labels);
-    this.#unfinished = workqueueUnfinishedWork.labels(labels);
-    this.#longest = workqueueLongestRunningProcessor.labels(labels);
-    this.#retries = workqueueRetries.labels(labels);
-    // Publish the series (inc(0) never resets one shared with an earlier queue of this name)
-    // so dashboards see the queue before its first add.
-    this.#depth.inc(0);
-    this.#adds.inc(0);
-    this.#retries.inc(0);
-    workqueueQueueDuration.zero(labels);
-    workqueueWorkDuration.zero(labels);
-    this.#unfinished.inc(0);
-    this.#longest.inc(0);
-  }
-
-  add(key: K): void {
-    this.#adds.inc();
-    this.#depth.inc();
-    if (!this.#addTimes.has(key)) this.#addTimes.set(key, this.#clock.now());
-  }
-
-  get(key: K): void {
-    const now = this.#clock.now();
-    this.#depth.dec();
-    this.#startTimes.set(key, now);
-    const added = this.#addTimes.get(key);
-    if (added !== undefined) {
-      this.#latency.observe((now - added) / 1000);
-      this.#addTimes.delete(key);
-    }
-  }
-
-  done(key: K): void {
-    const started = this.#startTimes.get(key);
-    if (started === undefined) return;
-    this.#work.observe((this.#clock.now() - started) / 1000);
-    this.#startTimes.delete(key);
-  }
-
-  retry(): void {
-    this.#retries.inc();
-  }
-
-  updateUnfinishedWork(): void {
-    const now = this.#clock.now();
-    let total = 0;
-    let oldest = 0;
-    for (const started of this.#startTimes.values()) {
-      const age = (now - started) / 1000;
-      total += age;
-      if (age > oldest) oldest = age;
-    }
-    this.#unfinished.set(total);
-    this.#longest.set(oldest);
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Throughput of the real workqueue + controller with a reconciler that does nothing: the
  * ceiling the runtime itself puts on reconciles per second (queue bookkeeping, metrics,
- * promise hops), independent of any API server.
+ * promise hops), independent of any API server. Measured for the default priority queue and
+ * for the plain client-go queue (`usePriorityQueue: false`).
  */
 import { Controller } from "../../kube/controller.ts";
 import type { Reconciler } from "../../kube/reconcile.ts";
@@ -15,6 +16,7 @@ let runs = 0;
 export async function benchNoopReconcile(
   concurrency: number,
   keys: number,
+  usePriorityQueue = true,
 ): Promise<{ keysPerSecond: number }> {
   let reconciled = 0;
   let allDone!: () => void;
@@ -29,6 +31,7 @@ export async function benchNoopReconcile(
     name: `bench-noop-${++runs}`,
     reconciler,
     maxConcurrentReconciles: concurrency,
+    usePriorityQueue,
   });
   const ac = new AbortController();
   const running = ctrl.start(ac.signal);
@@ -43,8 +46,13 @@ export async function benchNoopReconcile(
 }
 
 if (import.meta.main) {
-  for (const concurrency of [1, 4, 16]) {
-    const r = await benchNoopReconcile(concurrency, 100_000);
-    console.log(JSON.stringify({ bench: "noop_reconcile", concurrency, keys: 100_000, ...r }));
+  for (const usePriorityQueue of [true, false]) {
+    for (const concurrency of [1, 4, 16]) {
+      const r = await benchNoopReconcile(concurrency, 100_000, usePriorityQueue);
+      const queue = usePriorityQueue ? "priority" : "plain";
+      console.log(
+        JSON.stringify({ bench: "noop_reconcile", queue, concurrency, keys: 100_000, ...r }),
+      );
+    }
   }
 }
