@@ -1,7 +1,7 @@
 import { getLogger } from "@logtape/logtape";
 import { type Clock, realClock, sleep } from "./clock.ts";
 import type { Client, LabelSelector } from "./client.ts";
-import { ApiError, isGone } from "./errors.ts";
+import { ApiError, errorMessage, isGone } from "./errors.ts";
 import { deepCopy, keyString, type KubeObject, objectKey } from "./object.ts";
 import { resourceId, type ResourceType } from "./resource.ts";
 import type { EventHandler, Informer } from "./source.ts";
@@ -227,8 +227,10 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
           paged = false;
           continue;
         }
-        // A list itself answering 410 is a server fault, not a stale watch: back off.
-        throw new Error(`list of ${resourceId(rt)} failed: ${err}`, { cause: err });
+        // A list itself answering 410 is a server fault, not a stale watch: back off. The cause
+        // is left off on purpose, so the run loop's isGone (which looks through causes) does not
+        // take it for a stale resourceVersion and relist at once.
+        throw new Error(`list of ${resourceId(rt)} failed: ${errorMessage(err)}`);
       }
       for (const item of page.items) {
         const obj = this.#transform(item);
