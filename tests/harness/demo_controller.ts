@@ -98,7 +98,7 @@ export class DemoReconciler implements Reconciler {
     return {};
   }
 
-  /** The finalizer goes only after the pod is gone, so a set never outlives cleanup. */
+  /** The finalizer goes only once the pod's deletion was accepted: no set vanishes leaving its pod. */
   async #finalize(set: DemoSet, signal: AbortSignal): Promise<void> {
     if (!containsFinalizer(set, demoFinalizer)) return;
     const ns = set.metadata.namespace ?? "";
