@@ -45,6 +45,7 @@ function isStatus(v: unknown): v is Status {
  * ApiError with the reason classified and the object named.
  */
 export class ApiClient implements Client {
+  /** Requests go through transport; writes are recorded under fieldManager in managedFields. */
   constructor(readonly transport: Transport, readonly fieldManager = "cocoon-operator") {}
 
   async #call<R>(spec: RequestSpec, target: ErrorTarget): Promise<R> {

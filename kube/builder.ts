@@ -1,3 +1,9 @@
+/**
+ * The controller builder (controller-runtime pkg/builder): wiring that reads like a sentence,
+ * For the reconciled kind, Owns the kinds it creates, Watches anything else.
+ *
+ * @module
+ */
 import type { Clock } from "./clock.ts";
 import { Controller } from "./controller.ts";
 import { enqueueForObject, enqueueForOwner, type Handler } from "./handler.ts";
@@ -24,40 +30,55 @@ export interface Runnable {
  * per resource type and a place to register the controller so it starts with the manager.
  */
 export interface ControllerHost {
+  /** The shared informer of rt (created on first use, started with the host). */
   informerFor<T extends KubeObject>(rt: ResourceType<T>): Informer<T>;
+  /** Registers a runnable to start and stop with the host. */
   add(runnable: Runnable): void;
 }
 
 /** Per-watch options. */
 export interface WatchOptions<T extends KubeObject> {
-  /** All must pass for an event to be handled (after the global event filters). */
+  /**
+   * All must pass for an event to be handled, after the controller's withEventFilter
+   * predicates. A predicate lacking a method lets that event type through.
+   */
   predicates?: Predicate<T>[];
 }
 
 /** Options of owns(). */
 export interface OwnsOptions<T extends KubeObject> extends WatchOptions<T> {
-  /** Follow every owner reference of the For kind, not only the controller one. */
+  /**
+   * Follow every owner reference of the For kind, not only the controller one
+   * (MatchEveryOwner). Default false: only the `controller: true` reference enqueues.
+   */
   matchEveryOwner?: boolean;
 }
 
-/** Controller settings settable through withOptions(). */
+/** Controller settings settable through withOptions() (controller.Options). Durations in ms. */
 export interface BuilderControllerOptions {
+  /** Workers reconciling distinct keys in parallel; default 1. */
   maxConcurrentReconciles?: number;
+  /** How long the controller waits for its informers to sync; default 2 min. */
   cacheSyncTimeoutMs?: number;
+  /** On stop, how long in-flight reconciles may finish before they are aborted; default 30 s. */
   drainTimeoutMs?: number;
+  /** Aborts one reconcile's signal after this long; absent = no limit. */
   reconciliationTimeoutMs?: number;
+  /** Backoff for errors and `requeue`; default 5 ms → 1000 s per key, 10 qps / burst 100. */
   rateLimiter?: RateLimiter;
   /** false: the plain client-go queue instead of the priority queue (default true). */
   usePriorityQueue?: boolean;
+  /** Start only on the elected leader; default true. */
   needLeaderElection?: boolean;
+  /** Time source of the queue and timeouts (tests pass a FakeClock). */
   clock?: Clock;
 }
 
 type Wiring = (ctrl: Controller, global: Predicate<KubeObject>[]) => void;
 
 /**
- * Fluent wiring of a controller, read like controller-runtime's builder:
- * `controllerManagedBy(mgr).for(CocoonSets).owns(Pods).withOptions({...}).complete(r)`.
+ * Fluent wiring of a controller, read like controller-runtime's builder. Nothing is wired until
+ * build() / complete(); the watches then start with the host. See {@link controllerManagedBy}.
  */
 export class Builder {
   readonly #host: ControllerHost;
@@ -68,6 +89,7 @@ export class Builder {
   #global: Predicate<KubeObject>[] = [];
   #options: BuilderControllerOptions = {};
 
+  /** Prefer {@link controllerManagedBy}. */
   constructor(host: ControllerHost) {
     this.#host = host;
   }
@@ -118,6 +140,7 @@ export class Builder {
     return this;
   }
 
+  /** Sets controller options; later calls override earlier ones field by field. */
   withOptions(opts: BuilderControllerOptions): this {
     this.#options = { ...this.#options, ...opts };
     return this;
@@ -159,7 +182,48 @@ export class Builder {
   }
 }
 
-/** Starts wiring a controller managed by host (NewControllerManagedBy). */
+/**
+ * Starts wiring a controller managed by host (NewControllerManagedBy); host is usually the
+ * manager. `for()` names the reconciled kind, `owns()` the kinds it creates (their events
+ * enqueue the owner), `withOptions()` sets the controller's options, and `complete()` registers
+ * the controller, which starts with the manager.
+ *
+ * @example A CocoonSet controller that owns pods
+ * ```ts
+ * import {
+ *   controllerManagedBy,
+ *   generationChanged,
+ *   Manager,
+ *   Pods,
+ *   type Reconciler,
+ *   resourceType,
+ * } from "./mod.ts";
+ * import { FakeClient } from "./testing/mod.ts";
+ *
+ * const CocoonSets = resourceType({
+ *   group: "cocoonset.cocoonstack.io",
+ *   version: "v1",
+ *   kind: "CocoonSet",
+ *   plural: "cocoonsets",
+ *   namespaced: true,
+ *   statusSubresource: true,
+ * });
+ * const mgr = new Manager({
+ *   client: new FakeClient(),
+ *   metricsBindAddress: "0",
+ *   healthProbeBindAddress: "0",
+ *   leaderElection: false,
+ *   leaderElectionId: "example",
+ * });
+ * const r: Reconciler = { reconcile: () => Promise.resolve({}) };
+ *
+ * controllerManagedBy(mgr)
+ *   .for(CocoonSets, { predicates: [generationChanged()] })
+ *   .owns(Pods)
+ *   .withOptions({ maxConcurrentReconciles: 4 })
+ *   .complete(r);
+ * ```
+ */
 export function controllerManagedBy(host: ControllerHost): Builder {
   return new Builder(host);
 }

@@ -10,6 +10,7 @@ import { apiVersionOf, type ResourceType } from "./resource.ts";
 
 /** obj already has a controller owner reference to a different object. */
 export class AlreadyOwnedError extends Error {
+  /** obj is the object being claimed; owner is the controller reference it already has. */
   constructor(readonly obj: KubeObject, readonly owner: OwnerReference) {
     super(
       `object ${describe(obj)} is already owned by another ${owner.kind} controller ${owner.name}`,

@@ -1,8 +1,13 @@
+/**
+ * Built-in kinds the operator and its tests touch, typed by the fields they read or write (the
+ * API server keeps every other field; a merge patch never drops what a type leaves out).
+ *
+ * @module
+ */
 import type { KubeObject, ObjectMeta } from "./object.ts";
-import { resourceType } from "./resource.ts";
+import { type ResourceType, resourceType } from "./resource.ts";
 
-/** Built-in kinds the operator and its tests touch, typed by the fields they read or write. */
-
+/** A pod toleration (core/v1 Toleration). */
 export interface Toleration {
   key?: string;
   operator?: "Exists" | "Equal";
@@ -11,17 +16,20 @@ export interface Toleration {
   tolerationSeconds?: number;
 }
 
+/** One node-selector expression: key, operator, values. */
 export interface NodeSelectorRequirement {
   key: string;
   operator: "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt";
   values?: string[];
 }
 
+/** A node-selector term: its expressions are ANDed. */
 export interface NodeSelectorTerm {
   matchExpressions?: NodeSelectorRequirement[];
   matchFields?: NodeSelectorRequirement[];
 }
 
+/** Required and preferred node placement rules. */
 export interface NodeAffinity {
   requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: NodeSelectorTerm[] };
   preferredDuringSchedulingIgnoredDuringExecution?: {
@@ -30,26 +38,31 @@ export interface NodeAffinity {
   }[];
 }
 
+/** Pod scheduling affinity; only node affinity is modelled. */
 export interface Affinity {
   nodeAffinity?: NodeAffinity;
 }
 
+/** Container limits and requests as Kubernetes quantity strings ("2", "4Gi"). */
 export interface ResourceRequirements {
   limits?: Record<string, string>;
   requests?: Record<string, string>;
 }
 
+/** A ConfigMap or Secret whose keys become environment variables. */
 export interface EnvFromSource {
   prefix?: string;
   configMapRef?: { name: string; optional?: boolean };
   secretRef?: { name: string; optional?: boolean };
 }
 
+/** One literal environment variable. */
 export interface EnvVar {
   name: string;
   value?: string;
 }
 
+/** A pod container (the fields a VM-backed pod uses). */
 export interface Container {
   name: string;
   image?: string;
@@ -60,6 +73,7 @@ export interface Container {
   resources?: ResourceRequirements;
 }
 
+/** core/v1 PodSpec, as far as the operator writes or reads it. */
 export interface PodSpec {
   containers: Container[];
   nodeName?: string;
@@ -72,6 +86,7 @@ export interface PodSpec {
   schedulerName?: string;
 }
 
+/** One entry of status.conditions (e.g. Ready). */
 export interface PodCondition {
   type: string;
   status: "True" | "False" | "Unknown";
@@ -81,12 +96,14 @@ export interface PodCondition {
   lastProbeTime?: string;
 }
 
+/** Exactly one of running, waiting or terminated is set. */
 export interface ContainerState {
   running?: { startedAt?: string };
   waiting?: { reason?: string; message?: string };
   terminated?: { exitCode: number; reason?: string; message?: string };
 }
 
+/** The kubelet's (here vk-cocoon's) report on one container. */
 export interface ContainerStatus {
   name: string;
   ready: boolean;
@@ -97,6 +114,7 @@ export interface ContainerStatus {
   started?: boolean;
 }
 
+/** core/v1 PodStatus; written by the kubelet, read by reconcilers. */
 export interface PodStatus {
   phase?: "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
   conditions?: PodCondition[];
@@ -107,11 +125,13 @@ export interface PodStatus {
   reason?: string;
 }
 
+/** core/v1 Pod. */
 export interface Pod extends KubeObject {
   spec?: PodSpec;
   status?: PodStatus;
 }
 
+/** Points at an object, e.g. the object an Event is about (involvedObject). */
 export interface ObjectReference {
   apiVersion?: string;
   kind?: string;
@@ -136,6 +156,7 @@ export interface CoreEvent extends KubeObject {
   reportingInstance?: string;
 }
 
+/** Holder and timings of a Lease, as leader election writes them. */
 export interface LeaseSpec {
   holderIdentity?: string;
   leaseDurationSeconds?: number;
@@ -149,19 +170,23 @@ export interface Lease extends KubeObject {
   spec?: LeaseSpec;
 }
 
+/** core/v1 Namespace (cluster-scoped). */
 export interface Namespace extends KubeObject {
   status?: { phase?: string };
 }
 
+/** core/v1 ConfigMap. */
 export interface ConfigMap extends KubeObject {
   data?: Record<string, string>;
 }
 
+/** core/v1 ServiceAccount. */
 export interface ServiceAccount extends KubeObject {
   secrets?: { name: string }[];
 }
 
-export const Pods = resourceType<Pod>({
+/** The pods resource (core/v1, namespaced, status subresource). */
+export const Pods: ResourceType<Pod> = resourceType<Pod>({
   group: "",
   version: "v1",
   kind: "Pod",
@@ -170,7 +195,8 @@ export const Pods = resourceType<Pod>({
   statusSubresource: true,
 });
 
-export const Events = resourceType<CoreEvent>({
+/** The core/v1 events resource the Event recorder writes. */
+export const Events: ResourceType<CoreEvent> = resourceType<CoreEvent>({
   group: "",
   version: "v1",
   kind: "Event",
@@ -179,7 +205,8 @@ export const Events = resourceType<CoreEvent>({
   statusSubresource: false,
 });
 
-export const Leases = resourceType<Lease>({
+/** The coordination.k8s.io/v1 leases resource used by leader election. */
+export const Leases: ResourceType<Lease> = resourceType<Lease>({
   group: "coordination.k8s.io",
   version: "v1",
   kind: "Lease",
@@ -188,7 +215,8 @@ export const Leases = resourceType<Lease>({
   statusSubresource: false,
 });
 
-export const Namespaces = resourceType<Namespace>({
+/** The namespaces resource (cluster-scoped). */
+export const Namespaces: ResourceType<Namespace> = resourceType<Namespace>({
   group: "",
   version: "v1",
   kind: "Namespace",
@@ -197,7 +225,8 @@ export const Namespaces = resourceType<Namespace>({
   statusSubresource: true,
 });
 
-export const ConfigMaps = resourceType<ConfigMap>({
+/** The configmaps resource. */
+export const ConfigMaps: ResourceType<ConfigMap> = resourceType<ConfigMap>({
   group: "",
   version: "v1",
   kind: "ConfigMap",
@@ -206,7 +235,8 @@ export const ConfigMaps = resourceType<ConfigMap>({
   statusSubresource: false,
 });
 
-export const ServiceAccounts = resourceType<ServiceAccount>({
+/** The serviceaccounts resource. */
+export const ServiceAccounts: ResourceType<ServiceAccount> = resourceType<ServiceAccount>({
   group: "",
   version: "v1",
   kind: "ServiceAccount",

@@ -36,8 +36,11 @@ const reasonByCode: Record<number, StatusReason> = {
 
 /** What an error is about, for messages: "pods ns/name". */
 export interface ErrorTarget {
+  /** Resource id: "pods", "cocoonsets.cocoonset.cocoonstack.io". */
   resource: string;
+  /** Namespace of the object, absent for cluster scope or collections. */
   namespace?: string;
+  /** Object name, absent for collections. */
   name?: string;
 }
 
@@ -46,11 +49,16 @@ export interface ErrorTarget {
  * the resource and object so a log line is useful without the surrounding context.
  */
 export class ApiError extends Error {
+  /** HTTP status code. */
   readonly code: number;
+  /** The classified metav1.StatusReason; the is*() helpers test it. */
   readonly reason: StatusReason;
+  /** The Status body the server sent, when it sent one. */
   readonly status?: Status;
+  /** The object the request was about. */
   readonly target?: ErrorTarget;
 
+  /** Prefer newApiError or ApiError.fromStatus, which build the message and Status body. */
   constructor(code: number, reason: StatusReason, message: string, opts?: {
     status?: Status;
     target?: ErrorTarget;

@@ -17,6 +17,7 @@ import { apiVersionOf, type ResourceType } from "./resource.ts";
 
 const log = getLogger(["cocoon-operator", "events"]);
 
+/** The two core/v1 Event types. */
 export type EventType = "Normal" | "Warning";
 
 /**
@@ -27,6 +28,7 @@ export type EventSubject = KubeObject | { object: KubeObject; resource: Resource
 
 /** What reconcilers hold: fire-and-forget Event recording that never throws or blocks. */
 export interface EventRecorder {
+  /** Records an Event about subject; reason is CamelCase, message is free text. */
   event(subject: EventSubject, type: EventType, reason: string, message: string): void;
   /** event() with a Go-style format string (%s %v %d %q %t %%). */
   eventf(

@@ -1,3 +1,9 @@
+/**
+ * Event handlers (controller-runtime pkg/handler): how an event on a watched object becomes
+ * reconcile requests.
+ *
+ * @module
+ */
 import { controllerOf, type KubeObject, type OwnerReference } from "./object.ts";
 import type { Request } from "./reconcile.ts";
 
@@ -7,9 +13,13 @@ import type { Request } from "./reconcile.ts";
  * queue collapses duplicates. A missing method maps the event to nothing.
  */
 export interface Handler<T extends KubeObject = KubeObject> {
+  /** Requests for a created object; isInInitialList marks the informer's first list. */
   create?(obj: T, isInInitialList: boolean): Request[];
+  /** Requests for an object that changed from oldObj to newObj. */
   update?(oldObj: T, newObj: T): Request[];
+  /** Requests for a deleted object (its last known state). */
   delete?(obj: T): Request[];
+  /** Requests for an event from a non-informer source. */
   generic?(obj: T): Request[];
 }
 
@@ -49,6 +59,7 @@ export function enqueueFromMap<T extends KubeObject>(
 
 /** The owner kind an owner-mapping handler looks for. A ResourceType fits this shape. */
 export interface OwnerType {
+  /** Kind of the owner ("CocoonSet"). */
   kind: string;
   /** API group of the owner; "" or absent for the core group. */
   group?: string;
@@ -74,6 +85,7 @@ export function enqueueForOwner<T extends KubeObject>(
   owner: OwnerType,
   opts?: OwnerOptions,
 ): Required<Handler<T>>;
+/** As above, with the owner named by kind and API group ("" = core). */
 export function enqueueForOwner<T extends KubeObject>(
   ownerKind: string,
   ownerGroup?: string,

@@ -2,66 +2,105 @@
  * Plain-JSON Kubernetes object shapes. The runtime keeps objects exactly as the API server
  * sends them (timestamps stay RFC 3339 strings) so they can be compared, patched and cached
  * without a serializer in between.
+ *
+ * @module
  */
 
 /** An owner reference as stored in metadata.ownerReferences. */
 export interface OwnerReference {
+  /** API version of the owner ("cocoonset.cocoonstack.io/v1"). */
   apiVersion: string;
+  /** Kind of the owner. */
   kind: string;
+  /** Name of the owner (same namespace as the owned object). */
   name: string;
+  /** UID of the owner: a recreated owner with the same name is a different owner. */
   uid: string;
+  /** True on the one reference that names the managing controller. */
   controller?: boolean;
+  /** The owner cannot be foreground-deleted before this object is gone. */
   blockOwnerDeletion?: boolean;
 }
 
 /** Standard object metadata (the fields the runtime and the reconcilers use). */
 export interface ObjectMeta {
+  /** Unique within the namespace and kind. */
   name?: string;
+  /** Prefix the server completes into a unique name when name is absent. */
   generateName?: string;
+  /** Absent for cluster-scoped objects. */
   namespace?: string;
+  /** Set by the server; tells apart objects that reuse a name. */
   uid?: string;
+  /** Opaque version for optimistic concurrency; a stale one in a write yields Conflict. */
   resourceVersion?: string;
+  /** Bumped by the server on spec changes (kinds with a status subresource). */
   generation?: number;
+  /** RFC 3339, set by the server. */
   creationTimestamp?: string;
+  /** RFC 3339; set once deletion was requested while finalizers hold the object. */
   deletionTimestamp?: string;
+  /** Grace period the pending deletion was requested with. */
   deletionGracePeriodSeconds?: number;
+  /** Identifying key/value pairs (selectable). */
   labels?: Record<string, string>;
+  /** Non-identifying key/value pairs (the VM contract lives here). */
   annotations?: Record<string, string>;
+  /** Objects this one belongs to; at most one is the controller. */
   ownerReferences?: OwnerReference[];
+  /** Keys that must all be removed before a deleted object goes away. */
   finalizers?: string[];
+  /** Server-side apply bookkeeping; the cache drops it. */
   managedFields?: unknown[];
 }
 
 /** Any API object: apiVersion/kind plus metadata; the rest is kind-specific. */
 export interface KubeObject {
+  /** "group/version", or "v1" for the core group; present on objects from the server. */
   apiVersion?: string;
+  /** The object's Kind; present on objects from the server. */
   kind?: string;
+  /** Standard metadata. */
   metadata: ObjectMeta;
 }
 
 /** List metadata returned by list calls. */
 export interface ListMeta {
+  /** Version of the collection; a watch started from it misses nothing. */
   resourceVersion?: string;
+  /** Token for the next page; absent on the last one. */
   continue?: string;
+  /** Items after this page, when the server knows. */
   remainingItemCount?: number;
 }
 
 /** A typed list of objects. */
 export interface ObjectList<T extends KubeObject> {
+  /** apiVersion of the list. */
   apiVersion?: string;
+  /** "PodList", "CocoonSetList", … */
   kind?: string;
+  /** Version and paging of the list. */
   metadata: ListMeta;
+  /** The objects. */
   items: T[];
 }
 
 /** A metav1.Status body, as returned with API errors and watch ERROR events. */
 export interface Status {
+  /** "v1". */
   apiVersion?: string;
+  /** Always "Status". */
   kind: "Status";
+  /** Outcome of the call. */
   status?: "Success" | "Failure";
+  /** Human-readable description. */
   message?: string;
+  /** Machine-readable reason (NotFound, Conflict, …). */
   reason?: string;
+  /** HTTP status code. */
   code?: number;
+  /** What the status is about, and field-level causes. */
   details?: {
     name?: string;
     group?: string;
@@ -74,7 +113,9 @@ export interface Status {
 
 /** Cache / workqueue key of an object: "namespace/name", or "name" when cluster-scoped. */
 export interface ObjectKey {
+  /** "" for cluster-scoped objects. */
   namespace: string;
+  /** Object name. */
   name: string;
 }
 

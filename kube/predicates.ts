@@ -1,13 +1,36 @@
+/**
+ * Event filters (controller-runtime pkg/predicate) and the ones the reconcilers use.
+ *
+ * @module
+ */
 import type { KubeObject } from "./object.ts";
 
 /**
  * Filters events before they reach a handler (controller-runtime pkg/predicate). Each method
- * returns whether the event should be handled; a missing method lets the event through.
+ * returns whether the event should be handled.
+ *
+ * A missing method lets that event type through, as a zero predicate.Funcs does in Go: a
+ * predicate with only `update` passes every create, delete and generic event. To drop an
+ * event type, say so (`create: () => false`).
+ *
+ * @example Only spec changes, and never deletes
+ * ```ts
+ * import type { Predicate } from "./predicates.ts";
+ *
+ * const p: Predicate = {
+ *   update: (o, n) => o.metadata.generation !== n.metadata.generation,
+ *   delete: () => false,
+ * };
+ * ```
  */
 export interface Predicate<T extends KubeObject = KubeObject> {
+  /** An object appeared (including the informer's initial list). Absent: pass. */
   create?(obj: T): boolean;
+  /** An object changed from oldObj to newObj. Absent: pass. */
   update?(oldObj: T, newObj: T): boolean;
+  /** An object was deleted; obj is its last known state. Absent: pass. */
   delete?(obj: T): boolean;
+  /** An event from a non-informer source. Absent: pass. */
   generic?(obj: T): boolean;
 }
 

@@ -86,3 +86,23 @@ Deno.test("funcs and newPredicateFuncs fill in events", () => {
   assert.equal(byName.update(obj({ name: "drop" }), obj({ name: "keep" })), true);
   assert.equal(byName.create(obj({ name: "drop" })), false);
 });
+
+Deno.test("a predicate missing a method lets that event type through", () => {
+  const onlyUpdate = { update: () => false };
+  const o = obj({ generation: 1 });
+  // funcs() and and() are what the controller applies to a watch's predicates.
+  for (const p of [funcs(onlyUpdate), and(onlyUpdate)]) {
+    assert.equal(p.update(o, o), false);
+    assert.equal(p.create(o), true, "create passes");
+    assert.equal(p.delete(o), true, "delete passes");
+    assert.equal(p.generic(o), true, "generic passes");
+  }
+  // An empty predicate passes everything.
+  const empty = funcs({});
+  assert.deepEqual([empty.create(o), empty.update(o, o), empty.delete(o), empty.generic(o)], [
+    true,
+    true,
+    true,
+    true,
+  ]);
+});

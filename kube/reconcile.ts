@@ -37,6 +37,7 @@ export interface Reconciler {
  * the cause so logs keep it.
  */
 export class TerminalError extends Error {
+  /** Wraps cause; the message is the cause's. */
   constructor(cause: unknown) {
     super(cause instanceof Error ? cause.message : String(cause), { cause });
     this.name = "TerminalError";

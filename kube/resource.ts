@@ -7,10 +7,13 @@ import type { KubeObject } from "./object.ts";
 export interface ResourceType<T extends KubeObject = KubeObject> {
   /** API group; "" for the core group. */
   readonly group: string;
+  /** API version within the group ("v1"). */
   readonly version: string;
+  /** The Kind objects carry ("Pod", "CocoonSet"). */
   readonly kind: string;
   /** Lower-case plural used in URLs. */
   readonly plural: string;
+  /** False for cluster-scoped resources (the namespace argument is then ""). */
   readonly namespaced: boolean;
   /** True when the resource has a status subresource (spec/status isolation, generation). */
   readonly statusSubresource: boolean;

@@ -1,3 +1,9 @@
+/**
+ * The informer contract a controller watches through (controller-runtime's source.Kind over a
+ * shared informer): handlers hear adds, updates and deletes of one kind.
+ *
+ * @module
+ */
 import type { KubeObject } from "./object.ts";
 
 /**
@@ -7,6 +13,7 @@ import type { KubeObject } from "./object.ts";
 export interface EventHandler<T extends KubeObject> {
   /** isInInitialList is true for objects delivered by the first list after start. */
   onAdd?(obj: T, isInInitialList: boolean): void;
+  /** Both states of the object; newObj is what the store now holds. */
   onUpdate?(oldObj: T, newObj: T): void;
   /** obj is the last state the informer knew (possibly stale after a missed delete). */
   onDelete?(obj: T): void;

@@ -13,6 +13,7 @@ export interface RestConfig {
   caPem?: string;
   /** PEM client certificate and key (mutual TLS). */
   certPem?: string;
+  /** PEM private key of certPem. */
   keyPem?: string;
   /**
    * Returns the Authorization header value, or undefined. Called before requests so rotating
@@ -24,9 +25,11 @@ export interface RestConfig {
    * and leaves fairness to the API server's Priority and Fairness.
    */
   qps?: number;
+  /** Bucket size of the client-side rate limit (default 30 when qps is set). */
   burst?: number;
   /** Timeout for non-watch requests. */
   timeoutMs?: number;
+  /** User-Agent header of every request. */
   userAgent?: string;
 }
 
@@ -99,12 +102,19 @@ class TokenBucket {
   }
 }
 
+/** One HTTP request to the API server, as the API client builds it. */
 export interface RequestSpec {
+  /** HTTP method. */
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  /** Path below the server URL ("/api/v1/namespaces/ns/pods"). */
   path: string;
+  /** Query parameters; undefined and "" values are left out. */
   query?: Record<string, string | undefined>;
+  /** JSON body. */
   body?: unknown;
+  /** Content-Type of the body (default application/json). */
   contentType?: string;
+  /** Aborts the request. */
   signal?: AbortSignal;
   /** Watches stream for a long time and are exempt from the request timeout. */
   stream?: boolean;
@@ -121,6 +131,7 @@ export class Transport {
   readonly #limiter?: TokenBucket;
   readonly #host: string;
 
+  /** Opens an HTTP client with cfg's TLS settings; close() releases it. */
   constructor(cfg: RestConfig) {
     this.#cfg = cfg;
     this.#host = new URL(cfg.server).host;
@@ -130,6 +141,7 @@ export class Transport {
     if (qps > 0) this.#limiter = new TokenBucket(qps, cfg.burst ?? 30);
   }
 
+  /** The API server URL. */
   get server(): string {
     return this.#cfg.server;
   }

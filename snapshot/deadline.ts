@@ -10,6 +10,7 @@ export class DeadlineError extends Error {
   /** The limit that was exceeded, in ms. */
   readonly ms: number;
 
+  /** what names the request, ms the limit it exceeded. */
   constructor(what: string, ms: number) {
     super(`${what}: timed out after ${ms}ms`);
     this.name = "DeadlineError";

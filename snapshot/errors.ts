@@ -7,7 +7,9 @@
 
 /** One entry of a distribution-spec error body. */
 export interface RegistryDiagnostic {
+  /** Error code from the distribution spec ("MANIFEST_UNKNOWN", "UNAUTHORIZED", …). */
   code: string;
+  /** The registry's message for it. */
   message?: string;
 }
 
@@ -20,6 +22,7 @@ export class RegistryError extends Error {
   /** Every diagnostic of the body. */
   readonly diagnostics: RegistryDiagnostic[];
 
+  /** action names the call ("HEAD manifest repo:tag"); the message is built from the rest. */
   constructor(
     action: string,
     status: number,

@@ -65,6 +65,7 @@ export interface OciRegistryOptions {
 
 /** Why a tag delete was skipped, reported to callers that care (the Registry contract does not). */
 export interface DeleteOutcome {
+  /** False when the delete was skipped (see skippedReason). */
   deleted: boolean;
   /** Set when the registry needed a digest delete and it was skipped. */
   skippedReason?: string;
@@ -72,9 +73,11 @@ export interface DeleteOutcome {
 
 /** The OCI distribution client; see module doc. */
 export class OciRegistry implements Registry {
+  /** OCI_REGISTRY split into registry host and repository prefix. */
   readonly base: RegistryBase;
   readonly #session: RegistrySession;
 
+  /** Prefer {@link newOciRegistry}, which builds the session and its credentials. */
   constructor(base: RegistryBase, session: RegistrySession) {
     this.base = base;
     this.#session = session;

@@ -9,9 +9,13 @@
  * OAuth2 refresh token for the token endpoint (identitytoken), or a ready bearer token.
  */
 export interface Credential {
+  /** Basic auth user (for Google tokens, "_token"). */
   username?: string;
+  /** Basic auth password or access token. */
   password?: string;
+  /** OAuth2 refresh token, exchanged at the registry's token endpoint. */
   identityToken?: string;
+  /** A bearer token sent as is. */
   registryToken?: string;
 }
 
@@ -19,6 +23,7 @@ export interface Credential {
 export interface Authenticator {
   /** Short label for logs, e.g. "docker-config" or "google-adc"; never secret. */
   readonly source: string;
+  /** The credential to use now (refreshed when it expires). */
   authorization(signal?: AbortSignal): Promise<Credential>;
 }
 
@@ -32,6 +37,7 @@ export interface AuthTarget {
 
 /** Resolves credentials for a target; undefined means "none here". */
 export interface Keychain {
+  /** The authenticator for target, or undefined to let the next keychain answer. */
   resolve(target: AuthTarget, signal?: AbortSignal): Promise<Authenticator | undefined>;
 }
 

@@ -3,17 +3,38 @@
  * pods — that exercises the runtime end to end before the real reconcilers exist: finalizer,
  * owned-pod create/update/delete, status patch, Events. Used by the manager unit tests on the
  * fake API and by the integration tests as a separate operator process.
+ *
+ * It is also the model of a reconciler on this runtime: everything it needs comes from
+ * kube/mod.ts, finalizer edits carry an optimistic lock (a lost update could drop another
+ * controller's finalizer), and every write goes through a merge-from patch that sends nothing
+ * when nothing changed.
+ *
+ * @module
  */
-import { controllerManagedBy } from "../../kube/builder.ts";
-import type { Client } from "../../kube/client.ts";
-import { type Pod, Pods } from "../../kube/core.ts";
-import { isNotFound } from "../../kube/errors.ts";
-import type { EventRecorder } from "../../kube/events.ts";
-import type { Manager } from "../../kube/manager.ts";
-import type { KubeObject } from "../../kube/object.ts";
-import { generationChanged, labelChanged, or } from "../../kube/predicates.ts";
-import type { Reconciler, Request, Result } from "../../kube/reconcile.ts";
-import { resourceType } from "../../kube/resource.ts";
+import {
+  addFinalizer,
+  type Client,
+  containsFinalizer,
+  controllerManagedBy,
+  type EventRecorder,
+  generationChanged,
+  ignoreNotFound,
+  isControlledBy,
+  type KubeObject,
+  labelChanged,
+  type Manager,
+  or,
+  patchObject,
+  patchStatus,
+  type Pod,
+  Pods,
+  type Reconciler,
+  removeFinalizer,
+  type Request,
+  resourceType,
+  type Result,
+  setControllerReference,
+} from "../../kube/mod.ts";
 
 /** The CocoonSet CRD, as far as the demo uses it. */
 export interface DemoSet extends KubeObject {
@@ -21,6 +42,7 @@ export interface DemoSet extends KubeObject {
   status?: { phase?: string; observedGeneration?: number };
 }
 
+/** The CocoonSet resource, typed as the demo's shape. */
 export const DemoSets = resourceType<DemoSet>({
   group: "cocoonset.cocoonstack.io",
   version: "v1",
@@ -30,18 +52,21 @@ export const DemoSets = resourceType<DemoSet>({
   statusSubresource: true,
 });
 
+/** Holds a set until its pod is gone. */
 export const demoFinalizer = "demo.cocoonstack.io/finalizer";
 /** Label on the owned pod naming the process that last reconciled it. */
 export const reconciledByLabel = "demo.cocoonstack.io/reconciled-by";
 /** Label on the owned pod carrying the replicas the set asked for. */
 export const replicasLabel = "demo.cocoonstack.io/replicas";
 
+/** The name of the one pod a set owns. */
 export function demoPodName(set: string): string {
   return `${set}-demo`;
 }
 
 /** Keeps one pod per set, labelled with the set's replicas; cleans it up on deletion. */
 export class DemoReconciler implements Reconciler {
+  /** How many times reconcile() ran (a standby must never reconcile). */
   reconciles = 0;
   constructor(
     readonly client: Client,
@@ -51,77 +76,73 @@ export class DemoReconciler implements Reconciler {
 
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
     this.reconciles++;
-    let set: DemoSet;
-    try {
-      set = await this.client.get(DemoSets, req.namespace, req.name, { signal });
-    } catch (err) {
-      if (isNotFound(err)) return {};
-      throw err;
-    }
-    const podName = demoPodName(req.name);
+    const set = await this.client.get(DemoSets, req.namespace, req.name, { signal })
+      .catch(ignoreNotFound);
+    if (!set) return {};
     if (set.metadata.deletionTimestamp) {
-      try {
-        await this.client.delete(Pods, req.namespace, podName, { gracePeriodSeconds: 0, signal });
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-      const finalizers = (set.metadata.finalizers ?? []).filter((f) => f !== demoFinalizer);
-      await this.client.patch(DemoSets, req.namespace, req.name, "merge", {
-        metadata: { finalizers, resourceVersion: set.metadata.resourceVersion },
-      }, { signal });
+      await this.#finalize(set, signal);
       return {};
     }
-    if (!set.metadata.finalizers?.includes(demoFinalizer)) {
-      await this.client.patch(DemoSets, req.namespace, req.name, "merge", {
-        metadata: {
-          finalizers: [...(set.metadata.finalizers ?? []), demoFinalizer],
-          resourceVersion: set.metadata.resourceVersion,
-        },
-      }, { signal });
+    // The finalizer is on the server before anything exists that would need cleaning up.
+    if (!containsFinalizer(set, demoFinalizer)) {
+      await patchObject(this.client, DemoSets, set, (s) => addFinalizer(s, demoFinalizer), {
+        optimisticLock: true,
+        signal,
+      });
       return { requeue: true };
     }
-    const replicas = String(set.spec.agent.replicas ?? 0);
-    let pod: Pod | undefined;
-    try {
-      pod = await this.client.get(Pods, req.namespace, podName, { signal });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await this.#ensurePod(set, signal);
+    await patchStatus(this.client, DemoSets, set, (s) => {
+      s.status = { ...s.status, phase: "Running", observedGeneration: s.metadata.generation };
+    }, { signal });
+    return {};
+  }
+
+  /** The finalizer goes only once the pod's deletion was accepted: no set vanishes leaving its pod. */
+  async #finalize(set: DemoSet, signal: AbortSignal): Promise<void> {
+    if (!containsFinalizer(set, demoFinalizer)) return;
+    const ns = set.metadata.namespace ?? "";
+    await this.client.delete(Pods, ns, demoPodName(set.metadata.name ?? ""), {
+      gracePeriodSeconds: 0,
+      signal,
+    }).catch(ignoreNotFound);
+    await patchObject(this.client, DemoSets, set, (s) => removeFinalizer(s, demoFinalizer), {
+      optimisticLock: true,
+      signal,
+    });
+  }
+
+  /** Creates the set's pod, or brings its labels in line; never touches a pod it does not own. */
+  async #ensurePod(set: DemoSet, signal: AbortSignal): Promise<void> {
+    const ns = set.metadata.namespace ?? "";
+    const name = demoPodName(set.metadata.name ?? "");
+    const labels = {
+      [replicasLabel]: String(set.spec.agent.replicas ?? 0),
+      [reconciledByLabel]: this.identity,
+    };
+    const pod = await this.client.get(Pods, ns, name, { signal }).catch(ignoreNotFound);
     if (!pod) {
-      await this.client.create(Pods, {
-        metadata: {
-          name: podName,
-          namespace: req.namespace,
-          labels: { [replicasLabel]: replicas, [reconciledByLabel]: this.identity },
-          ownerReferences: [{
-            apiVersion: "cocoonset.cocoonstack.io/v1",
-            kind: "CocoonSet",
-            name: req.name,
-            uid: set.metadata.uid!,
-            controller: true,
-            blockOwnerDeletion: true,
-          }],
-        },
+      const fresh: Pod = {
+        metadata: { name, namespace: ns, labels },
         spec: {
           containers: [{ name: "agent", image: set.spec.agent.image }],
           terminationGracePeriodSeconds: 1,
         },
-      }, { signal });
-      this.recorder.event(set, "Normal", "PodCreated", `created pod ${podName}`);
-    } else if (
-      pod.metadata.labels?.[replicasLabel] !== replicas ||
-      pod.metadata.labels?.[reconciledByLabel] !== this.identity
-    ) {
-      await this.client.patch(Pods, req.namespace, podName, "merge", {
-        metadata: { labels: { [replicasLabel]: replicas, [reconciledByLabel]: this.identity } },
-      }, { signal });
+      };
+      setControllerReference(set, fresh, DemoSets);
+      await this.client.create(Pods, fresh, { signal });
+      this.recorder.event(set, "Normal", "PodCreated", `created pod ${name}`);
+      return;
     }
-    if (set.status?.observedGeneration !== set.metadata.generation) {
-      await this.client.patch(DemoSets, req.namespace, req.name, "merge", {
-        status: { phase: "Running", observedGeneration: set.metadata.generation },
-      }, { subresource: "status", signal });
+    if (!isControlledBy(pod, set)) {
+      this.recorder.event(set, "Warning", "PodNotOwned", `pod ${name} exists and is not ours`);
+      throw new Error(
+        `pod ${ns}/${name} exists and is not controlled by CocoonSet ${ns}/${set.metadata.name}`,
+      );
     }
-    return {};
+    await patchObject(this.client, Pods, pod, (p) => {
+      p.metadata.labels = { ...p.metadata.labels, ...labels };
+    }, { signal });
   }
 }
 

@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../harness/control_plane.ts";
 import { waitUntil } from "../harness/wait.ts";
 
-const REFERENCE_CRDS = new URL("../../../shared/reference/crds/", import.meta.url).pathname;
+/** The project's own CRDs (generated from common/apis/v1), as deployed. */
+const CRD_DIR = new URL("../../config/crd/bases/", import.meta.url).pathname;
 
 interface Condition {
   type: string;
@@ -41,11 +42,11 @@ async function firstWatchEvent(res: Response): Promise<Record<string, unknown>> 
 }
 
 Deno.test("test control plane", async (t) => {
-  const cp = await startControlPlane({ crdDir: REFERENCE_CRDS });
+  const cp = await startControlPlane({ crdDir: CRD_DIR });
   try {
-    await t.step("installs the reference CRDs and they are Established", async () => {
+    await t.step("installs the project's CRDs and they are Established", async () => {
       const expected: string[] = [];
-      for await (const entry of Deno.readDir(REFERENCE_CRDS)) {
+      for await (const entry of Deno.readDir(CRD_DIR)) {
         // Files are named <group>_<plural>.yaml; the CRD is named <plural>.<group>.
         const m = entry.name.match(/^(.+)_([^_]+)\.yaml$/);
         if (m) expected.push(`${m[2]}.${m[1]}`);
