@@ -13,6 +13,8 @@ import { isAlreadyExists, wrapError } from "../kube/errors.ts";
 import { readLifecycleState } from "../common/meta/mod.ts";
 import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
 import { forEachLimited } from "./_fanout.ts";
+import { classifyNameClash, reportNameConflict } from "./conflict.ts";
+import { ensureSpecBuildable } from "./validate.ts";
 import { podIsTerminal } from "./pod_state.ts";
 import { deletePod, emit, type Pass, podRef } from "./pass.ts";
 import { buildAgentPod, podSpecMatchesAgent } from "./pods.ts";
@@ -91,6 +93,7 @@ async function createSubAgents(
   mainNodeName: string,
 ): Promise<boolean> {
   if (missing.length === 0) return false;
+  await ensureSpecBuildable(pass);
   // Resolved before the fan-out so the parallel creates share one CR list.
   const restorable = await pass.intent();
   let created = false;
@@ -109,9 +112,12 @@ async function createSubAgents(
     try {
       await pass.deps.client.create(Pods, pod, { signal });
     } catch (err) {
-      // The old pod of this slot is still terminating; its delete event brings us back.
-      if (isAlreadyExists(err)) return;
-      throw wrapError(`create sub-agent slot ${slot}`, err);
+      if (!isAlreadyExists(err)) throw wrapError(`create sub-agent slot ${slot}`, err);
+      // Usually the old pod of this slot is still terminating and its delete event brings us
+      // back; a pod this set does not control is a name conflict.
+      const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
+      if (clash.kind === "foreign") reportNameConflict(pass, `sub-agent slot ${slot}`, clash.pod);
+      return;
     }
     pass.log.info("created sub-agent {pod}", { pod: podRef(pod), slot });
     created = true;

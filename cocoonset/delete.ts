@@ -19,6 +19,7 @@ import {
 } from "../common/meta/mod.ts";
 import { deletePod, type Pass } from "./pass.ts";
 import { listOwnedPods } from "./ownership.ts";
+import { forgetSpecCheck } from "./validate.ts";
 
 /** The CocoonSet's finalizer: held until its pods are gone and its registry tags cleaned. */
 export const finalizerName = "cocoonset.cocoonstack.io/finalizer";
@@ -65,6 +66,7 @@ export async function reconcileDelete(pass: Pass): Promise<Result> {
   await patchObject(deps.client, CocoonSets, cs, (c) => {
     removeFinalizer(c, finalizerName);
   }, { optimisticLock: true, signal });
+  forgetSpecCheck(pass);
   return {};
 }
 

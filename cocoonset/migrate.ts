@@ -24,6 +24,7 @@ import { vmLive } from "./pod_state.ts";
 import { buildAgentPod } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { writeSetStatus } from "./status.ts";
+import { ensureSpecBuildable } from "./validate.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -124,6 +125,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
 
   if (!main) {
     // Recreating also finishes an aborted migration: the snapshot is never stranded.
+    await ensureSpecBuildable(pass);
     const pod = buildAgentPod(cs, 0);
     markRestoreFromHibernate(pod);
     try {

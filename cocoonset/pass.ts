@@ -28,6 +28,8 @@ export interface CocoonSetDeps {
   registry?: Registry;
   recorder: EventRecorder;
   clock: Clock;
+  /** CocoonSet UID → the generation whose pod shapes passed the dry-run check (validate.ts). */
+  validGenerations: Map<string, number>;
 }
 
 /** What a step that may own the pass returns: handled=false hands back to the normal flow. */

@@ -42,12 +42,14 @@ import { markRestoreIfHibernated, newRestoreIntent } from "./restore.ts";
 import { reconcileSuspendRelease, reconcileWake } from "./slot_release.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
+import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
+import { ensureSpecBuildable, ReasonInvalidSpec } from "./validate.ts";
 import {
-  ensureToolboxes,
-  ReasonInvalidSpec,
+  classifyNameClash,
+  NameConflictError,
   ReasonNameConflict,
-  toolboxNameProblem,
-} from "./toolboxes.ts";
+  reportNameConflict,
+} from "./conflict.ts";
 
 /** Normal reason: the failed main is Ready again. */
 export const ReasonRecoveredFromFailure = "RecoveredFromFailure";
@@ -68,7 +70,7 @@ export class CocoonSetReconciler implements Reconciler {
   readonly deps: CocoonSetDeps;
 
   constructor(opts: CocoonSetReconcilerOptions) {
-    this.deps = { ...opts, clock: opts.clock ?? realClock };
+    this.deps = { ...opts, clock: opts.clock ?? realClock, validGenerations: new Map() };
   }
 
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
@@ -155,13 +157,9 @@ export class CocoonSetReconciler implements Reconciler {
     }
 
     const subs = await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
-    const toolboxes = nameProblem ? { changed: false, problems: [] } : await ensureToolboxes(pass);
-    if (subs.changed || toolboxes.changed) return { requeue: true };
+    const toolboxesChanged = nameProblem ? false : await ensureToolboxes(pass);
+    if (subs.changed || toolboxesChanged) return { requeue: true };
 
-    for (const problem of toolboxes.problems) {
-      pass.problems.push(problem);
-      emit(pass, "Warning", problem.reason, problem.message);
-    }
     if (subs.deadLettered.length > 0) {
       pass.problems.push({
         condition: ConditionTypeProgressing,
@@ -171,11 +169,7 @@ export class CocoonSetReconciler implements Reconciler {
       });
     }
     await writeSetStatus(pass, "");
-    const conflicts = toolboxes.problems.filter((p) => p.reason === ReasonNameConflict);
-    if (conflicts.length > 0) {
-      // Retried with backoff: nothing of ours will tell us when the other pod goes away.
-      throw new Error(conflicts.map((p) => p.message).join("; "));
-    }
+    throwOnNameConflicts(pass);
     return subs.requeueAfterMs > 0 ? { requeueAfter: subs.requeueAfterMs } : {};
   }
 }
@@ -208,6 +202,7 @@ async function handleFailedMain(pass: Pass, reason: string): Promise<Result> {
  * hibernated. Always requeues: the sub-agents fork from the new main.
  */
 async function createMainAgent(pass: Pass): Promise<Result> {
+  await ensureSpecBuildable(pass);
   const pod = buildAgentPod(pass.cs, 0);
   const restorable = await pass.intent();
   await markRestoreIfHibernated(
@@ -219,12 +214,26 @@ async function createMainAgent(pass: Pass): Promise<Result> {
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
+    if (!isAlreadyExists(err)) throw wrapError("create main agent", err);
+    const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
+    if (clash.kind === "gone") return { requeue: true };
     // The previous main is still terminating: wait for it.
-    if (isAlreadyExists(err)) return { requeueAfter: requeueWaitForMainMs };
-    throw wrapError("create main agent", err);
+    if (clash.kind === "ours") return { requeueAfter: requeueWaitForMainMs };
+    reportNameConflict(pass, "the main agent", clash.pod);
+    await writeSetStatus(pass, "");
+    throwOnNameConflicts(pass);
   }
   pass.log.info("created main agent {pod}", { pod: podRef(pod) });
   return { requeue: true };
+}
+
+/**
+ * After the status said so: name conflicts fail the pass, so it is retried with backoff —
+ * nothing of ours changes when the other pod goes away.
+ */
+function throwOnNameConflicts(pass: Pass): void {
+  const conflicts = pass.problems.filter((p) => p.reason === ReasonNameConflict);
+  if (conflicts.length > 0) throw new NameConflictError(conflicts);
 }
 
 /** How the CocoonSet controller is set up. */

@@ -36,6 +36,7 @@ import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts"
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
 import { writeSetStatus } from "./status.ts";
+import { ensureSpecBuildable } from "./validate.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
 export const ReasonWakeNoCapacity = "WakeNoCapacity";
@@ -192,6 +193,7 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
     throw wrapError("wake", err);
   }
   if (!present) return notHandled;
+  await ensureSpecBuildable(pass);
   // Persist Waking before the create: a crash in between resumes here, never fresh-boots.
   await writeSetStatus(pass, "Waking");
   const pod = buildAgentPod(cs, 0);

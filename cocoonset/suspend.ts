@@ -20,6 +20,7 @@ import { type Pass, podRef } from "./pass.ts";
 import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { writeSetStatus } from "./status.ts";
+import { ensureSpecBuildable } from "./validate.ts";
 
 /** How often a suspending set looks again (ms). */
 export const requeueSuspendPollMs = 5_000;
@@ -38,6 +39,7 @@ export async function reconcileSuspend(pass: Pass): Promise<Result> {
  * restoring from its snapshot when there is one, and is hibernated on the next pass.
  */
 async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
+  await ensureSpecBuildable(pass);
   const pod = buildAgentPod(pass.cs, 0);
   // Suspend means the VM's state matters: restore whenever a snapshot exists.
   await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);

@@ -263,7 +263,14 @@ export class FakeClient implements Client {
   async create<T extends KubeObject>(rt: ResourceType<T>, obj: T, opts?: WriteOptions): Promise<T> {
     const namespace = obj.metadata.namespace ?? "";
     let name = obj.metadata.name ?? "";
-    await this.#enter({ verb: "create", resource: rt, namespace, name, object: obj });
+    await this.#enter({
+      verb: "create",
+      resource: rt,
+      namespace,
+      name,
+      object: obj,
+      ...(opts?.dryRun ? { dryRun: true } : {}),
+    });
     if (!name && obj.metadata.generateName) name = obj.metadata.generateName + randomSuffix();
     if (!name) {
       throw this.#invalid(

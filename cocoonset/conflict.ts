@@ -1,0 +1,71 @@
+/**
+ * Name conflicts: a pod the set needs (an agent slot or a toolbox) is named like a pod the set
+ * does not control. Such a pod is never modified or deleted; the set reports it (Ready=False,
+ * reason NameConflict, a Warning naming the other object) and keeps reconciling everything else.
+ * The Go operator instead waited forever for the pod to "finish terminating".
+ */
+import { type Pod, Pods } from "../kube/core.ts";
+import { isControlledBy } from "../kube/controllerutil.ts";
+import { isNotFound, wrapError } from "../kube/errors.ts";
+import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { LabelRole } from "../common/meta/mod.ts";
+import { emit, type Pass, podRef } from "./pass.ts";
+import type { StatusProblem } from "./status.ts";
+
+/** Reason when a pod name the set needs belongs to something else. */
+export const ReasonNameConflict = "NameConflict";
+
+/** What an AlreadyExists on a create means. */
+export type NameClash =
+  | { kind: "gone" }
+  | { kind: "ours"; pod: Pod }
+  | { kind: "foreign"; pod: Pod };
+
+/**
+ * Reads the live pod behind an AlreadyExists, uncached (a foreign pod need not carry our label
+ * and so is not in the cache): gone meanwhile, ours (terminating, or not yet in the cache), or
+ * someone else's.
+ */
+export async function classifyNameClash(pass: Pass, podName: string): Promise<NameClash> {
+  const ns = pass.cs.metadata.namespace ?? "";
+  let live: Pod;
+  try {
+    live = await pass.deps.apiReader.get(Pods, ns, podName, { signal: pass.signal });
+  } catch (err) {
+    if (isNotFound(err)) return { kind: "gone" };
+    throw wrapError(`get existing pod ${ns}/${podName}`, err);
+  }
+  return isControlledBy(live, pass.cs)
+    ? { kind: "ours", pod: live }
+    : { kind: "foreign", pod: live };
+}
+
+/** Records a conflict on the pass (status problem + Warning Event) and returns the problem. */
+export function reportNameConflict(pass: Pass, what: string, other: Pod): StatusProblem {
+  const problem: StatusProblem = {
+    condition: ConditionTypeReady,
+    reason: ReasonNameConflict,
+    message: `${what} needs pod ${other.metadata.name}, which is taken by ${describePod(other)}`,
+  };
+  pass.problems.push(problem);
+  emit(pass, "Warning", ReasonNameConflict, problem.message);
+  return problem;
+}
+
+/** Thrown after a pass reported name conflicts, so the set is retried with backoff. */
+export class NameConflictError extends Error {
+  constructor(problems: readonly StatusProblem[]) {
+    super(problems.map((p) => p.message).join("; "));
+    this.name = "NameConflictError";
+  }
+}
+
+/** "pod ns/name (controlled by Kind name, role r)" or "(not controlled by any CocoonSet)". */
+export function describePod(pod: Pod): string {
+  const owner = pod.metadata.ownerReferences?.find((r) => r.controller);
+  const role = pod.metadata.labels?.[LabelRole];
+  const detail = owner
+    ? `controlled by ${owner.kind} ${owner.name}${role ? `, role ${role}` : ""}`
+    : "not controlled by any CocoonSet";
+  return `pod ${podRef(pod)} (${detail})`;
+}
