@@ -149,6 +149,32 @@ Deno.test("a toolbox whose pod name is taken by an agent pod is a name conflict,
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
 });
 
+Deno.test("a toolbox name taken by a foreign pod: NameConflict, Warning, the other toolbox still made, the pass fails", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", (c) => {
+    withFinalizer(c);
+    c.spec.toolboxes = [{ name: "tb", image: toolboxImage }, { name: "tb2", image: toolboxImage }];
+  });
+  const foreign: Pod = {
+    metadata: { name: "demo-tb", namespace: testNamespace, labels: { app: "someone-else" } },
+    spec: { containers: [{ name: "c", image: "x" }] },
+  };
+  seedSet(env, cs, [readyPod(buildAgentPod(cs, 0)), foreign]);
+
+  // Pass 1 creates the toolbox it can and looks again at once.
+  assert.deepEqual(await reconcileSet(env), { requeue: true });
+  assert.ok(await findPod(env, "demo-tb2"));
+
+  await assert.rejects(reconcileSet(env), /demo-tb/);
+  const ready = conditionOf(await findSet(env), "Ready");
+  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonNameConflict]);
+  assert.equal(env.recorder.withReason(ReasonNameConflict)[0]?.type, "Warning");
+  const untouched = (a: { name: string }) => a.name === "demo-tb";
+  assert.equal(actionsOf(env, "patch", Pods).filter(untouched).length, 0);
+  assert.equal(actionsOf(env, "delete", Pods).filter(untouched).length, 0);
+  assert.deepEqual((await findPod(env, "demo-tb"))?.metadata.labels, { app: "someone-else" });
+});
+
 Deno.test("an integer toolbox name is InvalidSpec: Warning, Ready=False, no toolbox pod, sub-agents still reconcile", async () => {
   assert.match(toolboxNameProblem([{ name: "1" }]) ?? "", /"1"/);
   assert.match(toolboxNameProblem([{ name: "007" }]) ?? "", /"007"/);
