@@ -1,19 +1,18 @@
 /**
- * Shared fixtures of the CocoonSet unit tests (private to this folder): a CocoonSet builder,
- * pod state setters that play vk-cocoon and the kubelet on a built pod, and a test environment
- * wiring a CocoonSetReconciler to the in-memory API server, a fake registry, a recording Event
- * recorder and a manual clock. Nothing here talks to a real cluster.
+ * Shared fixtures of the CocoonSet unit tests: a CocoonSet like the Go tests' newCocoonSet, pod
+ * state helpers, a reconciler wired to the in-memory doubles, and a Pass for tests that call one
+ * step of the loop directly. Private to this folder's tests.
  *
  * @module
  */
 import type { Reader } from "../kube/client.ts";
 import { type Pod, Pods } from "../kube/core.ts";
 import { isNotFound } from "../kube/errors.ts";
-import type { Result } from "../kube/reconcile.ts";
-import type { ResourceType } from "../kube/resource.ts";
 import { type FakeAction, FakeClient } from "../kube/testing/fake.ts";
 import { FakeClock } from "../kube/testing/fake_clock.ts";
 import { RecordingRecorder } from "../kube/testing/recorder.ts";
+import type { KubeObject } from "../kube/object.ts";
+import type { ResourceType } from "../kube/resource.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import type { CocoonHibernationPhase, HibernationDesire } from "../common/apis/v1/enums.ts";
@@ -28,73 +27,200 @@ import {
   LifecycleStateHibernated,
   readCocoonSetGeneration,
 } from "../common/meta/mod.ts";
+import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
 import { FakeRegistry } from "../snapshot/fake.ts";
 import { finalizerName } from "./delete.ts";
-import { logFor, type Pass } from "./pass.ts";
+import { type CocoonSetDeps, logFor, type Pass } from "./pass.ts";
 import { classifyPods } from "./pods.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
 import { newRestoreIntent } from "./restore.ts";
 
-/** The namespace every fixture lives in. */
+/** Namespace of every fixture. */
 export const testNamespace = "ns";
-/** The agent image of newCocoonSet. */
+/** UID of every fixture CocoonSet, so pods built from an unstored copy are still owned. */
+export const testUID = "test-uid";
+/** Image of the default agent spec. */
 export const testImage = "ghcr.io/cocoonstack/cocoon/ubuntu:24.04";
-/** Where the manual clock starts (any fixed instant works; this one reads well in RFC 3339). */
-export const testEpochMs = Date.parse("2025-06-01T12:00:00Z");
 
-/**
- * A CocoonSet `name` in testNamespace with a fixed uid (so pods built from it are controlled by
- * it), generation 1, one agent image and no finalizer; mutate adjusts it before it is returned.
- */
-export function newCocoonSet(name = "demo", mutate?: (cs: CocoonSet) => void): CocoonSet {
+/** A CocoonSet in namespace "ns" with only an agent image set, then each modifier applied. */
+export function newCocoonSet(name: string, ...modifiers: ((cs: CocoonSet) => void)[]): CocoonSet {
   const cs: CocoonSet = {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
-    metadata: { name, namespace: testNamespace, uid: `uid-${name}`, generation: 1 },
+    metadata: { name, namespace: testNamespace, uid: testUID },
     spec: { agent: { image: testImage } },
   };
-  mutate?.(cs);
+  for (const m of modifiers) m(cs);
   return cs;
 }
 
-/** Gives cs the operator's finalizer, as every set has after its first pass. */
-export function withFinalizer(cs: CocoonSet): void {
-  cs.metadata.finalizers = [finalizerName];
-}
-
-/** Marks the pod Running with Ready=True (kubelet view). */
+/** Marks pod Running with Ready=True (in place) and returns it. */
 export function readyPod(pod: Pod): Pod {
   pod.status = {
     ...pod.status,
     phase: "Running",
-    conditions: [
-      ...(pod.status?.conditions ?? []).filter((c) => c.type !== "Ready"),
-      { type: "Ready", status: "True" },
-    ],
+    conditions: [...(pod.status?.conditions ?? []), { type: "Ready", status: "True" }],
   };
   return pod;
 }
 
-/** Gives the pod a VM id and a running container: vk-cocoon's "the VM is live". */
-export function liveVM(pod: Pod, vmID: string): Pod {
-  pod.metadata.annotations = { ...pod.metadata.annotations, [AnnotationVMID]: vmID };
-  pod.status = {
-    ...pod.status,
-    containerStatuses: [{
-      name: "agent",
-      ready: true,
-      restartCount: 0,
-      image: "x",
-      imageID: "x",
-      state: { running: {} },
-    }],
+/** Marks pod as a VM vk-cocoon runs: bound to node, Ready, with a VM id. Returns it. */
+export function livePod(pod: Pod, node = "node-a"): Pod {
+  pod.spec = { ...pod.spec!, nodeName: pod.spec?.nodeName || node };
+  pod.metadata.annotations = {
+    ...pod.metadata.annotations,
+    [AnnotationVMID]: `id-${pod.metadata.name}`,
   };
-  return pod;
+  return readyPod(pod);
+}
+
+/** The in-memory world one reconciler runs against. */
+export interface TestEnv {
+  fake: FakeClient;
+  clock: FakeClock;
+  recorder: RecordingRecorder;
+  registry: FakeRegistry;
+  reconciler: CocoonSetReconciler;
+}
+
+/** An object to seed, with its resource type. */
+export interface Seed {
+  rt: ResourceType;
+  obj: KubeObject;
+}
+
+/** Seeds a pod. */
+export function podSeed(pod: Pod): Seed {
+  return { rt: Pods, obj: pod };
+}
+
+/** Seeds a CocoonSet; with finalizer (the default) the reconciler goes past the finalizer step. */
+export function setSeed(cs: CocoonSet, withFinalizer = true): Seed {
+  const copy = structuredClone(cs);
+  if (withFinalizer && !copy.metadata.finalizers?.includes(finalizerName)) {
+    copy.metadata.finalizers = [...(copy.metadata.finalizers ?? []), finalizerName];
+  }
+  return { rt: CocoonSets, obj: copy };
+}
+
+/** Deviations from the default wiring of newTestEnv. */
+export interface TestEnvOptions {
+  /** Leave the registry out (the paths that must cope without one); env.registry stays unused. */
+  withoutRegistry?: boolean;
+  /** A separate uncached reader (default: the same FakeClient), e.g. one showing a newer world. */
+  apiReader?: Reader;
+}
+
+/**
+ * A reconciler whose client and apiReader are one FakeClient seeded with objects (status kept),
+ * with a FakeClock (start at clockStart ms), a RecordingRecorder and a FakeRegistry. Registers
+ * the operator metrics on the runtime registry so metricValue can read them.
+ */
+export function newTestEnv(
+  objects: Seed[] = [],
+  clockStart = Date.UTC(2026, 4, 14),
+  opts: TestEnvOptions = {},
+): TestEnv {
+  registerOperatorMetrics();
+  const clock = new FakeClock(clockStart);
+  const fake = new FakeClient({ clock });
+  for (const { rt, obj } of objects) fake.seed(rt, obj);
+  const recorder = new RecordingRecorder();
+  const registry = new FakeRegistry();
+  const reconciler = new CocoonSetReconciler({
+    client: fake,
+    apiReader: opts.apiReader ?? fake,
+    registry: opts.withoutRegistry ? undefined : registry,
+    recorder,
+    clock,
+  });
+  return { fake, clock, recorder, registry, reconciler };
+}
+
+/** The collaborators of env as a reconcile step takes them. */
+export function depsOf(env: TestEnv): CocoonSetDeps {
+  return env.reconciler.deps;
+}
+
+/**
+ * A Pass over cs and pods, for tests that call one step of the loop the way the reconciler
+ * would after listing and classifying the owned pods.
+ */
+export function newTestPass(
+  deps: CocoonSetDeps,
+  cs: CocoonSet,
+  pods: readonly Pod[] = [],
+  signal: AbortSignal = new AbortController().signal,
+): Pass {
+  return {
+    deps,
+    cs,
+    classified: classifyPods(pods),
+    signal,
+    intent: newRestoreIntent(deps, cs.metadata.namespace ?? "", signal),
+    log: logFor(cs),
+    problems: [],
+  };
+}
+
+/** Runs one reconcile of ns/name. */
+export function reconcileSet(
+  env: TestEnv,
+  name: string,
+  signal: AbortSignal = new AbortController().signal,
+): ReturnType<CocoonSetReconciler["reconcile"]> {
+  return env.reconciler.reconcile({ namespace: testNamespace, name }, signal);
+}
+
+/** The stored pod, or undefined when it is gone. */
+export async function getPod(fake: FakeClient, name: string): Promise<Pod | undefined> {
+  try {
+    return await fake.get(Pods, testNamespace, name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** The stored CocoonSet. */
+export function getSet(fake: FakeClient, name: string): Promise<CocoonSet> {
+  return fake.get(CocoonSets, testNamespace, name);
+}
+
+/** The stored CocoonSet, or undefined when it is gone. */
+export async function findSet(fake: FakeClient, name: string): Promise<CocoonSet | undefined> {
+  try {
+    return await fake.get(CocoonSets, testNamespace, name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Gives cs the operator's finalizer (a modifier for newCocoonSet, as setSeed does). */
+export function withFinalizer(cs: CocoonSet): void {
+  if (!cs.metadata.finalizers?.includes(finalizerName)) {
+    cs.metadata.finalizers = [...(cs.metadata.finalizers ?? []), finalizerName];
+  }
+}
+
+/** Stores cs and the pods as given (status kept); returns the stored CocoonSet. */
+export function seedSet(env: TestEnv, cs: CocoonSet, pods: readonly Pod[] = []): CocoonSet {
+  const stored = env.fake.seed(CocoonSets, cs);
+  for (const pod of pods) env.fake.seed(Pods, pod);
+  return stored;
+}
+
+/** Reads the stored pod, lets edit change it (status included) and stores it back. */
+export async function editPod(env: TestEnv, name: string, edit: (pod: Pod) => void): Promise<Pod> {
+  const pod = await env.fake.get(Pods, testNamespace, name);
+  edit(pod);
+  return env.fake.seed(Pods, pod);
 }
 
 /**
  * vk-cocoon's report that the VM hibernated, written as the pair it always writes together:
- * state and the generation stamp it saw on the pod.
+ * the state and the generation stamp it saw on the pod.
  */
 export function lifecycleHibernated(pod: Pod): Pod {
   applyLifecycleStatus({
@@ -131,94 +257,6 @@ export function newHibernation(
   };
 }
 
-/** A reconciler on the fake API with every collaborator a test may look at. */
-export interface TestEnv {
-  fake: FakeClient;
-  registry: FakeRegistry;
-  recorder: RecordingRecorder;
-  clock: FakeClock;
-  reconciler: CocoonSetReconciler;
-}
-
-/** How newTestEnv deviates from the defaults. */
-export interface TestEnvOptions {
-  /** false: the reconciler has no registry (the paths that tolerate its absence). */
-  registry?: FakeRegistry | false;
-  /** Uncached reads; defaults to the same fake as the client. */
-  apiReader?: Reader;
-}
-
-/**
- * A CocoonSetReconciler whose client and apiReader are one FakeClient (unless apiReader is
- * given), with a FakeRegistry, a RecordingRecorder and a FakeClock at testEpochMs.
- */
-export function newTestEnv(opts: TestEnvOptions = {}): TestEnv {
-  const clock = new FakeClock(testEpochMs);
-  const fake = new FakeClient({ clock });
-  const registry = opts.registry || new FakeRegistry();
-  const recorder = new RecordingRecorder();
-  const reconciler = new CocoonSetReconciler({
-    client: fake,
-    apiReader: opts.apiReader ?? fake,
-    registry: opts.registry === false ? undefined : registry,
-    recorder,
-    clock,
-  });
-  return { fake, registry, recorder, clock, reconciler };
-}
-
-/** Stores cs and the pods as given (status kept); returns the stored CocoonSet. */
-export function seedSet(env: TestEnv, cs: CocoonSet, pods: readonly Pod[] = []): CocoonSet {
-  const stored = env.fake.seed(CocoonSets, cs);
-  for (const pod of pods) env.fake.seed(Pods, pod);
-  return stored;
-}
-
-/** One reconcile pass of the CocoonSet `name`. */
-export function reconcileSet(env: TestEnv, name = "demo"): Promise<Result> {
-  return env.reconciler.reconcile(
-    { namespace: testNamespace, name },
-    new AbortController().signal,
-  );
-}
-
-/**
- * A Pass over cs and the given pods, for tests that call one step of the loop directly. The
- * pods are classified exactly as the reconciler would classify a list of them.
- */
-export function newTestPass(env: TestEnv, cs: CocoonSet, pods: readonly Pod[] = []): Pass {
-  const signal = new AbortController().signal;
-  return {
-    deps: env.reconciler.deps,
-    cs,
-    classified: classifyPods(pods),
-    signal,
-    intent: newRestoreIntent(env.reconciler.deps, cs.metadata.namespace ?? "", signal),
-    log: logFor(cs),
-    problems: [],
-  };
-}
-
-/** The stored pod, or undefined when the API has none of that name. */
-export async function findPod(env: TestEnv, name: string): Promise<Pod | undefined> {
-  try {
-    return await env.fake.get(Pods, testNamespace, name);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
-/** The stored CocoonSet, or undefined when it is gone. */
-export async function findSet(env: TestEnv, name = "demo"): Promise<CocoonSet | undefined> {
-  try {
-    return await env.fake.get(CocoonSets, testNamespace, name);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
 /** Recorded API calls with this verb on this resource (and object name, when given). */
 export function actionsOf(
   env: TestEnv,
@@ -231,23 +269,9 @@ export function actionsOf(
   );
 }
 
-/** How many times the CocoonHibernations of the namespace were listed. */
+/** How many times CocoonHibernations were listed. */
 export function hibernationLists(env: TestEnv): number {
   return actionsOf(env, "list", CocoonHibernations).length;
-}
-
-/** Forgets the recorded API calls, Events and registry calls (between the steps of a test). */
-export function clearRecords(env: TestEnv): void {
-  env.fake.actions.length = 0;
-  env.recorder.clear();
-  env.registry.calls.length = 0;
-}
-
-/** Reads the stored pod, lets edit change it (status included) and stores it back. */
-export async function editPod(env: TestEnv, name: string, edit: (pod: Pod) => void): Promise<Pod> {
-  const pod = await env.fake.get(Pods, testNamespace, name);
-  edit(pod);
-  return env.fake.seed(Pods, pod);
 }
 
 /** The condition of that type in the CocoonSet's status, if any. */

@@ -19,17 +19,16 @@ import {
   LabelSlot,
   readHibernateState,
 } from "../common/meta/mod.ts";
-import { register } from "../metrics/metrics.ts";
 import {
   actionsOf,
   conditionOf,
   editPod,
-  findPod,
   findSet,
+  getPod,
   hibernationLists,
   lifecycleFailed,
   lifecycleHibernated,
-  liveVM,
+  livePod,
   newCocoonSet,
   newHibernation,
   newTestEnv,
@@ -63,8 +62,6 @@ import {
   ReasonNameConflict,
   toolboxNameProblem,
 } from "./toolboxes.ts";
-
-register();
 
 const failedMetric = "cocoon_operator_lifecycle_state_failed_observed_total";
 const rebuildMetric = "cocoon_operator_subagent_rebuild_total";
@@ -110,22 +107,22 @@ Deno.test("unsuspend clears the hibernate request from agents and leaves pods wi
   const stored = seedSet(env, cs, [main, sub, tb]);
   const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
 
-  await applyUnsuspend(newTestPass(env, stored, pods));
+  await applyUnsuspend(newTestPass(env.reconciler.deps, stored, pods));
 
-  assert.equal(readHibernateState((await findPod(env, "demo-0"))!), false);
-  assert.equal(readHibernateState((await findPod(env, "demo-1"))!), false);
-  assert.equal(readHibernateState((await findPod(env, "demo-tb"))!), false);
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-1"))!), false);
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-tb"))!), false);
   assert.equal(actionsOf(env, "patch", Pods, "demo-tb").length, 0, "never-suspended pod patched");
 });
 
 Deno.test("unsuspend of a set with no hibernate requests writes nothing and lists no CRs", async () => {
   const env = newTestEnv();
-  const cs = newCocoonSet();
+  const cs = newCocoonSet("demo");
   const stored = seedSet(env, cs, [buildAgentPod(cs, 0), buildAgentPod(cs, 1, "vk-ns-demo-0")]);
   const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
   env.fake.actions.length = 0;
 
-  await applyUnsuspend(newTestPass(env, stored, pods));
+  await applyUnsuspend(newTestPass(env.reconciler.deps, stored, pods));
 
   assert.equal(actionsOf(env, "patch", Pods).length, 0);
   assert.equal(hibernationLists(env), 0);
@@ -139,7 +136,7 @@ Deno.test("a toolbox whose pod name is taken by an agent pod is a name conflict,
   const main = buildAgentPod(cs, 0);
   const stored = seedSet(env, cs, [main]);
 
-  const out = await ensureToolboxes(newTestPass(env, stored, [main]));
+  const out = await ensureToolboxes(newTestPass(env.reconciler.deps, stored, [main]));
 
   assert.equal(out.changed, false);
   assert.equal(out.problems.length, 1);
@@ -162,17 +159,17 @@ Deno.test("a toolbox name taken by a foreign pod: NameConflict, Warning, the oth
   seedSet(env, cs, [readyPod(buildAgentPod(cs, 0)), foreign]);
 
   // Pass 1 creates the toolbox it can and looks again at once.
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
-  assert.ok(await findPod(env, "demo-tb2"));
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
+  assert.ok(await getPod(env.fake, "demo-tb2"));
 
-  await assert.rejects(reconcileSet(env), /demo-tb/);
-  const ready = conditionOf(await findSet(env), "Ready");
+  await assert.rejects(reconcileSet(env, "demo"), /demo-tb/);
+  const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
   assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonNameConflict]);
   assert.equal(env.recorder.withReason(ReasonNameConflict)[0]?.type, "Warning");
   const untouched = (a: { name: string }) => a.name === "demo-tb";
   assert.equal(actionsOf(env, "patch", Pods).filter(untouched).length, 0);
   assert.equal(actionsOf(env, "delete", Pods).filter(untouched).length, 0);
-  assert.deepEqual((await findPod(env, "demo-tb"))?.metadata.labels, { app: "someone-else" });
+  assert.deepEqual((await getPod(env.fake, "demo-tb"))?.metadata.labels, { app: "someone-else" });
 });
 
 Deno.test("an integer toolbox name is InvalidSpec: Warning, Ready=False, no toolbox pod, sub-agents still reconcile", async () => {
@@ -190,15 +187,15 @@ Deno.test("an integer toolbox name is InvalidSpec: Warning, Ready=False, no tool
   main.spec!.nodeName = "node-a";
   seedSet(env, cs, [main]);
 
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   const created = actionsOf(env, "create", Pods).map((a) => a.object?.metadata.labels?.[LabelRole]);
   assert.deepEqual(created, ["sub-agent"], "only the sub-agent is created");
-  assert.equal((await findPod(env, "demo-1"))?.metadata.labels?.[LabelRole], "sub-agent");
+  assert.equal((await getPod(env.fake, "demo-1"))?.metadata.labels?.[LabelRole], "sub-agent");
   assert.equal(env.recorder.withReason(ReasonInvalidSpec)[0]?.type, "Warning");
 
   await editPod(env, "demo-1", readyPod);
-  await reconcileSet(env);
-  const ready = conditionOf(await findSet(env), "Ready");
+  await reconcileSet(env, "demo");
+  const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
   assert.equal(ready?.status, "False");
   assert.equal(ready?.reason, ReasonInvalidSpec);
   assert.equal(
@@ -221,11 +218,11 @@ Deno.test("duplicate toolbox names are InvalidSpec: Warning, Ready=False, no too
   });
   seedSet(env, cs, [readyPod(buildAgentPod(cs, 0))]);
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
 
-  assert.equal(await findPod(env, "demo-tb"), undefined);
+  assert.equal(await getPod(env.fake, "demo-tb"), undefined);
   assert.equal(actionsOf(env, "create", Pods).length, 0);
-  const ready = conditionOf(await findSet(env), "Ready");
+  const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
   assert.equal(ready?.status, "False");
   assert.equal(ready?.reason, ReasonInvalidSpec);
   assert.match(ready?.message ?? "", /duplicate/);
@@ -241,17 +238,17 @@ Deno.test("creating a toolbox that already exists as this set's toolbox is not a
     c.spec.toolboxes = [{ name: "tb", image: toolboxImage }];
   });
   const stored = seedSet(env, cs, [buildToolboxPod(cs, cs.spec.toolboxes![0])]);
-  const before = await findPod(env, "demo-tb");
+  const before = await getPod(env.fake, "demo-tb");
 
   // The pass has not seen the pod (a cache that lags the create).
-  const out = await ensureToolboxes(newTestPass(env, stored, []));
+  const out = await ensureToolboxes(newTestPass(env.reconciler.deps, stored, []));
 
   assert.equal(out.changed, false);
   assert.deepEqual(out.problems, []);
   assert.equal(actionsOf(env, "create", Pods, "demo-tb").length, 1);
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
   assert.equal(
-    (await findPod(env, "demo-tb"))?.metadata.resourceVersion,
+    (await getPod(env.fake, "demo-tb"))?.metadata.resourceVersion,
     before?.metadata.resourceVersion,
   );
 });
@@ -261,7 +258,7 @@ Deno.test("suspend waits until every managed pod has its snapshot", async () => 
   const cs = newCocoonSet("demo", (c) => {
     c.spec.agent.replicas = 1;
   });
-  const pass = newTestPass(env, cs, [
+  const pass = newTestPass(env.reconciler.deps, cs, [
     lifecycleHibernated(buildAgentPod(cs, 0)),
     lifecycleHibernated(buildAgentPod(cs, 1, "vk-ns-demo-0")),
   ]);
@@ -278,7 +275,7 @@ Deno.test("a static toolbox does not hold up suspend completion", async () => {
   const cs = newCocoonSet("demo", (c) => {
     c.spec.toolboxes = [{ name: "tb", mode: "static", staticVMID: "qemu-1", staticIP: "10.0.0.1" }];
   });
-  const pass = newTestPass(env, cs, [
+  const pass = newTestPass(env.reconciler.deps, cs, [
     lifecycleHibernated(buildAgentPod(cs, 0)),
     buildToolboxPod(cs, cs.spec.toolboxes![0]),
   ]);
@@ -290,8 +287,8 @@ Deno.test("a static toolbox does not hold up suspend completion", async () => {
 
 Deno.test("a registry probe error during the suspend poll is thrown, not read as absent", async () => {
   const env = newTestEnv();
-  const cs = newCocoonSet();
-  const pass = newTestPass(env, cs, [lifecycleHibernated(buildAgentPod(cs, 0))]);
+  const cs = newCocoonSet("demo");
+  const pass = newTestPass(env.reconciler.deps, cs, [lifecycleHibernated(buildAgentPod(cs, 0))]);
   env.registry.failNext("hasManifest", new Error("transport boom"));
 
   await assert.rejects(allOwnedPodsHibernated(pass), /transport boom/);
@@ -299,9 +296,9 @@ Deno.test("a registry probe error during the suspend poll is thrown, not read as
 
 Deno.test("a snapshot tag from an earlier round does not complete suspend before vk reports this generation", async () => {
   const env = newTestEnv();
-  const cs = newCocoonSet();
+  const cs = newCocoonSet("demo");
   const main = buildAgentPod(cs, 0);
-  const pass = newTestPass(env, cs, [main]);
+  const pass = newTestPass(env.reconciler.deps, cs, [main]);
   env.registry.put("vk-ns-demo-0", HibernateSnapshotTag); // left by an earlier cycle
 
   assert.equal(await allOwnedPodsHibernated(pass), false, "no lifecycle report yet");
@@ -321,7 +318,10 @@ Deno.test("a terminal sub-agent is skipped by the suspend poll", async () => {
   });
   const sub = buildAgentPod(cs, 1, "vk-ns-demo-0");
   sub.status = { phase: "Failed" };
-  const pass = newTestPass(env, cs, [lifecycleHibernated(buildAgentPod(cs, 0)), sub]);
+  const pass = newTestPass(env.reconciler.deps, cs, [
+    lifecycleHibernated(buildAgentPod(cs, 0)),
+    sub,
+  ]);
   env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
 
   assert.equal(await allOwnedPodsHibernated(pass), true);
@@ -338,11 +338,15 @@ Deno.test("a failed sub-agent is deleted for a rebuild with its history, Event a
   const labels = { namespace: testNamespace, cocoonset: "demo" };
   const rebuildsBefore = await counter(rebuildMetric, labels);
 
-  const out = await ensureSubAgents(newTestPass(env, stored, [sub]), "vk-ns-demo-0", "");
+  const out = await ensureSubAgents(
+    newTestPass(env.reconciler.deps, stored, [sub]),
+    "vk-ns-demo-0",
+    "",
+  );
 
   assert.equal(out.changed, true);
-  assert.equal(await findPod(env, "demo-1"), undefined);
-  assert.equal(readRebuildHistory((await findSet(env))!).get(1)?.count, 1);
+  assert.equal(await getPod(env.fake, "demo-1"), undefined);
+  assert.equal(readRebuildHistory((await findSet(env.fake, "demo"))!).get(1)?.count, 1);
   assert.deepEqual(
     env.recorder.withReason(ReasonSubAgentRebuilding).map((e) => e.message),
     [`slot 1 attempt 1/${maxRebuildAttempts}`],
@@ -364,18 +368,18 @@ Deno.test("a dead-lettered sub-agent stays until the spec changes, then is rebui
     ),
   };
   const stored = seedSet(env, cs, [sub]);
-  const pass = newTestPass(env, stored, [sub]);
+  const pass = newTestPass(env.reconciler.deps, stored, [sub]);
 
   const held = await ensureSubAgents(pass, "vk-ns-demo-0", "");
   assert.equal(held.changed, false);
   assert.deepEqual(held.deadLettered, [1]);
-  assert.ok(await findPod(env, "demo-1"), "dead-lettered pod with a matching spec is kept");
+  assert.ok(await getPod(env.fake, "demo-1"), "dead-lettered pod with a matching spec is kept");
 
   pass.cs.spec.agent.image = "ghcr.io/cocoonstack/cocoon/ubuntu:26.04";
   const fixed = await ensureSubAgents(pass, "vk-ns-demo-0", "");
   assert.equal(fixed.changed, true);
-  assert.equal(await findPod(env, "demo-1"), undefined);
-  const after = (await findSet(env))!;
+  assert.equal(await getPod(env.fake, "demo-1"), undefined);
+  const after = (await findSet(env.fake, "demo"))!;
   assert.equal(readRebuildHistory(after).has(1), false);
   // Our difference: the emptied history removes the annotation instead of leaving "{}".
   assert.equal(after.metadata.annotations?.[AnnotationRebuildHistory], undefined);
@@ -403,11 +407,11 @@ Deno.test("a main reported failed by vk turns the set Failed while its pod still
   main.status = { phase: "Running" };
   seedSet(env, cs, [main]);
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
 
-  const out = await findSet(env);
+  const out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Failed");
-  assert.ok(await findPod(env, "demo-0"), "the failed main is kept");
+  assert.ok(await getPod(env.fake, "demo-0"), "the failed main is kept");
 });
 
 Deno.test("a failed main that drifted from the spec is deleted for recreate instead of Failed", async () => {
@@ -418,10 +422,14 @@ Deno.test("a failed main that drifted from the spec is deleted for recreate inst
   cs.spec.agent.image = "ghcr.io/cocoonstack/cocoon/ubuntu:26.04";
   seedSet(env, cs, [main]);
 
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
 
-  assert.equal(await findPod(env, "demo-0"), undefined);
-  assert.equal((await findSet(env))?.status?.phase, undefined, "no Failed status written");
+  assert.equal(await getPod(env.fake, "demo-0"), undefined);
+  assert.equal(
+    (await findSet(env.fake, "demo"))?.status?.phase,
+    undefined,
+    "no Failed status written",
+  );
   assert.equal(env.recorder.events.length, 0);
 });
 
@@ -434,10 +442,14 @@ Deno.test("a sub-agent with lifecycle failed is rebuilt even while its pod phase
   sub.status = { phase: "Running" };
   const stored = seedSet(env, cs, [sub]);
 
-  const out = await ensureSubAgents(newTestPass(env, stored, [sub]), "vk-ns-demo-0", "");
+  const out = await ensureSubAgents(
+    newTestPass(env.reconciler.deps, stored, [sub]),
+    "vk-ns-demo-0",
+    "",
+  );
 
   assert.equal(out.changed, true);
-  assert.equal(await findPod(env, "demo-1"), undefined);
+  assert.equal(await getPod(env.fake, "demo-1"), undefined);
 });
 
 Deno.test("a failed toolbox is deleted for recreate without backoff or Event", async () => {
@@ -449,17 +461,20 @@ Deno.test("a failed toolbox is deleted for recreate without backoff or Event", a
   tb.status = { phase: "Failed" };
   const stored = seedSet(env, cs, [tb]);
 
-  const out = await ensureToolboxes(newTestPass(env, stored, [tb]));
+  const out = await ensureToolboxes(newTestPass(env.reconciler.deps, stored, [tb]));
 
   assert.equal(out.changed, true);
-  assert.equal(await findPod(env, "demo-tb"), undefined);
+  assert.equal(await getPod(env.fake, "demo-tb"), undefined);
   assert.equal(env.recorder.events.length, 0);
-  assert.equal((await findSet(env))?.metadata.annotations?.[AnnotationRebuildHistory], undefined);
+  assert.equal(
+    (await findSet(env.fake, "demo"))?.metadata.annotations?.[AnnotationRebuildHistory],
+    undefined,
+  );
 });
 
 Deno.test("teardown neither deletes nor waits for a pod that only carries the set's label", async () => {
   const env = newTestEnv();
-  const cs = newCocoonSet();
+  const cs = newCocoonSet("demo");
   const stale: Pod = {
     metadata: {
       name: "demo-stale",
@@ -470,14 +485,14 @@ Deno.test("teardown neither deletes nor waits for a pod that only carries the se
   };
   await seedDeletingSet(env, cs, [buildAgentPod(cs, 0), stale]);
 
-  await reconcileSet(env);
-  assert.equal(await findPod(env, "demo-0"), undefined);
+  await reconcileSet(env, "demo");
+  assert.equal(await getPod(env.fake, "demo-0"), undefined);
   assert.deepEqual(actionsOf(env, "delete", Pods).map((a) => a.name), ["demo-0"]);
 
   // The next pass sees no owned pod left: it cleans up and lets the set go.
-  await reconcileSet(env);
-  assert.equal(await findSet(env), undefined);
-  assert.ok(await findPod(env, "demo-stale"), "the unowned pod survives teardown");
+  await reconcileSet(env, "demo");
+  assert.equal(await findSet(env.fake, "demo"), undefined);
+  assert.ok(await getPod(env.fake, "demo-stale"), "the unowned pod survives teardown");
   assert.equal(actionsOf(env, "patch", Pods, "demo-stale").length, 0);
 });
 
@@ -545,35 +560,35 @@ Deno.test("teardown drops :hibernate always and :latest as the snapshot policy s
       });
       await seedDeletingSet(env, cs);
 
-      assert.deepEqual(await reconcileSet(env), {});
+      assert.deepEqual(await reconcileSet(env, "demo"), {});
 
       assert.deepEqual(
         env.registry.callsOf("deleteManifest").map((c) => `${c.name}:${c.reference}`),
         c.want,
       );
-      assert.equal(await findSet(env), undefined, "finalizer released");
+      assert.equal(await findSet(env.fake, "demo"), undefined, "finalizer released");
     });
   }
 });
 
 Deno.test("teardown stashes the VM names of live pods when the status has none, and cleans them once the pods are gone", async () => {
   const env = newTestEnv();
-  const cs = newCocoonSet();
+  const cs = newCocoonSet("demo");
   await seedDeletingSet(env, cs, [buildAgentPod(cs, 0)]);
 
   // Our pass waits for the pods it deleted before cleaning the registry (the Go pass re-lists).
-  assert.deepEqual(await reconcileSet(env), { requeueAfter: 5_000 });
-  const afterFirst = await findSet(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
+  const afterFirst = await findSet(env.fake, "demo");
   assert.equal(afterFirst?.metadata.annotations?.[AnnotationDeleteVMNames], "vk-ns-demo-0");
   assert.deepEqual(afterFirst?.metadata.finalizers, [finalizerName]);
   assert.equal(env.registry.calls.length, 0, "no registry call while pods remain");
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
   assert.deepEqual(
     env.registry.callsOf("deleteManifest").map((c) => `${c.name}:${c.reference}`),
     ["vk-ns-demo-0:hibernate"],
   );
-  assert.equal(await findSet(env), undefined);
+  assert.equal(await findSet(env.fake, "demo"), undefined);
 });
 
 Deno.test("teardown takes VM names from the status when the pods are already gone", async () => {
@@ -589,13 +604,13 @@ Deno.test("teardown takes VM names from the status when the pods are already gon
   });
   await seedDeletingSet(env, cs);
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
 
   assert.deepEqual(
     env.registry.callsOf("deleteManifest").map((c) => `${c.name}:${c.reference}`),
     ["vk-ns-demo-0:hibernate", "vk-ns-demo-1:hibernate", "vk-ns-demo-tb:hibernate"],
   );
-  assert.equal(await findSet(env), undefined);
+  assert.equal(await findSet(env.fake, "demo"), undefined);
 });
 
 Deno.test("unsuspend leaves the hibernate request on a pod a Hibernate CR names", async () => {
@@ -610,22 +625,26 @@ Deno.test("unsuspend leaves the hibernate request on a pod a Hibernate CR names"
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate"));
   const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
 
-  await applyUnsuspend(newTestPass(env, stored, pods));
+  await applyUnsuspend(newTestPass(env.reconciler.deps, stored, pods));
 
-  assert.equal(readHibernateState((await findPod(env, "demo-0"))!), true, "the CR owns demo-0");
-  assert.equal(readHibernateState((await findPod(env, "demo-1"))!), false, "no CR names demo-1");
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "the CR owns demo-0");
+  assert.equal(
+    readHibernateState((await getPod(env.fake, "demo-1"))!),
+    false,
+    "no CR names demo-1",
+  );
 });
 
 Deno.test("unsuspend leaves a pod alone while its CR is still Hibernating under a Wake desire", async () => {
   const env = newTestEnv();
-  const cs = newCocoonSet();
+  const cs = newCocoonSet("demo");
   const stored = seedSet(env, cs, [hibernating(buildAgentPod(cs, 0))]);
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Wake", "Hibernating"));
   const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
 
-  await applyUnsuspend(newTestPass(env, stored, pods));
+  await applyUnsuspend(newTestPass(env.reconciler.deps, stored, pods));
 
-  assert.equal(readHibernateState((await findPod(env, "demo-0"))!), true);
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true);
   assert.equal(actionsOf(env, "patch", Pods).length, 0);
 });
 
@@ -653,34 +672,34 @@ Deno.test("setting up the controller rejects a concurrency below 1 or not an int
 
 Deno.test("C1: a new set gets its finalizer, then its main, then Pending until the main is Ready, then Running", async () => {
   const env = newTestEnv();
-  seedSet(env, newCocoonSet());
+  seedSet(env, newCocoonSet("demo"));
   const statusWrites = () =>
     actionsOf(env, "patch", CocoonSets).filter((a) => a.subresource).length;
 
   // Pass 1: the finalizer alone, by an optimistic-lock merge patch that leaves the spec alone.
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   const finalizerPatch = actionsOf(env, "patch", CocoonSets);
   assert.equal(finalizerPatch.length, 1);
   const body = finalizerPatch[0].patch as { metadata?: Record<string, unknown>; spec?: unknown };
   assert.deepEqual(body.metadata?.finalizers, [finalizerName]);
   assert.equal(typeof body.metadata?.resourceVersion, "string");
   assert.equal(body.spec, undefined);
-  let cs = await findSet(env);
+  let cs = await findSet(env.fake, "demo");
   assert.deepEqual(cs?.metadata.finalizers, [finalizerName]);
   assert.equal(cs?.metadata.generation, 1);
   assert.equal(actionsOf(env, "create", Pods).length, 0);
 
   // Pass 2: the main, and still no status.
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
-  const main = await findPod(env, "demo-0");
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
+  const main = await getPod(env.fake, "demo-0");
   assert.equal(main?.metadata.labels?.[LabelRole], "main");
   assert.equal(main?.metadata.labels?.[LabelSlot], "0");
   assert.equal(main?.metadata.annotations?.[AnnotationVMName], "vk-ns-demo-0");
   assert.equal(statusWrites(), 0);
 
   // Pass 3: Pending while the main is not Ready, looked at again in 5 s.
-  assert.deepEqual(await reconcileSet(env), { requeueAfter: 5_000 });
-  cs = await findSet(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
+  cs = await findSet(env.fake, "demo");
   assert.equal(cs?.status?.phase, "Pending");
   assert.equal(cs?.status?.observedGeneration, 1);
   assert.equal(cs?.status?.desiredAgents, 1);
@@ -698,11 +717,11 @@ Deno.test("C1: a new set gets its finalizer, then its main, then Pending until t
 
   // vk-cocoon boots the VM.
   await editPod(env, "demo-0", (p) => {
-    readyPod(liveVM(p, "vm-1"));
+    livePod(p);
     p.metadata.annotations![AnnotationIP] = "10.0.0.7";
   });
-  assert.deepEqual(await reconcileSet(env), {});
-  cs = await findSet(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  cs = await findSet(env.fake, "demo");
   assert.equal(cs?.status?.phase, "Running");
   assert.equal(cs?.status?.readyAgents, 1);
   assert.deepEqual(
@@ -721,15 +740,15 @@ Deno.test("C1: a new set gets its finalizer, then its main, then Pending until t
     ],
     ["False", "Stable", "Running"],
   );
-  assert.equal(cs?.status?.agents?.[0]?.vmID, "vm-1");
+  assert.equal(cs?.status?.agents?.[0]?.vmID, "id-demo-0");
   assert.equal(cs?.status?.agents?.[0]?.ip, "10.0.0.7");
 
   // Steady state: nothing changed, nothing written.
   const writes = statusWrites();
   const rv = cs?.metadata.resourceVersion;
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
   assert.equal(statusWrites(), writes);
-  assert.equal((await findSet(env))?.metadata.resourceVersion, rv);
+  assert.equal((await findSet(env.fake, "demo"))?.metadata.resourceVersion, rv);
 });
 
 Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes extra slots in ascending order", async () => {
@@ -742,10 +761,10 @@ Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes
   main.spec!.nodeName = "node-a";
   seedSet(env, cs, [main]);
 
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   assert.equal(actionsOf(env, "patch", CocoonSets).length, 0, "a create pass writes no status");
   for (const slot of [1, 2, 3]) {
-    const sub = await findPod(env, `demo-${slot}`);
+    const sub = await getPod(env.fake, `demo-${slot}`);
     assert.equal(sub?.metadata.labels?.[LabelRole], "sub-agent");
     assert.equal(sub?.metadata.labels?.[LabelSlot], String(slot));
     assert.equal(sub?.metadata.annotations?.[AnnotationVMName], `vk-ns-demo-${slot}`);
@@ -754,8 +773,8 @@ Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes
     assert.equal(sub?.spec?.affinity, undefined);
   }
 
-  await reconcileSet(env);
-  let out = await findSet(env);
+  await reconcileSet(env, "demo");
+  let out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Scaling");
   assert.equal(conditionOf(out, "Progressing")?.status, "True");
   assert.equal(out?.status?.desiredAgents, 4);
@@ -766,8 +785,8 @@ Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes
   ]);
 
   for (const slot of [1, 2, 3]) await editPod(env, `demo-${slot}`, readyPod);
-  await reconcileSet(env);
-  out = await findSet(env);
+  await reconcileSet(env, "demo");
+  out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Running");
   assert.equal(out?.status?.readyAgents, 4);
 
@@ -775,16 +794,16 @@ Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes
     spec: { agent: { replicas: 1 } },
   });
   env.fake.actions.length = 0;
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   assert.deepEqual(actionsOf(env, "delete", Pods).map((a) => a.name), ["demo-2", "demo-3"]);
-  assert.equal((await findPod(env, "demo-1"))?.metadata.deletionTimestamp, undefined);
+  assert.equal((await getPod(env.fake, "demo-1"))?.metadata.deletionTimestamp, undefined);
 
   // vk-cocoon finishes the deletes (the sub-agents were bound to a node).
   for (const name of ["demo-2", "demo-3"]) {
     await env.fake.delete(Pods, testNamespace, name, { gracePeriodSeconds: 0 });
   }
-  await reconcileSet(env);
-  out = await findSet(env);
+  await reconcileSet(env, "demo");
+  out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Running");
   assert.equal(out?.status?.desiredAgents, 2);
   assert.equal(out?.status?.readyAgents, 2);
@@ -800,11 +819,11 @@ Deno.test("C2: while the main is not Ready, sub-agents are neither created nor t
   failedSub.status = { phase: "Failed" };
   seedSet(env, cs, [buildAgentPod(cs, 0), failedSub]);
 
-  assert.deepEqual(await reconcileSet(env), { requeueAfter: 5_000 });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
 
   assert.equal(actionsOf(env, "create", Pods).length, 0);
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
-  assert.equal((await findSet(env))?.status?.phase, "Pending");
+  assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Pending");
   assert.equal(env.recorder.events.length, 0);
 });
 
@@ -823,7 +842,7 @@ Deno.test("C3: a spec edit re-stamps every owned pod before anything else, and o
   const current = readyPod(buildAgentPod(cs, 1, "vk-ns-demo-0", "node-a"));
   seedSet(env, cs, [main, current]);
 
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
 
   const writes = env.fake.actions.filter((a) => a.verb !== "get" && a.verb !== "list");
   assert.equal(writes[0].verb, "patch");
@@ -834,13 +853,15 @@ Deno.test("C3: a spec edit re-stamps every owned pod before anything else, and o
   assert.equal(actionsOf(env, "patch", Pods, "demo-1").length, 0, "already current");
   assert.deepEqual(writes.slice(1).map((a) => `${a.verb} ${a.name}`), ["create demo-2"]);
   assert.equal(
-    (await findPod(env, "demo-2"))?.metadata.annotations?.[AnnotationCocoonSetGeneration],
+    (await getPod(env.fake, "demo-2"))?.metadata.annotations?.[AnnotationCocoonSetGeneration],
     "2",
   );
 });
 
 Deno.test("C3: pods are re-stamped while the main is failed and while suspended, never during teardown", async () => {
-  const old = newCocoonSet();
+  const old = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 1;
+  });
   for (const mode of ["failed", "suspended"] as const) {
     const env = newTestEnv();
     const cs = newCocoonSet("demo", (c) => {
@@ -851,9 +872,9 @@ Deno.test("C3: pods are re-stamped while the main is failed and while suspended,
     const main = buildAgentPod(old, 0);
     if (mode === "failed") lifecycleFailed(main);
     seedSet(env, cs, [main]);
-    await reconcileSet(env);
+    await reconcileSet(env, "demo");
     assert.equal(
-      (await findPod(env, "demo-0"))?.metadata.annotations?.[AnnotationCocoonSetGeneration],
+      (await getPod(env.fake, "demo-0"))?.metadata.annotations?.[AnnotationCocoonSetGeneration],
       "4",
       mode,
     );
@@ -866,11 +887,11 @@ Deno.test("C3: pods are re-stamped while the main is failed and while suspended,
   const main = buildAgentPod(old, 0);
   main.spec!.nodeName = "node-a"; // stays Terminating after the DELETE
   await seedDeletingSet(env, cs, [main]);
-  await reconcileSet(env);
-  await reconcileSet(env);
+  await reconcileSet(env, "demo");
+  await reconcileSet(env, "demo");
   assert.equal(actionsOf(env, "patch", Pods).length, 0);
   assert.equal(
-    (await findPod(env, "demo-0"))?.metadata.annotations?.[AnnotationCocoonSetGeneration],
+    (await getPod(env.fake, "demo-0"))?.metadata.annotations?.[AnnotationCocoonSetGeneration],
     "1",
   );
 });
@@ -888,9 +909,9 @@ Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase 
   const running = await counter(failedMetric, { phase: "Running" });
   const failed = await counter(failedMetric, { phase: "Failed" });
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
 
-  let out = await findSet(env);
+  let out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Failed");
   assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
     ["Warning", ReasonPodLifecycleFailed, "main pod ns/demo-0: hibernate push failed"],
@@ -908,10 +929,10 @@ Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase 
   assert.equal(actionsOf(env, "create", Pods).length, 0, "sub-agents are not reconciled");
 
   // Every pass that sees the failure repeats the Warning; the metric now counts under Failed.
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
   assert.equal(env.recorder.withReason(ReasonPodLifecycleFailed).length, 2);
   assert.equal(await counter(failedMetric, { phase: "Failed" }), failed + 1);
-  out = await findSet(env);
+  out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Failed");
 });
 
@@ -921,7 +942,7 @@ Deno.test("C8: a failed main on a set with no status counts under Pending", asyn
   seedSet(env, cs, [lifecycleFailed(buildAgentPod(cs, 0))]);
   const pending = await counter(failedMetric, { phase: "Pending" });
 
-  await reconcileSet(env);
+  await reconcileSet(env, "demo");
 
   assert.equal(await counter(failedMetric, { phase: "Pending" }), pending + 1);
 });
@@ -936,12 +957,12 @@ Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as t
     ["Pending", "Running", "Failed"].map((phase) => counter(failedMetric, { phase })),
   );
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
 
   assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
     ["Warning", ReasonMainAgentFailed, "main pod ns/demo-0: Failed"],
   ]);
-  assert.equal((await findSet(env))?.status?.phase, "Failed");
+  assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Failed");
   const after = await Promise.all(
     ["Pending", "Running", "Failed"].map((phase) => counter(failedMetric, { phase })),
   );
@@ -956,10 +977,10 @@ Deno.test("C8: a failed main blocks suspend: the set reads Failed and no pod is 
   });
   seedSet(env, cs, [lifecycleFailed(buildAgentPod(cs, 0))]);
 
-  await reconcileSet(env);
+  await reconcileSet(env, "demo");
 
-  assert.equal((await findSet(env))?.status?.phase, "Failed");
-  assert.equal(readHibernateState((await findPod(env, "demo-0"))!), false);
+  assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Failed");
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
 });
 
 Deno.test("C8: a Failed set whose main is Ready again records RecoveredFromFailure and reads Running in the same pass", async () => {
@@ -972,12 +993,12 @@ Deno.test("C8: a Failed set whose main is Ready again records RecoveredFromFailu
   main.metadata.annotations![AnnotationLifecycleState] = "ready";
   seedSet(env, cs, [main]);
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
 
   assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
     ["Normal", ReasonRecoveredFromFailure, "main pod ns/demo-0 is Ready again"],
   ]);
-  const out = await findSet(env);
+  const out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Running");
   assert.equal(conditionOf(out, "Ready")?.status, "True");
 });
@@ -996,14 +1017,14 @@ Deno.test("C10: a retain unsuspend clears every hibernate request and never dele
   env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
   env.registry.put("vk-ns-demo-1", HibernateSnapshotTag);
 
-  assert.deepEqual(await reconcileSet(env), { requeueAfter: 5_000 });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
 
-  assert.equal(readHibernateState((await findPod(env, "demo-0"))!), false);
-  assert.equal(readHibernateState((await findPod(env, "demo-1"))!), false);
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-1"))!), false);
   assert.equal(env.registry.callsOf("deleteManifest").length, 0);
   assert.ok(env.registry.contains("vk-ns-demo-0", HibernateSnapshotTag));
   assert.ok(env.registry.contains("vk-ns-demo-1", HibernateSnapshotTag));
-  assert.equal((await findSet(env))?.status?.phase, "Pending");
+  assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Pending");
 });
 
 Deno.test("C10: a stray hibernate request on a running set is cleared unless a Hibernate CR owns the pod", async () => {
@@ -1019,10 +1040,10 @@ Deno.test("C10: a stray hibernate request on a running set is cleared unless a H
   seedSet(env, cs, [main, sub]);
   env.fake.seed(CocoonHibernations, newHibernation("demo-1", "Hibernate", "Hibernating"));
 
-  await reconcileSet(env);
+  await reconcileSet(env, "demo");
 
-  assert.equal(readHibernateState((await findPod(env, "demo-0"))!), false);
-  assert.equal(readHibernateState((await findPod(env, "demo-1"))!), true);
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-1"))!), true);
 });
 
 Deno.test("C15: teardown stashes the sorted union of status, previous and live VM names and waits for every pod", async () => {
@@ -1040,8 +1061,8 @@ Deno.test("C15: teardown stashes the sorted union of status, previous and live V
   tb.spec!.nodeName = "node-a";
   await seedDeletingSet(env, cs, [main, sub, tb]);
 
-  assert.deepEqual(await reconcileSet(env), { requeueAfter: 5_000 });
-  let out = await findSet(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
+  let out = await findSet(env.fake, "demo");
   assert.equal(
     out?.metadata.annotations?.[AnnotationDeleteVMNames],
     "vk-ns-demo-0,vk-ns-demo-1,vk-ns-demo-tb,vk-ns-old-9",
@@ -1054,33 +1075,33 @@ Deno.test("C15: teardown stashes the sorted union of status, previous and live V
 
   // The pods terminate slowly: no second DELETE, no registry call, the finalizer stays.
   env.fake.actions.length = 0;
-  assert.deepEqual(await reconcileSet(env), { requeueAfter: 5_000 });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
   assert.equal(env.registry.calls.length, 0);
-  out = await findSet(env);
+  out = await findSet(env.fake, "demo");
   assert.deepEqual(out?.metadata.finalizers, [finalizerName]);
 
   for (const name of ["demo-0", "demo-1", "demo-tb"]) {
     await env.fake.delete(Pods, testNamespace, name, { gracePeriodSeconds: 0 });
   }
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
   assert.deepEqual(
     env.registry.callsOf("deleteManifest").map((c) => c.name),
     ["vk-ns-demo-0", "vk-ns-demo-1", "vk-ns-demo-tb", "vk-ns-old-9"],
   );
-  assert.equal(await findSet(env), undefined);
+  assert.equal(await findSet(env.fake, "demo"), undefined);
 });
 
 Deno.test("C15: a pod already terminating gets no DELETE from teardown but is still waited for", async () => {
   const env = newTestEnv();
-  const cs = newCocoonSet();
+  const cs = newCocoonSet("demo");
   const main = buildAgentPod(cs, 0);
   main.spec!.nodeName = "node-a";
   await seedDeletingSet(env, cs, [main]);
   await env.fake.delete(Pods, testNamespace, "demo-0");
   env.fake.actions.length = 0;
 
-  assert.deepEqual(await reconcileSet(env), { requeueAfter: 5_000 });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
 
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
   assert.equal(env.registry.calls.length, 0);
@@ -1095,21 +1116,21 @@ Deno.test("C15: registry delete failures are logged and the finalizer is still r
   await seedDeletingSet(env, cs);
   env.registry.failNext("deleteManifest", new Error("registry says no"), { times: Infinity });
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
 
   assert.equal(env.registry.callsOf("deleteManifest").length, 2, "both tags were attempted");
-  assert.equal(await findSet(env), undefined);
+  assert.equal(await findSet(env.fake, "demo"), undefined);
 });
 
 Deno.test("C15: without a registry teardown still releases the finalizer", async () => {
-  const env = newTestEnv({ registry: false });
+  const env = newTestEnv([], undefined, { withoutRegistry: true });
   const cs = newCocoonSet("demo", (c) => {
     c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
   });
   await seedDeletingSet(env, cs);
 
-  assert.deepEqual(await reconcileSet(env), {});
-  assert.equal(await findSet(env), undefined);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.equal(await findSet(env.fake, "demo"), undefined);
   assert.equal(env.registry.calls.length, 0);
 });
 
@@ -1141,7 +1162,7 @@ Deno.test("C15: registry cleanup is skipped when the live object no longer holds
     await t.step(name, async () => {
       const live = newTestEnv().fake;
       seedLive(live);
-      const env = newTestEnv({ apiReader: live });
+      const env = newTestEnv([], undefined, { apiReader: live });
       await seedDeletingSet(
         env,
         newCocoonSet("demo", (c) => {
@@ -1149,10 +1170,14 @@ Deno.test("C15: registry cleanup is skipped when the live object no longer holds
         }),
       );
 
-      assert.deepEqual(await reconcileSet(env), {});
+      assert.deepEqual(await reconcileSet(env, "demo"), {});
 
       assert.equal(env.registry.calls.length, 0);
-      assert.deepEqual((await findSet(env))?.metadata.finalizers, [finalizerName], "not patched");
+      assert.deepEqual(
+        (await findSet(env.fake, "demo"))?.metadata.finalizers,
+        [finalizerName],
+        "not patched",
+      );
     });
   }
 });
@@ -1164,17 +1189,21 @@ Deno.test("C16: a pod only labelled for the set is never stamped, counted, suspe
     c.metadata.generation = 2;
     c.spec.suspend = true;
   });
-  const other = newCocoonSet("other");
+  const other = newCocoonSet("other", (c) => {
+    c.metadata.uid = "uid-other";
+  });
   const foreign = buildAgentPod(other, 1, "vk-ns-other-0");
   foreign.metadata.name = "demo-1";
   foreign.metadata.labels![LabelCocoonSet] = "demo";
   seedSet(env, cs, [readyPod(buildAgentPod(cs, 0)), foreign]);
 
-  await reconcileSet(env);
+  await reconcileSet(env, "demo");
 
   assert.equal(actionsOf(env, "patch", Pods, "demo-1").length, 0);
-  assert.ok(readHibernateState((await findPod(env, "demo-0"))!), "the owned main is suspended");
-  assert.deepEqual((await findSet(env))?.status?.agents?.map((a) => a.podName), ["demo-0"]);
+  assert.ok(readHibernateState((await getPod(env.fake, "demo-0"))!), "the owned main is suspended");
+  assert.deepEqual((await findSet(env.fake, "demo"))?.status?.agents?.map((a) => a.podName), [
+    "demo-0",
+  ]);
 });
 
 Deno.test("C16: an owned pod with an unknown role is stamped, suspended and torn down, but never in the status", async () => {
@@ -1196,18 +1225,18 @@ Deno.test("C16: an owned pod with an unknown role is stamped, suspended and torn
   setControllerReference(cs, extra, CocoonSets);
   seedSet(env, cs, [readyPod(buildAgentPod(cs, 0)), extra]);
 
-  await reconcileSet(env);
+  await reconcileSet(env, "demo");
 
-  const pod = await findPod(env, "demo-extra");
+  const pod = await getPod(env.fake, "demo-extra");
   assert.equal(pod?.metadata.annotations?.[AnnotationCocoonSetGeneration], "2");
   assert.equal(readHibernateState(pod!), true);
-  const out = await findSet(env);
+  const out = await findSet(env.fake, "demo");
   assert.deepEqual(out?.status?.agents?.map((a) => a.podName), ["demo-0"]);
   assert.equal(out?.status?.toolboxes, undefined);
 
   await env.fake.delete(CocoonSets, testNamespace, "demo");
-  await reconcileSet(env);
-  assert.equal(await findPod(env, "demo-extra"), undefined);
+  await reconcileSet(env, "demo");
+  assert.equal(await getPod(env.fake, "demo-extra"), undefined);
 });
 
 Deno.test("C16: a terminating owned pod is not stamped, counted or deleted again", async () => {
@@ -1218,16 +1247,16 @@ Deno.test("C16: a terminating owned pod is not stamped, counted or deleted again
   });
   const main = readyPod(buildAgentPod(cs, 0));
   main.spec!.nodeName = "node-a";
-  const leaving = readyPod(buildAgentPod(newCocoonSet(), 2, "vk-ns-demo-0", "node-a"));
+  const leaving = readyPod(buildAgentPod(newCocoonSet("demo"), 2, "vk-ns-demo-0", "node-a"));
   seedSet(env, cs, [main, leaving]);
   await env.fake.delete(Pods, testNamespace, "demo-2");
   env.fake.actions.length = 0;
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
 
   assert.equal(actionsOf(env, "patch", Pods, "demo-2").length, 0);
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
-  const out = await findSet(env);
+  const out = await findSet(env.fake, "demo");
   assert.deepEqual(out?.status?.agents?.map((a) => a.podName), ["demo-0"]);
   assert.equal(out?.status?.readyAgents, 1);
 });

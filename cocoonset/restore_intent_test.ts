@@ -8,8 +8,8 @@ import { HibernateSnapshotTag, readRestoreFromHibernate } from "../common/meta/m
 import { FakeRegistry } from "../snapshot/fake.ts";
 import {
   actionsOf,
-  findPod,
   findSet,
+  getPod,
   hibernationLists,
   newCocoonSet,
   newHibernation,
@@ -42,11 +42,11 @@ Deno.test("a steady pass with every pod present never lists CocoonHibernations",
     readyPod(buildToolboxPod(cs, cs.spec.toolboxes![0])),
   ]);
 
-  assert.deepEqual(await reconcileSet(env), {});
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
 
   // The pass really ran to its end: nothing was deleted and the set reads Running.
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
-  assert.equal((await findSet(env))?.status?.phase, "Running");
+  assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Running");
   assert.equal(hibernationLists(env), 0);
 });
 
@@ -61,11 +61,11 @@ Deno.test("a pass creating several missing pods lists CocoonHibernations exactly
   main.spec!.nodeName = "node-a";
   seedSet(env, cs, [main]);
 
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
 
   assert.equal(hibernationLists(env), 1);
   for (const name of ["demo-1", "demo-2", "demo-tb"]) {
-    assert.ok(await findPod(env, name), `${name} created`);
+    assert.ok(await getPod(env.fake, name), `${name} created`);
   }
 });
 
@@ -77,7 +77,12 @@ Deno.test("a CocoonSet whose registry probe hangs does not hold up an unrelated 
   registry.setLatency((call) => call.name === "vk-ns-blocked-0" ? gate : Promise.resolve());
   // Each set must create its main, and a Hibernated CR names it: the create probes the registry.
   const seedRestorableSet = (name: string) => {
-    fake.seed(CocoonSets, newCocoonSet(name, withFinalizer));
+    fake.seed(
+      CocoonSets,
+      newCocoonSet(name, withFinalizer, (c) => {
+        c.metadata.uid = `uid-${name}`;
+      }),
+    );
     fake.seed(CocoonHibernations, newHibernation(`${name}-0`, "Hibernate", "Hibernated"));
   };
   seedRestorableSet("blocked");
@@ -136,9 +141,9 @@ Deno.test("C14: a missing main whose CR is Hibernated is recreated restoring fro
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
   env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
 
-  assert.deepEqual(await reconcileSet(env), { requeue: true });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
 
-  assert.equal(readRestoreFromHibernate((await findPod(env, "demo-0"))!), true);
+  assert.equal(readRestoreFromHibernate((await getPod(env.fake, "demo-0"))!), true);
 });
 
 Deno.test("C14: a missing sub-agent whose CR is Waking is recreated restoring, whatever its desire", async () => {
@@ -154,10 +159,10 @@ Deno.test("C14: a missing sub-agent whose CR is Waking is recreated restoring, w
   env.registry.put("vk-ns-demo-1", HibernateSnapshotTag);
   env.registry.put("vk-ns-demo-2", HibernateSnapshotTag); // no CR names demo-2
 
-  await reconcileSet(env);
+  await reconcileSet(env, "demo");
 
-  assert.equal(readRestoreFromHibernate((await findPod(env, "demo-1"))!), true);
-  assert.equal(readRestoreFromHibernate((await findPod(env, "demo-2"))!), false);
+  assert.equal(readRestoreFromHibernate((await getPod(env.fake, "demo-1"))!), true);
+  assert.equal(readRestoreFromHibernate((await getPod(env.fake, "demo-2"))!), false);
   assert.equal(env.registry.callsOf("hasManifest", "vk-ns-demo-2").length, 0);
 });
 
@@ -167,9 +172,9 @@ Deno.test("C14: a snapshot tag without a Hibernated or Waking CR is ignored: the
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Active"));
   env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
 
-  await reconcileSet(env);
+  await reconcileSet(env, "demo");
 
-  assert.equal(readRestoreFromHibernate((await findPod(env, "demo-0"))!), false);
+  assert.equal(readRestoreFromHibernate((await getPod(env.fake, "demo-0"))!), false);
   assert.equal(env.registry.calls.length, 0);
 });
 
@@ -179,8 +184,8 @@ Deno.test("C14: a registry probe error blocks the create instead of booting fres
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
   env.registry.failNext("hasManifest", new Error("registry unreachable"));
 
-  await assert.rejects(reconcileSet(env), /registry unreachable/);
+  await assert.rejects(reconcileSet(env, "demo"), /registry unreachable/);
 
   assert.equal(actionsOf(env, "create", Pods).length, 0);
-  assert.equal(await findPod(env, "demo-0"), undefined);
+  assert.equal(await getPod(env.fake, "demo-0"), undefined);
 });

@@ -8,7 +8,7 @@ import {
 } from "../common/meta/mod.ts";
 import {
   actionsOf,
-  findPod,
+  getPod,
   newCocoonSet,
   newHibernation,
   newTestEnv,
@@ -63,7 +63,7 @@ Deno.test("restore is marked only with intent and a snapshot; a probe error fail
 });
 
 Deno.test("without a registry restore is never marked and nothing fails", async () => {
-  const env = newTestEnv({ registry: false });
+  const env = newTestEnv([], undefined, { withoutRegistry: true });
   const pod = podForVM("vm");
 
   await markRestoreIfHibernated(env.reconciler.deps, pod, true);
@@ -97,11 +97,11 @@ Deno.test("a toolbox hibernated through a CR is recreated restoring from its sna
   env.registry.put("vk-ns-demo-tb", HibernateSnapshotTag);
   const stored = seedSet(env, cs);
 
-  const out = await ensureToolboxes(newTestPass(env, stored));
+  const out = await ensureToolboxes(newTestPass(env.reconciler.deps, stored));
 
   assert.equal(out.changed, true);
   assert.deepEqual(actionsOf(env, "create", Pods).map((a) => a.name), [podName]);
-  const created = await findPod(env, podName);
+  const created = await getPod(env.fake, podName);
   assert.ok(created, "the missing toolbox is created");
   assert.equal(readRestoreFromHibernate(created), true);
 });

@@ -1,15 +1,13 @@
 /**
- * An EventRecorder that keeps every Event in memory instead of writing it, so a reconciler test
- * can assert on the reason, type, message and involved object of what was recorded without a
- * background writer, correlation or a fake API server.
+ * An EventRecorder for unit tests: keeps every Event in call order instead of writing it, so a
+ * test asserts on what a reconciler announced without a correlator or an API in between.
  *
  * @module
  */
 import { type EventRecorder, type EventSubject, type EventType, sprintf } from "../events.ts";
-import { deepCopy, type KubeObject } from "../object.ts";
-import { apiVersionOf } from "../resource.ts";
+import type { KubeObject } from "../object.ts";
 
-/** One recorded Event; object is a copy of the subject as it was when the Event was recorded. */
+/** One recorded Event: its type, reason, formatted message and the object it is about. */
 export interface RecordedEvent {
   type: EventType;
   reason: string;
@@ -17,13 +15,15 @@ export interface RecordedEvent {
   object: KubeObject;
 }
 
-/** Records Events in call order; see the module doc. */
+/** Records Events in memory; never throws, never blocks, like the real recorder. */
 export class RecordingRecorder implements EventRecorder {
-  /** Every Event recorded so far, oldest first. */
+  /** Every Event in the order it was recorded. */
   readonly events: RecordedEvent[] = [];
 
   event(subject: EventSubject, type: EventType, reason: string, message: string): void {
-    this.events.push({ type, reason, message, object: subjectObject(subject) });
+    const object = "resource" in subject && "object" in subject ? subject.object : subject;
+    // A snapshot: the reconciler keeps mutating the object it reported on.
+    this.events.push({ type, reason, message, object: structuredClone(object) as KubeObject });
   }
 
   eventf(
@@ -41,24 +41,8 @@ export class RecordingRecorder implements EventRecorder {
     return this.events.filter((e) => e.reason === reason);
   }
 
-  /** "Type Reason" of every recorded Event, in order (compact for deepEqual assertions). */
-  summary(): string[] {
-    return this.events.map((e) => `${e.type} ${e.reason}`);
-  }
-
-  /** Forgets what was recorded (between the steps of one test). */
+  /** Forgets what was recorded so far (between steps of one test). */
   clear(): void {
     this.events.length = 0;
   }
-}
-
-/** The subject as an object carrying apiVersion and kind, copied so later edits do not leak. */
-function subjectObject(subject: EventSubject): KubeObject {
-  if ("resource" in subject && "object" in subject) {
-    const copy = deepCopy(subject.object);
-    copy.apiVersion ||= apiVersionOf(subject.resource);
-    copy.kind ||= subject.resource.kind;
-    return copy;
-  }
-  return deepCopy(subject);
 }
