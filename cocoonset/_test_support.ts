@@ -1,0 +1,280 @@
+/**
+ * Shared fixtures of the CocoonSet unit tests: a CocoonSet like the Go tests' newCocoonSet, pod
+ * state helpers, a reconciler wired to the in-memory doubles, and a Pass for tests that call one
+ * step of the loop directly. Private to this folder's tests.
+ *
+ * @module
+ */
+import type { Reader } from "../kube/client.ts";
+import { type Pod, Pods } from "../kube/core.ts";
+import { isNotFound } from "../kube/errors.ts";
+import { type FakeAction, FakeClient } from "../kube/testing/fake.ts";
+import { FakeClock } from "../kube/testing/fake_clock.ts";
+import { RecordingRecorder } from "../kube/testing/recorder.ts";
+import type { KubeObject } from "../kube/object.ts";
+import type { ResourceType } from "../kube/resource.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
+import type { CocoonHibernationPhase, HibernationDesire } from "../common/apis/v1/enums.ts";
+import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
+import type { Condition } from "../common/k8s/condition.ts";
+import {
+  AnnotationLifecycleState,
+  AnnotationLifecycleStateMessage,
+  AnnotationVMID,
+  applyLifecycleStatus,
+  LifecycleStateFailed,
+  LifecycleStateHibernated,
+  readCocoonSetGeneration,
+} from "../common/meta/mod.ts";
+import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
+import { FakeRegistry } from "../snapshot/fake.ts";
+import { finalizerName } from "./delete.ts";
+import { type CocoonSetDeps, logFor, type Pass } from "./pass.ts";
+import { classifyPods } from "./pods.ts";
+import { CocoonSetReconciler } from "./reconciler.ts";
+import { newRestoreIntent } from "./restore.ts";
+
+/** Namespace of every fixture. */
+export const testNamespace = "ns";
+/** UID of every fixture CocoonSet, so pods built from an unstored copy are still owned. */
+export const testUID = "test-uid";
+/** Image of the default agent spec. */
+export const testImage = "ghcr.io/cocoonstack/cocoon/ubuntu:24.04";
+
+/** A CocoonSet in namespace "ns" with only an agent image set, then each modifier applied. */
+export function newCocoonSet(name: string, ...modifiers: ((cs: CocoonSet) => void)[]): CocoonSet {
+  const cs: CocoonSet = {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name, namespace: testNamespace, uid: testUID },
+    spec: { agent: { image: testImage } },
+  };
+  for (const m of modifiers) m(cs);
+  return cs;
+}
+
+/** Marks pod Running with Ready=True (in place) and returns it. */
+export function readyPod(pod: Pod): Pod {
+  pod.status = {
+    ...pod.status,
+    phase: "Running",
+    conditions: [...(pod.status?.conditions ?? []), { type: "Ready", status: "True" }],
+  };
+  return pod;
+}
+
+/** Marks pod as a VM vk-cocoon runs: bound to node, Ready, with a VM id. Returns it. */
+export function livePod(pod: Pod, node = "node-a"): Pod {
+  pod.spec = { ...pod.spec!, nodeName: pod.spec?.nodeName || node };
+  pod.metadata.annotations = {
+    ...pod.metadata.annotations,
+    [AnnotationVMID]: `id-${pod.metadata.name}`,
+  };
+  return readyPod(pod);
+}
+
+/** The in-memory world one reconciler runs against. */
+export interface TestEnv {
+  fake: FakeClient;
+  clock: FakeClock;
+  recorder: RecordingRecorder;
+  registry: FakeRegistry;
+  reconciler: CocoonSetReconciler;
+}
+
+/** An object to seed, with its resource type. */
+export interface Seed {
+  rt: ResourceType;
+  obj: KubeObject;
+}
+
+/** Seeds a pod. */
+export function podSeed(pod: Pod): Seed {
+  return { rt: Pods, obj: pod };
+}
+
+/** Seeds a CocoonSet; with finalizer (the default) the reconciler goes past the finalizer step. */
+export function setSeed(cs: CocoonSet, withFinalizer = true): Seed {
+  const copy = structuredClone(cs);
+  if (withFinalizer && !copy.metadata.finalizers?.includes(finalizerName)) {
+    copy.metadata.finalizers = [...(copy.metadata.finalizers ?? []), finalizerName];
+  }
+  return { rt: CocoonSets, obj: copy };
+}
+
+/** Deviations from the default wiring of newTestEnv. */
+export interface TestEnvOptions {
+  /** Leave the registry out (the paths that must cope without one); env.registry stays unused. */
+  withoutRegistry?: boolean;
+  /** A separate uncached reader (default: the same FakeClient), e.g. one showing a newer world. */
+  apiReader?: Reader;
+}
+
+/**
+ * A reconciler whose client and apiReader are one FakeClient seeded with objects (status kept),
+ * with a FakeClock (start at clockStart ms), a RecordingRecorder and a FakeRegistry. Registers
+ * the operator metrics on the runtime registry so metricValue can read them.
+ */
+export function newTestEnv(
+  objects: Seed[] = [],
+  clockStart = Date.UTC(2026, 4, 14),
+  opts: TestEnvOptions = {},
+): TestEnv {
+  registerOperatorMetrics();
+  const clock = new FakeClock(clockStart);
+  const fake = new FakeClient({ clock });
+  for (const { rt, obj } of objects) fake.seed(rt, obj);
+  const recorder = new RecordingRecorder();
+  const registry = new FakeRegistry();
+  const reconciler = new CocoonSetReconciler({
+    client: fake,
+    apiReader: opts.apiReader ?? fake,
+    registry: opts.withoutRegistry ? undefined : registry,
+    recorder,
+    clock,
+  });
+  return { fake, clock, recorder, registry, reconciler };
+}
+
+/** The collaborators of env as a reconcile step takes them. */
+export function depsOf(env: TestEnv): CocoonSetDeps {
+  return env.reconciler.deps;
+}
+
+/**
+ * A Pass over cs and pods, for tests that call one step of the loop the way the reconciler
+ * would after listing and classifying the owned pods.
+ */
+export function newTestPass(
+  deps: CocoonSetDeps,
+  cs: CocoonSet,
+  pods: readonly Pod[] = [],
+  signal: AbortSignal = new AbortController().signal,
+): Pass {
+  return {
+    deps,
+    cs,
+    classified: classifyPods(pods),
+    signal,
+    intent: newRestoreIntent(deps, cs.metadata.namespace ?? "", signal),
+    log: logFor(cs),
+    problems: [],
+  };
+}
+
+/** Runs one reconcile of ns/name. */
+export function reconcileSet(
+  env: TestEnv,
+  name: string,
+  signal: AbortSignal = new AbortController().signal,
+): ReturnType<CocoonSetReconciler["reconcile"]> {
+  return env.reconciler.reconcile({ namespace: testNamespace, name }, signal);
+}
+
+/** The stored pod, or undefined when it is gone. */
+export async function getPod(fake: FakeClient, name: string): Promise<Pod | undefined> {
+  try {
+    return await fake.get(Pods, testNamespace, name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** The stored CocoonSet. */
+export function getSet(fake: FakeClient, name: string): Promise<CocoonSet> {
+  return fake.get(CocoonSets, testNamespace, name);
+}
+
+/** The stored CocoonSet, or undefined when it is gone. */
+export async function findSet(fake: FakeClient, name: string): Promise<CocoonSet | undefined> {
+  try {
+    return await fake.get(CocoonSets, testNamespace, name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Gives cs the operator's finalizer (a modifier for newCocoonSet, as setSeed does). */
+export function withFinalizer(cs: CocoonSet): void {
+  if (!cs.metadata.finalizers?.includes(finalizerName)) {
+    cs.metadata.finalizers = [...(cs.metadata.finalizers ?? []), finalizerName];
+  }
+}
+
+/** Stores cs and the pods as given (status kept); returns the stored CocoonSet. */
+export function seedSet(env: TestEnv, cs: CocoonSet, pods: readonly Pod[] = []): CocoonSet {
+  const stored = env.fake.seed(CocoonSets, cs);
+  for (const pod of pods) env.fake.seed(Pods, pod);
+  return stored;
+}
+
+/** Reads the stored pod, lets edit change it (status included) and stores it back. */
+export async function editPod(env: TestEnv, name: string, edit: (pod: Pod) => void): Promise<Pod> {
+  const pod = await env.fake.get(Pods, testNamespace, name);
+  edit(pod);
+  return env.fake.seed(Pods, pod);
+}
+
+/**
+ * vk-cocoon's report that the VM hibernated, written as the pair it always writes together:
+ * the state and the generation stamp it saw on the pod.
+ */
+export function lifecycleHibernated(pod: Pod): Pod {
+  applyLifecycleStatus({
+    state: LifecycleStateHibernated,
+    observedGeneration: readCocoonSetGeneration(pod),
+    message: "",
+  }, pod);
+  return pod;
+}
+
+/** vk-cocoon's report that the VM failed, with an optional reason message. */
+export function lifecycleFailed(pod: Pod, message = ""): Pod {
+  const annotations: Record<string, string> = {
+    ...pod.metadata.annotations,
+    [AnnotationLifecycleState]: LifecycleStateFailed,
+  };
+  if (message) annotations[AnnotationLifecycleStateMessage] = message;
+  pod.metadata.annotations = annotations;
+  return pod;
+}
+
+/** A CocoonHibernation `h-<pod>` naming pod, with the given desire and (optional) phase. */
+export function newHibernation(
+  pod: string,
+  desire: HibernationDesire,
+  phase?: CocoonHibernationPhase,
+): CocoonHibernation {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonHibernation",
+    metadata: { name: `h-${pod}`, namespace: testNamespace },
+    spec: { podRef: { name: pod }, desire },
+    ...(phase ? { status: { phase } } : {}),
+  };
+}
+
+/** Recorded API calls with this verb on this resource (and object name, when given). */
+export function actionsOf(
+  env: TestEnv,
+  verb: FakeAction["verb"],
+  rt: ResourceType,
+  name?: string,
+): FakeAction[] {
+  return env.fake.actions.filter((a) =>
+    a.verb === verb && a.resource === rt && (name === undefined || a.name === name)
+  );
+}
+
+/** How many times CocoonHibernations were listed. */
+export function hibernationLists(env: TestEnv): number {
+  return actionsOf(env, "list", CocoonHibernations).length;
+}
+
+/** The condition of that type in the CocoonSet's status, if any. */
+export function conditionOf(cs: CocoonSet | undefined, type: string): Condition | undefined {
+  return cs?.status?.conditions?.find((c) => c.type === type);
+}
