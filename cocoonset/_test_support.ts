@@ -264,8 +264,9 @@ export function actionsOf(
   rt: ResourceType,
   name?: string,
 ): FakeAction[] {
+  // Dry runs (the spec check before the first create of a generation) store nothing.
   return env.fake.actions.filter((a) =>
-    a.verb === verb && a.resource === rt && (name === undefined || a.name === name)
+    a.verb === verb && a.resource === rt && (name === undefined || a.name === name) && !a.dryRun
   );
 }
 

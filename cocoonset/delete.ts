@@ -53,9 +53,12 @@ export async function reconcileDelete(pass: Pass): Promise<Result> {
     if (pod.metadata.deletionTimestamp) continue;
     await deletePod(pass, pod, "pod of deleted cocoonset");
   }
-  if (owned.length > 0) {
+  // vk-cocoon may still be pushing a final snapshot while a pod terminates: the registry is
+  // cleaned only once every pod is gone (a second look, as pods without a node go at once).
+  const remaining = owned.length > 0 ? await listOwnedPods(deps.client, cs, signal) : owned;
+  if (remaining.length > 0) {
     pass.log.info("waiting for {count} pods to terminate before registry cleanup", {
-      count: owned.length,
+      count: remaining.length,
     });
     return { requeueAfter: requeueTeardownMs };
   }

@@ -115,7 +115,6 @@ export class CocoonSetReconciler implements Reconciler {
         reason: ReasonInvalidSpec,
         message: nameProblem,
       });
-      emit(pass, "Warning", ReasonInvalidSpec, nameProblem);
     }
 
     const main = pass.classified.main;
@@ -157,6 +156,9 @@ export class CocoonSetReconciler implements Reconciler {
     }
 
     const subs = await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
+    // Bad toolbox names: no toolbox is created or deleted; the Warning is given where toolboxes
+    // would have been reconciled (the status says it on every pass).
+    if (nameProblem) emit(pass, "Warning", ReasonInvalidSpec, nameProblem);
     const toolboxesChanged = nameProblem ? false : await ensureToolboxes(pass);
     if (subs.changed || toolboxesChanged) return { requeue: true };
 
@@ -192,7 +194,8 @@ async function handleFailedMain(pass: Pass, reason: string): Promise<Result> {
     (main.status?.phase ?? "");
   const message = `main pod ${podRef(main)}: ${detail}`;
   emit(pass, "Warning", reason, message);
-  pass.problems.push({ condition: ConditionTypeReady, reason, message });
+  // The failure is what the Ready condition must say, ahead of any other problem.
+  pass.problems.unshift({ condition: ConditionTypeReady, reason, message });
   await writeSetStatus(pass, "Failed");
   return {};
 }

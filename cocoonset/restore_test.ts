@@ -97,9 +97,10 @@ Deno.test("a toolbox hibernated through a CR is recreated restoring from its sna
   env.registry.put("vk-ns-demo-tb", HibernateSnapshotTag);
   const stored = seedSet(env, cs);
 
-  const out = await ensureToolboxes(newTestPass(env.reconciler.deps, stored));
+  const pass = newTestPass(env.reconciler.deps, stored);
+  const out = await ensureToolboxes(pass);
 
-  assert.equal(out.changed, true);
+  assert.equal(out, true);
   assert.deepEqual(actionsOf(env, "create", Pods).map((a) => a.name), [podName]);
   const created = await getPod(env.fake, podName);
   assert.ok(created, "the missing toolbox is created");

@@ -40,6 +40,8 @@ export interface FakeAction {
   patch?: PatchBody;
   /** For deletes: the options as sent. */
   deleteOptions?: DeleteOptions;
+  /** For writes: a server-side dry run (nothing is stored). */
+  dryRun?: boolean;
   /** For lists and watches: the selectors in the API server's query-string form, if any. */
   labelSelector?: string;
   fieldSelector?: string;
