@@ -1,0 +1,295 @@
+import assert from "node:assert/strict";
+import type { Pod } from "../kube/core.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import {
+  ConditionTypeProgressing,
+  ReasonAgentsNotReady,
+  ReasonAllAgentsReady,
+  ReasonReconciling,
+  ReasonStable,
+} from "../common/apis/v1/conditions.ts";
+import { type CocoonSetPhase, ToolboxModeStatic } from "../common/apis/v1/enums.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import { type Condition, ConditionTypeReady } from "../common/k8s/condition.ts";
+import { applyVMRuntime, RoleMain } from "../common/meta/mod.ts";
+import {
+  getSet,
+  newCocoonSet,
+  newTestEnv,
+  readyPod,
+  setSeed,
+  testNamespace,
+} from "./_test_support.ts";
+import { buildAgentPod, buildToolboxPod, classifyPods } from "./pods.ts";
+import {
+  agentStatusFromPod,
+  buildConditions,
+  buildStatus,
+  ReasonFailed,
+  statusEqual,
+  toolboxStatusFromPod,
+  writeStatus,
+} from "./status.ts";
+
+function withReplicas(n: number): (cs: CocoonSet) => void {
+  return (cs) => {
+    cs.spec.agent.replicas = n;
+  };
+}
+
+function condition(conds: readonly Condition[] | undefined, type: string): Condition {
+  const c = conds?.find((c) => c.type === type);
+  assert.ok(c, `condition ${type} present`);
+  return c;
+}
+
+const counts = (ready: number, desired: number, tbReady = 0, tbDesired = 0) => ({
+  ready,
+  desired,
+  tbReady,
+  tbDesired,
+});
+
+// ---- phase derivation and counts ----
+
+Deno.test("a set without a main is Pending", () => {
+  const cs = newCocoonSet("demo", withReplicas(1));
+  assert.equal(buildStatus(cs, classifyPods([])).phase, "Pending");
+});
+
+Deno.test("a set whose sub-agents are missing is Scaling", () => {
+  const cs = newCocoonSet("demo", withReplicas(1));
+  const main = readyPod(buildAgentPod(cs, 0));
+  assert.equal(buildStatus(cs, classifyPods([main])).phase, "Scaling");
+});
+
+Deno.test("a set with every agent Ready is Running", () => {
+  const cs = newCocoonSet("demo");
+  const main = readyPod(buildAgentPod(cs, 0));
+  assert.equal(buildStatus(cs, classifyPods([main])).phase, "Running");
+});
+
+Deno.test("the status lists each agent, counts the Ready ones and names the fork source", () => {
+  const cs = newCocoonSet("demo", withReplicas(2));
+  const main = readyPod(buildAgentPod(cs, 0));
+  const sub1 = readyPod(buildAgentPod(cs, 1, "vk-ns-demo-0"));
+  const status = buildStatus(cs, classifyPods([sub1, main]));
+  assert.equal(status.desiredAgents, 3);
+  assert.equal(status.readyAgents, 2);
+  assert.equal(status.agents?.length, 2);
+  assert.deepEqual(status.agents?.map((a) => a.slot), [0, 1]);
+  assert.equal(status.agents?.[1].forkedFrom, "vk-ns-demo-0");
+  assert.equal(status.agents?.[0].forkedFrom, undefined, "the main forks from nothing");
+});
+
+Deno.test("two builds of the same observation are equal; stored timestamps survive a write", async () => {
+  const cs = newCocoonSet("demo");
+  const a = buildStatus(cs, classifyPods([]), "Pending");
+  const b = buildStatus(cs, classifyPods([]), "Pending");
+  assert.ok(statusEqual(a, b));
+
+  // The built conditions carry no timestamp; the stored ones keep theirs, so rewriting the same
+  // observation later is no write at all.
+  const { fake, clock } = newTestEnv([setSeed(cs)]);
+  const stored = await getSet(fake, "demo");
+  assert.ok(await writeStatus(fake, stored, a, () => new Date(clock.now())));
+  const firstTimes = stored.status?.conditions?.map((c) => c.lastTransitionTime);
+  assert.ok(firstTimes?.every((t) => t !== ""));
+  clock.advance(60_000);
+  const patchesBefore = fake.actions.filter((x) => x.verb === "patch").length;
+  assert.equal(await writeStatus(fake, stored, b, () => new Date(clock.now())), false);
+  assert.equal(fake.actions.filter((x) => x.verb === "patch").length, patchesBefore);
+  assert.deepEqual(
+    (await getSet(fake, "demo")).status?.conditions?.map((c) => c.lastTransitionTime),
+    firstTimes,
+  );
+});
+
+Deno.test("a phase change makes two statuses differ", () => {
+  const cs = newCocoonSet("demo");
+  const a = buildStatus(cs, classifyPods([]), "Pending");
+  const b = buildStatus(cs, classifyPods([]), "Running");
+  assert.equal(statusEqual(a, b), false);
+});
+
+Deno.test("an agent's status entry reads VM name, id, IP and phase from the pod", () => {
+  const pod = buildAgentPod(newCocoonSet("demo"), 0);
+  pod.status = { phase: "Running" };
+  applyVMRuntime({ vmID: "qemu-1", ip: "10.0.0.1", vncPort: 0 }, pod);
+  const st = agentStatusFromPod(pod, 0, RoleMain, "");
+  assert.deepEqual(st, {
+    slot: 0,
+    role: RoleMain,
+    podName: "demo-0",
+    vmName: "vk-ns-demo-0",
+    vmID: "qemu-1",
+    ip: "10.0.0.1",
+    phase: "Running",
+  });
+});
+
+Deno.test("Ready is True when every agent is Ready and there are no toolboxes", () => {
+  const ready = condition(buildConditions(1, counts(1, 1), "Running"), ConditionTypeReady);
+  assert.equal(ready.status, "True");
+  assert.equal(ready.reason, ReasonAllAgentsReady);
+  assert.equal(ready.message, "1/1 agents ready, 0/0 toolboxes ready");
+});
+
+Deno.test("Ready is False while a toolbox is not Ready", () => {
+  const ready = condition(buildConditions(1, counts(1, 1, 0, 1), "Scaling"), ConditionTypeReady);
+  assert.equal(ready.status, "False");
+  assert.equal(ready.reason, ReasonAgentsNotReady);
+});
+
+Deno.test("a set with a pending toolbox is Scaling and counts it desired but not ready", () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.spec.toolboxes = [{ name: "tb", image: "ghcr.io/cocoonstack/cocoon/toolbox:latest" }];
+  });
+  const main = readyPod(buildAgentPod(cs, 0));
+  const tb = buildToolboxPod(cs, cs.spec.toolboxes![0]);
+  tb.status = { phase: "Pending" };
+  const status = buildStatus(cs, classifyPods([main, tb]));
+  assert.equal(status.phase, "Scaling");
+  assert.equal(status.desiredToolboxes, 1);
+  assert.equal(status.readyToolboxes, 0);
+  assert.deepEqual(status.toolboxes?.map((t) => t.name), ["tb"]);
+});
+
+// ---- our deliberate differences from Go ----
+
+Deno.test("Progressing is True exactly while the set moves toward its spec", () => {
+  const moving: CocoonSetPhase[] = ["Pending", "Scaling", "Suspending", "Waking", "Migrating"];
+  for (const phase of moving) {
+    const p = condition(buildConditions(1, counts(0, 1), phase), ConditionTypeProgressing);
+    assert.deepEqual([p.status, p.reason, p.message], ["True", ReasonReconciling, phase], phase);
+  }
+  for (const phase of ["Running", "Suspended"] as CocoonSetPhase[]) {
+    const p = condition(buildConditions(1, counts(1, 1), phase), ConditionTypeProgressing);
+    assert.deepEqual([p.status, p.reason, p.message], ["False", ReasonStable, phase], phase);
+  }
+});
+
+Deno.test("a Failed set has Progressing False/Failed, and the failure's problem turns Ready False", () => {
+  const problem = {
+    condition: ConditionTypeReady,
+    reason: "PodLifecycleFailed",
+    message: "main pod ns/demo-0: hibernate push failed",
+  } as const;
+  const conds = buildConditions(3, counts(1, 1), "Failed", [problem]);
+  const ready = condition(conds, ConditionTypeReady);
+  assert.deepEqual([ready.status, ready.reason, ready.message], [
+    "False",
+    problem.reason,
+    problem.message,
+  ]);
+  assert.equal(ready.observedGeneration, 3);
+  const p = condition(conds, ConditionTypeProgressing);
+  assert.deepEqual([p.status, p.reason], ["False", ReasonFailed]);
+});
+
+Deno.test("a Progressing problem (dead-lettered sub-agents) turns a Scaling set's Progressing False", () => {
+  const problem = {
+    condition: ConditionTypeProgressing,
+    reason: "SubAgentDeadLetter",
+    message: "sub-agent slots 1 exhausted 4 rebuilds; edit the agent spec to retry them",
+  } as const;
+  const conds = buildConditions(1, counts(1, 2), "Scaling", [problem]);
+  const p = condition(conds, ConditionTypeProgressing);
+  assert.deepEqual([p.status, p.reason, p.message], ["False", problem.reason, problem.message]);
+  // Ready still reports the counts.
+  assert.equal(condition(conds, ConditionTypeReady).reason, ReasonAgentsNotReady);
+});
+
+Deno.test("the status write carries the four counters even when they are zero", async () => {
+  const cs = newCocoonSet("demo");
+  const { fake, clock } = newTestEnv([setSeed(cs)]);
+  const stored = await getSet(fake, "demo");
+  const status = buildStatus(stored, classifyPods([]), "Pending");
+  assert.ok(await writeStatus(fake, stored, status, () => new Date(clock.now())));
+  const patch = fake.actions.find((a) => a.verb === "patch" && a.subresource === "status");
+  assert.ok(patch, "a status patch was sent");
+  assert.equal(patch.resource, CocoonSets);
+  assert.equal(patch.namespace, testNamespace);
+  const body = patch.patch as { status: Record<string, unknown> };
+  assert.equal(body.status.readyAgents, 0);
+  assert.equal(body.status.readyToolboxes, 0);
+  assert.equal(body.status.desiredToolboxes, 0);
+  assert.equal(body.status.desiredAgents, 1);
+  const got = await getSet(fake, "demo");
+  assert.equal(got.status?.readyAgents, 0);
+  assert.equal(got.status?.phase, "Pending");
+  assert.equal(got.metadata.generation, 1, "a status write leaves the generation alone");
+});
+
+Deno.test("a status that equals the stored one up to empty fields is not written", async () => {
+  const cs = newCocoonSet("demo");
+  cs.status = {
+    observedGeneration: 1,
+    phase: "Pending",
+    desiredAgents: 1,
+    agents: [],
+    conditions: buildConditions(1, counts(0, 1), "Pending").map((c) => ({
+      ...c,
+      lastTransitionTime: "2026-05-14T00:00:00Z",
+    })),
+  };
+  const { fake, clock } = newTestEnv([setSeed(cs)]);
+  const stored = await getSet(fake, "demo");
+  const next = buildStatus(stored, classifyPods([]), "Pending");
+  assert.equal(await writeStatus(fake, stored, next, () => new Date(clock.now())), false);
+  assert.equal(fake.actions.filter((a) => a.verb === "patch").length, 0);
+});
+
+Deno.test("a flipped condition gets a new transition time; the unflipped one keeps its own", async () => {
+  const cs = newCocoonSet("demo");
+  const { fake, clock } = newTestEnv([setSeed(cs)]);
+  const stored = await getSet(fake, "demo");
+  const now = () => new Date(clock.now());
+  await writeStatus(fake, stored, buildStatus(stored, classifyPods([]), "Pending"), now);
+  const t0 = condition(stored.status?.conditions, ConditionTypeReady).lastTransitionTime;
+  const p0 = condition(stored.status?.conditions, ConditionTypeProgressing).lastTransitionTime;
+
+  clock.advance(5 * 60_000);
+  const main = readyPod(buildAgentPod(stored, 0));
+  await writeStatus(fake, stored, buildStatus(stored, classifyPods([main])), now);
+  const got = (await getSet(fake, "demo")).status;
+  assert.equal(got?.phase, "Running");
+  const ready = condition(got?.conditions, ConditionTypeReady);
+  assert.equal(ready.status, "True");
+  assert.notEqual(ready.lastTransitionTime, t0);
+  assert.equal(Date.parse(ready.lastTransitionTime), clock.now());
+  const progressing = condition(got?.conditions, ConditionTypeProgressing);
+  assert.equal(progressing.status, "False", "Running is settled");
+  assert.notEqual(progressing.lastTransitionTime, p0);
+
+  // The same observation a minute later keeps both timestamps.
+  clock.advance(60_000);
+  const before = got?.conditions?.map((c) => c.lastTransitionTime);
+  await writeStatus(fake, stored, buildStatus(stored, classifyPods([main])), now);
+  assert.deepEqual(
+    (await getSet(fake, "demo")).status?.conditions?.map((c) => c.lastTransitionTime),
+    before,
+  );
+});
+
+Deno.test("a static toolbox's status entry infers VNC from its port", () => {
+  const cs = newCocoonSet("demo");
+  const pod: Pod = buildToolboxPod(cs, {
+    name: "tb",
+    mode: ToolboxModeStatic,
+    staticVMID: "qemu-1",
+    staticIP: "10.0.0.1",
+    vncPort: 5901,
+  });
+  pod.status = { phase: "Running" };
+  assert.deepEqual(toolboxStatusFromPod(pod, "tb"), {
+    name: "tb",
+    podName: "demo-tb",
+    vmName: "vk-ns-demo-tb",
+    vmID: "qemu-1",
+    ip: "10.0.0.1",
+    phase: "Running",
+    connType: "vnc",
+    vncPort: 5901,
+  });
+});
