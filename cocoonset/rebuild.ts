@@ -67,12 +67,13 @@ function parseHistory(parsed: unknown): RebuildHistory | undefined {
 export function encodeRebuildHistory(replicas: number, history: RebuildHistory): string {
   const keys = [...history.keys()].filter((slot) => slot <= replicas).map(String).sort();
   if (keys.length === 0) return "";
-  const obj: Record<string, { count: number; lastDeleted: string }> = {};
-  for (const key of keys) {
+  // Built by hand: a JS object lists integer-like keys numerically, whatever the insertion order.
+  const members = keys.map((key) => {
     const e = history.get(Number(key))!;
-    obj[key] = { count: e.count, lastDeleted: new Date(e.lastDeleted).toISOString() };
-  }
-  return JSON.stringify(obj);
+    const entry = { count: e.count, lastDeleted: new Date(e.lastDeleted).toISOString() };
+    return `${JSON.stringify(key)}:${JSON.stringify(entry)}`;
+  });
+  return `{${members.join(",")}}`;
 }
 
 /** Wait before the next rebuild after priorCount rebuilds: 0, 1 s, 5 s, then 30 s. */

@@ -65,6 +65,16 @@ Deno.test('an empty history encodes as "" (the annotation is removed, not left a
   assert.equal(encodeRebuildHistory(1, new Map([[2, { count: 1, lastDeleted: 0 }]])), "");
 });
 
+Deno.test("history keys are written in the order Go's encoder sorts them (as strings)", () => {
+  const history: RebuildHistory = new Map(
+    [10, 2, 1].map((slot) => [slot, { count: 1, lastDeleted: 0 }]),
+  );
+  const encoded = encodeRebuildHistory(10, history);
+  // JSON.parse would list integer-like keys numerically again: read the order off the text.
+  assert.deepEqual([...encoded.matchAll(/"(\d+)":\{/g)].map((m) => m[1]), ["1", "10", "2"]);
+  assert.deepEqual(readRebuildHistory(withHistory(encoded)), history);
+});
+
 Deno.test("any malformed part makes the whole history unreadable, as Go's decoder does", () => {
   const bad = [
     "[]",
