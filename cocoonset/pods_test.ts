@@ -502,3 +502,28 @@ Deno.test("builders never mutate the CocoonSet and never share objects between p
   assert.equal(tb1.spec!.containers[0].resources!.limits!["ephemeral-storage"], "5Gi");
   assert.deepEqual(cs, before);
 });
+
+Deno.test("without storage the pods still get their own resource maps", () => {
+  const cs = newCocoonSet("demo", withReplicas(2), (c) => {
+    c.spec.agent.resources = { limits: { cpu: "2" }, requests: { cpu: "1" } };
+    c.spec.toolboxes = [{ name: "tb", image: toolboxImage, resources: { limits: { cpu: "1" } } }];
+  });
+  const before = structuredClone(cs);
+  const [a, b] = [buildAgentPod(cs, 1, "vk-ns-demo-0"), buildAgentPod(cs, 2, "vk-ns-demo-0")];
+  const [t1, t2] = [
+    buildToolboxPod(cs, cs.spec.toolboxes![0]),
+    buildToolboxPod(cs, cs.spec.toolboxes![0]),
+  ];
+  for (const pod of [b, t2]) {
+    const r = pod.spec!.containers[0].resources!;
+    r.limits!.cpu = "64";
+    r.limits!["ephemeral-storage"] = "1Ti";
+    if (r.requests) r.requests.cpu = "32";
+  }
+  assert.deepEqual(a.spec!.containers[0].resources, {
+    limits: { cpu: "2" },
+    requests: { cpu: "1" },
+  });
+  assert.deepEqual(t1.spec!.containers[0].resources, { limits: { cpu: "1" } });
+  assert.deepEqual(cs, before);
+});

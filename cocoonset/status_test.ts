@@ -112,6 +112,19 @@ Deno.test("a phase change makes two statuses differ", () => {
   assert.equal(statusEqual(a, b), false);
 });
 
+Deno.test("a counter change alone makes two statuses differ; an absent counter reads as zero", () => {
+  const cs = newCocoonSet("demo");
+  const a = buildStatus(cs, classifyPods([]), "Pending");
+  for (
+    const key of ["readyAgents", "desiredAgents", "readyToolboxes", "desiredToolboxes"] as const
+  ) {
+    assert.equal(statusEqual(a, { ...a, [key]: (a[key] ?? 0) + 1 }), false, key);
+  }
+  const { readyAgents: _r, ...withoutReady } = a;
+  assert.equal(a.readyAgents, 0);
+  assert.ok(statusEqual(a, withoutReady));
+});
+
 Deno.test("an agent's status entry reads VM name, id, IP and phase from the pod", () => {
   const pod = buildAgentPod(newCocoonSet("demo"), 0);
   pod.status = { phase: "Running" };

@@ -1,0 +1,449 @@
+/**
+ * Sub-agent behaviour the Go reconciler tests leave open: the whole rebuild sequence with its
+ * backoff, the dead letter and how a spec edit lifts it, scale-down, the bounded create fan-out
+ * and a create that finds the old pod still there. Each test drives the reconciler on the fake
+ * API and reads the outcome off the stored objects, the recorded requests, Events and metrics.
+ */
+import assert from "node:assert/strict";
+import { type Pod, Pods } from "../kube/core.ts";
+import type { FakeAction } from "../kube/testing/fake.ts";
+import { metricValue } from "../kube/testing/metrics.ts";
+import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import {
+  AnnotationForkFrom,
+  AnnotationLifecycleState,
+  LifecycleStateFailed,
+} from "../common/meta/mod.ts";
+import {
+  getPod,
+  getSet,
+  livePod,
+  newCocoonSet,
+  newTestEnv,
+  podSeed,
+  reconcileSet,
+  setSeed,
+  type TestEnv,
+  testNamespace,
+} from "./_test_support.ts";
+import {
+  ReasonSubAgentDeadLetter,
+  ReasonSubAgentRebuilding,
+  subAgentCreateConcurrency,
+} from "./agents.ts";
+import { buildAgentPod } from "./pods.ts";
+import { AnnotationDeadLetter, AnnotationRebuildHistory } from "./rebuild.ts";
+
+const node = "node-a";
+
+/** A set at generation 1 with its main live on node-a and the given sub-agent slots live too. */
+function runningSet(
+  name: string,
+  replicas: number,
+  liveSlots: number[],
+  ...mods: ((cs: CocoonSet) => void)[]
+): { cs: CocoonSet; pods: Pod[] } {
+  const cs = newCocoonSet(name, (c) => {
+    c.metadata.generation = 1;
+    c.spec.agent.replicas = replicas;
+  }, ...mods);
+  const pods = [livePod(buildAgentPod(cs, 0), node)];
+  for (const slot of liveSlots) {
+    pods.push(livePod(buildAgentPod(cs, slot, `vk-ns-${name}-0`, node), node));
+  }
+  return { cs, pods };
+}
+
+function envFor(cs: CocoonSet, pods: Pod[]): TestEnv {
+  return newTestEnv([setSeed(cs), ...pods.map(podSeed)]);
+}
+
+/** vk-cocoon reports the VM failed: by its lifecycle annotation or by the pod phase. */
+async function failPod(env: TestEnv, name: string, how: "lifecycle" | "phase"): Promise<void> {
+  if (how === "lifecycle") {
+    await env.fake.patch(Pods, testNamespace, name, "merge", {
+      metadata: { annotations: { [AnnotationLifecycleState]: LifecycleStateFailed } },
+    });
+  } else {
+    await env.fake.patch(Pods, testNamespace, name, "merge", { status: { phase: "Failed" } }, {
+      subresource: "status",
+    });
+  }
+}
+
+/** The kubelet confirms every pending graceful delete. */
+async function confirmDeletes(env: TestEnv): Promise<void> {
+  for (const pod of (await env.fake.list(Pods, { namespace: testNamespace })).items) {
+    if (!pod.metadata.deletionTimestamp) continue;
+    await env.fake.delete(Pods, testNamespace, pod.metadata.name!, { gracePeriodSeconds: 0 });
+  }
+}
+
+/** The requests a step made: the actions recorded after mark. */
+function since(env: TestEnv, mark: number): FakeAction[] {
+  return env.fake.actions.slice(mark);
+}
+
+function isHistoryWrite(a: FakeAction): boolean {
+  return a.verb === "patch" && a.resource === CocoonSets && a.subresource === undefined;
+}
+
+function isPodDelete(a: FakeAction, name?: string): boolean {
+  return a.verb === "delete" && a.resource === Pods && (name === undefined || a.name === name);
+}
+
+async function history(env: TestEnv, name: string): Promise<unknown> {
+  const raw = (await getSet(env.fake, name)).metadata.annotations?.[AnnotationRebuildHistory];
+  return raw === undefined ? undefined : JSON.parse(raw);
+}
+
+async function counter(metric: string, cocoonset: string): Promise<number> {
+  return await metricValue(metric, { namespace: testNamespace, cocoonset }) ?? 0;
+}
+
+const rebuildTotal = "cocoon_operator_subagent_rebuild_total";
+const deadLetterTotal = "cocoon_operator_subagent_dead_letter_total";
+
+Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first, then dead-lettered", async () => {
+  const name = "rebuild-seq";
+  const { cs, pods } = runningSet(name, 1, [1]);
+  const env = envFor(cs, pods);
+  const pod = `${name}-1`;
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const t0 = env.clock.now();
+
+  // Attempt 1: no backoff. The lifecycle signal alone counts, with the pod still Running.
+  await failPod(env, pod, "lifecycle");
+  let mark = env.fake.actions.length;
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+  const step = since(env, mark);
+  const historyAt = step.findIndex(isHistoryWrite);
+  const deleteAt = step.findIndex((a) => isPodDelete(a, pod));
+  assert.ok(historyAt >= 0 && deleteAt >= 0, "history written and pod deleted");
+  assert.ok(historyAt < deleteAt, "the history is persisted before the delete");
+  assert.deepEqual(await history(env, name), { "1": { count: 1, lastDeleted: iso(t0) } });
+  assert.equal(await counter(rebuildTotal, name), 1);
+  assert.deepEqual(
+    env.recorder.withReason(ReasonSubAgentRebuilding).map((e) => [e.type, e.message]),
+    [["Normal", "slot 1 attempt 1/4"]],
+  );
+  assert.equal(env.recorder.events[0].object.metadata.name, name, "Events are on the CocoonSet");
+
+  // The old pod terminates; its slot is recreated under the same name, forked and bound.
+  assert.ok((await getPod(env.fake, pod))?.metadata.deletionTimestamp);
+  await confirmDeletes(env);
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+  const recreated = await getPod(env.fake, pod);
+  assert.equal(recreated?.metadata.annotations?.[AnnotationForkFrom], `vk-ns-${name}-0`);
+  assert.equal(recreated?.spec?.nodeName, node);
+
+  // Attempts 2..4, each failing as soon as the pod exists, wait 1 s, 5 s, 30 s after the
+  // previous delete; meanwhile the pass requeues after what remains of the backoff.
+  let lastDeleted = t0;
+  for (const [attempt, backoff] of [[2, 1_000], [3, 5_000], [4, 30_000]]) {
+    await failPod(env, pod, attempt % 2 === 0 ? "phase" : "lifecycle");
+    const waited = env.clock.now() - lastDeleted;
+    assert.deepEqual(await reconcileSet(env, name), { requeueAfter: backoff - waited });
+    env.clock.advance(backoff - waited - 1);
+    mark = env.fake.actions.length;
+    assert.deepEqual(await reconcileSet(env, name), { requeueAfter: 1 }, `attempt ${attempt}`);
+    assert.ok(!since(env, mark).some((a) => isPodDelete(a) || isHistoryWrite(a)));
+    assert.equal((await getSet(env.fake, name)).status?.phase, "Scaling", "status is written");
+
+    env.clock.advance(1);
+    lastDeleted = env.clock.now();
+    mark = env.fake.actions.length;
+    assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+    const s = since(env, mark);
+    assert.ok(s.findIndex(isHistoryWrite) < s.findIndex((a) => isPodDelete(a, pod)));
+    assert.deepEqual(await history(env, name), {
+      "1": { count: attempt, lastDeleted: iso(lastDeleted) },
+    });
+    assert.equal(await counter(rebuildTotal, name), attempt);
+    await confirmDeletes(env);
+    assert.deepEqual(await reconcileSet(env, name), { requeue: true }, "recreated");
+  }
+  assert.deepEqual(
+    env.recorder.withReason(ReasonSubAgentRebuilding).map((e) => e.message),
+    ["slot 1 attempt 1/4", "slot 1 attempt 2/4", "slot 1 attempt 3/4", "slot 1 attempt 4/4"],
+  );
+
+  // The fifth failure: no wait, no delete; the pod is marked and left for a person.
+  await failPod(env, pod, "phase");
+  mark = env.fake.actions.length;
+  assert.deepEqual(await reconcileSet(env, name), {});
+  assert.ok(!since(env, mark).some((a) => isPodDelete(a) || isHistoryWrite(a)));
+  const dead = await getPod(env.fake, pod);
+  assert.equal(dead?.metadata.annotations?.[AnnotationDeadLetter], "true");
+  assert.equal(dead?.metadata.deletionTimestamp, undefined);
+  assert.deepEqual(
+    env.recorder.withReason(ReasonSubAgentDeadLetter).map((e) => [e.type, e.message]),
+    [["Warning", `slot 1 exhausted 4 rebuilds; pod ${pod} left in dead-letter`]],
+  );
+  assert.equal(await counter(deadLetterTotal, name), 1);
+  assert.equal(await counter(rebuildTotal, name), 4);
+
+  // While the spec is unchanged, later passes leave the pod alone and say nothing more.
+  const eventsSoFar = env.recorder.events.length;
+  for (let i = 0; i < 3; i++) {
+    env.clock.advance(60_000);
+    mark = env.fake.actions.length;
+    assert.deepEqual(await reconcileSet(env, name), {});
+    assert.ok(
+      !since(env, mark).some((a) =>
+        a.resource === Pods && a.name === pod && (a.verb === "patch" || a.verb === "delete")
+      ),
+    );
+  }
+  assert.equal(env.recorder.events.length, eventsSoFar);
+  assert.equal(await counter(deadLetterTotal, name), 1);
+  const stored = await getSet(env.fake, name);
+  assert.equal(stored.status?.phase, "Scaling");
+  const progressing = stored.status?.conditions?.find((c) => c.type === ConditionTypeProgressing);
+  assert.equal(progressing?.status, "False");
+  assert.equal(progressing?.reason, ReasonSubAgentDeadLetter);
+  assert.deepEqual(await history(env, name), {
+    "1": { count: 4, lastDeleted: iso(lastDeleted) },
+  });
+});
+
+Deno.test("the pass requeues after the shortest remaining backoff across slots", async () => {
+  const name = "shortest";
+  const now = Date.UTC(2026, 4, 14, 12);
+  const { cs, pods } = runningSet(name, 3, [1, 2, 3], (c) => {
+    c.metadata.annotations = {
+      [AnnotationRebuildHistory]: JSON.stringify({
+        // count 1 → 1 s backoff, 200 ms spent; count 2 → 5 s backoff, 1 s spent.
+        "1": { count: 1, lastDeleted: new Date(now - 200).toISOString() },
+        "2": { count: 2, lastDeleted: new Date(now - 1_000).toISOString() },
+      }),
+    };
+  });
+  const env = newTestEnv([setSeed(cs), ...pods.map(podSeed)], now);
+  await failPod(env, `${name}-1`, "phase");
+  await failPod(env, `${name}-2`, "lifecycle");
+  assert.deepEqual(await reconcileSet(env, name), { requeueAfter: 800 });
+  assert.equal(env.recorder.events.length, 0);
+  env.clock.advance(800);
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+  assert.deepEqual(
+    env.recorder.events.map((e) => e.message),
+    ["slot 1 attempt 2/4"],
+    "slot 2 is still waiting",
+  );
+  await confirmDeletes(env);
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true }, "slot 1 recreated");
+  assert.deepEqual(await reconcileSet(env, name), { requeueAfter: 3_200 });
+});
+
+/**
+ * A set whose agent spec was edited after slot 1 was dead-lettered: the main already runs the
+ * new spec (it is recreated first), slot 1 still runs the old one.
+ */
+function deadLetteredAfterEdit(name: string, replicas: number, historyJSON: string) {
+  const old = newCocoonSet(name, (c) => {
+    c.metadata.generation = 1;
+    c.spec.agent.replicas = replicas;
+  });
+  const cs = newCocoonSet(name, (c) => {
+    c.metadata.generation = 2;
+    c.spec.agent.replicas = replicas;
+    c.spec.agent.image = "ghcr.io/cocoonstack/cocoon/ubuntu:26.04";
+    c.metadata.annotations = { [AnnotationRebuildHistory]: historyJSON };
+  });
+  const dead = livePod(buildAgentPod(old, 1, `vk-ns-${name}-0`, node), node);
+  dead.metadata.annotations![AnnotationDeadLetter] = "true";
+  dead.metadata.annotations![AnnotationLifecycleState] = LifecycleStateFailed;
+  const pods = [livePod(buildAgentPod(cs, 0), node), dead];
+  for (let slot = 2; slot <= replicas; slot++) {
+    pods.push(livePod(buildAgentPod(cs, slot, `vk-ns-${name}-0`, node), node));
+  }
+  return { cs, pods };
+}
+
+Deno.test("a spec edit lifts the dead letter and gives the slot a fresh budget", async () => {
+  const name = "lifted";
+  const stamp = "2026-05-13T00:00:00.000Z";
+  const { cs, pods } = deadLetteredAfterEdit(
+    name,
+    2,
+    JSON.stringify({
+      "1": { count: 4, lastDeleted: stamp },
+      "2": { count: 1, lastDeleted: stamp },
+    }),
+  );
+  const env = envFor(cs, pods);
+  const pod = `${name}-1`;
+  const mark = env.fake.actions.length;
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+  const step = since(env, mark);
+  assert.ok(step.findIndex(isHistoryWrite) < step.findIndex((a) => isPodDelete(a, pod)));
+  assert.deepEqual(await history(env, name), { "2": { count: 1, lastDeleted: stamp } });
+  assert.equal(env.recorder.events.length, 0, "lifting the dead letter is not announced");
+  assert.equal(await counter(rebuildTotal, name), 0);
+
+  await confirmDeletes(env);
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+  const fresh = await getPod(env.fake, pod);
+  assert.equal(fresh?.metadata.annotations?.[AnnotationDeadLetter], undefined);
+  assert.equal(
+    fresh?.metadata.annotations?.["cocoonset.cocoonstack.io/image"],
+    cs.spec.agent.image,
+  );
+
+  // The next failure is the first of a new budget: rebuilt at once.
+  await failPod(env, pod, "phase");
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+  assert.deepEqual(env.recorder.events.map((e) => e.message), ["slot 1 attempt 1/4"]);
+  assert.equal((await history(env, name) as Record<string, { count: number }>)["1"].count, 1);
+});
+
+Deno.test("lifting the only dead letter removes the history annotation instead of writing {}", async () => {
+  const name = "lifted-only";
+  const { cs, pods } = deadLetteredAfterEdit(
+    name,
+    1,
+    JSON.stringify({ "1": { count: 4, lastDeleted: "2026-05-13T00:00:00Z" } }),
+  );
+  const env = envFor(cs, pods);
+  const mark = env.fake.actions.length;
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+  const write = since(env, mark).find(isHistoryWrite);
+  assert.deepEqual(write?.patch, {
+    metadata: { annotations: { [AnnotationRebuildHistory]: null } },
+  });
+  const stored = await getSet(env.fake, name);
+  assert.equal(AnnotationRebuildHistory in (stored.metadata.annotations ?? {}), false);
+  assert.ok((await getPod(env.fake, `${name}-1`))?.metadata.deletionTimestamp);
+});
+
+Deno.test("a dead-lettered pod whose spec still matches is left alone even without history", async () => {
+  const name = "still-dead";
+  const { cs, pods } = runningSet(name, 1, [1]);
+  pods[1].metadata.annotations![AnnotationDeadLetter] = "true";
+  pods[1].status = { phase: "Failed" };
+  const env = envFor(cs, pods);
+  assert.deepEqual(await reconcileSet(env, name), {});
+  assert.ok(!env.fake.actions.some((a) => isPodDelete(a) || isHistoryWrite(a)));
+  assert.equal(env.recorder.events.length, 0);
+});
+
+Deno.test("scale-down deletes extra slots in ascending order and prunes history on the next write", async () => {
+  const name = "scale-down";
+  const t = Date.UTC(2026, 4, 14);
+  const old = new Date(t - 60_000).toISOString();
+  const extra = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+  const { cs, pods } = runningSet(name, 1, [1, ...extra], (c) => {
+    c.metadata.annotations = {
+      [AnnotationRebuildHistory]: JSON.stringify({
+        "1": { count: 1, lastDeleted: old },
+        "3": { count: 4, lastDeleted: old },
+      }),
+    };
+  });
+  // Slot 3 is dead-lettered: it goes like any other extra slot.
+  const three = pods.find((p) => p.metadata.name === `${name}-3`)!;
+  three.metadata.annotations![AnnotationDeadLetter] = "true";
+  three.status = { ...three.status, phase: "Failed" };
+  const env = newTestEnv([setSeed(cs), ...pods.map(podSeed)], t);
+  const before = (await getSet(env.fake, name)).metadata.annotations?.[AnnotationRebuildHistory];
+
+  const mark = env.fake.actions.length;
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+  const step = since(env, mark);
+  // By slot number: the names alone would sort 10 and 11 before 2.
+  assert.deepEqual(
+    step.filter((a) => isPodDelete(a)).map((a) => a.name),
+    extra.map((slot) => `${name}-${slot}`),
+  );
+  assert.ok(!step.some(isHistoryWrite), "scaling down alone does not rewrite the history");
+  assert.equal(
+    (await getSet(env.fake, name)).metadata.annotations?.[AnnotationRebuildHistory],
+    before,
+  );
+  assert.equal(env.recorder.events.length, 0);
+  await confirmDeletes(env);
+  assert.deepEqual(
+    (await env.fake.list(Pods, { namespace: testNamespace })).items.map((p) => p.metadata.name),
+    [`${name}-0`, `${name}-1`],
+  );
+
+  // The next history write drops slot 3.
+  await failPod(env, `${name}-1`, "phase");
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true });
+  assert.deepEqual(await history(env, name), {
+    "1": { count: 2, lastDeleted: new Date(t).toISOString() },
+  });
+});
+
+Deno.test("missing sub-agents are created at most eight at a time", async () => {
+  const name = "fan-out";
+  const replicas = 20;
+  const { cs, pods } = runningSet(name, replicas, []);
+  const env = envFor(cs, pods);
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let started = 0;
+  let hold = true;
+  const held: (() => void)[] = [];
+  env.fake.addReactor(async (a) => {
+    if (a.verb !== "create" || a.resource !== Pods) return undefined;
+    started++;
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    if (hold) await new Promise<void>((resolve) => held.push(resolve));
+    inFlight--;
+    return undefined;
+  });
+
+  const pass = reconcileSet(env, name);
+  await waitFor("the first creates to be held", () => started >= subAgentCreateConcurrency);
+  await flushMicrotasks(100);
+  assert.equal(started, subAgentCreateConcurrency, "no create starts while eight are in flight");
+  held.shift()!();
+  await waitFor("a create to take the freed place", () => started >= subAgentCreateConcurrency + 1);
+  await flushMicrotasks(100);
+  assert.equal(started, subAgentCreateConcurrency + 1);
+  hold = false;
+  for (const release of held.splice(0)) release();
+  assert.deepEqual(await pass, { requeue: true });
+
+  assert.equal(started, replicas);
+  assert.equal(maxInFlight, subAgentCreateConcurrency);
+  const names = (await env.fake.list(Pods, { namespace: testNamespace })).items
+    .map((p) => p.metadata.name);
+  assert.equal(names.length, replicas + 1);
+  for (let slot = 1; slot <= replicas; slot++) assert.ok(names.includes(`${name}-${slot}`));
+});
+
+Deno.test("a sub-agent create that meets the old, still terminating pod is skipped silently", async () => {
+  const name = "exists";
+  const { cs, pods } = runningSet(name, 2, [1]);
+  // Slot 1's old pod is on its way out (a finalizer holds it), so it is not counted as the slot.
+  pods[1].metadata.finalizers = ["example.com/hold"];
+  pods[1].metadata.deletionTimestamp = "2026-05-14T00:00:00Z";
+  const env = envFor(cs, pods);
+  const oldUid = (await getPod(env.fake, `${name}-1`))?.metadata.uid;
+
+  assert.deepEqual(await reconcileSet(env, name), { requeue: true }, "slot 2 was created");
+  const creates = env.fake.actions.filter((a) => a.verb === "create" && a.resource === Pods);
+  assert.deepEqual(creates.map((a) => a.name).sort(), [`${name}-1`, `${name}-2`]);
+  assert.equal((await getPod(env.fake, `${name}-1`))?.metadata.uid, oldUid, "old pod untouched");
+  assert.ok(await getPod(env.fake, `${name}-2`));
+  assert.equal(env.recorder.events.length, 0);
+});
+
+Deno.test("when the only missing slot's create meets its old pod, the pass settles without error", async () => {
+  const name = "exists-only";
+  const { cs, pods } = runningSet(name, 1, [1]);
+  pods[1].metadata.finalizers = ["example.com/hold"];
+  pods[1].metadata.deletionTimestamp = "2026-05-14T00:00:00Z";
+  const env = envFor(cs, pods);
+  // Its delete event brings the set back; nothing to requeue for.
+  assert.deepEqual(await reconcileSet(env, name), {});
+  assert.equal(env.recorder.events.length, 0);
+  assert.equal((await getSet(env.fake, name)).status?.phase, "Scaling");
+});

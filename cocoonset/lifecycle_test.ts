@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import { type Pod, Pods } from "../kube/core.ts";
+import { AnnotationCocoonSetGeneration } from "../common/meta/mod.ts";
+import {
+  depsOf,
+  getPod,
+  newCocoonSet,
+  newTestEnv,
+  newTestPass,
+  podSeed,
+  testNamespace,
+} from "./_test_support.ts";
+import { syncCocoonSetGeneration } from "./lifecycle.ts";
+
+function bare(name: string, generation?: string): Pod {
+  return {
+    metadata: {
+      name,
+      namespace: testNamespace,
+      ...(generation ? { annotations: { [AnnotationCocoonSetGeneration]: generation } } : {}),
+    },
+  };
+}
+
+Deno.test("the generation is stamped on every owned pod that lacks it or carries an older one", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 7;
+  });
+  const env = newTestEnv([podSeed(bare("demo-0")), podSeed(bare("demo-1", "5"))]);
+  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  await syncCocoonSetGeneration(newTestPass(depsOf(env), cs, pods));
+  for (const name of ["demo-0", "demo-1"]) {
+    const pod = await getPod(env.fake, name);
+    assert.equal(pod?.metadata.annotations?.[AnnotationCocoonSetGeneration], "7", name);
+  }
+  const patches = env.fake.actions.filter((a) => a.verb === "patch");
+  assert.deepEqual(patches.map((a) => a.name), ["demo-0", "demo-1"], "one patch per pod, by name");
+  assert.deepEqual(patches[0].patch, {
+    metadata: { annotations: { [AnnotationCocoonSetGeneration]: "7" } },
+  });
+});
+
+Deno.test("a pod already stamped with the current generation is not patched", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 3;
+  });
+  const env = newTestEnv([podSeed(bare("demo-0", "3"))]);
+  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  await syncCocoonSetGeneration(newTestPass(depsOf(env), cs, pods));
+  assert.equal(env.fake.actions.filter((a) => a.verb === "patch").length, 0);
+  const pod = await getPod(env.fake, "demo-0");
+  assert.equal(pod?.metadata.annotations?.[AnnotationCocoonSetGeneration], "3");
+});
+
+Deno.test("a terminating pod is not stamped", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 2;
+  });
+  const going = bare("demo-1", "1");
+  going.metadata.finalizers = ["test/hold"];
+  const env = newTestEnv([podSeed(bare("demo-0", "1")), podSeed(going)]);
+  await env.fake.delete(Pods, testNamespace, "demo-1");
+  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  assert.ok(pods.find((p) => p.metadata.name === "demo-1")?.metadata.deletionTimestamp);
+  await syncCocoonSetGeneration(newTestPass(depsOf(env), cs, pods));
+  assert.deepEqual(
+    env.fake.actions.filter((a) => a.verb === "patch").map((a) => a.name),
+    ["demo-0"],
+  );
+  const stale = await getPod(env.fake, "demo-1");
+  assert.equal(stale?.metadata.annotations?.[AnnotationCocoonSetGeneration], "1");
+});
