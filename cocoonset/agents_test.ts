@@ -390,7 +390,8 @@ Deno.test("missing sub-agents are created at most eight at a time", async () => 
   let hold = true;
   const held: (() => void)[] = [];
   env.fake.addReactor(async (a) => {
-    if (a.verb !== "create" || a.resource !== Pods) return undefined;
+    // Real creates only: the spec's dry run before the first create is not a sub-agent.
+    if (a.verb !== "create" || a.resource !== Pods || a.dryRun) return undefined;
     started++;
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
@@ -429,7 +430,9 @@ Deno.test("a sub-agent create that meets the old, still terminating pod is skipp
   const oldUid = (await getPod(env.fake, `${name}-1`))?.metadata.uid;
 
   assert.deepEqual(await reconcileSet(env, name), { requeue: true }, "slot 2 was created");
-  const creates = env.fake.actions.filter((a) => a.verb === "create" && a.resource === Pods);
+  const creates = env.fake.actions.filter((a) =>
+    a.verb === "create" && a.resource === Pods && !a.dryRun
+  );
   assert.deepEqual(creates.map((a) => a.name).sort(), [`${name}-1`, `${name}-2`]);
   assert.equal((await getPod(env.fake, `${name}-1`))?.metadata.uid, oldUid, "old pod untouched");
   assert.ok(await getPod(env.fake, `${name}-2`));
