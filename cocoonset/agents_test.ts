@@ -35,7 +35,7 @@ import {
   subAgentCreateConcurrency,
 } from "./agents.ts";
 import { buildAgentPod } from "./pods.ts";
-import { AnnotationDeadLetter, AnnotationRebuildHistory } from "./rebuild.ts";
+import { AnnotationDeadLetter, AnnotationRebuildHistory, rfc3339Nano } from "./rebuild.ts";
 
 const node = "node-a";
 
@@ -112,7 +112,7 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
   const { cs, pods } = runningSet(name, 1, [1]);
   const env = envFor(cs, pods);
   const pod = `${name}-1`;
-  const iso = (ms: number) => new Date(ms).toISOString();
+  const iso = rfc3339Nano;
   const t0 = env.clock.now();
 
   // Attempt 1: no backoff. The lifecycle signal alone counts, with the pod still Running.
@@ -266,7 +266,7 @@ function deadLetteredAfterEdit(name: string, replicas: number, historyJSON: stri
 
 Deno.test("a spec edit lifts the dead letter and gives the slot a fresh budget", async () => {
   const name = "lifted";
-  const stamp = "2026-05-13T00:00:00.000Z";
+  const stamp = "2026-05-13T00:00:00Z";
   const { cs, pods } = deadLetteredAfterEdit(
     name,
     2,
@@ -375,7 +375,7 @@ Deno.test("scale-down deletes extra slots in ascending order and prunes history 
   await failPod(env, `${name}-1`, "phase");
   assert.deepEqual(await reconcileSet(env, name), { requeue: true });
   assert.deepEqual(await history(env, name), {
-    "1": { count: 2, lastDeleted: new Date(t).toISOString() },
+    "1": { count: 2, lastDeleted: rfc3339Nano(t) },
   });
 });
 

@@ -43,18 +43,27 @@ function parseHistory(parsed: unknown): RebuildHistory | undefined {
   const out: RebuildHistory = new Map();
   for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
     const slot = parseGoInt(key, 32);
-    if (slot === undefined || value === null || typeof value !== "object") return undefined;
+    if (slot === undefined) return undefined;
+    // JSON null decodes to Go's zero value: an entry (or field) of null is count 0, never deleted.
+    if (value === null) {
+      out.set(slot, { count: 0, lastDeleted: 0 });
+      continue;
+    }
+    if (typeof value !== "object" || Array.isArray(value)) return undefined;
     const v = value as { count?: unknown; lastDeleted?: unknown };
-    if (v.count !== undefined && !(typeof v.count === "number" && Number.isInteger(v.count))) {
+    if (
+      v.count !== undefined && v.count !== null &&
+      !(typeof v.count === "number" && Number.isInteger(v.count))
+    ) {
       return undefined;
     }
     let lastDeleted = 0;
-    if (v.lastDeleted !== undefined) {
+    if (v.lastDeleted !== undefined && v.lastDeleted !== null) {
       const ms = typeof v.lastDeleted === "string" ? parseRfc3339(v.lastDeleted) : undefined;
       if (ms === undefined) return undefined;
       lastDeleted = ms;
     }
-    out.set(slot, { count: (v.count as number | undefined) ?? 0, lastDeleted });
+    out.set(slot, { count: (v.count as number | null | undefined) ?? 0, lastDeleted });
   }
   return out;
 }
@@ -70,7 +79,7 @@ export function encodeRebuildHistory(replicas: number, history: RebuildHistory):
   // Built by hand: a JS object lists integer-like keys numerically, whatever the insertion order.
   const members = keys.map((key) => {
     const e = history.get(Number(key))!;
-    const entry = { count: e.count, lastDeleted: new Date(e.lastDeleted).toISOString() };
+    const entry = { count: e.count, lastDeleted: rfc3339Nano(e.lastDeleted) };
     return `${JSON.stringify(key)}:${JSON.stringify(entry)}`;
   });
   return `{${members.join(",")}}`;
@@ -82,4 +91,15 @@ export function backoffDelayMs(priorCount: number): number {
   if (priorCount === 1) return 1_000;
   if (priorCount === 2) return 5_000;
   return 30_000;
+}
+
+/**
+ * How lastDeleted is written: Go's time.Time JSON form (RFC 3339 in UTC, the fraction's trailing
+ * zeros trimmed), so the annotation reads the same whichever operator wrote it.
+ */
+export function rfc3339Nano(ms: number): string {
+  return new Date(ms).toISOString().replace(
+    /\.(\d*?)0*Z$/,
+    (_m, frac: string) => frac ? `.${frac}Z` : "Z",
+  );
 }

@@ -23,8 +23,8 @@ Deno.test("the rebuild history survives an encode/read round trip", () => {
   ]);
   const encoded = encodeRebuildHistory(3, history);
   assert.deepEqual(JSON.parse(encoded), {
-    "1": { count: 2, lastDeleted: "2026-05-14T01:00:00.000Z" },
-    "2": { count: 1, lastDeleted: "2026-05-14T01:00:30.000Z" },
+    "1": { count: 2, lastDeleted: "2026-05-14T01:00:00Z" },
+    "2": { count: 1, lastDeleted: "2026-05-14T01:00:30Z" },
   });
   assert.deepEqual(readRebuildHistory(withHistory(encoded)), history);
 });
@@ -56,8 +56,19 @@ Deno.test("a null annotation reads as an empty, writable history", () => {
   assert.equal(got.size, 0);
   got.set(1, { count: 1, lastDeleted: 0 });
   assert.deepEqual(JSON.parse(encodeRebuildHistory(2, got)), {
-    "1": { count: 1, lastDeleted: "1970-01-01T00:00:00.000Z" },
+    "1": { count: 1, lastDeleted: "1970-01-01T00:00:00Z" },
   });
+});
+
+Deno.test("a null entry or null fields read as Go's zero values, keeping the other slots", () => {
+  const got = readRebuildHistory(
+    withHistory('{"1": null, "2": {"count": null, "lastDeleted": null}, "3": {"count": 2}}'),
+  );
+  assert.deepEqual([...got.entries()], [
+    [1, { count: 0, lastDeleted: 0 }],
+    [2, { count: 0, lastDeleted: 0 }],
+    [3, { count: 2, lastDeleted: 0 }],
+  ]);
 });
 
 Deno.test('an empty history encodes as "" (the annotation is removed, not left as {})', () => {

@@ -191,7 +191,9 @@ export function buildConditions(
   const { ready, desired, tbReady, tbDesired } = counts;
   const allReady = ready === desired && desired > 0 && tbReady === tbDesired;
   const countsMessage = `${ready}/${desired} agents ready, ${tbReady}/${tbDesired} toolboxes ready`;
-  const readyProblem = problems.find((p) => p.condition === ConditionTypeReady);
+  // A Failed set is never Ready, whatever the counts say.
+  const readyProblem = problems.find((p) => p.condition === ConditionTypeReady) ??
+    (phase === "Failed" ? { reason: ReasonFailed, message: countsMessage } : undefined);
   const readyCond = readyProblem
     ? newReadyCondition(generation, "False", readyProblem.reason, readyProblem.message)
     : newReadyCondition(
