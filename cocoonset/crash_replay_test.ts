@@ -68,13 +68,13 @@ import type { Registry } from "../snapshot/registry.ts";
 import { FakeRegistry } from "../snapshot/fake.ts";
 import { podRelevantChange } from "./predicate.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
+import { testNamespace as ns } from "./_test_support.ts";
 import {
   counterValue,
   mainVMName,
-  newCocoonSet,
-  testNamespace as ns,
-  testSetName as setName,
-} from "./_test_support.ts";
+  seatSet,
+  seatSetName as setName,
+} from "./_seats_test_support.ts";
 
 /** Steps a flow may take to converge after its kill before the run counts as stuck. */
 const stepBudget = 60;
@@ -186,6 +186,11 @@ class ProcessClient implements Client {
   }
 
   create<T extends KubeObject>(rt: ResourceType<T>, obj: T, opts?: WriteOptions): Promise<T> {
+    if (opts?.dryRun) {
+      // Validation only: nothing lands, so it is no write to count or kill after.
+      this.proc.ensureAlive();
+      return this.fake.create(rt, obj, opts);
+    }
     return this.proc.write(
       `create ${rt.plural} ${obj.metadata.name}`,
       () => rt === Pods ? this.proc.world.kubelet.createViolation(obj as Pod) : undefined,
@@ -604,7 +609,7 @@ interface Flow {
 
 /** Seeds the set and drives it, uninterrupted, to Running with a live main on node-a. */
 async function startRunning(world: World, spec: Partial<CocoonSetSpec>): Promise<void> {
-  world.fake.seed(CocoonSets, newCocoonSet((cs) => Object.assign(cs.spec, spec)));
+  world.fake.seed(CocoonSets, seatSet((cs) => Object.assign(cs.spec, spec)));
   await expectConverged(world, runningOnNodeA, "prelude: Running");
 }
 
