@@ -285,3 +285,21 @@ Deno.test("migration persists Migrating before it patches hibernate onto the old
     }`,
   ]);
 });
+
+// Digest §5.6: the restore create of a pinned set that lost its main is a migration side effect
+// too. The Go original created first and wrote Migrating after; a kill in between left a restore
+// that no pass recognised as a migration, and its snapshot was never dropped.
+Deno.test("migration persists Migrating before it recreates a missing main", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b", (c) => c.status = { phase: "Running" }));
+
+  await reconcileMigration(newTestPass(depsOf(env), cs));
+
+  const steps = writeActions(env.fake).map((a) =>
+    a.subresource === "status"
+      ? `status ${(a.patch as { status?: { phase?: string } }).status?.phase}`
+      : `${a.verb} ${a.resource.plural}`
+  );
+  assert.deepEqual(steps, ["status Migrating", "create pods"]);
+});
