@@ -597,6 +597,25 @@ function wokenOn(node: string): EndState {
   };
 }
 
+/** Suspended under the retain policy: the main kept, hibernated, its state in :hibernate. */
+const suspendedRetained: EndState = async (world) => {
+  const pods = await world.pods();
+  if (pods.length !== 1 || !readHibernateState(pods[0])) return "no hibernated main";
+  if (world.kubelet.tagHolds() !== world.kubelet.latest) return ":hibernate lacks the VM state";
+  return await phaseIs(world, "Suspended");
+};
+
+/** Restored from :hibernate onto node: live, running, tag gone. */
+function restoredOn(node: string): EndState {
+  return async (world) => {
+    if (world.kubelet.tagHolds() !== undefined) return ":hibernate still there";
+    const live = await liveMainOn(world, node);
+    if (live) return live;
+    if (!readRestoreFromHibernate((await world.pods())[0])) return "main was not restored";
+    return await phaseIs(world, "Running");
+  };
+}
+
 const migrated: EndState = async (world) => {
   if (world.kubelet.tagHolds() !== undefined) return ":hibernate still there";
   return await liveMainOn(world, "node-b") ?? await phaseIs(world, "Running");
@@ -653,6 +672,19 @@ const flows: Flow[] = [
     edit: { suspend: false, nodeName: "node-b" },
     endState: wokenOn("node-b"),
     wakeScores: { hintNode: 0, pool: 1 },
+  },
+  {
+    // A pinned set suspended under retain loses its hibernated main (node gone, pod
+    // force-deleted) and is unsuspended: the migration path restores it from :hibernate.
+    name: "restore of a pinned main lost while suspended",
+    prepare: async (world) => {
+      await startRunning(world, { nodeName: "node-a" });
+      await world.editSpec({ suspend: true });
+      await expectConverged(world, suspendedRetained, "prelude: suspended");
+      await world.fake.delete(Pods, ns, "demo-0", { gracePeriodSeconds: 0 });
+    },
+    edit: { suspend: false },
+    endState: restoredOn("node-a"),
   },
   {
     name: "migration",
