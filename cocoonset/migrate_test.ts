@@ -65,6 +65,7 @@ Deno.test("migration does not engage when the main already runs on the target", 
   const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: false });
+  assert.deepEqual(env.registry.calls, [], "the fast path never probes the registry");
   assert.deepEqual(writeActions(env.fake), []);
 });
 
@@ -227,7 +228,7 @@ Deno.test("migration leaves a main hibernated on the target by a CocoonHibernati
   assert.deepEqual(writeActions(env.fake), []);
 });
 
-Deno.test("migration aborted after the old pod went still restores the main, without affinity", async () => {
+Deno.test("migration aborted after the old pod was deleted still restores the main, without affinity", async () => {
   const env = newTestEnv();
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, migSet("", migrating)); // nodeName cleared mid-flight
