@@ -1,8 +1,9 @@
 /**
- * Crash replay of the persisted-phase flows (release suspend, released-seat wake, migration):
- * the operator may be killed between any two of its writes, and a fresh operator started on
- * what the API server and the registry show must finish the flow — no pod lost, no second pod
- * for a slot, no VM state lost, no snapshot dropped early.
+ * Crash replay of the persisted-phase flows (release suspend, released-seat wake, migration, and
+ * the two restores that go through the migration path: a released seat woken onto a pinned node,
+ * a pinned main lost while suspended): the operator may be killed between any two of its writes,
+ * and a fresh operator started on what the API server and the registry show must finish the flow
+ * — no pod lost, no second pod for a slot, no VM state lost, no snapshot dropped early.
  *
  * How: each flow first runs uninterrupted and its operator writes (API create / update / patch /
  * delete and registry manifest DELETE, the stand-in's own writes not counted) are numbered. Then,
