@@ -10,15 +10,10 @@ import type { Pod } from "../kube/core.ts";
 import type { FakeAction, FakeClient } from "../kube/testing/fake.ts";
 import { metricValue } from "../kube/testing/metrics.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import {
-  applyLifecycleStatus,
-  applyVMRuntime,
-  LifecycleStateHibernated,
-  vmNameForDeployment,
-} from "../common/meta/mod.ts";
+import { applyVMRuntime, vmNameForDeployment } from "../common/meta/mod.ts";
 import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
 import { buildAgentPod } from "./pods.ts";
-import { newCocoonSet, testNamespace } from "./_test_support.ts";
+import { lifecycleHibernated, newCocoonSet, testNamespace } from "./_test_support.ts";
 
 /** Name of the seat tests' CocoonSet. */
 export const seatSetName = "demo";
@@ -71,13 +66,7 @@ export function mainPod(cs: CocoonSet, state: MainPodState = {}): Pod {
  * `hibernated` at the set's generation, no VM id.
  */
 export function hibernatedMainPod(cs: CocoonSet, node: string): Pod {
-  const pod = mainPod(cs, { node });
-  applyLifecycleStatus({
-    state: LifecycleStateHibernated,
-    observedGeneration: cs.metadata.generation ?? 0,
-    message: "",
-  }, pod);
-  return pod;
+  return lifecycleHibernated(mainPod(cs, { node }));
 }
 
 const writeVerbs: ReadonlySet<string> = new Set(["create", "update", "patch", "delete"]);

@@ -10,7 +10,15 @@ import {
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
 import { reconcileMigration } from "./migrate.ts";
-import { depsOf, getPod, getSet, newTestEnv, newTestPass, type TestEnv } from "./_test_support.ts";
+import {
+  depsOf,
+  getPod,
+  getSet,
+  newHibernation,
+  newTestEnv,
+  newTestPass,
+  type TestEnv,
+} from "./_test_support.ts";
 import { mainPod, mainVMName, seatSet, seatSetName, writeActions } from "./_seats_test_support.ts";
 
 /** A set whose spec.nodeName is node ("" = unpinned), modified by mods. */
@@ -214,10 +222,7 @@ Deno.test("migration leaves a main hibernated on the target by a CocoonHibernati
   failEveryProbe(env);
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
   const main = env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-b" })));
-  env.fake.seed(CocoonHibernations, {
-    metadata: { name: "h", namespace: "ns" },
-    spec: { podRef: { name: "demo-0" }, desire: "Hibernate" },
-  });
+  env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate"));
 
   const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
 

@@ -94,13 +94,12 @@ async function assertDeleted(env: TestEnv, name: string, why: string): Promise<v
 // --- reconcileSuspendRelease -------------------------------------------------------------------
 
 Deno.test("release suspend without a registry fails closed and keeps the pod", async () => {
-  const env = newTestEnv();
+  const env = newTestEnv([], undefined, { withoutRegistry: true });
   const main = env.fake.seed(Pods, hibernatedMainPod(relSet(), "node-a"));
   const cs = env.fake.seed(CocoonSets, relSet());
-  const withoutRegistry = { ...depsOf(env), registry: undefined };
 
   await assert.rejects(
-    reconcileSuspendRelease(newTestPass(withoutRegistry, cs, [main])),
+    reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main])),
     /needs a registry/,
   );
   assert.ok(await getPod(env.fake, "demo-0"), "the seat is kept");
