@@ -126,6 +126,10 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
   if (!main) {
     // Recreating also finishes an aborted migration: the snapshot is never stranded.
     await ensureSpecBuildable(pass);
+    // Migrating is durable before the restore pod exists (unlike Go, which wrote it after the
+    // create): a pass that finds a restoring main without it leaves it alone as a
+    // CocoonHibernation wake, and the snapshot would never be dropped.
+    await writeSetStatus(pass, "Migrating");
     const pod = buildAgentPod(cs, 0);
     markRestoreFromHibernate(pod);
     try {

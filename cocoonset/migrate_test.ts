@@ -1,0 +1,311 @@
+import assert from "node:assert/strict";
+import { type Pod, Pods } from "../kube/core.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
+import {
+  AnnotationHibernate,
+  applyHibernateState,
+  HibernateSnapshotTag,
+  readHibernateState,
+  readRestoreFromHibernate,
+} from "../common/meta/mod.ts";
+import { reconcileMigration } from "./migrate.ts";
+import {
+  depsOf,
+  getPod,
+  getSet,
+  newHibernation,
+  newTestEnv,
+  newTestPass,
+  type TestEnv,
+} from "./_test_support.ts";
+import { mainPod, mainVMName, seatSet, seatSetName, writeActions } from "./_seats_test_support.ts";
+
+/** A set whose spec.nodeName is node ("" = unpinned), modified by mods. */
+function migSet(node: string, ...mods: ((cs: CocoonSet) => void)[]): CocoonSet {
+  return seatSet((cs) => {
+    if (node) cs.spec.nodeName = node;
+  }, ...mods);
+}
+
+function migrating(cs: CocoonSet): void {
+  cs.status = { phase: "Migrating" };
+}
+
+function putHibernateTag(env: TestEnv): void {
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+}
+
+function failEveryProbe(env: TestEnv): void {
+  env.registry.failNext("hasManifest", new Error("boom"), { times: Infinity });
+}
+
+function tagDeletes(env: TestEnv): string[] {
+  return env.registry.callsOf("deleteManifest").map((c) => `${c.name}:${c.reference}`);
+}
+
+function withHibernate(pod: Pod): Pod {
+  applyHibernateState(true, pod);
+  return pod;
+}
+
+async function storedPhase(env: TestEnv): Promise<string | undefined> {
+  return (await getSet(env.fake, seatSetName)).status?.phase;
+}
+
+Deno.test("migration does not engage without spec.nodeName", async () => {
+  const env = newTestEnv();
+  const cs = env.fake.seed(CocoonSets, migSet(""));
+  const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(env.registry.calls, []);
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("migration does not engage when the main already runs on the target", async () => {
+  const env = newTestEnv();
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(Pods, mainPod(cs, { node: "node-b", vmID: "vmid-1", running: true }));
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(env.registry.calls, [], "the fast path never probes the registry");
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("migration starts by asking the main on the wrong node to hibernate", async () => {
+  const env = newTestEnv();
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  const pod = await env.fake.get(Pods, "ns", "demo-0");
+  assert.ok(readHibernateState(pod), "the old main is quiesced so vk-cocoon pushes :hibernate");
+  assert.ok(!pod.metadata.deletionTimestamp, "and kept until the snapshot exists");
+  assert.equal(await storedPhase(env), "Migrating");
+});
+
+Deno.test("migration deletes the quiesced old main once its snapshot landed, keeping the snapshot", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(
+    Pods,
+    withHibernate(mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true })),
+  );
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.equal(got.handled, true);
+  const pod = await getPod(env.fake, "demo-0");
+  assert.ok(pod === undefined || pod.metadata.deletionTimestamp, "the old pod is deleted");
+  assert.ok(env.fake.actions.some((a) => a.verb === "delete" && a.resource === Pods));
+  assert.deepEqual(tagDeletes(env), [], "the snapshot is not dropped while tearing down");
+  assert.equal(await storedPhase(env), "Migrating");
+});
+
+Deno.test("migration recreates a missing main restoring from the snapshot, required onto the target", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs));
+
+  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  const pod = await env.fake.get(Pods, "ns", "demo-0");
+  assert.ok(readRestoreFromHibernate(pod));
+  assert.equal(pod.spec?.nodeName, undefined);
+  assert.deepEqual(
+    pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+      ?.nodeSelectorTerms,
+    [{ matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: ["node-b"] }] }],
+  );
+  assert.equal(await storedPhase(env), "Migrating");
+});
+
+Deno.test("migration waits while the restored main has no VM id, keeping the snapshot", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b", migrating));
+  const main = env.fake.seed(Pods, mainPod(cs, { node: "node-b" }));
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(tagDeletes(env), []);
+  assert.equal(await storedPhase(env), "Migrating");
+});
+
+Deno.test("migration drops the snapshot once the main is live on the target", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b", migrating));
+  const main = env.fake.seed(
+    Pods,
+    mainPod(cs, { node: "node-b", vmID: "vmid-new", running: true }),
+  );
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
+  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
+  // The next pass finds no snapshot and the main settled on the target: hands back.
+  const next = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  assert.deepEqual(next, { handled: false });
+});
+
+Deno.test("migration never deletes the recreated restore pod while it is unscheduled", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b", migrating));
+  const main = env.fake.seed(Pods, mainPod(cs)); // no node yet, no VM id
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.equal(got.handled, true);
+  const pod = await getPod(env.fake, "demo-0");
+  assert.ok(pod && !pod.metadata.deletionTimestamp, "an unscheduled restore pod survives");
+  assert.ok(!env.fake.actions.some((a) => a.verb === "delete"));
+});
+
+Deno.test("migration fails the pass on a registry probe error instead of unwinding", async () => {
+  const env = newTestEnv();
+  failEveryProbe(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
+
+  await assert.rejects(
+    reconcileMigration(newTestPass(depsOf(env), cs, [main])),
+    /migrate: probe hibernate snapshot/,
+  );
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("migration drops a stale tag instead of deleting the live, never-quiesced main", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.equal(got.handled, true);
+  const pod = await getPod(env.fake, "demo-0");
+  assert.ok(pod && !pod.metadata.deletionTimestamp, "the live pod survives the stale tag");
+  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
+  assert.equal(await storedPhase(env), "Migrating");
+});
+
+Deno.test("migration re-targeted back wakes the quiesced main in place, keeping the tag", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-b" })));
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.equal(got.handled, true);
+  const pod = await env.fake.get(Pods, "ns", "demo-0");
+  assert.equal(readHibernateState(pod), false, "woken in place, not left waiting for a restore");
+  assert.deepEqual(tagDeletes(env), [], "the tag stays until the VM runs again");
+});
+
+Deno.test("migration leaves a main hibernated on the target by a CocoonHibernation alone", async () => {
+  const env = newTestEnv();
+  failEveryProbe(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-b" })));
+  env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate"));
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(env.registry.calls, [], "decided before any registry probe");
+  const pod = await env.fake.get(Pods, "ns", "demo-0");
+  assert.equal(pod.metadata.annotations?.[AnnotationHibernate], "true", "not woken");
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("migration aborted after the old pod was deleted still restores the main, without affinity", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("", migrating)); // nodeName cleared mid-flight
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs));
+
+  assert.equal(got.handled, true);
+  const pod = await env.fake.get(Pods, "ns", "demo-0");
+  assert.ok(readRestoreFromHibernate(pod), "restored, not fresh-booted over the snapshot");
+  assert.equal(pod.spec?.affinity, undefined);
+});
+
+Deno.test("migration skips the registry probe for a pinned set at rest", async () => {
+  const env = newTestEnv();
+  failEveryProbe(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(Pods, mainPod(cs, { node: "node-b", vmID: "vmid-1", running: true }));
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(env.registry.calls, []);
+});
+
+Deno.test("migration disengages from a CocoonHibernation wake in flight (no Migrating phase)", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(Pods, mainPod(cs, { node: "node-b" })); // hibernate cleared, VM not live
+
+  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(tagDeletes(env), [], "the wake's snapshot is not touched");
+  assert.deepEqual(writeActions(env.fake), [], "not repainted as Migrating");
+});
+
+// Not asserted by the Go tests: Migrating is durable before the hibernate patch (digest §5.6).
+Deno.test("migration persists Migrating before it patches hibernate onto the old main", async () => {
+  const env = newTestEnv();
+  const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
+
+  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+
+  const steps = writeActions(env.fake).map((a) =>
+    a.subresource === "status"
+      ? `status ${(a.patch as { status?: { phase?: string } }).status?.phase}`
+      : `${a.verb} ${a.resource.plural} ${JSON.stringify(a.patch)}`
+  );
+  assert.deepEqual(steps, [
+    "status Migrating",
+    `patch pods ${
+      JSON.stringify({ metadata: { annotations: { [AnnotationHibernate]: "true" } } })
+    }`,
+  ]);
+});
+
+// Digest §5.6: the restore create of a pinned set that lost its main is a migration side effect
+// too. The Go original created first and wrote Migrating after; a kill in between left a restore
+// that no pass recognised as a migration, and its snapshot was never dropped.
+Deno.test("migration persists Migrating before it recreates a missing main", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b", (c) => c.status = { phase: "Running" }));
+
+  await reconcileMigration(newTestPass(depsOf(env), cs));
+
+  const steps = writeActions(env.fake).map((a) =>
+    a.subresource === "status"
+      ? `status ${(a.patch as { status?: { phase?: string } }).status?.phase}`
+      : `${a.verb} ${a.resource.plural}`
+  );
+  assert.deepEqual(steps, ["status Migrating", "create pods"]);
+});

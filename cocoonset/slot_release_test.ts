@@ -1,0 +1,591 @@
+import assert from "node:assert/strict";
+import { type Pod, Pods } from "../kube/core.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import {
+  AnnotationHibernatedOnNode,
+  AnnotationKeepSnapshotOnDelete,
+  applyHibernateState,
+  applyLifecycleStatus,
+  HibernateSnapshotTag,
+  LabelSnapshotCompatibilityClass,
+  LifecycleStateFailed,
+  markRestoreFromHibernate,
+  readHibernateState,
+  readKeepSnapshotOnDelete,
+  readRestoreFromHibernate,
+} from "../common/meta/mod.ts";
+import { AnnotationDeleteVMNames } from "./delete.ts";
+import { ReasonWakeNoCapacity, reconcileSuspendRelease, reconcileWake } from "./slot_release.ts";
+import { depsOf, getPod, getSet, newTestEnv, newTestPass, type TestEnv } from "./_test_support.ts";
+import {
+  counterValue,
+  hibernatedMainPod,
+  mainPod,
+  mainVMName,
+  seatSet,
+  seatSetName,
+  writeActions,
+} from "./_seats_test_support.ts";
+
+const podsDeletedTotal = "cocoon_operator_slot_release_pods_deleted_total";
+const wakeTotal = "cocoon_operator_slot_release_wake_total";
+const wakeUnschedulableTotal = "cocoon_operator_slot_release_wake_unschedulable_total";
+const setLabels = { namespace: "ns", cocoonset: "demo" };
+
+/** A suspended release-policy set at generation 1, modified by mods. */
+function relSet(...mods: ((cs: CocoonSet) => void)[]): CocoonSet {
+  return seatSet((cs) => {
+    cs.spec.suspend = true;
+    cs.spec.hibernatePolicy = "release";
+  }, ...mods);
+}
+
+/** A released set being unsuspended, with the given stored phase and node hint ("" = none). */
+function wakeSet(
+  phase: NonNullable<CocoonSet["status"]>["phase"],
+  hint: string,
+  ...mods: ((cs: CocoonSet) => void)[]
+): CocoonSet {
+  return relSet((cs) => {
+    cs.spec.suspend = false;
+    cs.status = { phase };
+    if (hint) cs.metadata.annotations = { [AnnotationHibernatedOnNode]: hint };
+  }, ...mods);
+}
+
+function putHibernateTag(env: TestEnv): void {
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+}
+
+function storedSet(env: TestEnv): Promise<CocoonSet> {
+  return getSet(env.fake, seatSetName);
+}
+
+function tagDeletes(env: TestEnv): string[] {
+  return env.registry.callsOf("deleteManifest").map((c) => `${c.name}:${c.reference}`);
+}
+
+/** A probe error on every hasManifest: proves the registry is never consulted. */
+function failEveryProbe(env: TestEnv): void {
+  env.registry.failNext("hasManifest", new Error("boom"), { times: Infinity });
+}
+
+function withHibernate(pod: Pod): Pod {
+  applyHibernateState(true, pod);
+  return pod;
+}
+
+function restoreMarked(pod: Pod): Pod {
+  markRestoreFromHibernate(pod);
+  return pod;
+}
+
+/** The stored pod was deleted: gone, or Terminating while its kubelet finalizes it. */
+async function assertDeleted(env: TestEnv, name: string, why: string): Promise<void> {
+  const pod = await getPod(env.fake, name);
+  assert.ok(pod === undefined || pod.metadata.deletionTimestamp, why);
+  assert.ok(
+    env.fake.actions.some((a) => a.verb === "delete" && a.resource === Pods && a.name === name),
+    `${why}: a DELETE was sent`,
+  );
+}
+
+// --- reconcileSuspendRelease -------------------------------------------------------------------
+
+Deno.test("release suspend without a registry fails closed and keeps the pod", async () => {
+  const env = newTestEnv([], undefined, { withoutRegistry: true });
+  const main = env.fake.seed(Pods, hibernatedMainPod(relSet(), "node-a"));
+  const cs = env.fake.seed(CocoonSets, relSet());
+
+  await assert.rejects(
+    reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main])),
+    /needs a registry/,
+  );
+  assert.ok(await getPod(env.fake, "demo-0"), "the seat is kept");
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("release suspend of a pod-less set settles Suspended without requeue", async () => {
+  const env = newTestEnv();
+  const cs = env.fake.seed(CocoonSets, relSet());
+
+  const result = await reconcileSuspendRelease(newTestPass(depsOf(env), cs));
+
+  assert.deepEqual(result, {});
+  assert.equal((await storedSet(env)).status?.phase, "Suspended");
+  assert.equal(await getPod(env.fake, "demo-0"), undefined, "nothing is created");
+});
+
+Deno.test("release suspend keeps the pod until its snapshot is in the registry", async () => {
+  const env = newTestEnv(); // no :hibernate tag
+  const main = env.fake.seed(Pods, hibernatedMainPod(relSet(), "node-a"));
+  const cs = env.fake.seed(CocoonSets, relSet());
+
+  const result = await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(result, { requeueAfter: 5_000 });
+  const pod = await getPod(env.fake, "demo-0");
+  assert.ok(pod && !pod.metadata.deletionTimestamp, "the pod survives an unverified snapshot");
+  assert.ok(!env.fake.actions.some((a) => a.verb === "delete"));
+  assert.equal((await storedSet(env)).status?.phase, "Suspending");
+});
+
+Deno.test("release suspend deletes the verified pod, stashes hint and VM names, lands Suspended", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const main = env.fake.seed(Pods, hibernatedMainPod(relSet(), "node-a"));
+  const cs = env.fake.seed(CocoonSets, relSet());
+
+  const result = await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(result, { requeueAfter: 5_000 });
+  await assertDeleted(env, "demo-0", "the hibernated pod gives its seat back");
+  const stored = await storedSet(env);
+  assert.equal(stored.metadata.annotations?.[AnnotationHibernatedOnNode], "node-a");
+  assert.ok(
+    stored.metadata.annotations?.[AnnotationDeleteVMNames]?.split(",").includes(mainVMName),
+    "VM names are stashed for teardown before the pods go",
+  );
+  assert.equal(stored.status?.phase, "Suspended", "Suspended lands with the deletes");
+  assert.deepEqual(tagDeletes(env), [], "suspend never drops the snapshot");
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+});
+
+Deno.test("release suspend keeps a terminal pod for triage and still settles Suspended", async () => {
+  const env = newTestEnv(); // no tag: a terminal pod has no VM to snapshot
+  const failed = mainPod(relSet(), { node: "node-a" });
+  applyLifecycleStatus({ state: LifecycleStateFailed, observedGeneration: 1, message: "" }, failed);
+  const main = env.fake.seed(Pods, failed);
+  const cs = env.fake.seed(CocoonSets, relSet());
+
+  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+
+  const pod = await getPod(env.fake, "demo-0");
+  assert.ok(pod && !pod.metadata.deletionTimestamp, "the terminal pod is kept");
+  assert.ok(!env.fake.actions.some((a) => a.verb === "delete"));
+  assert.equal((await storedSet(env)).status?.phase, "Suspended");
+});
+
+Deno.test("release suspend makes keep-snapshot-on-delete durable on the pod before the DELETE", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const main = env.fake.seed(Pods, hibernatedMainPod(relSet(), "node-a"));
+  const cs = env.fake.seed(CocoonSets, relSet());
+  let flaggedAtDelete: boolean | undefined;
+  env.fake.addReactor(async (action) => {
+    if (action.verb !== "delete" || action.resource !== Pods) return undefined;
+    // Read back from the API: the mark must be stored, not just set on the caller's copy.
+    flaggedAtDelete = readKeepSnapshotOnDelete(await env.fake.get(Pods, "ns", action.name));
+    return undefined;
+  });
+
+  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+
+  assert.equal(flaggedAtDelete, true);
+});
+
+Deno.test("release suspend frees the seat even when the keep-snapshot patch is rejected", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const main = env.fake.seed(Pods, hibernatedMainPod(relSet(), "node-a"));
+  const cs = env.fake.seed(CocoonSets, relSet());
+  env.fake.addReactor((action) => {
+    const annotations = (action.patch as { metadata?: { annotations?: Record<string, unknown> } })
+      ?.metadata?.annotations;
+    if (action.verb === "patch" && annotations?.[AnnotationKeepSnapshotOnDelete] !== undefined) {
+      return new Error("webhook rejected the pod patch");
+    }
+    return undefined;
+  });
+
+  const result = await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(result, { requeueAfter: 5_000 });
+  await assertDeleted(env, "demo-0", "the seat is released without the mark");
+  const pod = await getPod(env.fake, "demo-0");
+  assert.ok(!pod || readHibernateState(pod), "the hibernate request itself still landed");
+  assert.equal((await storedSet(env)).status?.phase, "Suspended");
+});
+
+// Not asserted by the Go tests: the order of the writes (digest C12) and the deletes metric.
+Deno.test("release suspend writes stash, hint, keep-snapshot, DELETE, Suspended in that order and counts the delete", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(relSet(), "node-a")));
+  const cs = env.fake.seed(CocoonSets, relSet());
+  const before = await counterValue(podsDeletedTotal, setLabels);
+
+  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+
+  const steps = writeActions(env.fake).map((a) => {
+    const body = JSON.stringify(a.patch ?? {});
+    if (a.resource === CocoonSets && a.subresource === "status") {
+      return `status ${(a.patch as { status?: { phase?: string } }).status?.phase}`;
+    }
+    if (a.resource === CocoonSets && body.includes(AnnotationDeleteVMNames)) return "stash";
+    if (a.resource === CocoonSets && body.includes(AnnotationHibernatedOnNode)) return "hint";
+    if (a.verb === "patch" && body.includes(AnnotationKeepSnapshotOnDelete)) return "keep";
+    return `${a.verb} ${a.resource.plural}`;
+  });
+  assert.deepEqual(steps, ["stash", "hint", "keep", "delete pods", "status Suspended"]);
+  const keep = writeActions(env.fake).find((a) =>
+    JSON.stringify(a.patch ?? {}).includes(AnnotationKeepSnapshotOnDelete)
+  );
+  assert.deepEqual(keep?.patch, {
+    metadata: { annotations: { [AnnotationKeepSnapshotOnDelete]: "true" } },
+  });
+  assert.equal(await counterValue(podsDeletedTotal, setLabels) - before, 1);
+});
+
+// --- reconcileWake -----------------------------------------------------------------------------
+
+Deno.test("wake recreates the main restoring from its snapshot with a preferred affinity to the hint node", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(
+    CocoonSets,
+    relSet((c) => {
+      c.spec.suspend = false;
+      c.spec.snapshotCompatibilityClass = "n2-cascade-lake-v1";
+      c.status = { phase: "Suspended" };
+      c.metadata.annotations = { [AnnotationHibernatedOnNode]: "node-a" };
+    }),
+  );
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+
+  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  const pod = await env.fake.get(Pods, "ns", "demo-0");
+  assert.ok(readRestoreFromHibernate(pod), "the new main restores from :hibernate");
+  assert.equal(pod.spec?.nodeName, undefined, "the wake never hard-pins a node");
+  assert.equal(pod.spec?.nodeSelector?.[LabelSnapshotCompatibilityClass], "n2-cascade-lake-v1");
+  assert.deepEqual(pod.spec?.affinity, {
+    nodeAffinity: {
+      preferredDuringSchedulingIgnoredDuringExecution: [{
+        weight: 100,
+        preference: {
+          matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: ["node-a"] }],
+        },
+      }],
+    },
+  }, "the hint is a preference, never a requirement");
+  assert.equal((await storedSet(env)).status?.phase, "Waking");
+  assert.deepEqual(tagDeletes(env), [], "the tag survives until the restored VM is live");
+});
+
+Deno.test("wake of a set pinned by spec.nodeName requires the pinned node, not the hint", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(
+    CocoonSets,
+    wakeSet("Suspended", "node-a", (c) => c.spec.nodeName = "node-b"),
+  );
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+
+  assert.equal(got.handled, true);
+  const pod = await env.fake.get(Pods, "ns", "demo-0");
+  assert.deepEqual(pod.spec?.affinity, {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [{
+          matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: ["node-b"] }],
+        }],
+      },
+    },
+  });
+});
+
+Deno.test("wake restores on a fast unsuspend that lands while the phase still reads Suspending", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", "node-a"));
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+
+  assert.equal(got.handled, true);
+  const pod = await env.fake.get(Pods, "ns", "demo-0");
+  assert.ok(readRestoreFromHibernate(pod), "restore, never a fresh boot over the snapshot");
+  assert.equal((await storedSet(env)).status?.phase, "Waking");
+});
+
+Deno.test("wake leaves Suspending without the node hint to the normal flow", async () => {
+  const env = newTestEnv();
+  failEveryProbe(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", ""));
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(env.registry.calls, []);
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("wake waits out a stale pod cache under Suspended, then restores", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", "node-a"));
+  // The cache still shows the released main; the API no longer has it.
+  const stale = withHibernate(hibernatedMainPod(cs, "node-a"));
+
+  const first = await reconcileWake(newTestPass(depsOf(env), cs, [stale]));
+
+  assert.deepEqual(first, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(tagDeletes(env), [], "waiting keeps the tag");
+  assert.equal(await getPod(env.fake, "demo-0"), undefined, "nothing is created yet");
+
+  const second = await reconcileWake(newTestPass(depsOf(env), cs));
+
+  assert.equal(second.handled, true);
+  const pod = await env.fake.get(Pods, "ns", "demo-0");
+  assert.ok(readRestoreFromHibernate(pod), "the cleared cache leads to a restore");
+});
+
+Deno.test("wake waits out a stale main under Suspending (no Suspended receipt), then restores", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", "node-a"));
+  const stale = withHibernate(hibernatedMainPod(cs, "node-a"));
+
+  const first = await reconcileWake(newTestPass(depsOf(env), cs, [stale]));
+  assert.deepEqual(first, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.equal(await getPod(env.fake, "demo-0"), undefined);
+
+  const second = await reconcileWake(newTestPass(depsOf(env), cs));
+
+  assert.equal(second.handled, true);
+  assert.ok(readRestoreFromHibernate(await env.fake.get(Pods, "ns", "demo-0")));
+});
+
+Deno.test("wake leaves a main whose delete never happened to the in-place unsuspend", async () => {
+  const env = newTestEnv();
+  const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", "node-a"));
+  const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(cs, "node-a")));
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("wake without a snapshot hands the fresh boot to the normal flow", async () => {
+  const env = newTestEnv(); // no tag: suspended before the first boot
+  const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", ""));
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+
+  assert.deepEqual(got, { handled: false });
+  assert.equal(await getPod(env.fake, "demo-0"), undefined, "the wake itself creates nothing");
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("wake fails closed on a registry probe error: no pod, no write", async () => {
+  const env = newTestEnv();
+  failEveryProbe(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", ""));
+
+  await assert.rejects(
+    reconcileWake(newTestPass(depsOf(env), cs)),
+    /wake: probe hibernate snapshot/,
+  );
+  assert.equal(await getPod(env.fake, "demo-0"), undefined);
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("wake waits while the restore pod has no live VM and keeps the snapshot", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", ""));
+  const main = env.fake.seed(Pods, mainPod(cs)); // unscheduled, no VM id
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(tagDeletes(env), []);
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.equal((await storedSet(env)).status?.phase, "Waking");
+});
+
+Deno.test("wake drops the snapshot and the node hint once the restored VM is live; off the hint it scores pool", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
+  const main = env.fake.seed(
+    Pods,
+    mainPod(cs, { node: "node-c", vmID: "vmid-new", running: true }),
+  );
+  const pool = await counterValue(wakeTotal, { ...setLabels, placement: "pool" });
+  const hintNode = await counterValue(wakeTotal, { ...setLabels, placement: "hint-node" });
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: true, result: { requeue: true } });
+  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
+  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
+  const stored = await storedSet(env);
+  assert.equal(stored.metadata.annotations?.[AnnotationHibernatedOnNode], undefined);
+  assert.notEqual(stored.status?.phase, "Waking", "the phase derives from the pods again");
+  assert.equal(await counterValue(wakeTotal, { ...setLabels, placement: "pool" }) - pool, 1);
+  assert.equal(
+    await counterValue(wakeTotal, { ...setLabels, placement: "hint-node" }) - hintNode,
+    0,
+  );
+});
+
+Deno.test("wake never engages from Running: a stale tag is not trusted", async () => {
+  const env = newTestEnv();
+  failEveryProbe(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Running", ""));
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(env.registry.calls, []);
+});
+
+Deno.test("wake completes after a stale write replaced Waking: restore-marked live main plus hint", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Pending", "node-a"));
+  const main = env.fake.seed(
+    Pods,
+    restoreMarked(mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true })),
+  );
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.equal(got.handled, true);
+  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
+  assert.equal(
+    (await storedSet(env)).metadata.annotations?.[AnnotationHibernatedOnNode],
+    undefined,
+    "the hint is cleared so the fallback retires",
+  );
+});
+
+Deno.test("wake after a stale phase write repaints Waking while the restore is not live", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Pending", "node-a"));
+  const main = env.fake.seed(Pods, restoreMarked(mainPod(cs, { node: "node-a" })));
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(tagDeletes(env), []);
+  assert.equal((await storedSet(env)).status?.phase, "Waking");
+});
+
+Deno.test("wake stays disengaged after cleanup: the restore mark alone does not re-engage", async () => {
+  const env = newTestEnv();
+  failEveryProbe(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Running", ""));
+  const main = env.fake.seed(
+    Pods,
+    restoreMarked(mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true })),
+  );
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(env.registry.calls, []);
+});
+
+Deno.test("wake leaves a Suspended set's placeholder pod to the in-place unsuspend", async () => {
+  const env = newTestEnv();
+  const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", ""));
+  const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(cs, "node-a")));
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(writeActions(env.fake), []);
+});
+
+Deno.test("wake scores its placement once even when a stale Waking status re-enters", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
+  const main = env.fake.seed(
+    Pods,
+    mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true }),
+  );
+  const score = (placement: string) => counterValue(wakeTotal, { ...setLabels, placement });
+  const hintNode0 = await score("hint-node");
+  const pool0 = await score("pool");
+
+  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  assert.equal(await score("hint-node") - hintNode0, 1, "landing on the hint scores hint-node");
+
+  // The hint patch landed, the status write is seen stale.
+  const stale = await storedSet(env);
+  stale.status = { ...stale.status, phase: "Waking" };
+  await reconcileWake(newTestPass(depsOf(env), stale, [main]));
+
+  assert.equal(await score("hint-node") - hintNode0, 1, "the re-entry does not score again");
+  assert.equal(await score("pool") - pool0, 0, "nor as pool");
+});
+
+// Not asserted by the Go tests: the Waking write precedes the create (digest §5.6).
+Deno.test("wake persists Waking before it creates the restore pod", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", "node-a"));
+
+  await reconcileWake(newTestPass(depsOf(env), cs));
+
+  const writes = writeActions(env.fake);
+  const waking = writes.findIndex((a) =>
+    a.subresource === "status" &&
+    (a.patch as { status?: { phase?: string } }).status?.phase === "Waking"
+  );
+  const create = writes.findIndex((a) => a.verb === "create" && a.resource === Pods);
+  assert.ok(waking >= 0 && create >= 0, JSON.stringify(writes.map((a) => a.verb)));
+  assert.ok(waking < create, "Waking is durable before the pod exists");
+});
+
+// Not asserted by the Go tests (digest C13 step 2a): no capacity is reported on every pass.
+Deno.test("wake reports WakeNoCapacity with the scheduler's message on every pass while Unschedulable", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
+  const pending = restoreMarked(mainPod(cs));
+  const message = "0/3 nodes are available: 3 Insufficient memory.";
+  pending.status = {
+    phase: "Pending",
+    conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message }],
+  };
+  const main = env.fake.seed(Pods, pending);
+  const before = await counterValue(wakeUnschedulableTotal, setLabels);
+
+  for (let pass = 0; pass < 2; pass++) {
+    const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+    assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  }
+
+  const events = env.recorder.withReason(ReasonWakeNoCapacity);
+  assert.equal(events.length, 2, "one Event per pass");
+  for (const e of events) {
+    assert.equal(e.type, "Warning");
+    assert.equal(e.message, `main pod demo-0 unschedulable: ${message}`);
+    assert.equal(e.object.kind, "CocoonSet");
+    assert.equal(e.object.metadata.name, "demo");
+  }
+  assert.equal(await counterValue(wakeUnschedulableTotal, setLabels) - before, 2);
+  assert.equal((await storedSet(env)).status?.phase, "Waking", "never Failed: a seat may free up");
+  assert.deepEqual(tagDeletes(env), []);
+});
+
+Deno.test("wake of a pod that is merely pending scheduling records no WakeNoCapacity", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
+  const main = env.fake.seed(Pods, restoreMarked(mainPod(cs)));
+  const before = await counterValue(wakeUnschedulableTotal, setLabels);
+
+  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(env.recorder.events, []);
+  assert.equal(await counterValue(wakeUnschedulableTotal, setLabels) - before, 0);
+});
