@@ -53,7 +53,10 @@ const log = getLogger(["cocoon-operator", "sim"]);
 
 /** How to run the simulator. */
 export interface SimulatorOptions {
-  /** Any kube/ Client: ApiClient for a real API server, FakeClient in unit tests. */
+  /**
+   * An API client: ApiClient for a real API server, FakeClient in unit tests. Not the manager's
+   * CachedClient: the simulator lists and watches through it and needs the server's answers.
+   */
   client: Client;
   /**
    * The OCI registry snapshots go to, in the operator's OCI_REGISTRY form
