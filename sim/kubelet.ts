@@ -469,12 +469,12 @@ export class Kubelet {
 
   async #failPod(key: string, pod: Pod, rec: VmRecord, knobs: Knobs): Promise<void> {
     const message = knobs.failMessage ?? DEFAULT_FAIL_MESSAGE;
-    await this.#setStatus(rec, podFailedStatus(pod, message, this.#opts.clock.now()));
     rec.phase = "failed";
     rec.alive = false;
     this.#opts.counters.podFailures++;
     this.#emit("failed", rec, message);
     log.info("pod {pod} failed: {message}", { pod: key, message });
+    await this.#setStatus(rec, podFailedStatus(pod, message, this.#opts.clock.now()));
   }
 
   // --- hibernate ----------------------------------------------------------------------------

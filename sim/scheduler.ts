@@ -78,6 +78,7 @@ export class Scheduler {
   /** Pods that fit nowhere at their last attempt; retried when capacity appears. */
   readonly #waiting = new Set<string>();
   readonly #binding = new Map<string, Promise<void>>();
+  #stopping = false;
 
   constructor(opts: SchedulerOptions) {
     this.#opts = opts;
@@ -115,7 +116,7 @@ export class Scheduler {
       const key = await this.#queue.get();
       if (key === undefined) return;
       try {
-        await this.#schedule(key);
+        if (!this.#stopping) await this.#schedule(key);
         this.#queue.forget(key);
       } catch (err) {
         this.#opts.counters.retries++;
@@ -132,6 +133,7 @@ export class Scheduler {
 
   /** Stops taking pods and waits for the bindings in flight. */
   async stop(): Promise<void> {
+    this.#stopping = true;
     this.#queue.shutDown();
     await Promise.allSettled([...this.#binding.values()]);
   }
@@ -142,6 +144,11 @@ export class Scheduler {
     if (this.#ledger.observe(key, node)) this.#retryWaiting();
     if (needsScheduling(pod)) this.#queue.add(key);
     else this.#waiting.delete(key);
+  }
+
+  /** Tries the waiting pods again (a node joined or changed). */
+  retry(): void {
+    this.#retryWaiting();
   }
 
   #retryWaiting(): void {

@@ -167,3 +167,26 @@ Deno.test("scheduler: pods that do not tolerate the taint, or are pre-bound, are
     await t.close();
   }
 });
+
+Deno.test("scheduler: a node added later takes the pods waiting for its pool", async () => {
+  const t = await startFakeSim();
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "g", slot: 0, pool: "gpu", cpuClass: "zen4" }),
+    );
+    await waitFor(
+      "g-0 unschedulable",
+      async () => podScheduled(await t.fake.get(Pods, NS, "g-0"))?.reason === "Unschedulable",
+    );
+    await t.sim.addNode({ name: "vk-gpu", pool: "gpu", cpuClass: "zen4", seats: 1 });
+    await waitFor(
+      "g-0 bound to the new node",
+      async () => (await t.fake.get(Pods, NS, "g-0")).spec?.nodeName === "vk-gpu",
+    );
+    await waitFor("g-0 booted there", () => t.sim.vm(NS, "g-0")?.phase === "running");
+    assert.deepEqual(t.sim.nodes.map((n) => n.name), ["vk-a", "vk-gpu"]);
+  } finally {
+    await t.close();
+  }
+});

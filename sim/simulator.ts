@@ -223,6 +223,7 @@ export async function startSimulator(opts: SimulatorOptions): Promise<Simulator>
       nodes.push({ ...node });
       ownNodes.add(node.name);
       kubelet.resync(node.name);
+      scheduler?.retry();
     },
     async setSeats(node, seats) {
       if (!ownNodes.has(node)) throw new Error(`${node} is not a simulator node`);
