@@ -6,13 +6,17 @@
  * process (sim/main.ts), benchmarks drive its latencies. Production code never imports it.
  *
  * ```ts
+ * import { FakeClient } from "../kube/testing/fake.ts";
+ * import { startSimulator } from "./simulator.ts";
+ *
  * const sim = await startSimulator({
- *   client,
+ *   client: new FakeClient(), // or an ApiClient on a real API server
  *   registry: { url: "127.0.0.1:5000/cocoon" },
  *   nodes: [{ name: "vk-0", pool: "default", seats: 4 }],
  *   latencies: { bootMs: 0 },
  * });
  * // ... create pods like the operator does; they get bound, booted, hibernated, finalized ...
+ * console.log(sim.counters.booted, sim.vm("ns", "demo-0")?.phase);
  * await sim.stop();
  * ```
  *
