@@ -415,6 +415,7 @@ export class FakeClient implements Client {
       name,
       subresource,
       object: structuredClone(body),
+      ...(opts?.dryRun ? { dryRun: true } : {}),
     });
     if (!isPods(rt) || subresource !== "binding") {
       throw newApiError(
