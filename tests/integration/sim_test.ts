@@ -210,7 +210,6 @@ Deno.test({
 
 Deno.test({
   name: "VM simulator process: registers its nodes, exits 0 on SIGTERM",
-  ignore: !registryAvailable(),
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
