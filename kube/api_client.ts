@@ -166,6 +166,23 @@ export class ApiClient implements Client {
     }, this.#target(rt, namespace, name));
   }
 
+  createSubresource(
+    rt: ResourceType,
+    namespace: string,
+    name: string,
+    subresource: string,
+    body: KubeObject,
+    opts?: WriteOptions,
+  ): Promise<unknown> {
+    return this.#call<unknown>({
+      method: "POST",
+      path: resourcePath(rt, namespace, name, subresource),
+      query: this.#writeQuery(opts),
+      body,
+      signal: opts?.signal,
+    }, this.#target(rt, namespace, name));
+  }
+
   async delete<T extends KubeObject>(
     rt: ResourceType<T>,
     namespace: string,

@@ -193,3 +193,33 @@ Deno.test("api client: exists, != and set selectors go to list and watch as labe
     },
   );
 });
+
+Deno.test("api client: createSubresource POSTs the body to the subresource path", async () => {
+  await withServer((s) => {
+    if (s.path.endsWith("/taken/binding")) {
+      return json({
+        kind: "Status",
+        reason: "Conflict",
+        code: 409,
+        message: 'Operation cannot be fulfilled on pods/binding "taken"',
+      }, 409);
+    }
+    return json({ kind: "Status", apiVersion: "v1", status: "Success", code: 201 }, 201);
+  }, async (c, seen) => {
+    const binding = {
+      apiVersion: "v1",
+      kind: "Binding",
+      metadata: { name: "p", namespace: "ns" },
+      target: { apiVersion: "v1", kind: "Node", name: "n1" },
+    };
+    const answer = await c.createSubresource(Pods, "ns", "p", "binding", binding);
+    assert.deepEqual(answer, { kind: "Status", apiVersion: "v1", status: "Success", code: 201 });
+    assert.equal(seen[0].method, "POST");
+    assert.equal(seen[0].path, "/api/v1/namespaces/ns/pods/p/binding");
+    assert.equal(seen[0].query.get("fieldManager"), "cocoon-operator");
+    assert.deepEqual(seen[0].body, binding);
+    const err = await c.createSubresource(Pods, "ns", "taken", "binding", binding).catch((e) => e);
+    assert.ok(isConflict(err));
+    assert.match((err as Error).message, /pods ns\/taken/);
+  });
+});

@@ -167,6 +167,19 @@ export interface Writer {
     name: string,
     opts?: DeleteOptions,
   ): Promise<T | undefined>;
+  /**
+   * Creates a subresource of an existing object (POST .../<name>/<subresource>), such as a pod's
+   * `binding`, which is the only way to set spec.nodeName once the pod exists. Returns the
+   * server's answer as sent (for a binding, a Status).
+   */
+  createSubresource(
+    rt: ResourceType,
+    namespace: string,
+    name: string,
+    subresource: string,
+    body: KubeObject,
+    opts?: WriteOptions,
+  ): Promise<unknown>;
 }
 
 /** Streams changes. */

@@ -249,3 +249,57 @@ export const ServiceAccounts: ResourceType<ServiceAccount> = resourceType<Servic
 export function meta(name: string, namespace?: string, extra?: Partial<ObjectMeta>): ObjectMeta {
   return { name, ...(namespace ? { namespace } : {}), ...extra };
 }
+
+/** A node taint; pods must tolerate NoSchedule / NoExecute taints to be placed on the node. */
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+  timeAdded?: string;
+}
+
+export interface NodeCondition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason?: string;
+  message?: string;
+  lastHeartbeatTime?: string;
+  lastTransitionTime?: string;
+}
+
+export interface NodeSpec {
+  taints?: Taint[];
+  unschedulable?: boolean;
+  providerID?: string;
+}
+
+export interface NodeStatus {
+  capacity?: Record<string, string>;
+  allocatable?: Record<string, string>;
+  conditions?: NodeCondition[];
+  addresses?: { type: string; address: string }[];
+  nodeInfo?: Record<string, string>;
+}
+
+/** core/v1 Node (cluster-scoped). The VM simulator registers virtual nodes with these fields. */
+export interface Node extends KubeObject {
+  spec?: NodeSpec;
+  status?: NodeStatus;
+}
+
+export const Nodes = resourceType<Node>({
+  group: "",
+  version: "v1",
+  kind: "Node",
+  plural: "nodes",
+  namespaced: false,
+  statusSubresource: true,
+});
+
+/**
+ * core/v1 Binding: the body POSTed to a pod's `binding` subresource to assign it to a node
+ * (spec.nodeName cannot be set by an update).
+ */
+export interface Binding extends KubeObject {
+  target: ObjectReference;
+}

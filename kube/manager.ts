@@ -65,6 +65,8 @@ export class CachedClient implements Client {
   patch: Client["patch"] = (rt, ns, name, type, body, opts) =>
     this.api.patch(rt, ns, name, type, body, opts);
   delete: Client["delete"] = (rt, ns, name, opts) => this.api.delete(rt, ns, name, opts);
+  createSubresource: Client["createSubresource"] = (rt, ns, name, sub, body, opts) =>
+    this.api.createSubresource(rt, ns, name, sub, body, opts);
   watch: Client["watch"] = (rt, opts) => this.api.watch(rt, opts);
 }
 

@@ -79,6 +79,7 @@ export type { ResourceType } from "./resource.ts";
 export { apiVersionOf, resourceType } from "./resource.ts";
 export type {
   Affinity,
+  Binding,
   ConfigMap,
   Container,
   ContainerState,
@@ -89,9 +90,13 @@ export type {
   Lease,
   LeaseSpec,
   Namespace,
+  Node,
   NodeAffinity,
+  NodeCondition,
   NodeSelectorRequirement,
   NodeSelectorTerm,
+  NodeSpec,
+  NodeStatus,
   ObjectReference,
   Pod,
   PodCondition,
@@ -99,9 +104,10 @@ export type {
   PodStatus,
   ResourceRequirements,
   ServiceAccount,
+  Taint,
   Toleration,
 } from "./core.ts";
-export { ConfigMaps, Events, Leases, Namespaces, Pods, ServiceAccounts } from "./core.ts";
+export { ConfigMaps, Events, Leases, Namespaces, Nodes, Pods, ServiceAccounts } from "./core.ts";
 
 // The client and its errors.
 export type {

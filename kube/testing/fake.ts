@@ -33,7 +33,8 @@ export interface FakeAction {
   resource: ResourceType;
   namespace: string;
   name: string;
-  subresource?: "status";
+  /** "status" for status writes; the subresource's name for createSubresource ("binding"). */
+  subresource?: string;
   object?: KubeObject;
   /** For patches: the patch type and the body exactly as sent. */
   patchType?: PatchType;
@@ -391,6 +392,108 @@ export class FakeClient implements Client {
       : (patch as JsonPatchOp[]).some((op) => op.path === "/metadata/resourceVersion");
     if (!wantsLock) patched.metadata.resourceVersion = current.metadata.resourceVersion;
     return this.#write(rt, namespace, name, patched as T, subresource === "status", opts);
+  }
+
+  /**
+   * Only a pod's `binding` is served, with the API server's rules: the Binding must name the pod
+   * and a node; a pod already bound (or being deleted) answers Conflict; uid / resourceVersion in
+   * the Binding's metadata are preconditions. Binding sets spec.nodeName, copies the Binding's
+   * annotations and marks the pod PodScheduled=True. Any other subresource is NotFound.
+   */
+  async createSubresource(
+    rt: ResourceType,
+    namespace: string,
+    name: string,
+    subresource: string,
+    body: KubeObject,
+    opts?: WriteOptions,
+  ): Promise<unknown> {
+    await this.#enter({
+      verb: "create",
+      resource: rt,
+      namespace,
+      name,
+      subresource,
+      object: structuredClone(body),
+      ...(opts?.dryRun ? { dryRun: true } : {}),
+    });
+    if (!isPods(rt) || subresource !== "binding") {
+      throw newApiError(
+        404,
+        "NotFound",
+        this.#target(rt, namespace, name),
+        "the server could not find the requested resource",
+      );
+    }
+    const target: ErrorTarget = { resource: "pods/binding", namespace, name };
+    const binding = body as KubeObject & { target?: { name?: unknown } };
+    if (binding.metadata?.name !== name) {
+      throw newApiError(
+        400,
+        "BadRequest",
+        target,
+        "name in URL does not match name in Binding object",
+      );
+    }
+    const node = binding.target?.name;
+    if (typeof node !== "string" || node === "") {
+      throw this.#invalid(rt, namespace, name, "target.name: Required value");
+    }
+    const table = this.#table(rt);
+    const key = this.#key(rt, namespace, name);
+    const current = table.objects.get(key) as BindablePod | undefined;
+    if (!current) throw this.#notFound(rt, namespace, name);
+    const refuse = (why: string) =>
+      newApiError(
+        409,
+        "Conflict",
+        target,
+        `Operation cannot be fulfilled on pods/binding "${name}": ${why}`,
+      );
+    const { uid, resourceVersion } = binding.metadata;
+    if (uid && uid !== current.metadata.uid) {
+      throw refuse(
+        `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${current.metadata.uid}`,
+      );
+    }
+    if (resourceVersion && resourceVersion !== current.metadata.resourceVersion) {
+      throw refuse(
+        `Precondition failed: ResourceVersion in precondition: ${resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+      );
+    }
+    if (current.metadata.deletionTimestamp) {
+      throw refuse(`pod ${name} is being deleted, cannot be assigned to a host`);
+    }
+    if (current.spec?.nodeName) {
+      throw refuse(`pod ${name} is already assigned to node "${current.spec.nodeName}"`);
+    }
+    const success = {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Success",
+      code: 201,
+    };
+    if (opts?.dryRun) return success;
+    const next = deepCopy(current);
+    next.spec = { ...next.spec, nodeName: node };
+    if (binding.metadata.annotations) {
+      next.metadata.annotations = { ...next.metadata.annotations, ...binding.metadata.annotations };
+    }
+    const conditions = (next.status?.conditions ?? []).filter((c) => c.type !== "PodScheduled");
+    const was = current.status?.conditions?.find((c) => c.type === "PodScheduled");
+    conditions.push({
+      type: "PodScheduled",
+      status: "True",
+      lastTransitionTime: was?.status === "True" && was.lastTransitionTime
+        ? was.lastTransitionTime
+        : rfc3339(this.#clock.now()),
+    });
+    next.status = { ...next.status, conditions };
+    next.metadata.resourceVersion = String(++this.#rv);
+    table.objects.set(key, next);
+    this.#record(table, "MODIFIED", next, current);
+    return success;
   }
 
   async delete<T extends KubeObject>(
@@ -781,10 +884,26 @@ function isCustomResource(rt: ResourceType): boolean {
   return rt.group.includes(".") && !rt.group.endsWith(".k8s.io");
 }
 
-/** Pods start Pending whatever the creator wrote; custom resources start with no status. */
+/** The fields of a pod the binding subresource reads and writes. */
+type BindablePod = KubeObject & {
+  spec?: { nodeName?: string } & Record<string, unknown>;
+  status?: {
+    conditions?: { type: string; status: string; lastTransitionTime?: string }[];
+  } & Record<string, unknown>;
+};
+
+function isPods(rt: ResourceType): boolean {
+  return rt.group === "" && rt.plural === "pods";
+}
+
+/**
+ * Pods start Pending whatever the creator wrote; nodes keep the status their kubelet registers
+ * them with; custom resources start with no status.
+ */
 function resetStatusOnCreate(rt: ResourceType, obj: KubeObject): void {
   const o = obj as KubeObject & { status?: unknown };
-  if (rt.group === "" && rt.plural === "pods") o.status = { phase: "Pending" };
+  if (isPods(rt)) o.status = { phase: "Pending" };
+  else if (rt.group === "" && rt.plural === "nodes") return;
   else delete o.status;
 }
 

@@ -200,6 +200,7 @@ function syntheticPodSource(managed: number, unrelated = 0): Client {
     updateStatus: unsupported,
     patch: unsupported,
     delete: unsupported,
+    createSubresource: unsupported,
     list<T extends KubeObject>(_rt: ResourceType<T>, opts: ListOptions = {}) {
       const selector = parseLabelSelector(opts.labelSelector);
       const limit = opts.limit ?? total;

@@ -6,8 +6,15 @@
  */
 import assert from "node:assert/strict";
 import type { Client } from "../../kube/client.ts";
-import { type Pod, Pods } from "../../kube/core.ts";
-import { isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "../../kube/errors.ts";
+import { type Binding, Nodes, type Pod, Pods } from "../../kube/core.ts";
+import {
+  ApiError,
+  isAlreadyExists,
+  isConflict,
+  isGone,
+  isInvalid,
+  isNotFound,
+} from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/object.ts";
 import { resourceType } from "../../kube/resource.ts";
 
@@ -441,6 +448,52 @@ export const semanticsCases: SemanticsCase[] = [
       await rejects(c.create(Pods, pod("p-bound", "node-a")), isAlreadyExists, "terminating name");
       assert.equal(await c.delete(Pods, ns, "p-bound", { gracePeriodSeconds: 0 }), undefined);
       await rejects(c.get(Pods, ns, "p-bound"), isNotFound, "confirmed delete");
+    },
+  },
+  {
+    name: "nodes keep their registered status; pods/binding assigns a node exactly once",
+    async fn(c, ns) {
+      const nodeName = `node-${ns}`;
+      const node = await c.create(Nodes, {
+        metadata: { name: nodeName, labels: { "cocoonstack.io/pool": "default" } },
+        status: { capacity: { pods: "2" }, allocatable: { pods: "2" } },
+      });
+      assert.equal(node.status?.capacity?.pods, "2");
+      await c.create(Pods, {
+        metadata: { name: "p-bind", namespace: ns },
+        spec: { containers: [{ name: "agent", image: "ghcr.io/cocoonstack/placeholder:latest" }] },
+      });
+      const binding = (pod: string, target: string): Binding => ({
+        apiVersion: "v1",
+        kind: "Binding",
+        metadata: { name: pod, namespace: ns },
+        target: { apiVersion: "v1", kind: "Node", name: target },
+      });
+      await c.createSubresource(Pods, ns, "p-bind", "binding", binding("p-bind", nodeName));
+      const bound = await c.get(Pods, ns, "p-bind");
+      assert.equal(bound.spec?.nodeName, nodeName);
+      const scheduled = bound.status?.conditions?.find((cd) => cd.type === "PodScheduled");
+      assert.equal(scheduled?.status, "True");
+      assert.equal(bound.status?.phase, "Pending");
+      await rejects(
+        c.createSubresource(Pods, ns, "p-bind", "binding", binding("p-bind", "elsewhere")),
+        isConflict,
+        "second binding",
+      );
+      assert.equal((await c.get(Pods, ns, "p-bind")).spec?.nodeName, nodeName);
+      await rejects(
+        c.createSubresource(Pods, ns, "p-none", "binding", binding("p-none", nodeName)),
+        isNotFound,
+        "binding a missing pod",
+      );
+      await rejects(
+        c.createSubresource(Pods, ns, "p-bind", "binding", binding("other", nodeName)),
+        (e) => e instanceof ApiError && e.code === 400,
+        "binding naming another pod",
+      );
+      await c.delete(Pods, ns, "p-bind", { gracePeriodSeconds: 0 });
+      await c.delete(Nodes, "", nodeName);
+      await rejects(c.get(Nodes, "", nodeName), isNotFound, "node deleted");
     },
   },
 ];

@@ -1,0 +1,87 @@
+/**
+ * Failure and timing knobs of the simulated VMs. A knob can be set for every pod (simulator
+ * options or CLI flags), by a test hook that picks pods in-process, or on one pod with a
+ * `sim.cocoonstack.io/*` annotation; the annotation wins over the hook, the hook over the
+ * global setting. The keys live under `sim.cocoonstack.io/` so nothing in the cocoon contract
+ * ever reads them.
+ *
+ * @module
+ */
+import type { Pod } from "../kube/core.ts";
+
+/** "lifecycle" reports `lifecycle-state=failed`; "pod-failed" puts the pod in phase Failed. */
+export type FailMode = "lifecycle" | "pod-failed";
+
+/** Pod annotation: make the VM fail (FailMode). Applies at boot, or at once on a running VM. */
+export const AnnotationSimFail = "sim.cocoonstack.io/fail";
+/** Pod annotation: the failure message (lifecycle-state-message / status message). */
+export const AnnotationSimFailMessage = "sim.cocoonstack.io/fail-message";
+/** Pod annotation: boot (and wake) latency of this VM in milliseconds. */
+export const AnnotationSimBootDelayMs = "sim.cocoonstack.io/boot-delay-ms";
+/** Pod annotation: hibernate latency of this VM in milliseconds (a slow snapshot). */
+export const AnnotationSimHibernateDelayMs = "sim.cocoonstack.io/hibernate-delay-ms";
+/** Pod annotation: "true" makes every registry push for this VM fail. */
+export const AnnotationSimPushFail = "sim.cocoonstack.io/push-fail";
+
+/** The knobs of one VM; absent fields fall back to the next source, then to the defaults. */
+export interface Knobs {
+  fail?: FailMode;
+  failMessage?: string;
+  bootDelayMs?: number;
+  hibernateDelayMs?: number;
+  pushFail?: boolean;
+}
+
+/** The message used when a failure knob gives none. */
+export const DEFAULT_FAIL_MESSAGE = "simulated VM failure";
+
+/** Parses a FailMode; undefined for anything else. */
+export function parseFailMode(value: string | undefined): FailMode | undefined {
+  return value === "lifecycle" || value === "pod-failed" ? value : undefined;
+}
+
+function parseDelay(value: string | undefined): number | undefined {
+  if (value === undefined || !/^\d+$/.test(value.trim())) return undefined;
+  return Number(value.trim());
+}
+
+/**
+ * The knobs a pod's annotations set. Malformed values are ignored (and listed in `invalid` so
+ * the caller can log them): a typo must not turn into a surprise failure.
+ */
+export function knobsFromAnnotations(pod: Pod): { knobs: Knobs; invalid: string[] } {
+  const a = pod.metadata.annotations ?? {};
+  const knobs: Knobs = {};
+  const invalid: string[] = [];
+  const fail = a[AnnotationSimFail];
+  if (fail !== undefined && fail !== "") {
+    knobs.fail = parseFailMode(fail);
+    if (!knobs.fail) invalid.push(`${AnnotationSimFail}=${fail}`);
+  }
+  if (a[AnnotationSimFailMessage]) knobs.failMessage = a[AnnotationSimFailMessage];
+  for (
+    const [key, field] of [
+      [AnnotationSimBootDelayMs, "bootDelayMs"],
+      [AnnotationSimHibernateDelayMs, "hibernateDelayMs"],
+    ] as const
+  ) {
+    if (a[key] === undefined) continue;
+    const ms = parseDelay(a[key]);
+    if (ms === undefined) invalid.push(`${key}=${a[key]}`);
+    else knobs[field] = ms;
+  }
+  if (a[AnnotationSimPushFail] !== undefined) knobs.pushFail = a[AnnotationSimPushFail] === "true";
+  return { knobs, invalid };
+}
+
+/** Layers knob sources, later ones winning field by field. */
+export function mergeKnobs(...layers: (Knobs | undefined)[]): Knobs {
+  const out: Knobs = {};
+  for (const layer of layers) {
+    if (!layer) continue;
+    for (const [k, v] of Object.entries(layer)) {
+      if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+    }
+  }
+  return out;
+}

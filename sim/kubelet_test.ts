@@ -1,0 +1,590 @@
+import assert from "node:assert/strict";
+import { type Pod, Pods } from "../kube/core.ts";
+import { newApiError } from "../kube/errors.ts";
+import type { FakeAction } from "../kube/testing/fake.ts";
+import { FakeClock } from "../kube/testing/fake_clock.ts";
+import { waitFor } from "../kube/testing/wait.ts";
+import {
+  AnnotationCocoonSetGeneration,
+  AnnotationHibernate,
+  AnnotationIP,
+  AnnotationKeepSnapshotOnDelete,
+  AnnotationLifecycleObservedGeneration,
+  AnnotationLifecycleState,
+  AnnotationLifecycleStateMessage,
+  AnnotationRestoreFromHibernate,
+  AnnotationVMID,
+  AnnotationVNCPort,
+} from "../common/meta/keys.ts";
+import { isContainerRunning, isPodReady } from "../common/meta/pod.ts";
+import { startFakeSim } from "./testing/fake_sim.ts";
+import { operatorPod, vmNameOf } from "./testing/pods.ts";
+
+const NS = "ns";
+
+function ann(pod: Pod, key: string): string | undefined {
+  return pod.metadata.annotations?.[key];
+}
+
+/** The lifecycle states written to a pod, in order, from the recorded patch bodies. */
+function lifecycleWrites(actions: FakeAction[], name: string): string[] {
+  return actions
+    .filter((a) => a.verb === "patch" && a.name === name && !a.subresource)
+    .map((a) => (a.patch as { metadata?: { annotations?: Record<string, unknown> } }).metadata)
+    .map((m) => m?.annotations?.[AnnotationLifecycleState])
+    .filter((s): s is string => typeof s === "string");
+}
+
+/** Every patch that writes a lifecycle state also writes the observed generation. */
+function assertStateAndGenerationTogether(actions: FakeAction[]): void {
+  for (const a of actions) {
+    if (a.verb !== "patch") continue;
+    const annotations = (a.patch as { metadata?: { annotations?: Record<string, unknown> } })
+      .metadata?.annotations ?? {};
+    assert.equal(
+      AnnotationLifecycleState in annotations,
+      AnnotationLifecycleObservedGeneration in annotations,
+      `state and observed generation travel together: ${JSON.stringify(annotations)}`,
+    );
+  }
+}
+
+async function podWhen(
+  get: () => Promise<Pod>,
+  what: string,
+  ok: (p: Pod) => boolean,
+): Promise<Pod> {
+  return await waitFor(what, async () => {
+    const p = await get();
+    return ok(p) ? p : undefined;
+  });
+}
+
+Deno.test("kubelet: boot writes id, ip, ready + generation together, then a Running Ready status", async () => {
+  const t = await startFakeSim();
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "demo", slot: 0, generation: 3 }),
+    );
+    const pod = await podWhen(() => t.fake.get(Pods, NS, "demo-0"), "demo-0 ready", isPodReady);
+    assert.match(ann(pod, AnnotationVMID) ?? "", /^sim-[0-9a-f]{16}$/);
+    assert.match(ann(pod, AnnotationIP) ?? "", /^10\.\d+\.\d+\.\d+$/);
+    assert.equal(ann(pod, AnnotationLifecycleState), "ready");
+    assert.equal(ann(pod, AnnotationLifecycleObservedGeneration), "3");
+    assert.equal(ann(pod, AnnotationLifecycleStateMessage), undefined);
+    assert.equal(ann(pod, AnnotationVNCPort), undefined, "no VNC for an ssh VM");
+    assert.equal(pod.status?.phase, "Running");
+    assert.equal(pod.status?.podIP, ann(pod, AnnotationIP));
+    const conditions = Object.fromEntries(
+      (pod.status?.conditions ?? []).map((c) => [c.type, c.status]),
+    );
+    assert.deepEqual(conditions, {
+      PodScheduled: "True",
+      Initialized: "True",
+      ContainersReady: "True",
+      Ready: "True",
+    });
+    assert.equal(pod.status?.containerStatuses?.length, 1);
+    assert.equal(pod.status?.containerStatuses?.[0].name, "agent");
+    assert.ok(pod.status?.containerStatuses?.[0].state?.running);
+    assert.deepEqual(lifecycleWrites(t.fake.actions, "demo-0"), ["creating", "ready"]);
+    const statusWrites = t.fake.actions.filter((a) =>
+      a.name === "demo-0" && a.subresource === "status"
+    );
+    assert.equal(statusWrites.length, 1, "status goes through the status subresource");
+    assertStateAndGenerationTogether(t.fake.actions);
+    assert.equal(t.sim.counters.booted, 1);
+    assert.equal(t.sim.vm(NS, "demo-0")?.node, "vk-a");
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("kubelet: no generation stamp echoes 0; a VNC VM gets a port", async () => {
+  const t = await startFakeSim();
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({
+        namespace: NS,
+        cocoonSet: "vnc",
+        slot: 0,
+        annotations: { "vm.cocoonstack.io/conn-type": "vnc" },
+      }),
+    );
+    const pod = await podWhen(() => t.fake.get(Pods, NS, "vnc-0"), "vnc-0 ready", isPodReady);
+    assert.equal(ann(pod, AnnotationLifecycleObservedGeneration), "0");
+    assert.match(ann(pod, AnnotationVNCPort) ?? "", /^59\d\d$/);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("kubelet: static toolboxes keep their id and ip; without them the VM fails", async () => {
+  const t = await startFakeSim();
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({
+        namespace: NS,
+        cocoonSet: "demo",
+        slot: "tb",
+        staticToolbox: true,
+        annotations: { [AnnotationVMID]: "qemu-1", [AnnotationIP]: "10.0.0.1" },
+      }),
+    );
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "demo", slot: "bare", staticToolbox: true }),
+    );
+    const tb = await podWhen(() => t.fake.get(Pods, NS, "demo-tb"), "toolbox ready", isPodReady);
+    assert.equal(ann(tb, AnnotationVMID), "qemu-1");
+    assert.equal(ann(tb, AnnotationIP), "10.0.0.1");
+    assert.equal(tb.status?.podIP, "10.0.0.1");
+    const bare = await podWhen(
+      () => t.fake.get(Pods, NS, "demo-bare"),
+      "bare toolbox failed",
+      (p) => ann(p, AnnotationLifecycleState) === "failed",
+    );
+    assert.match(ann(bare, AnnotationLifecycleStateMessage) ?? "", /missing pre-assigned IP\/VMID/);
+    assert.equal(bare.status?.reason, "ProviderFailed");
+    assert.ok(!isPodReady(bare));
+
+    // A hibernate request leaves the static VM alone.
+    await t.fake.patch(Pods, NS, "demo-tb", "merge", {
+      metadata: {
+        annotations: { [AnnotationHibernate]: "true", [AnnotationCocoonSetGeneration]: "2" },
+      },
+    });
+    const echoed = await podWhen(
+      () => t.fake.get(Pods, NS, "demo-tb"),
+      "generation echoed",
+      (p) => ann(p, AnnotationLifecycleObservedGeneration) === "2",
+    );
+    assert.equal(ann(echoed, AnnotationLifecycleState), "ready");
+    assert.equal(ann(echoed, AnnotationVMID), "qemu-1");
+    assert.deepEqual(t.stub.tagsOf(t.repo(vmNameOf(NS, "demo", "tb"))), []);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("kubelet: hibernate pushes :hibernate, clears id and ip, reports hibernated; wake boots a fresh VM", async () => {
+  const t = await startFakeSim();
+  const vm = vmNameOf(NS, "demo", 0);
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "demo", slot: 0, generation: 1 }),
+    );
+    const first = await podWhen(() => t.fake.get(Pods, NS, "demo-0"), "demo-0 ready", isPodReady);
+    const firstId = ann(first, AnnotationVMID);
+
+    await t.fake.patch(Pods, NS, "demo-0", "merge", {
+      metadata: {
+        annotations: { [AnnotationCocoonSetGeneration]: "2", [AnnotationHibernate]: "true" },
+      },
+    });
+    const hibernated = await podWhen(
+      () => t.fake.get(Pods, NS, "demo-0"),
+      "demo-0 hibernated",
+      (p) => ann(p, AnnotationLifecycleState) === "hibernated",
+    );
+    assert.equal(ann(hibernated, AnnotationLifecycleObservedGeneration), "2");
+    assert.equal(ann(hibernated, AnnotationVMID), undefined);
+    assert.equal(ann(hibernated, AnnotationIP), undefined);
+    assert.deepEqual(t.stub.tagsOf(t.repo(vm)), ["hibernate"]);
+    const snapshot = JSON.parse(t.stub.contentOf(t.repo(vm), "hibernate")!);
+    assert.equal(snapshot.tag, "hibernate");
+    assert.equal(snapshot.vmID, firstId);
+    const gone = await podWhen(
+      () => t.fake.get(Pods, NS, "demo-0"),
+      "demo-0 not running",
+      (p) => !isContainerRunning(p),
+    );
+    assert.equal(gone.status?.phase, "Pending");
+    assert.ok(!isPodReady(gone));
+    assert.equal(gone.status?.podIP, undefined);
+    assert.deepEqual(lifecycleWrites(t.fake.actions, "demo-0"), [
+      "creating",
+      "ready",
+      "hibernating",
+      "hibernated",
+    ]);
+
+    // A new stamp while hibernated is echoed with the same state.
+    await t.fake.patch(Pods, NS, "demo-0", "merge", {
+      metadata: { annotations: { [AnnotationCocoonSetGeneration]: "3" } },
+    });
+    await podWhen(
+      () => t.fake.get(Pods, NS, "demo-0"),
+      "generation 3 echoed",
+      (p) =>
+        ann(p, AnnotationLifecycleObservedGeneration) === "3" &&
+        ann(p, AnnotationLifecycleState) === "hibernated",
+    );
+
+    // Wake.
+    await t.fake.patch(Pods, NS, "demo-0", "merge", {
+      metadata: { annotations: { [AnnotationHibernate]: null } },
+    });
+    const woken = await podWhen(
+      () => t.fake.get(Pods, NS, "demo-0"),
+      "demo-0 woken",
+      (p) => isPodReady(p) && isContainerRunning(p) && !!ann(p, AnnotationVMID),
+    );
+    assert.notEqual(ann(woken, AnnotationVMID), firstId, "a woken VM has a fresh id");
+    assert.equal(ann(woken, AnnotationLifecycleState), "ready");
+    assert.equal(ann(woken, AnnotationLifecycleObservedGeneration), "3");
+    assert.deepEqual(lifecycleWrites(t.fake.actions, "demo-0").slice(-3), [
+      "hibernated",
+      "creating",
+      "ready",
+    ]);
+    assert.equal(t.sim.counters.hibernated, 1);
+    assert.equal(t.sim.counters.woken, 1);
+    assertStateAndGenerationTogether(t.fake.actions);
+
+    // A second hibernation pushes different content (a new digest) to the same tag.
+    const firstDigest = t.stub.digestOf(t.repo(vm), "hibernate");
+    await t.fake.patch(Pods, NS, "demo-0", "merge", {
+      metadata: { annotations: { [AnnotationHibernate]: "true" } },
+    });
+    await waitFor("second hibernation", () => t.sim.counters.hibernated === 2);
+    assert.notEqual(t.stub.digestOf(t.repo(vm), "hibernate"), firstDigest);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("kubelet: restore-from-hibernate needs the :hibernate snapshot", async () => {
+  const t = await startFakeSim();
+  try {
+    const restore = { [AnnotationRestoreFromHibernate]: "true" };
+    await t.stub.put(t.repo(vmNameOf(NS, "has", 0)), "hibernate", '{"seed":1}');
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "has", slot: 0, annotations: restore }),
+    );
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "none", slot: 0, annotations: restore }),
+    );
+    await podWhen(() => t.fake.get(Pods, NS, "has-0"), "restored", isPodReady);
+    const failed = await podWhen(
+      () => t.fake.get(Pods, NS, "none-0"),
+      "restore without snapshot failed",
+      (p) => ann(p, AnnotationLifecycleState) === "failed",
+    );
+    assert.match(
+      ann(failed, AnnotationLifecycleStateMessage) ?? "",
+      /vk-ns-none-0:hibernate: not found/,
+    );
+    assert.equal(ann(failed, AnnotationVMID), undefined);
+    assert.ok(
+      t.stub.requests.some((r) =>
+        r.method === "GET" && r.path === "/v2/sim/vk-ns-has-0/manifests/hibernate"
+      ),
+      "the snapshot is pulled",
+    );
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("kubelet: fork-from needs the source VM running on the same node", async () => {
+  const t = await startFakeSim({ nodes: [{ name: "vk-a", seats: 4 }, { name: "vk-b", seats: 4 }] });
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "demo", slot: 0, pinnedNode: "vk-a" }),
+    );
+    await podWhen(() => t.fake.get(Pods, NS, "demo-0"), "main ready", isPodReady);
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "demo", slot: 1, nodeName: "vk-a" }),
+    );
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "demo", slot: 2, nodeName: "vk-b" }),
+    );
+    await t.fake.create(
+      Pods,
+      operatorPod({ namespace: NS, cocoonSet: "orphan", slot: 1, nodeName: "vk-a" }),
+    );
+    const forked = await podWhen(() => t.fake.get(Pods, NS, "demo-1"), "fork ready", isPodReady);
+    assert.equal(forked.spec?.nodeName, "vk-a");
+    for (const name of ["demo-2", "orphan-1"]) {
+      const p = await podWhen(
+        () => t.fake.get(Pods, NS, name),
+        `${name} failed`,
+        (p) => ann(p, AnnotationLifecycleState) === "failed",
+      );
+      assert.match(ann(p, AnnotationLifecycleStateMessage) ?? "", /fork source vm .* not running/);
+    }
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("kubelet: delete pushes :latest by snapshot policy and role, then finalizes", async () => {
+  const t = await startFakeSim({ nodes: [{ name: "vk-a", seats: 8 }] });
+  try {
+    const pods = [
+      operatorPod({ namespace: NS, cocoonSet: "all", slot: 0 }),
+      operatorPod({ namespace: NS, cocoonSet: "mo", slot: 0, snapshotPolicy: "main-only" }),
+      operatorPod({
+        namespace: NS,
+        cocoonSet: "mo",
+        slot: 1,
+        snapshotPolicy: "main-only",
+        nodeName: "vk-a",
+      }),
+      operatorPod({ namespace: NS, cocoonSet: "nev", slot: 0, snapshotPolicy: "never" }),
+      operatorPod({
+        namespace: NS,
+        cocoonSet: "keep",
+        slot: 0,
+        annotations: { [AnnotationKeepSnapshotOnDelete]: "true" },
+      }),
+    ];
+    for (const p of pods) {
+      await t.fake.create(Pods, p);
+      await podWhen(
+        () => t.fake.get(Pods, NS, p.metadata.name!),
+        `${p.metadata.name} ready`,
+        isPodReady,
+      );
+    }
+    for (const p of pods) await t.fake.delete(Pods, NS, p.metadata.name!);
+    await waitFor(
+      "all finalized",
+      async () => (await t.fake.list(Pods, { namespace: NS })).items.length === 0,
+    );
+    const tags = (set: string, slot: number) => t.stub.tagsOf(t.repo(vmNameOf(NS, set, slot)));
+    assert.deepEqual(tags("all", 0), ["latest"]);
+    assert.deepEqual(tags("mo", 0), ["latest"]);
+    assert.deepEqual(tags("mo", 1), [], "main-only does not snapshot a sub-agent");
+    assert.deepEqual(tags("nev", 0), []);
+    assert.deepEqual(tags("keep", 0), [], "a seat release keeps no :latest");
+    const latest = JSON.parse(t.stub.contentOf(t.repo(vmNameOf(NS, "all", 0)), "latest")!);
+    assert.equal(latest.tag, "latest");
+    const finalDeletes = t.fake.actions.filter((a) =>
+      a.verb === "delete" && a.deleteOptions?.gracePeriodSeconds === 0
+    );
+    assert.equal(finalDeletes.length, pods.length);
+    assert.equal(t.sim.counters.finalized, pods.length);
+    assert.equal(t.sim.vm(NS, "all-0"), undefined);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("kubelet: a hibernated VM is not snapshotted again on delete", async () => {
+  const t = await startFakeSim();
+  const vm = vmNameOf(NS, "demo", 0);
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({
+        namespace: NS,
+        cocoonSet: "demo",
+        slot: 0,
+        annotations: { [AnnotationHibernate]: "true" },
+      }),
+    );
+    await waitFor("hibernated", () => t.sim.vm(NS, "demo-0")?.phase === "hibernated");
+    await t.fake.delete(Pods, NS, "demo-0");
+    await waitFor("finalized", () => t.sim.counters.finalized === 1);
+    assert.deepEqual(t.stub.tagsOf(t.repo(vm)), ["hibernate"]);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("knobs: lifecycle and pod-failed failures, at boot and on a running VM", async () => {
+  const t = await startFakeSim({
+    knobsFor: (pod) =>
+      pod.metadata.labels?.["cocoonset.cocoonstack.io/name"] === "hooked"
+        ? { fail: "pod-failed", failMessage: "hook says no" }
+        : undefined,
+  });
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({
+        namespace: NS,
+        cocoonSet: "lf",
+        slot: 0,
+        generation: 4,
+        annotations: {
+          "sim.cocoonstack.io/fail": "lifecycle",
+          "sim.cocoonstack.io/fail-message": "disk on fire",
+        },
+      }),
+    );
+    await t.fake.create(Pods, operatorPod({ namespace: NS, cocoonSet: "hooked", slot: 0 }));
+    await t.fake.create(Pods, operatorPod({ namespace: NS, cocoonSet: "later", slot: 0 }));
+
+    const lf = await podWhen(
+      () => t.fake.get(Pods, NS, "lf-0"),
+      "lf-0 failed",
+      (p) => ann(p, AnnotationLifecycleState) === "failed",
+    );
+    assert.equal(ann(lf, AnnotationLifecycleStateMessage), "disk on fire");
+    assert.equal(ann(lf, AnnotationLifecycleObservedGeneration), "4");
+    const hooked = await podWhen(
+      () => t.fake.get(Pods, NS, "hooked-0"),
+      "hooked-0 Failed",
+      (p) => p.status?.phase === "Failed",
+    );
+    assert.equal(hooked.status?.message, "hook says no");
+    assert.ok(hooked.status?.containerStatuses?.[0].state?.terminated);
+
+    await podWhen(() => t.fake.get(Pods, NS, "later-0"), "later-0 ready", isPodReady);
+    await t.fake.patch(Pods, NS, "later-0", "merge", {
+      metadata: { annotations: { "sim.cocoonstack.io/fail": "lifecycle" } },
+    });
+    const later = await podWhen(
+      () => t.fake.get(Pods, NS, "later-0"),
+      "later-0 failed",
+      (p) => ann(p, AnnotationLifecycleState) === "failed",
+    );
+    assert.equal(later.status?.phase, "Running", "a lifecycle failure leaves the phase alone");
+    assert.equal(ann(later, AnnotationLifecycleStateMessage), "simulated VM failure");
+    assert.equal(t.sim.counters.lifecycleFailures, 2);
+    assert.equal(t.sim.counters.podFailures, 1);
+
+    // A Failed pod is deleted at once by the API server: nothing to finalize.
+    await t.fake.delete(Pods, NS, "hooked-0");
+    await waitFor(
+      "hooked-0 gone",
+      async () =>
+        !(await t.fake.list(Pods, { namespace: NS })).items.some((p) =>
+          p.metadata.name === "hooked-0"
+        ),
+    );
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("knobs: a slow hibernate stays hibernating until its delay passes", async () => {
+  const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
+  const t = await startFakeSim({ clock, latencies: { hibernateMs: 10 } });
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({
+        namespace: NS,
+        cocoonSet: "slow",
+        slot: 0,
+        annotations: { "sim.cocoonstack.io/hibernate-delay-ms": "60000" },
+      }),
+    );
+    await podWhen(() => t.fake.get(Pods, NS, "slow-0"), "ready", isPodReady);
+    await t.fake.patch(Pods, NS, "slow-0", "merge", {
+      metadata: { annotations: { [AnnotationHibernate]: "true" } },
+    });
+    await podWhen(
+      () => t.fake.get(Pods, NS, "slow-0"),
+      "hibernating",
+      (p) => ann(p, AnnotationLifecycleState) === "hibernating",
+    );
+    clock.advance(59_000);
+    // A later pod proves the simulator kept working meanwhile.
+    await t.fake.create(Pods, operatorPod({ namespace: NS, cocoonSet: "marker", slot: 0 }));
+    await podWhen(() => t.fake.get(Pods, NS, "marker-0"), "marker ready", isPodReady);
+    assert.equal(
+      ann(await t.fake.get(Pods, NS, "slow-0"), AnnotationLifecycleState),
+      "hibernating",
+    );
+    clock.advance(1_000);
+    await podWhen(
+      () => t.fake.get(Pods, NS, "slow-0"),
+      "hibernated",
+      (p) => ann(p, AnnotationLifecycleState) === "hibernated",
+    );
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("knobs: push-fail holds the hibernation until the knob is lifted", async () => {
+  const t = await startFakeSim();
+  const vm = vmNameOf(NS, "pf", 0);
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({
+        namespace: NS,
+        cocoonSet: "pf",
+        slot: 0,
+        annotations: { "sim.cocoonstack.io/push-fail": "true" },
+      }),
+    );
+    await podWhen(() => t.fake.get(Pods, NS, "pf-0"), "ready", isPodReady);
+    await t.fake.patch(Pods, NS, "pf-0", "merge", {
+      metadata: { annotations: { [AnnotationHibernate]: "true" } },
+    });
+    await waitFor("two refused pushes", () => t.sim.counters.pushFailures >= 2);
+    const holding = await t.fake.get(Pods, NS, "pf-0");
+    assert.equal(ann(holding, AnnotationLifecycleState), "hibernating");
+    assert.ok(ann(holding, AnnotationVMID), "the VM still runs");
+    assert.deepEqual(t.stub.tagsOf(t.repo(vm)), []);
+    await t.fake.patch(Pods, NS, "pf-0", "merge", {
+      metadata: { annotations: { "sim.cocoonstack.io/push-fail": null } },
+    });
+    await podWhen(
+      () => t.fake.get(Pods, NS, "pf-0"),
+      "hibernated",
+      (p) => ann(p, AnnotationLifecycleState) === "hibernated",
+    );
+    assert.deepEqual(t.stub.tagsOf(t.repo(vm)), ["hibernate"]);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("knobs: a registry outage on delete does not hold the pod; globals apply to all", async () => {
+  const t = await startFakeSim({ knobs: { pushFail: true } });
+  try {
+    await t.fake.create(Pods, operatorPod({ namespace: NS, cocoonSet: "g", slot: 0 }));
+    await podWhen(() => t.fake.get(Pods, NS, "g-0"), "ready", isPodReady);
+    await t.fake.delete(Pods, NS, "g-0");
+    await waitFor("finalized", () => t.sim.counters.finalized === 1);
+    assert.equal(t.sim.counters.pushFailures, 1);
+    assert.deepEqual(t.stub.tagsOf(t.repo(vmNameOf(NS, "g", 0))), []);
+  } finally {
+    await t.close();
+  }
+});
+
+Deno.test("kubelet: API errors are retried with backoff and never block other pods", async () => {
+  const t = await startFakeSim();
+  try {
+    let failures = 0;
+    t.fake.addReactor((a) => {
+      if (a.name === "flaky-0" && a.subresource === "status" && failures < 3) {
+        failures++;
+        return newApiError(500, "InternalError", { resource: "pods", name: a.name }, "etcd hiccup");
+      }
+      return undefined;
+    });
+    await t.fake.create(Pods, operatorPod({ namespace: NS, cocoonSet: "flaky", slot: 0 }));
+    await t.fake.create(Pods, operatorPod({ namespace: NS, cocoonSet: "fine", slot: 0 }));
+    await podWhen(() => t.fake.get(Pods, NS, "fine-0"), "fine ready", isPodReady);
+    const flaky = await podWhen(() => t.fake.get(Pods, NS, "flaky-0"), "flaky ready", isPodReady);
+    assert.equal(failures, 3);
+    assert.ok(t.sim.counters.retries >= 3);
+    assert.equal(t.sim.counters.booted, 2, "the failed status write did not boot the VM twice");
+    assert.equal(
+      lifecycleWrites(t.fake.actions, "flaky-0").filter((s) => s === "ready").length,
+      1,
+    );
+    assert.ok(ann(flaky, AnnotationVMID));
+  } finally {
+    await t.close();
+  }
+});
