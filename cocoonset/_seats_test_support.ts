@@ -74,9 +74,7 @@ const writeVerbs: ReadonlySet<string> = new Set(["create", "update", "patch", "d
 /** The writes the fake API received, in order; dry runs store nothing and are left out. */
 export function writeActions(fake: FakeClient): FakeAction[] {
   // The fake records `dryRun: true` on dry-run creates without declaring it on FakeAction.
-  return fake.actions.filter((a) =>
-    writeVerbs.has(a.verb) && (a as { dryRun?: boolean }).dryRun !== true
-  );
+  return fake.actions.filter((a) => writeVerbs.has(a.verb) && a.dryRun !== true);
 }
 
 /** The value of an operator counter series, 0 while the series is absent. */

@@ -207,6 +207,21 @@ class ProcessClient implements Client {
     );
   }
 
+  createSubresource<T extends KubeObject>(
+    rt: ResourceType<T>,
+    namespace: string,
+    name: string,
+    subresource: string,
+    body: KubeObject,
+    opts?: WriteOptions,
+  ): Promise<unknown> {
+    return this.proc.write(
+      `create ${rt.plural}/${subresource} ${name}`,
+      () => undefined,
+      () => this.fake.createSubresource(rt, namespace, name, subresource, body, opts),
+    );
+  }
+
   updateStatus<T extends KubeObject>(rt: ResourceType<T>, obj: T, opts?: WriteOptions): Promise<T> {
     return this.proc.write(
       `update ${rt.plural}/status ${obj.metadata.name}`,
