@@ -13,6 +13,7 @@ import { loadRestConfig, Transport } from "./kube/transport.ts";
 import { newOciRegistry } from "./snapshot/oci.ts";
 import type { Registry } from "./snapshot/registry.ts";
 import { REVISION, VERSION } from "./version.ts";
+import { setupHibernationController } from "./hibernation/mod.ts";
 
 const log = getLogger(["cocoon-operator", "main"]);
 
@@ -24,8 +25,12 @@ export interface Wiring {
 }
 
 /** Registers every reconciler on the manager. */
-export function registerReconcilers(_w: Wiring): void {
-  // The CocoonSet and CocoonHibernation reconcilers register here as they land.
+export function registerReconcilers(w: Wiring): void {
+  setupHibernationController(
+    w.manager,
+    { registry: w.registry },
+    w.config.hibernationConcurrency,
+  );
 }
 
 /** Runs the operator; returns the process exit code. */
