@@ -148,6 +148,12 @@ export class HibernationReconciler implements Reconciler {
     }
     const release = await this.#locks.lock(vmName, signal);
     try {
+      log.debug("reconcile {hibernation} desire={desire} phase={phase} vm={vm}", {
+        hibernation: `${namespace}/${hib.metadata.name}`,
+        desire: hib.spec.desire,
+        phase: hib.status?.phase ?? "",
+        vm: vmName,
+      });
       const peers = await this.#client.list(CocoonHibernations, { namespace, signal });
       const winner = opposingRequest(hib, peers.items, vmName);
       if (winner) {
