@@ -23,7 +23,7 @@ import type { KubeObject } from "../kube/object.ts";
 import { metricValue } from "../kube/testing/metrics.ts";
 import { parseRfc3339 } from "../kube/time.ts";
 import { FakeRegistry } from "../snapshot/fake.ts";
-import { at, Harness, NS, POD, ready, request, T0, VM, vmPod } from "./_fixtures.ts";
+import { at, Harness, NS, POD, ready, request, VM, vmPod } from "./_fixtures.ts";
 import { HIBERNATION_FINALIZER } from "./reconciler.ts";
 import { HIBERNATE_TIMEOUT_MS, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./status.ts";
 
@@ -857,8 +857,4 @@ Deno.test("an abort while waiting for the VM lock ends the pass without touching
   assert.equal(registry.callsOf("hasManifest").length, 1, "the aborted pass never probed");
   assert.equal((await h.hib("b")).status, undefined);
   await h.close();
-});
-
-Deno.test("fixtures: the clock starts at T0", () => {
-  assert.equal(at(0), new Date(T0).toISOString().replace(".000", ""));
 });

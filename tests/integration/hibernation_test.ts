@@ -596,6 +596,16 @@ Deno.test({
           assert.equal(fixed.status?.phase, "Hibernated");
           assert.equal(readyOf(fixed)?.reason, "Done");
         });
+
+        await t.step("each transition is announced once", async () => {
+          // Long after their transitions, with passes in between (the original records these
+          // again on the pass after the phase lands).
+          for (const name of ["man", "flip", "bare"]) {
+            const seen = await reasons(w, name);
+            assert.deepEqual(seen.filter((r) => r === "Hibernated"), ["Hibernated"], name);
+            assert.deepEqual(seen.filter((r) => r === "WokenActive"), ["WokenActive"], name);
+          }
+        });
       } finally {
         const status = await proc.stop(20_000);
         if (status.code !== 0) console.error(proc.output.slice(-5000));
