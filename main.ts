@@ -17,10 +17,11 @@ import { loadRestConfig, Transport } from "./kube/transport.ts";
 import { newOciRegistry } from "./snapshot/oci.ts";
 import type { Registry } from "./snapshot/registry.ts";
 import { REVISION, VERSION } from "./version.ts";
+import { setupHibernationController } from "./hibernation/mod.ts";
 
 const log = getLogger(["cocoon-operator", "main"]);
 
-/** What registering the reconcilers needs; later issues add the CocoonSet and hibernation ones. */
+/** What registering the reconcilers needs. */
 export interface Wiring {
   manager: Manager;
   registry: Registry;
@@ -33,6 +34,11 @@ export function registerReconcilers(w: Wiring): void {
     registry: w.registry,
     concurrency: w.config.cocoonSetConcurrency,
   });
+  setupHibernationController(
+    w.manager,
+    { registry: w.registry },
+    w.config.hibernationConcurrency,
+  );
 }
 
 /** Runs the operator; returns the process exit code. */

@@ -1,0 +1,28 @@
+/**
+ * What the hibernate and wake steps work with: one reconcile pass over one request whose pod and
+ * VM are known, under that VM's lock.
+ *
+ * @module
+ */
+import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
+import type { Writer } from "../kube/client.ts";
+import type { Clock } from "../kube/clock.ts";
+import type { Pod } from "../kube/core.ts";
+import type { Registry } from "../snapshot/registry.ts";
+import type { PhaseTransitions } from "./transitions.ts";
+
+/** The request, its target pod and the pod's VM name, as read at the start of the pass. */
+export interface Pass {
+  hib: CocoonHibernation;
+  pod: Pod;
+  vmName: string;
+  signal: AbortSignal;
+}
+
+/** What the steps may touch: the API (pod annotations), the registry, the status, the time. */
+export interface StepDeps {
+  client: Writer;
+  registry: Registry;
+  transitions: PhaseTransitions;
+  clock: Clock;
+}

@@ -1,0 +1,64 @@
+/**
+ * Other CocoonHibernations that reach the same VM. Nothing in the API stops two requests from
+ * naming one pod (cocoon-webhook does, when installed); these helpers decide who may act on the
+ * VM and who keeps its `:hibernate` tag alive.
+ *
+ * A request reaches a VM through its pod reference or through the VM name its status recorded.
+ * Requests being deleted no longer count.
+ *
+ * @module
+ */
+import { type CocoonHibernation, isValidHibernationDesire } from "../common/apis/v1/mod.ts";
+
+function live(h: CocoonHibernation): boolean {
+  return !h.metadata.deletionTimestamp;
+}
+
+/** Earlier first: creation time, then name (creation times have one-second resolution). */
+function compareAge(a: CocoonHibernation, b: CocoonHibernation): number {
+  const ta = Date.parse(a.metadata.creationTimestamp ?? "") || 0;
+  const tb = Date.parse(b.metadata.creationTimestamp ?? "") || 0;
+  if (ta !== tb) return ta - tb;
+  const na = a.metadata.name ?? "";
+  const nb = b.metadata.name ?? "";
+  return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+/**
+ * The request hib must give way to, or undefined when hib may act. Among the live requests with a
+ * valid desire that reach the VM (hib's pod, or vmName), the earliest sets the direction; a
+ * request that wants the opposite is refused until that one is deleted or changes its desire.
+ * Requests agreeing with the earliest act together (they are serialized per VM).
+ */
+export function opposingRequest(
+  hib: CocoonHibernation,
+  namespaceRequests: readonly CocoonHibernation[],
+  vmName: string,
+): CocoonHibernation | undefined {
+  const podName = hib.spec.podRef.name;
+  const contenders = namespaceRequests.filter((o) =>
+    o.metadata.uid !== hib.metadata.uid && live(o) && isValidHibernationDesire(o.spec?.desire) &&
+    (o.spec?.podRef?.name === podName || (o.status?.vmName ?? "") === vmName)
+  );
+  const earliest = [hib, ...contenders].sort(compareAge)[0];
+  if (earliest === hib || earliest.spec.desire === hib.spec.desire) return undefined;
+  return earliest;
+}
+
+/**
+ * Whether another live request still tracks the VM of a request being deleted (by status.vmName,
+ * or by pod reference, which also covers a duplicate that has not written a status yet). The last
+ * holder drops the shared `:hibernate` tag; dropping it earlier would leave the others reporting
+ * Hibernated with no snapshot behind them.
+ */
+export function vmHeldByAnother(
+  hib: CocoonHibernation,
+  namespaceRequests: readonly CocoonHibernation[],
+): boolean {
+  const vmName = hib.status?.vmName ?? "";
+  const podName = hib.spec?.podRef?.name ?? "";
+  return namespaceRequests.some((o) =>
+    o.metadata.uid !== hib.metadata.uid && live(o) &&
+    ((o.status?.vmName ?? "") === vmName || (o.spec?.podRef?.name ?? "") === podName)
+  );
+}

@@ -1,0 +1,164 @@
+/**
+ * The CocoonHibernation status as a function of the phase: the Ready condition each phase implies,
+ * the status a phase change produces, and the phase clock (Ready.lastTransitionTime) that the
+ * Hibernating and Waking deadlines are measured from.
+ *
+ * Invariant kept here: the Ready condition always matches the phase (True/`Done` for Hibernated
+ * and Active, False otherwise), and the phase clock restarts whenever the phase enters Hibernating
+ * or Waking from a different phase, so a retry after Failed gets its full budget.
+ *
+ * @module
+ */
+import {
+  type CocoonHibernation,
+  type CocoonHibernationPhase,
+  CocoonHibernationPhaseActive,
+  CocoonHibernationPhaseFailed,
+  CocoonHibernationPhaseHibernated,
+  CocoonHibernationPhaseHibernating,
+  CocoonHibernationPhaseWaking,
+  type CocoonHibernationStatus,
+  ReasonHibernationDone,
+  ReasonHibernationFailed,
+  ReasonHibernationPending,
+} from "../common/apis/v1/mod.ts";
+import {
+  type Condition,
+  ConditionFalse,
+  ConditionTrue,
+  ConditionTypeReady,
+  findStatusCondition,
+  formatConditionTime,
+  newReadyCondition,
+  setStatusCondition,
+} from "../common/k8s/condition.ts";
+import { jsonEqual } from "../kube/patch.ts";
+import { parseRfc3339 } from "../kube/time.ts";
+
+/** How often a request that is waiting on something is looked at again. */
+export const REQUEUE_INTERVAL_MS = 5_000;
+/** How long Hibernating may last before the request fails. */
+export const HIBERNATE_TIMEOUT_MS = 3 * 60_000;
+/** How long Waking may last before the request fails. */
+export const WAKE_TIMEOUT_MS = 5 * 60_000;
+
+/** Ready=False reason of a request refused because an earlier one wants the opposite. */
+export const ReasonHibernationConflict = "Conflict";
+
+/** What a pass wants the status to say. */
+export interface PhaseChange {
+  phase: CocoonHibernationPhase;
+  /** Written to status.vmName; absent keeps the stored value. */
+  vmName?: string;
+  /** Ready reason; default: the one the phase implies. */
+  reason?: string;
+  /** Ready message; default: the phase name. */
+  message?: string;
+}
+
+/** Whether a phase runs against a deadline (and so restarts its clock on entry). */
+export function hasPhaseDeadline(phase: string | undefined): boolean {
+  return phase === CocoonHibernationPhaseHibernating || phase === CocoonHibernationPhaseWaking;
+}
+
+/**
+ * The Ready condition a phase implies: True/`Done` for Hibernated and Active, False/`Failed` for
+ * Failed, False/`Pending` otherwise. The timestamp is left empty so an unflipped status keeps its
+ * stored one.
+ */
+export function readyCondition(
+  phase: CocoonHibernationPhase,
+  generation: number,
+  override: { reason?: string; message?: string } = {},
+): Condition {
+  const done = phase === CocoonHibernationPhaseHibernated || phase === CocoonHibernationPhaseActive;
+  const reason = override.reason ??
+    (done
+      ? ReasonHibernationDone
+      : phase === CocoonHibernationPhaseFailed
+      ? ReasonHibernationFailed
+      : ReasonHibernationPending);
+  return newReadyCondition(
+    generation,
+    done ? ConditionTrue : ConditionFalse,
+    reason,
+    override.message ?? phase,
+  );
+}
+
+/**
+ * The status after change, computed from hib's current one at time nowMs. The caller compares it
+ * with the current status to decide whether a write is needed.
+ */
+export function nextStatus(
+  hib: CocoonHibernation,
+  change: PhaseChange,
+  nowMs: number,
+): CocoonHibernationStatus {
+  const current = hib.status ?? {};
+  const generation = hib.metadata.generation ?? 0;
+  const conditions = structuredClone(current.conditions ?? []);
+  const now = () => new Date(nowMs);
+  setStatusCondition(
+    conditions,
+    readyCondition(change.phase, generation, change),
+    now,
+  );
+  if (hasPhaseDeadline(change.phase) && current.phase !== change.phase) {
+    // Entering a deadline phase starts its clock, even when Ready stays False (Failed → retry).
+    findStatusCondition(conditions, ConditionTypeReady)!.lastTransitionTime = formatConditionTime(
+      now(),
+    );
+  }
+  const next: CocoonHibernationStatus = {
+    ...structuredClone(current),
+    observedGeneration: generation,
+    phase: change.phase,
+    conditions,
+  };
+  if (change.vmName !== undefined) next.vmName = change.vmName;
+  return next;
+}
+
+/** Whether two statuses say the same thing (JSON equality). */
+export function sameStatus(
+  a: CocoonHibernationStatus | undefined,
+  b: CocoonHibernationStatus | undefined,
+): boolean {
+  return jsonEqual(
+    JSON.parse(JSON.stringify(a ?? {})),
+    JSON.parse(JSON.stringify(b ?? {})),
+  );
+}
+
+/** When the current phase was entered (Ready.lastTransitionTime, epoch ms), if known. */
+export function phaseEnteredAt(hib: CocoonHibernation): number | undefined {
+  const ready = findStatusCondition(hib.status?.conditions, ConditionTypeReady);
+  return parseRfc3339(ready?.lastTransitionTime);
+}
+
+/**
+ * Whether hib has been in phase for longer than timeoutMs at nowMs. False when it is in another
+ * phase or the phase clock is unknown.
+ */
+export function phaseDeadlineExceeded(
+  hib: CocoonHibernation,
+  phase: CocoonHibernationPhase,
+  timeoutMs: number,
+  nowMs: number,
+): boolean {
+  if (hib.status?.phase !== phase) return false;
+  const entered = phaseEnteredAt(hib);
+  return entered !== undefined && nowMs - entered > timeoutMs;
+}
+
+/** A duration as Go prints it for whole seconds ("3m0s", "45s"), as the messages quote them. */
+export function goDuration(ms: number): string {
+  const total = Math.floor(ms / 1000);
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  if (h > 0) return `${h}h${m}m${s}s`;
+  if (m > 0) return `${m}m${s}s`;
+  return `${s}s`;
+}

@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import {
+  type CocoonHibernation,
+  type CocoonHibernationPhase,
+  CocoonHibernationPhaseActive,
+  CocoonHibernationPhaseFailed,
+  CocoonHibernationPhaseHibernated,
+  CocoonHibernationPhaseHibernating,
+  CocoonHibernationPhasePending,
+  CocoonHibernationPhaseWaking,
+} from "../common/apis/v1/mod.ts";
+import { at, ready, request, T0 } from "./_fixtures.ts";
+import {
+  goDuration,
+  HIBERNATE_TIMEOUT_MS,
+  nextStatus,
+  phaseDeadlineExceeded,
+  readyCondition,
+  sameStatus,
+  WAKE_TIMEOUT_MS,
+} from "./status.ts";
+
+Deno.test("readyCondition maps each phase to Ready's status and reason", () => {
+  const cases: [CocoonHibernationPhase, string, string][] = [
+    [CocoonHibernationPhaseHibernated, "True", "Done"],
+    [CocoonHibernationPhaseActive, "True", "Done"],
+    [CocoonHibernationPhaseFailed, "False", "Failed"],
+    [CocoonHibernationPhaseHibernating, "False", "Pending"],
+    [CocoonHibernationPhaseWaking, "False", "Pending"],
+    [CocoonHibernationPhasePending, "False", "Pending"],
+  ];
+  for (const [phase, status, reason] of cases) {
+    const c = readyCondition(phase, 1);
+    assert.equal(c.type, "Ready");
+    assert.equal(c.status, status, phase);
+    assert.equal(c.reason, reason, phase);
+    assert.equal(c.message, phase);
+    assert.equal(c.observedGeneration, 1);
+    assert.equal(c.lastTransitionTime, "", "left for setStatusCondition to fill");
+  }
+});
+
+function inPhase(phase: CocoonHibernationPhase | undefined, enteredAt?: string): CocoonHibernation {
+  return request("hib", "Hibernate", {
+    status: {
+      ...(phase ? { phase } : {}),
+      ...(enteredAt ? { conditions: [ready("False", "Pending", enteredAt)] } : {}),
+    },
+  });
+}
+
+Deno.test("the Hibernating deadline: not started, within budget, past budget", () => {
+  const p = CocoonHibernationPhaseHibernating;
+  assert.equal(phaseDeadlineExceeded(inPhase(undefined), p, HIBERNATE_TIMEOUT_MS, T0), false);
+  assert.equal(phaseDeadlineExceeded(inPhase(p, at(0)), p, HIBERNATE_TIMEOUT_MS, T0), false);
+  assert.equal(
+    phaseDeadlineExceeded(inPhase(p, at(-2 * HIBERNATE_TIMEOUT_MS)), p, HIBERNATE_TIMEOUT_MS, T0),
+    true,
+  );
+  // Another phase's clock never counts, nor does a missing one.
+  assert.equal(
+    phaseDeadlineExceeded(
+      inPhase(CocoonHibernationPhaseWaking, at(-HIBERNATE_TIMEOUT_MS * 2)),
+      p,
+      1,
+      T0,
+    ),
+    false,
+  );
+  assert.equal(phaseDeadlineExceeded(inPhase(p), p, 1, T0), false);
+});
+
+Deno.test("the Waking deadline: not started, within budget, past budget", () => {
+  const p = CocoonHibernationPhaseWaking;
+  assert.equal(phaseDeadlineExceeded(inPhase(undefined), p, WAKE_TIMEOUT_MS, T0), false);
+  assert.equal(phaseDeadlineExceeded(inPhase(p, at(0)), p, WAKE_TIMEOUT_MS, T0), false);
+  assert.equal(
+    phaseDeadlineExceeded(inPhase(p, at(-2 * WAKE_TIMEOUT_MS)), p, WAKE_TIMEOUT_MS, T0),
+    true,
+  );
+});
+
+Deno.test("nextStatus restarts the clock on entering a deadline phase, not within it", () => {
+  const failed = request("hib", "Hibernate", {
+    generation: 3,
+    status: {
+      phase: CocoonHibernationPhaseFailed,
+      conditions: [ready("False", "Failed", at(-60_000))],
+    },
+  });
+  const entered = nextStatus(
+    failed,
+    { phase: CocoonHibernationPhaseHibernating, vmName: "vm" },
+    T0,
+  );
+  assert.equal(entered.phase, CocoonHibernationPhaseHibernating);
+  assert.equal(entered.vmName, "vm");
+  assert.equal(entered.observedGeneration, 3);
+  assert.equal(entered.conditions?.[0].lastTransitionTime, at(0));
+  assert.equal(entered.conditions?.[0].reason, "Pending");
+
+  const hibernating = request("hib", "Hibernate", {
+    generation: 3,
+    status: { ...entered, conditions: [ready("False", "Pending", at(-1000), "Hibernating")] },
+  });
+  const again = nextStatus(hibernating, { phase: CocoonHibernationPhaseHibernating }, T0 + 9_000);
+  assert.equal(again.conditions?.[0].lastTransitionTime, at(-1000));
+  assert.equal(again.vmName, "vm", "absent vmName keeps the stored one");
+  assert.equal(failed.status?.conditions?.[0].lastTransitionTime, at(-60_000), "input untouched");
+});
+
+Deno.test("sameStatus ignores key order and undefined fields", () => {
+  assert.equal(
+    sameStatus({ phase: "Active", vmName: "v" }, { vmName: "v", phase: "Active" }),
+    true,
+  );
+  assert.equal(sameStatus({ phase: "Active", vmName: undefined }, { phase: "Active" }), true);
+  assert.equal(sameStatus({ phase: "Active" }, { phase: "Failed" }), false);
+});
+
+Deno.test("goDuration prints like Go's time.Duration for whole seconds", () => {
+  assert.equal(goDuration(HIBERNATE_TIMEOUT_MS), "3m0s");
+  assert.equal(goDuration(WAKE_TIMEOUT_MS), "5m0s");
+  assert.equal(goDuration(45_000), "45s");
+  assert.equal(goDuration(3_725_000), "1h2m5s");
+});

@@ -1,0 +1,199 @@
+/**
+ * Status writes of the CocoonHibernation reconciler, and what each transition announces: Events
+ * on the CR and the phase-duration histograms.
+ *
+ * Every status write is a merge patch carrying the resourceVersion it was computed from. A pass
+ * working from a cache copy that lags behind an earlier write of its own therefore gets a Conflict
+ * (the reconciler retries it) instead of repeating a transition; and because the Events and the
+ * histogram observation follow only a successful write, each transition is announced exactly once.
+ * A write that would change nothing is not sent.
+ *
+ * @module
+ */
+import {
+  type CocoonHibernation,
+  CocoonHibernationPhaseActive,
+  CocoonHibernationPhaseFailed,
+  CocoonHibernationPhaseHibernated,
+  CocoonHibernationPhaseHibernating,
+  CocoonHibernationPhasePending,
+  CocoonHibernationPhaseWaking,
+  CocoonHibernations,
+  HibernationDesireHibernate,
+  HibernationDesireWake,
+} from "../common/apis/v1/mod.ts";
+import { patchStatus } from "../kube/client_patch.ts";
+import type { Writer } from "../kube/client.ts";
+import type { Clock } from "../kube/clock.ts";
+import type { EventRecorder, EventType } from "../kube/events.ts";
+import { hibernatePhaseDurationSeconds, wakePhaseDurationSeconds } from "../metrics/metrics.ts";
+import {
+  goDuration,
+  HIBERNATE_TIMEOUT_MS,
+  nextStatus,
+  type PhaseChange,
+  phaseEnteredAt,
+  ReasonHibernationConflict,
+  sameStatus,
+  WAKE_TIMEOUT_MS,
+} from "./status.ts";
+
+/** The phase a written status left, and when that phase had been entered. */
+interface Left {
+  phase: string | undefined;
+  enteredAtMs: number | undefined;
+}
+
+/** What a transition needs: the API writer, the Event recorder and the time source. */
+export interface TransitionDeps {
+  client: Writer;
+  recorder: EventRecorder;
+  clock: Clock;
+}
+
+/** Writes phase changes and announces the transitions they make; see the module doc. */
+export class PhaseTransitions {
+  readonly #deps: TransitionDeps;
+
+  constructor(deps: TransitionDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Moves hib to phase (Hibernating, Hibernated, Waking or Active) on vmName. Leaving Failed
+   * announces `RetryRequested`; reaching Hibernated announces `Hibernated`, reaching Active
+   * `WokenActive`, each with the time spent Hibernating/Waking when that is the phase left.
+   */
+  async enter(
+    hib: CocoonHibernation,
+    phase:
+      | typeof CocoonHibernationPhaseHibernating
+      | typeof CocoonHibernationPhaseHibernated
+      | typeof CocoonHibernationPhaseWaking
+      | typeof CocoonHibernationPhaseActive,
+    vmName: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const left = await this.#write(hib, { phase, vmName }, signal);
+    // A rewrite within the same phase (a new generation, a repaired condition) announces nothing.
+    if (!left || left.phase === phase) return;
+    if (left.phase === CocoonHibernationPhaseFailed) {
+      const desire = phase === CocoonHibernationPhaseHibernating ||
+          phase === CocoonHibernationPhaseHibernated
+        ? HibernationDesireHibernate
+        : HibernationDesireWake;
+      this.#event(hib, "Normal", "RetryRequested", `retrying ${desire} after prior failure`);
+    }
+    if (phase === CocoonHibernationPhaseHibernated) {
+      this.#observeExit(left, CocoonHibernationPhaseHibernating, "ok");
+      this.#event(hib, "Normal", "Hibernated", `snapshot ${vmName} pushed to the registry`);
+    } else if (phase === CocoonHibernationPhaseActive) {
+      this.#observeExit(left, CocoonHibernationPhaseWaking, "ok");
+      const pod = `${hib.metadata.namespace}/${hib.spec.podRef.name}`;
+      this.#event(hib, "Normal", "WokenActive", `pod ${pod} is running`);
+    }
+  }
+
+  /**
+   * Fails a Hibernating (or Waking) hib whose deadline passed: phase Failed, a `HibernateTimedOut`
+   * (`WakeTimedOut`) Warning and a `timeout` observation of the phase's duration.
+   */
+  async timedOut(
+    hib: CocoonHibernation,
+    phase: typeof CocoonHibernationPhaseHibernating | typeof CocoonHibernationPhaseWaking,
+    vmName: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const hibernating = phase === CocoonHibernationPhaseHibernating;
+    const limit = goDuration(hibernating ? HIBERNATE_TIMEOUT_MS : WAKE_TIMEOUT_MS);
+    const message = hibernating
+      ? `hibernate not confirmed within ${limit}`
+      : `wake timed out after ${limit}; vk-cocoon never reported the container running`;
+    const left = await this.#write(hib, { phase: CocoonHibernationPhaseFailed, message }, signal);
+    if (!left) return;
+    this.#observeExit(left, phase, "timeout");
+    if (hibernating) {
+      this.#event(
+        hib,
+        "Warning",
+        "HibernateTimedOut",
+        `snapshot ${vmName} not confirmed in the registry within ${limit}`,
+      );
+    } else {
+      this.#event(
+        hib,
+        "Warning",
+        "WakeTimedOut",
+        `vk-cocoon did not report the container running within ${limit}`,
+      );
+    }
+  }
+
+  /** Fails hib with message (a request that cannot be acted on). No Event. */
+  async fail(hib: CocoonHibernation, message: string, signal: AbortSignal): Promise<void> {
+    await this.#write(hib, { phase: CocoonHibernationPhaseFailed, message }, signal);
+  }
+
+  /**
+   * Parks hib on Pending with message while its pod (or the pod's VM name) is missing. Hibernated
+   * and Waking are kept: they tell the CocoonSet to restore the VM from its snapshot when it
+   * recreates the pod, and dropping them would let the pod boot fresh.
+   */
+  async pending(hib: CocoonHibernation, message: string, signal: AbortSignal): Promise<void> {
+    const phase = hib.status?.phase;
+    if (phase === CocoonHibernationPhaseHibernated || phase === CocoonHibernationPhaseWaking) {
+      return;
+    }
+    await this.#write(hib, { phase: CocoonHibernationPhasePending, message }, signal);
+  }
+
+  /**
+   * Refuses hib because winner, an earlier request on the same VM, wants the opposite: phase
+   * Failed, Ready reason `Conflict`, and a `Conflict` Warning naming winner when the refusal is
+   * first written (or names a different winner).
+   */
+  async conflict(
+    hib: CocoonHibernation,
+    winner: CocoonHibernation,
+    vmName: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const message = `CocoonHibernation ${winner.metadata.name} was created first and asks to ` +
+      `${winner.spec.desire} VM ${vmName}; this request to ${hib.spec.desire} waits until ` +
+      `that one is deleted or asks the same`;
+    const left = await this.#write(
+      hib,
+      { phase: CocoonHibernationPhaseFailed, reason: ReasonHibernationConflict, message },
+      signal,
+    );
+    if (left) this.#event(hib, "Warning", ReasonHibernationConflict, message);
+  }
+
+  /** Patches the status to change; returns what was left, or undefined when nothing changed. */
+  async #write(
+    hib: CocoonHibernation,
+    change: PhaseChange,
+    signal: AbortSignal,
+  ): Promise<Left | undefined> {
+    const next = nextStatus(hib, change, this.#deps.clock.now());
+    if (sameStatus(hib.status, next)) return undefined;
+    const left = { phase: hib.status?.phase, enteredAtMs: phaseEnteredAt(hib) };
+    await patchStatus(this.#deps.client, CocoonHibernations, hib, (h) => {
+      h.status = next;
+    }, { optimisticLock: true, signal });
+    return left;
+  }
+
+  #observeExit(left: Left, phase: string, result: "ok" | "timeout"): void {
+    if (left.phase !== phase || left.enteredAtMs === undefined) return;
+    const seconds = Math.max(0, (this.#deps.clock.now() - left.enteredAtMs) / 1000);
+    const histogram = phase === CocoonHibernationPhaseHibernating
+      ? hibernatePhaseDurationSeconds
+      : wakePhaseDurationSeconds;
+    histogram.observe({ result }, seconds);
+  }
+
+  #event(hib: CocoonHibernation, type: EventType, reason: string, message: string): void {
+    this.#deps.recorder.event({ object: hib, resource: CocoonHibernations }, type, reason, message);
+  }
+}

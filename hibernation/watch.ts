@@ -1,0 +1,45 @@
+/**
+ * Which pod events reach which CocoonHibernations. Requests are filed in the cache under their
+ * spec.podRef.name, so a pod event wakes exactly the requests naming that pod in its namespace —
+ * a pod that appears after its request resumes it without any edit. Only pod creation, deletion
+ * and annotation changes matter (the VM name arriving, vk-cocoon's lifecycle annotations, the
+ * hibernate annotation); status-only churn is dropped and seen through the 5 s requeue instead.
+ *
+ * @module
+ */
+import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
+import type { Pod } from "../kube/core.ts";
+import { annotationChanged, type CompletePredicate, funcs, or } from "../kube/predicates.ts";
+import type { Request } from "../kube/reconcile.ts";
+
+/** Cache index of CocoonHibernations by target pod name. */
+export const POD_REF_INDEX = "spec.podRef.name";
+
+/** The index values of a request: the name of the pod it targets. */
+export function podRefIndexValues(hib: CocoonHibernation): string[] {
+  return [hib.spec?.podRef?.name ?? ""];
+}
+
+/** Looks up stored requests under an index value (the informer's byIndex). */
+export type IndexLookup = (index: string, value: string) => CocoonHibernation[];
+
+/** Requests for every CocoonHibernation in pod's namespace whose podRef names pod. */
+export function hibernationsTargetingPod(lookup: IndexLookup, pod: Pod): Request[] {
+  const namespace = pod.metadata.namespace ?? "";
+  return lookup(POD_REF_INDEX, pod.metadata.name ?? "")
+    .filter((h) => (h.metadata.namespace ?? "") === namespace)
+    .map((h) => ({ namespace, name: h.metadata.name ?? "" }));
+}
+
+/** Pod events worth a look: create, delete, and updates that change annotations. */
+export function targetPodEvents(): CompletePredicate<Pod> {
+  return or<Pod>(
+    annotationChanged<Pod>(),
+    funcs<Pod>({
+      create: () => true,
+      delete: () => true,
+      update: () => false,
+      generic: () => false,
+    }),
+  );
+}
