@@ -104,7 +104,9 @@ export function permissionFlags(set: PermissionSet): string[] {
   const flag = (name: string, values: string[]) => {
     const unique = [...new Set(values)];
     for (const v of unique) {
-      if (v === "" || v.includes(",")) throw new Error(`invalid ${name} entry ${JSON.stringify(v)}`);
+      if (v === "" || v.includes(",")) {
+        throw new Error(`invalid ${name} entry ${JSON.stringify(v)}`);
+      }
     }
     return unique.length ? [`--allow-${name}=${unique.join(",")}`] : [];
   };
@@ -124,8 +126,11 @@ export interface Need {
 export interface NeedsInput {
   config: Pick<
     Config,
-    "ociRegistry" | "metricsBindAddress" | "healthProbeBindAddress" | "leaderElect" |
-    "leaderElectionNamespace"
+    | "ociRegistry"
+    | "metricsBindAddress"
+    | "healthProbeBindAddress"
+    | "leaderElect"
+    | "leaderElectionNamespace"
   >;
   cluster: Pick<ClusterAccess, "server" | "files" | "source">;
   /** The environment as the operator reads it (ungranted variables unset). */
@@ -139,14 +144,20 @@ export interface NeedsInput {
  */
 export function operatorNeeds(input: NeedsInput): Need[] {
   const { config, cluster, env } = input;
-  const needs: Need[] = operatorEnv.map((v) => ({ kind: "env", value: v, why: "operator setting" }));
+  const needs: Need[] = operatorEnv.map((v) => ({
+    kind: "env",
+    value: v,
+    why: "operator setting",
+  }));
   const net = (value: string, why: string) => needs.push({ kind: "net", value, why });
   const read = (value: string, why: string) => needs.push({ kind: "read", value, why });
 
-  for (const [addr, why] of [
-    [config.metricsBindAddress, "metrics listener"],
-    [config.healthProbeBindAddress, "probe listener"],
-  ] as const) {
+  for (
+    const [addr, why] of [
+      [config.metricsBindAddress, "metrics listener"],
+      [config.healthProbeBindAddress, "probe listener"],
+    ] as const
+  ) {
     const bind = parseBindAddress(addr);
     if (bind && bind.port !== 0) {
       const host = bind.hostname ?? "0.0.0.0";
@@ -156,7 +167,9 @@ export function operatorNeeds(input: NeedsInput): Need[] {
   const api = new URL(cluster.server);
   net(`${api.hostname}:${api.port || (api.protocol === "http:" ? "80" : "443")}`, "API server");
   for (const f of cluster.files) read(f, "API server credentials");
-  if (cluster.source.kind === "in-cluster" && config.leaderElect && !config.leaderElectionNamespace) {
+  if (
+    cluster.source.kind === "in-cluster" && config.leaderElect && !config.leaderElectionNamespace
+  ) {
     read(`${serviceAccountDir}/namespace`, "leader election namespace");
   }
 
@@ -233,7 +246,11 @@ function withPort(hostPort: string, port: number): string {
 }
 
 function checkNetEntry(entry: string): void {
-  if (!/^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/.test(entry) && !/^\[[0-9a-fA-F:.]+\](:\d+)?$/.test(entry)) {
-    throw new Error(`invalid registry host ${JSON.stringify(entry)}: want host, host:port or *.domain`);
+  if (
+    !/^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/.test(entry) && !/^\[[0-9a-fA-F:.]+\](:\d+)?$/.test(entry)
+  ) {
+    throw new Error(
+      `invalid registry host ${JSON.stringify(entry)}: want host, host:port or *.domain`,
+    );
   }
 }

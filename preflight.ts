@@ -61,7 +61,9 @@ export async function connect(
     }
     throw err;
   }
-  if (access.source.kind === "kubeconfig" && config.leaderElect && !config.leaderElectionNamespace) {
+  if (
+    access.source.kind === "kubeconfig" && config.leaderElect && !config.leaderElectionNamespace
+  ) {
     throw new PreflightError(
       "leader election needs a namespace outside a cluster: set --leader-election-namespace or " +
         "POD_NAMESPACE, or pass --leader-elect=false",
@@ -118,7 +120,11 @@ function reason(err: unknown): string {
   }
   // fetch nests the socket error in a chain of "context: cause" texts; the last link says what
   // actually happened (connection refused, DNS failure, certificate problem).
-  const text = errorMessage(err).split("\n")[0];
+  let text = errorMessage(err);
+  for (let e: unknown = err; e instanceof Error && e.cause !== undefined; e = e.cause) {
+    text += `: ${errorMessage(e.cause)}`;
+  }
+  text = text.split("\n")[0];
   const last = text.split(": ").pop() ?? text;
   return last.trim() || text;
 }

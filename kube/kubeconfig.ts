@@ -65,7 +65,7 @@ export class KubeconfigError extends Error {
 }
 
 /** The real file system, answering "denied" instead of throwing when read access is missing. */
-export const probeFile: FileProbe = (path) => {
+export const probeFile: FileProbe = (path: string): "present" | "missing" | "denied" => {
   try {
     Deno.statSync(path);
     return "present";
@@ -127,7 +127,9 @@ export function locateCluster(env: EnvLookup, probe: FileProbe = probeFile): Clu
   } else {
     tried.push("~/.kube/config (HOME unset)");
   }
-  throw new NoClusterError(`no Kubernetes cluster configured: tried ${tried.join(", ")}; ${devHint}`);
+  throw new NoClusterError(
+    `no Kubernetes cluster configured: tried ${tried.join(", ")}; ${devHint}`,
+  );
 }
 
 /** Where to point a developer who has no cluster. */
@@ -242,7 +244,9 @@ export function loadKubeconfig(
     throw new KubeconfigError(`kubeconfig ${where}: cluster ${clusterName} not found`);
   }
   const server = str(cluster.entry, "server")?.replace(/\/+$/, "");
-  if (!server) throw new KubeconfigError(`kubeconfig ${where}: cluster ${clusterName} has no server`);
+  if (!server) {
+    throw new KubeconfigError(`kubeconfig ${where}: cluster ${clusterName} has no server`);
+  }
   for (const unsupported of ["insecure-skip-tls-verify", "tls-server-name", "proxy-url"]) {
     const v = cluster.entry[unsupported];
     if (v !== undefined && v !== false && v !== "") {

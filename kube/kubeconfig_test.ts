@@ -16,7 +16,10 @@ const token = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 Deno.test("locateCluster: KUBECONFIG, then in-cluster, then ~/.kube/config", () => {
   const all = files(["/k/a", token, "/home/u/.kube/config"]);
   assert.deepEqual(
-    locateCluster(vars({ KUBECONFIG: "/k/missing:/k/a", KUBERNETES_SERVICE_HOST: "10.0.0.1" }), all),
+    locateCluster(
+      vars({ KUBECONFIG: "/k/missing:/k/a", KUBERNETES_SERVICE_HOST: "10.0.0.1" }),
+      all,
+    ),
     { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k/a"] },
   );
   assert.deepEqual(
@@ -144,14 +147,21 @@ Deno.test("loadKubeconfig: exec plugins, auth-providers and TLS overrides are re
   assert.throws(
     () => load("    exec: {command: gke-gcloud-auth-plugin, apiVersion: x}\n"),
     (e: unknown) =>
-      e instanceof KubeconfigError && /exec credential plugin \(gke-gcloud-auth-plugin\), which would need --allow-run/.test(e.message),
+      e instanceof KubeconfigError &&
+      /exec credential plugin \(gke-gcloud-auth-plugin\), which would need --allow-run/.test(
+        e.message,
+      ),
   );
   assert.throws(() => load("    auth-provider: {name: oidc}\n"), /oidc auth-provider/);
   assert.throws(
     () =>
       loadKubeconfig(
         { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] },
-        () => kubeconfigYaml().replace("certificate-authority: ca.crt", "insecure-skip-tls-verify: true"),
+        () =>
+          kubeconfigYaml().replace(
+            "certificate-authority: ca.crt",
+            "insecure-skip-tls-verify: true",
+          ),
       ),
     /sets insecure-skip-tls-verify/,
   );

@@ -85,7 +85,8 @@ export function compileArgs(plan: CompilePlan, importMapPath: string): string[] 
  * the Deno release host that build machines without internet cannot reach.
  */
 export function isDenortDownloadFailure(stderr: string): boolean {
-  const text = stderr.replace(/\x1b\[[0-9;]*m/g, "");
+  // deno colours its output; strip the escape sequences before matching.
+  const text = stderr.replaceAll(String.fromCharCode(27), "").replace(/\[[0-9;]*m/g, "");
   return /denort/.test(text) &&
     /(Setting up base binary|error sending request|Download|dns error|Connect)/i.test(text);
 }
