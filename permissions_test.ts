@@ -175,8 +175,10 @@ Deno.test("the baked flags, checked by Deno itself: a pod needs nothing more, ot
     assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
     return JSON.parse(new TextDecoder().decode(out.stdout));
   };
-  assert.deepEqual(await run("europe-docker.pkg.dev/proj/vms"), { missing: [] });
+  assert.deepEqual(await run("europe-docker.pkg.dev/proj/vms"), { missing: [], results: {} });
   const elsewhere = await run("registry.example.com/vms", "http://127.0.0.1:49151/");
-  assert.deepEqual(elsewhere.missing, ["net:registry.example.com"]);
-  assert.equal(elsewhere.refused, "NotCapable");
+  assert.deepEqual(elsewhere, {
+    missing: ["net:registry.example.com"],
+    results: { "http://127.0.0.1:49151/": "NotCapable" },
+  });
 });

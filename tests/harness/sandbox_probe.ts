@@ -1,14 +1,15 @@
 /**
- * Run inside a sandbox (a child `deno run` with the operator's permission flags) by tests: asks
+ * Run by tests inside a sandbox (a `deno run` child with the operator's permission flags): asks
  * the real Deno permission state which needs of a pod-shaped configuration are missing, and
- * tries one request outside the set. Prints one JSON object on stdout.
+ * fetches each given URL, reporting "ok" (any HTTP answer) or the error's class name
+ * (NotCapable when the sandbox refuses). Prints one JSON object on stdout.
  *
- * Arguments: OCI_REGISTRY value, then an optional URL that must be refused.
+ * Arguments: the OCI_REGISTRY value, then URLs to try.
  */
 import { missingPermissions, operatorNeeds } from "../../permissions.ts";
 import { inClusterApiHost, serviceAccountDir } from "../../kube/kubeconfig.ts";
 
-const [ociRegistry, forbiddenUrl] = Deno.args;
+const [ociRegistry, ...urls] = Deno.args;
 const server = `https://${inClusterApiHost}:443`;
 const missing = missingPermissions(operatorNeeds({
   config: {
@@ -31,13 +32,14 @@ const missing = missingPermissions(operatorNeeds({
   env: (name) =>
     name === "GOOGLE_APPLICATION_CREDENTIALS" ? "/var/run/secrets/gcp/key.json" : undefined,
 }));
-let refused: string | undefined;
-if (forbiddenUrl) {
+const results: Record<string, string> = {};
+for (const url of urls) {
   try {
-    await fetch(forbiddenUrl);
-    refused = "no";
+    const res = await fetch(url);
+    await res.body?.cancel();
+    results[url] = "ok";
   } catch (err) {
-    refused = err instanceof Error ? err.constructor.name : String(err);
+    results[url] = err instanceof Error ? err.constructor.name : String(err);
   }
 }
-console.log(JSON.stringify({ missing: missing.map((n) => `${n.kind}:${n.value}`), refused }));
+console.log(JSON.stringify({ missing: missing.map((n) => `${n.kind}:${n.value}`), results }));
