@@ -120,3 +120,22 @@ Deno.test({
     );
   },
 });
+
+Deno.test("Dockerfile: builds with the pinned Deno through deno task compile onto distroless", async () => {
+  const dockerfile = await Deno.readTextFile(`${repoRoot}Dockerfile`);
+  const ciDeno = /^DENO_VERSION=(\S+)$/m.exec(await Deno.readTextFile(`${repoRoot}.ci/run`))?.[1];
+  assert.match(dockerfile, new RegExp(`^ARG DENO_VERSION=${ciDeno?.replaceAll(".", "\\.")}$`, "m"));
+  assert.match(dockerfile, /^FROM denoland\/deno:\$\{DENO_VERSION\} AS build$/m);
+  assert.match(dockerfile, /deno task compile$/m);
+  assert.match(dockerfile, /^ARG REGISTRY_HOSTS=\*\.pkg\.dev$/m);
+  // The final stage: distroless cc (glibc + CA certificates), non-root, the binary as entrypoint.
+  const final = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
+  assert.match(final, /^\nFROM gcr\.io\/distroless\/cc-debian12:nonroot$/m);
+  assert.match(
+    final,
+    /^COPY --from=build \/src\/dist\/cocoon-operator \/usr\/bin\/cocoon-operator$/m,
+  );
+  assert.match(final, /^USER 65532:65532$/m);
+  assert.match(final, /^ENTRYPOINT \["\/usr\/bin\/cocoon-operator"\]$/m);
+  assert.doesNotMatch(final, /^RUN /m);
+});
