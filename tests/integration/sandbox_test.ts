@@ -4,16 +4,19 @@
  * see tests/harness/sandboxed_operator.ts) under exactly config/rbac's ClusterRole.
  *
  * - it starts, leads, serves probes and metrics, gets no 403, and shuts down cleanly;
+ * - it reconciles a CocoonSet (owned main pod, finalizer) without a 403 or a sandbox refusal;
  * - under those flags Deno refuses a request to another loopback port (NotCapable) while the
  *   granted registry answers;
  * - a verb removed from the ClusterRole shows up as Forbidden and fails assertNoForbidden();
  * - OCI_REGISTRY outside the granted hosts stops the operator at start with one line naming it.
  *
- * End-to-end reconcile tests (CocoonSet, CocoonHibernation) use the same startSandboxedOperator.
+ * Further end-to-end flows (CocoonHibernation, hibernate/wake with the registry) use the same
+ * startSandboxedOperator and end with assertNoForbidden().
  */
 import assert from "node:assert/strict";
 import { ApiClient } from "../../kube/api_client.ts";
-import { Leases, Namespaces } from "../../kube/core.ts";
+import { Leases, Namespaces, Pods } from "../../kube/core.ts";
+import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { operatorKubeconfig } from "../harness/operator_identity.ts";
@@ -74,6 +77,50 @@ Deno.test({
           await op.stop(5_000).catch(() => {});
         }
       });
+
+      await t.step(
+        "reconciles a CocoonSet: main pod created and owned, finalizer, no 403",
+        async () => {
+          const op = await startSandboxedOperator({ cp, ociRegistry, kubeconfig });
+          try {
+            await client.create(Namespaces, { metadata: { name: "team-a" } });
+            const cs = await client.create(CocoonSets, {
+              apiVersion: "cocoonset.cocoonstack.io/v1",
+              kind: "CocoonSet",
+              metadata: { name: "demo", namespace: "team-a" },
+              spec: { agent: { image: "ghcr.io/cocoonstack/cocoon/ubuntu:24.04" } },
+            });
+            const pod = await waitFor(
+              "the main agent pod",
+              async () => {
+                const pods = await client.list(Pods, { namespace: "team-a" });
+                return pods.items.find((p) =>
+                  p.metadata?.ownerReferences?.some((o) =>
+                    o.uid === cs.metadata?.uid && o.controller
+                  )
+                );
+              },
+              30_000,
+              200,
+            );
+            assert.ok(pod.metadata?.name?.startsWith("demo"), pod.metadata?.name);
+            const updated = await waitFor(
+              "the finalizer",
+              async () => {
+                const got = await client.get(CocoonSets, "team-a", "demo");
+                return (got.metadata?.finalizers?.length ?? 0) > 0 ? got : undefined;
+              },
+              30_000,
+              200,
+            );
+            assert.ok(updated.metadata?.finalizers?.length);
+            await op.assertNoForbidden();
+            assert.doesNotMatch(op.proc.output, /NotCapable|Requires \w+ access/);
+          } finally {
+            await op.stop(5_000).catch(() => {});
+          }
+        },
+      );
 
       await t.step("Deno refuses another loopback port under the same flags", async () => {
         const flags = permissionFlags(sandboxPermissionSet({
