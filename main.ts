@@ -13,10 +13,13 @@ import { Pods } from "./kube/core.ts";
 import { LabelCocoonSet } from "./common/meta/keys.ts";
 import { ping } from "./kube/servers.ts";
 import { register as registerOperatorMetrics } from "./metrics/metrics.ts";
-import { loadRestConfig, Transport } from "./kube/transport.ts";
+import type { Transport } from "./kube/transport.ts";
+import { connect, missingEnvGrants, PreflightError } from "./preflight.ts";
+import { describeMissing, localOnlyEnv, operatorEnv } from "./permissions.ts";
+import { permittedEnvRecord } from "./common/env.ts";
 import { newOciRegistry } from "./snapshot/oci.ts";
 import type { Registry } from "./snapshot/registry.ts";
-import { REVISION, VERSION } from "./version.ts";
+import { BUILT_AT, REVISION, VERSION } from "./version.ts";
 import { setupHibernationController } from "./hibernation/mod.ts";
 
 const log = getLogger(["cocoon-operator", "main"]);
@@ -48,6 +51,8 @@ export async function main(
 ): Promise<number> {
   let config: Config;
   let registry: Registry;
+  // A variable the sandbox withholds would read as unset and be misreported as missing.
+  const envNotGranted = missingEnvGrants();
   try {
     config = parseConfig(args, env);
     if (config.help) {
@@ -55,13 +60,19 @@ export async function main(
       return 0;
     }
     if (config.version) {
-      console.log(`cocoon-operator ${VERSION} (rev=${REVISION})`);
+      console.log(`cocoon-operator ${VERSION} (rev=${REVISION}, built ${BUILT_AT})`);
       return 0;
     }
+    if (envNotGranted.length > 0) throw new Error(describeMissing(envNotGranted));
     registry = newOciRegistry(config.ociRegistry);
   } catch (err) {
     // Bad input fails before anything connects, with one line and exit code 2.
-    console.error(`cocoon-operator: ${err instanceof Error ? err.message : String(err)}`);
+    const message = envNotGranted.length > 0
+      ? describeMissing(envNotGranted)
+      : err instanceof Error
+      ? err.message
+      : String(err);
+    console.error(`cocoon-operator: ${message}`);
     return 2;
   }
   await setupLogging({
@@ -73,10 +84,16 @@ export async function main(
     revision: REVISION,
   });
 
-  const transport = new Transport({
-    ...(await loadRestConfig()),
-    userAgent: `cocoon-operator/${VERSION}`,
-  });
+  let transport: Transport;
+  try {
+    transport = await connect(config, (name) => env[name], {
+      userAgent: `cocoon-operator/${VERSION}`,
+    });
+  } catch (err) {
+    if (!(err instanceof PreflightError)) throw err;
+    console.error(`cocoon-operator: ${err.message}`);
+    return 2;
+  }
   const manager = new Manager({
     client: new ApiClient(transport),
     metricsBindAddress: config.metricsBindAddress,
@@ -132,5 +149,5 @@ export async function main(
 }
 
 if (import.meta.main) {
-  Deno.exit(await main(Deno.args, Deno.env.toObject()));
+  Deno.exit(await main(Deno.args, permittedEnvRecord([...operatorEnv, ...localOnlyEnv])));
 }

@@ -7,15 +7,26 @@ import { main } from "./main.ts";
 const noCluster = { KUBECONFIG: "/nonexistent/kubeconfig", HOME: "/nonexistent" };
 
 async function exitCode(args: string[], env: Record<string, string>): Promise<number> {
+  return (await run(args, env)).code;
+}
+
+/** Runs main and returns its exit code and what it wrote to stderr. */
+async function run(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; errors: string[] }> {
   const errors: string[] = [];
   const original = console.error;
   console.error = (...parts: unknown[]) => errors.push(parts.join(" "));
   try {
-    return await main(args, env);
+    return { code: await main(args, env), errors };
   } finally {
     console.error = original;
   }
 }
+
+/** The lines main printed that are not JSON log records. */
+const plainLines = (errors: string[]) => errors.filter((l) => !l.startsWith("{"));
 
 Deno.test("main: OCI_REGISTRY unset exits 2 before connecting", async () => {
   assert.equal(await exitCode([], noCluster), 2);
@@ -54,6 +65,58 @@ Deno.test("main: --version and --help exit 0", async () => {
   } finally {
     console.log = original;
   }
-  assert.match(logs[0], /^cocoon-operator \S+/);
+  assert.match(logs[0], /^cocoon-operator \S+ \(rev=\S+, built \S+\)$/);
   assert.match(logs[1], /--cocoonset-concurrency/);
+});
+
+Deno.test("main: no cluster configured is one line naming what was tried, exit 2", async () => {
+  const { code, errors } = await run(["--leader-elect=false"], {
+    HOME: "/nonexistent",
+    OCI_REGISTRY: "127.0.0.1:5000/c",
+  });
+  assert.equal(code, 2);
+  assert.deepEqual(plainLines(errors), [
+    "cocoon-operator: no Kubernetes cluster configured: tried KUBECONFIG (unset), " +
+    "in-cluster (KUBERNETES_SERVICE_HOST unset), ~/.kube/config (/nonexistent/.kube/config " +
+    "missing); for a local sandbox cluster run `deno task dev`",
+  ]);
+});
+
+Deno.test("main: an API server that cannot be reached is one line, exit 2", async () => {
+  // A port that was free a moment ago: nothing listens there.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = listener.addr.port;
+  listener.close();
+  const dir = await Deno.makeTempDir();
+  try {
+    const kubeconfig = `${dir}/config`;
+    await Deno.writeTextFile(
+      kubeconfig,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: `https://127.0.0.1:${port}` } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    const env = { KUBECONFIG: kubeconfig, OCI_REGISTRY: "127.0.0.1:5000/c" };
+    const { code, errors } = await run(["--leader-elect=false"], env);
+    assert.equal(code, 2);
+    const lines = plainLines(errors);
+    assert.equal(lines.length, 1, errors.join("\n"));
+    assert.match(
+      lines[0],
+      new RegExp(
+        `^cocoon-operator: cannot reach the Kubernetes API server https://127.0.0.1:${port} ` +
+          `\\(from KUBECONFIG=${kubeconfig}\\): .*refused.*; for a local sandbox cluster run ` +
+          "`deno task dev`$",
+      ),
+    );
+    // Out of cluster, leader election needs a namespace: said before anything is dialled.
+    const noNs = await run([], env);
+    assert.equal(noNs.code, 2);
+    assert.match(plainLines(noNs.errors)[0], /leader election needs a namespace outside a cluster/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -104,7 +104,34 @@ function lineSink(format: LogFormat, write: (line: string) => void): Sink {
   const formatter = format === "json"
     ? getJsonLinesFormatter({ properties: "nest:properties" })
     : getTextFormatter({ timestamp: "rfc3339" });
-  return (record) => write(formatter(record).replace(/\r?\n$/, ""));
+  return (record) =>
+    write(formatter({ ...record, message: [renderMessage(record.message)] }).replace(/\r?\n$/, ""));
+}
+
+/**
+ * Joins a message template with its values the way a reader expects: strings as they are (no
+ * added quotes), errors by their message, other values as JSON. The structured properties keep
+ * the original values.
+ */
+export function renderMessage(message: readonly unknown[]): string {
+  let out = "";
+  for (let i = 0; i < message.length; i++) {
+    out += i % 2 === 0 ? String(message[i]) : renderValue(message[i]);
+  }
+  return out;
+}
+
+function renderValue(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value instanceof Error) return value.message;
+  if (value === undefined || typeof value === "bigint" || typeof value === "symbol") {
+    return String(value);
+  }
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
 }
 
 // Deno's console writes synchronously, so a line is out before the process can exit; every

@@ -4,6 +4,7 @@ import {
   LogConfigError,
   parseLogFormat,
   parseLogLevelName,
+  renderMessage,
   resetLogging,
   setupLogging,
 } from "./log.ts";
@@ -41,7 +42,7 @@ Deno.test("setupLogging json: one JSON line per record with category and propert
   const rec = JSON.parse(lines[0]);
   assert.equal(rec.level, "INFO");
   assert.equal(rec.logger, "cocoon-operator.test");
-  assert.equal(rec.message, 'reconciled "demo"');
+  assert.equal(rec.message, "reconciled demo");
   assert.deepEqual(rec.properties, { name: "demo", namespace: "ns" });
   assert.equal(typeof rec["@timestamp"], "string");
 });
@@ -57,4 +58,24 @@ Deno.test("setupLogging level debug lets debug records through; bad level throws
   assert.equal(lines.length, 1);
   assert.match(lines[0], /DBG.*cocoon-operator.x.*details/);
   await assert.rejects(() => setupLogging({ level: "loud" }), LogConfigError);
+});
+
+Deno.test("log messages print values without added quotes, in both formats", async () => {
+  const { lines, write } = capture();
+  try {
+    for (const format of ["json", "text"] as const) {
+      await setupLogging({ level: "info", format, write });
+      getLogger(["cocoon-operator", "x"]).info(
+        "received {signal} n={n} ok={ok} err={error} obj={obj}",
+        { signal: "SIGTERM", n: 3, ok: true, error: new Error("boom"), obj: { a: "b" } },
+      );
+    }
+  } finally {
+    await resetLogging();
+  }
+  const want = 'received SIGTERM n=3 ok=true err=boom obj={"a":"b"}';
+  assert.equal(JSON.parse(lines[0]).message, want);
+  assert.equal(JSON.parse(lines[0]).properties.signal, "SIGTERM");
+  assert.ok(lines[1].endsWith(want), lines[1]);
+  assert.equal(renderMessage(["a ", "x", ""]), "a x");
 });

@@ -7,6 +7,7 @@
  * Defaults are controller-runtime's: 15 s lease, 10 s renew deadline, 2 s retry period.
  */
 import { getLogger } from "@logtape/logtape";
+import { permittedEnv } from "../common/env.ts";
 import type { Client } from "./client.ts";
 import { type Clock, realClock, sleep } from "./clock.ts";
 import { type Lease, Leases, type LeaseSpec } from "./core.ts";
@@ -78,9 +79,15 @@ interface ElectionRecord {
   leaseTransitions: number;
 }
 
-/** "<hostname>_<uuid>", the identity controller-runtime gives each manager process. */
-export function leaderIdentity(): string {
-  return `${Deno.hostname()}_${crypto.randomUUID()}`;
+/**
+ * "<name>_<uuid>", the shape of identity controller-runtime gives each manager process. The name
+ * is the pod's (POD_NAME, else HOSTNAME, which a pod's hostname equals) rather than the OS
+ * hostname, so no `--allow-sys` permission is needed; without either it is "cocoon-operator" and
+ * the UUID alone keeps identities unique.
+ */
+export function leaderIdentity(env: (name: string) => string | undefined = permittedEnv): string {
+  const name = env("POD_NAME") || env("HOSTNAME") || "cocoon-operator";
+  return `${name}_${crypto.randomUUID()}`;
 }
 
 /**

@@ -296,14 +296,15 @@ Deno.test("candidates racing for a released lease: the stale update gets Conflic
   await Promise.all([a.done, b.done]);
 });
 
-Deno.test("leaderIdentity is hostname_uuid and unique per call", () => {
-  const a = leaderIdentity();
-  const b = leaderIdentity();
-  assert.match(
-    a,
-    new RegExp(`^${Deno.hostname().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}_[0-9a-f-]{36}$`),
-  );
+Deno.test("leaderIdentity is <pod name>_<uuid>, unique per call, without the OS hostname", () => {
+  const vars = (v: Record<string, string>) => (name: string) => v[name];
+  const uuid = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
+  const a = leaderIdentity(vars({ POD_NAME: "op-7d9f", HOSTNAME: "other" }));
+  const b = leaderIdentity(vars({ POD_NAME: "op-7d9f" }));
+  assert.match(a, new RegExp(`^op-7d9f_${uuid}$`));
   assert.notEqual(a, b);
+  assert.match(leaderIdentity(vars({ HOSTNAME: "host-1" })), new RegExp(`^host-1_${uuid}$`));
+  assert.match(leaderIdentity(vars({})), new RegExp(`^cocoon-operator_${uuid}$`));
 });
 
 Deno.test("leaderElectionNamespace reads the service-account file or fails clearly", async () => {

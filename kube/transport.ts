@@ -1,4 +1,12 @@
-import { KubeConfig } from "@kubernetes/client-node";
+import { permittedEnv } from "../common/env.ts";
+import {
+  type ClusterAccess,
+  clusterAccess,
+  type ClusterSource,
+  type EnvLookup,
+  locateCluster,
+  readMaterial,
+} from "./kubeconfig.ts";
 import { realClock, sleep } from "./clock.ts";
 import { restClientRequests } from "./metrics.ts";
 
@@ -33,49 +41,57 @@ export interface RestConfig {
   userAgent?: string;
 }
 
-/** How often a kubeconfig-derived Authorization header is recomputed. */
-const authRefreshMs = 60_000;
+/** How often a file-backed bearer token is re-read. */
+const tokenRefreshMs = 60_000;
 
 /**
- * Loads connection facts the way controller-runtime's GetConfig does: $KUBECONFIG, then
- * ~/.kube/config, then the in-cluster service account. client-node parses the kubeconfig
- * (contexts, exec plugins, token files); requests go through Deno's fetch.
+ * Loads connection facts the way controller-runtime's GetConfig finds them: $KUBECONFIG, then the
+ * in-cluster service account (addressed as kubernetes.default.svc), then ~/.kube/config (see
+ * kube/kubeconfig.ts). With a path, that kubeconfig file is used. Throws NoClusterError or
+ * KubeconfigError with a one-line message when nothing usable is found.
  */
-export async function loadRestConfig(kubeconfigPath?: string): Promise<RestConfig> {
-  const kc = new KubeConfig();
-  if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
-  else kc.loadFromDefault();
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) {
-    throw new Error("no Kubernetes cluster configured (KUBECONFIG, ~/.kube/config or in-cluster)");
+export async function loadRestConfig(
+  kubeconfigPath?: string,
+  env: EnvLookup = permittedEnv,
+): Promise<RestConfig> {
+  const source: ClusterSource = kubeconfigPath
+    ? { kind: "kubeconfig", origin: "KUBECONFIG", paths: [kubeconfigPath] }
+    : locateCluster(env);
+  return await restConfigFor(source);
+}
+
+/** Connection facts for a located source; reads its CA, certificates and tokens. */
+export async function restConfigFor(source: ClusterSource | ClusterAccess): Promise<RestConfig> {
+  const access = "files" in source ? source : clusterAccess(source);
+  let authorization: (() => Promise<string | undefined>) | undefined;
+  if (access.token) {
+    const header = `Bearer ${access.token}`;
+    authorization = () => Promise.resolve(header);
+  } else if (access.tokenFile) {
+    authorization = fileToken(access.tokenFile);
+  } else if (access.basic) {
+    const header = `Basic ${btoa(`${access.basic.username}:${access.basic.password}`)}`;
+    authorization = () => Promise.resolve(header);
   }
-  const tls: { ca?: unknown; cert?: unknown; key?: unknown; headers?: Record<string, unknown> } =
-    {};
-  await kc.applyToHTTPSOptions(tls);
-  let cached: { at: number; value?: string } | undefined;
-  const authorization = async (): Promise<string | undefined> => {
-    const now = Date.now();
-    if (cached && now - cached.at < authRefreshMs) return cached.value;
-    const opts: { headers?: Record<string, unknown> } = {};
-    await kc.applyToHTTPSOptions(opts);
-    const value = opts.headers?.Authorization ?? opts.headers?.authorization;
-    cached = { at: now, value: typeof value === "string" ? value : undefined };
-    return cached.value;
-  };
   return {
-    server: cluster.server.replace(/\/+$/, ""),
-    caPem: pemOf(tls.ca),
-    certPem: pemOf(tls.cert),
-    keyPem: pemOf(tls.key),
+    server: access.server,
+    caPem: await readMaterial(access.ca),
+    certPem: await readMaterial(access.cert),
+    keyPem: await readMaterial(access.key),
     authorization,
   };
 }
 
-function pemOf(v: unknown): string | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v === "string") return v;
-  if (v instanceof Uint8Array) return new TextDecoder().decode(v);
-  return undefined;
+/** A bearer token re-read from a file at most once a minute, so rotated tokens are picked up. */
+function fileToken(path: string): () => Promise<string | undefined> {
+  let cached: { at: number; value: string } | undefined;
+  return async () => {
+    const now = Date.now();
+    if (cached && now - cached.at < tokenRefreshMs) return cached.value;
+    const token = (await Deno.readTextFile(path)).trim();
+    cached = { at: now, value: `Bearer ${token}` };
+    return cached.value;
+  };
 }
 
 /** A simple token bucket: take() waits until a token is free. */

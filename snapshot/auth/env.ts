@@ -1,4 +1,5 @@
 /** Small seams over the process environment so credential sources are testable without globals. */
+import { permittedEnv } from "../../common/env.ts";
 
 /** Reads an environment variable (undefined when unset). */
 export type EnvGetter = (name: string) => string | undefined;
@@ -6,8 +7,8 @@ export type EnvGetter = (name: string) => string | undefined;
 /** Reads a whole text file; must throw Deno.errors.NotFound for a missing file. */
 export type TextFileReader = (path: string) => Promise<string>;
 
-/** The real environment (needs --allow-env for the names read). */
-export const processEnv: EnvGetter = (name: string): string | undefined => Deno.env.get(name);
+/** The real environment; a variable the sandbox does not grant reads as unset. */
+export const processEnv: EnvGetter = permittedEnv;
 
 /** The real file system (needs --allow-read for the paths read). */
 export const readFile: TextFileReader = (path: string): Promise<string> => Deno.readTextFile(path);

@@ -1,7 +1,9 @@
 /**
- * main.ts as a real process, with exactly the permission flags of `deno task start`, under the
- * operator's ServiceAccount and ClusterRole: it starts, serves probes and metrics, takes the
- * Lease, and on SIGTERM releases it and exits 0.
+ * `deno task start` as a real process: the launcher (scripts/start.ts, run with the task's own
+ * flags) computes the minimal permission set for this kubeconfig and OCI_REGISTRY and starts
+ * main.ts with it, under the operator's ServiceAccount and ClusterRole. The operator starts,
+ * serves probes and metrics, takes the Lease, and on SIGTERM (passed on by the launcher)
+ * releases it and exits 0.
  */
 import assert from "node:assert/strict";
 import { ApiClient } from "../../kube/api_client.ts";
@@ -14,11 +16,10 @@ import { freePort, waitFor } from "../harness/wait.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
-/** The permission flags of the start task, read from deno.json so the test cannot drift. */
-async function startTaskFlags(): Promise<string[]> {
+/** The start task's command line, read from deno.json so the test cannot drift. */
+async function startTask(): Promise<string[]> {
   const config = JSON.parse(await Deno.readTextFile(`${repoRoot}deno.json`));
-  const words = String(config.tasks.start).split(/\s+/);
-  return words.filter((w) => w.startsWith("--allow-") || w.startsWith("--deny-"));
+  return String(config.tasks.start).split(/\s+/);
 }
 
 Deno.test({
@@ -33,9 +34,9 @@ Deno.test({
       await client.create(Namespaces, { metadata: { name: "cocoon-system" } });
       const kubeconfig = await operatorKubeconfig(cp);
       const [probePort, metricsPort] = [await freePort(), await freePort()];
-      const flags = await startTaskFlags();
-      assert.ok(flags.length > 0 && !flags.includes("--allow-all"));
-      const proc = await runProcess(["deno", "run", ...flags, `${repoRoot}main.ts`], {
+      const task = await startTask();
+      assert.equal(task.at(-1), "scripts/start.ts");
+      const proc = await runProcess(task, {
         kubeconfig,
         cwd: repoRoot,
         env: {
@@ -46,6 +47,16 @@ Deno.test({
         },
       });
       try {
+        // The launcher names the operator's flags: scoped net/read/env only.
+        const [, launched] = await proc.waitForOutput(/^start: (deno run .*)$/m);
+        const flags = launched.split(" ").filter((w) => w.startsWith("--allow-"));
+        assert.deepEqual(flags.map((f) => f.split("=")[0]), [
+          "--allow-net",
+          "--allow-read",
+          "--allow-env",
+        ]);
+        assert.ok(flags[0].includes(new URL(cp.server).host), flags[0]);
+        assert.ok(flags[1].includes(kubeconfig), flags[1]);
         const get = async (port: number, path: string) => {
           const res = await fetch(`http://127.0.0.1:${port}${path}`);
           return { status: res.status, body: await res.text() };
@@ -91,7 +102,8 @@ Deno.test({
         );
         assert.equal(released.spec?.holderIdentity ?? "", "");
         // Structured logs: every line the operator printed is one JSON object.
-        for (const line of proc.stderr.split("\n").filter((l) => l.trim())) {
+        const lines = proc.stderr.split("\n").filter((l) => l.trim() && !l.startsWith("start: "));
+        for (const line of lines) {
           assert.doesNotThrow(() => JSON.parse(line), `not a JSON log line: ${line}`);
         }
       } finally {

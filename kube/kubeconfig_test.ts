@@ -1,0 +1,184 @@
+import assert from "node:assert/strict";
+import {
+  clusterAccess,
+  type FileProbe,
+  KubeconfigError,
+  loadKubeconfig,
+  locateCluster,
+  NoClusterError,
+} from "./kubeconfig.ts";
+
+const vars = (v: Record<string, string>) => (name: string) => v[name];
+const files = (present: string[], denied: string[] = []): FileProbe => (path) =>
+  present.includes(path) ? "present" : denied.includes(path) ? "denied" : "missing";
+const token = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+Deno.test("locateCluster: KUBECONFIG, then in-cluster, then ~/.kube/config", () => {
+  const all = files(["/k/a", token, "/home/u/.kube/config"]);
+  assert.deepEqual(
+    locateCluster(
+      vars({ KUBECONFIG: "/k/missing:/k/a", KUBERNETES_SERVICE_HOST: "10.0.0.1" }),
+      all,
+    ),
+    { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k/a"] },
+  );
+  assert.deepEqual(
+    locateCluster(vars({ KUBERNETES_SERVICE_HOST: "10.0.0.1", HOME: "/home/u" }), all),
+    {
+      kind: "in-cluster",
+      server: "https://kubernetes.default.svc:443",
+      tokenFile: token,
+      caFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+    },
+  );
+  const inPod = locateCluster(
+    vars({ KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "6443" }),
+    all,
+  );
+  assert.equal(inPod.kind === "in-cluster" && inPod.server, "https://kubernetes.default.svc:6443");
+  assert.deepEqual(locateCluster(vars({ HOME: "/home/u/" }), all), {
+    kind: "kubeconfig",
+    origin: "~/.kube/config",
+    paths: ["/home/u/.kube/config"],
+  });
+});
+
+Deno.test("locateCluster: nothing configured names every place tried on one line", () => {
+  const err = assert.throws(
+    () => locateCluster(vars({ HOME: "/home/u" }), files([])),
+    (e: unknown) => {
+      assert.ok(e instanceof NoClusterError);
+      assert.equal(
+        e.message,
+        "no Kubernetes cluster configured: tried KUBECONFIG (unset), " +
+          "in-cluster (KUBERNETES_SERVICE_HOST unset), " +
+          "~/.kube/config (/home/u/.kube/config missing); " +
+          "for a local sandbox cluster run `deno task dev`",
+      );
+      return true;
+    },
+  );
+  void err;
+  assert.throws(
+    () => locateCluster(vars({ KUBECONFIG: "/nope" }), files([])),
+    /^NoClusterError: no Kubernetes cluster configured: KUBECONFIG=\/nope names no existing file; .*deno task dev/,
+  );
+  assert.throws(
+    () => locateCluster(vars({ KUBECONFIG: "/secret" }), files([], ["/secret"])),
+    /KUBECONFIG=\/secret cannot be read \(no read permission for \/secret\)/,
+  );
+  assert.throws(
+    () => locateCluster(vars({ KUBERNETES_SERVICE_HOST: "10.0.0.1" }), files([], [token])),
+    /in-cluster \(\/var\/run\/secrets\/kubernetes.io\/serviceaccount\/token not readable\), ~\/.kube\/config \(HOME unset\)/,
+  );
+});
+
+const kubeconfigYaml = (extra = "") => `
+apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: c1
+  cluster:
+    server: https://127.0.0.1:6443/
+    certificate-authority: ca.crt
+contexts:
+- name: dev
+  context: {cluster: c1, user: u1}
+users:
+- name: u1
+  user:
+    client-certificate-data: ${btoa("CERT")}
+    client-key: /keys/u1.key
+${extra}`;
+
+Deno.test("loadKubeconfig: current context, relative paths, every file it will read", () => {
+  const access = loadKubeconfig(
+    { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/cfg/main"] },
+    (p) => {
+      assert.equal(p, "/cfg/main");
+      return kubeconfigYaml();
+    },
+  );
+  assert.equal(access.server, "https://127.0.0.1:6443");
+  assert.deepEqual(access.ca, { file: "/cfg/ca.crt" });
+  assert.deepEqual(access.cert, { pem: "CERT" });
+  assert.deepEqual(access.key, { file: "/keys/u1.key" });
+  assert.deepEqual(access.files, ["/cfg/main", "/cfg/ca.crt", "/keys/u1.key"]);
+});
+
+Deno.test("loadKubeconfig: merged files, first definition and first current-context win", () => {
+  const docs: Record<string, string> = {
+    "/a": `
+current-context: second
+users:
+- name: u
+  user: {tokenFile: tok}
+contexts:
+- name: second
+  context: {cluster: c, user: u}
+`,
+    "/b/k": `
+current-context: ignored
+clusters:
+- name: c
+  cluster: {server: "https://10.1.1.1"}
+users:
+- name: u
+  user: {token: from-b}
+`,
+  };
+  const access = loadKubeconfig(
+    { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/a", "/b/k"] },
+    (p) => docs[p],
+  );
+  assert.equal(access.server, "https://10.1.1.1");
+  assert.equal(access.token, undefined);
+  assert.equal(access.tokenFile, "/tok");
+  assert.deepEqual(access.files, ["/a", "/b/k", "/tok"]);
+});
+
+Deno.test("loadKubeconfig: exec plugins, auth-providers and TLS overrides are refused clearly", () => {
+  const load = (extra: string) =>
+    loadKubeconfig(
+      { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] },
+      () => kubeconfigYaml().replace("    client-key: /keys/u1.key\n", extra),
+    );
+  assert.throws(
+    () => load("    exec: {command: gke-gcloud-auth-plugin, apiVersion: x}\n"),
+    (e: unknown) =>
+      e instanceof KubeconfigError &&
+      /exec credential plugin \(gke-gcloud-auth-plugin\), which would need --allow-run/.test(
+        e.message,
+      ),
+  );
+  assert.throws(() => load("    auth-provider: {name: oidc}\n"), /oidc auth-provider/);
+  assert.throws(
+    () =>
+      loadKubeconfig(
+        { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] },
+        () =>
+          kubeconfigYaml().replace(
+            "certificate-authority: ca.crt",
+            "insecure-skip-tls-verify: true",
+          ),
+      ),
+    /sets insecure-skip-tls-verify/,
+  );
+  assert.throws(
+    () => loadKubeconfig({ kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] }, () => "[1"),
+    /cannot read kubeconfig \/k/,
+  );
+});
+
+Deno.test("clusterAccess in cluster: token and CA files, nothing else", () => {
+  const access = clusterAccess({
+    kind: "in-cluster",
+    server: "https://kubernetes.default.svc:443",
+    tokenFile: "/sa/token",
+    caFile: "/sa/ca.crt",
+  });
+  assert.deepEqual(access.files, ["/sa/token", "/sa/ca.crt"]);
+  assert.equal(access.tokenFile, "/sa/token");
+  assert.deepEqual(access.ca, { file: "/sa/ca.crt" });
+});

@@ -1,0 +1,256 @@
+/**
+ * The operator's Deno permission set: the product's security promise. The operator runs with no
+ * `--allow-all` and no write, run, ffi or sys permission; `--allow-net` names only the API server,
+ * the OCI registry, the Google token endpoints and its own two listeners; `--allow-read` names
+ * only kubeconfig / service-account / credential files; `--allow-env` names only the variables
+ * listed here.
+ *
+ * Three users of one computation:
+ * - the compiled binary bakes inClusterPermissionSet() (scripts/compile.ts);
+ * - `deno task start` grants localPermissionSet() for this machine's kubeconfig and OCI_REGISTRY
+ *   (scripts/start.ts);
+ * - at start-up main.ts asks Deno which of operatorNeeds() it lacks and, if any, exits 2 with one
+ *   line naming them (missingPermissions / describeMissing), before a request can fail deep inside
+ *   a reconcile.
+ */
+import type { Config } from "./config.ts";
+import { type ClusterAccess, inClusterApiHost, serviceAccountDir } from "./kube/kubeconfig.ts";
+import { parseBindAddress } from "./kube/servers.ts";
+import { GOOGLE_TOKEN_URL, isGoogleHost } from "./snapshot/auth/google.ts";
+import { parseRegistryBase } from "./snapshot/reference.ts";
+
+/** One flag's worth of grants. */
+export interface PermissionSet {
+  /** `host`, `host:port` or `*.domain` entries for `--allow-net`. */
+  net: string[];
+  /** Files or folders for `--allow-read`. */
+  read: string[];
+  /** Variable names for `--allow-env`. */
+  env: string[];
+}
+
+/**
+ * Every variable the operator reads in a pod (config.ts, main.ts, kube/leader.ts,
+ * kube/kubeconfig.ts, snapshot/auth/*). All must be granted; main.ts checks.
+ */
+export const operatorEnv: readonly string[] = [
+  "OCI_REGISTRY",
+  "METRICS_ADDR",
+  "PROBE_ADDR",
+  "LEADER_ELECT",
+  "POD_NAMESPACE",
+  "COCOONSET_CONCURRENCY",
+  "HIBERNATION_CONCURRENCY",
+  "OPERATOR_LOG_LEVEL",
+  "OPERATOR_LOG_FORMAT",
+  "POD_NAME",
+  "HOSTNAME",
+  "KUBECONFIG",
+  "KUBERNETES_SERVICE_HOST",
+  "KUBERNETES_SERVICE_PORT",
+  "GOOGLE_APPLICATION_CREDENTIALS",
+  "GCE_METADATA_HOST",
+  "DOCKER_CONFIG",
+];
+
+/**
+ * Variables read only where granted (a developer machine): they locate ~/.kube/config and the
+ * Docker / gcloud credential files under a home directory. In a pod they are not granted, so
+ * those lookups do not happen and need no read permission.
+ */
+export const localOnlyEnv: readonly string[] = ["HOME", "XDG_RUNTIME_DIR", "REGISTRY_AUTH_FILE"];
+
+/** Registry hosts baked in by default: Google Artifact Registry. A build argument replaces it. */
+export const defaultRegistryHosts: readonly string[] = ["*.pkg.dev"];
+
+/** The GCE metadata server the Google credential chain asks for tokens (port 80, plain HTTP). */
+export const gceMetadataEndpoint = "169.254.169.254:80";
+/** The OAuth token URI of Google service-account keys and gcloud user credentials. */
+export const googleTokenEndpoint = `${new URL(GOOGLE_TOKEN_URL).hostname}:443`;
+
+/** Where the sa-key overlay mounts the Google service-account key Secret. */
+export const googleKeyDir = "/var/run/secrets/gcp";
+/** Where a Docker config Secret may be mounted (DOCKER_CONFIG=/var/run/secrets/docker). */
+export const dockerConfigDir = "/var/run/secrets/docker";
+
+/** The manager's listeners with the default flags (metrics :8080, probes :8081). */
+const defaultListeners = ["0.0.0.0:8080", "0.0.0.0:8081"];
+
+/**
+ * The set baked into the in-cluster binary: API server as kubernetes.default.svc:443, the given
+ * registry hosts, Google's token endpoints, the default listeners; the service-account folder
+ * and the two credential Secret mount points; operatorEnv.
+ */
+export function inClusterPermissionSet(
+  registryHosts: readonly string[] = defaultRegistryHosts,
+): PermissionSet {
+  if (registryHosts.length === 0) throw new Error("at least one registry host is required");
+  for (const h of registryHosts) checkNetEntry(h);
+  return {
+    net: [
+      `${inClusterApiHost}:443`,
+      ...registryHosts,
+      gceMetadataEndpoint,
+      googleTokenEndpoint,
+      ...defaultListeners,
+    ],
+    read: [serviceAccountDir, googleKeyDir, dockerConfigDir],
+    env: [...operatorEnv],
+  };
+}
+
+/** The `--allow-*` flags for a set (the order of entries is kept; duplicates dropped). */
+export function permissionFlags(set: PermissionSet): string[] {
+  const flag = (name: string, values: string[]) => {
+    const unique = [...new Set(values)];
+    for (const v of unique) {
+      if (v === "" || v.includes(",")) {
+        throw new Error(`invalid ${name} entry ${JSON.stringify(v)}`);
+      }
+    }
+    return unique.length ? [`--allow-${name}=${unique.join(",")}`] : [];
+  };
+  return [...flag("net", set.net), ...flag("read", set.read), ...flag("env", set.env)];
+}
+
+/** A permission the operator needs, and the setting that makes it need it. */
+export interface Need {
+  kind: "net" | "read" | "env";
+  /** `host:port` (or a bare host, meaning every port) / absolute path / variable name. */
+  value: string;
+  /** What asks for it, e.g. "OCI_REGISTRY" or "API server". */
+  why: string;
+}
+
+/** What operatorNeeds looks at. */
+export interface NeedsInput {
+  config: Pick<
+    Config,
+    | "ociRegistry"
+    | "metricsBindAddress"
+    | "healthProbeBindAddress"
+    | "leaderElect"
+    | "leaderElectionNamespace"
+  >;
+  cluster: Pick<ClusterAccess, "server" | "files" | "source">;
+  /** The environment as the operator reads it (ungranted variables unset). */
+  env: (name: string) => string | undefined;
+}
+
+/**
+ * Everything this configuration will touch: listeners, API server, registry (and Google's token
+ * endpoints for Google registries), the cluster credential files, the registry credential files
+ * the credential chain will look for, the leader-election namespace file, and operatorEnv.
+ */
+export function operatorNeeds(input: NeedsInput): Need[] {
+  const { config, cluster, env } = input;
+  const needs: Need[] = operatorEnv.map((v) => ({
+    kind: "env",
+    value: v,
+    why: "operator setting",
+  }));
+  const net = (value: string, why: string) => needs.push({ kind: "net", value, why });
+  const read = (value: string, why: string) => needs.push({ kind: "read", value, why });
+
+  for (
+    const [addr, why] of [
+      [config.metricsBindAddress, "metrics listener"],
+      [config.healthProbeBindAddress, "probe listener"],
+    ] as const
+  ) {
+    const bind = parseBindAddress(addr);
+    if (bind && bind.port !== 0) {
+      const host = bind.hostname ?? "0.0.0.0";
+      net(`${host.includes(":") ? `[${host}]` : host}:${bind.port}`, why);
+    }
+  }
+  const api = new URL(cluster.server);
+  net(`${api.hostname}:${api.port || (api.protocol === "http:" ? "80" : "443")}`, "API server");
+  for (const f of cluster.files) read(f, "API server credentials");
+  if (
+    cluster.source.kind === "in-cluster" && config.leaderElect && !config.leaderElectionNamespace
+  ) {
+    read(`${serviceAccountDir}/namespace`, "leader election namespace");
+  }
+
+  const { registry } = parseRegistryBase(config.ociRegistry);
+  net(registry, "OCI_REGISTRY");
+  const google = isGoogleHost(registry.replace(/:\d+$/, ""));
+  if (google) {
+    const metadata = env("GCE_METADATA_HOST");
+    net(metadata ? withPort(metadata, 80) : gceMetadataEndpoint, "Google credentials");
+    net(googleTokenEndpoint, "Google credentials");
+    const key = env("GOOGLE_APPLICATION_CREDENTIALS");
+    if (key) read(key, "GOOGLE_APPLICATION_CREDENTIALS");
+  }
+  const home = env("HOME")?.replace(/\/+$/, "");
+  if (home) {
+    read(`${home}/.docker/config.json`, "Docker config");
+    if (google) {
+      read(`${home}/.config/gcloud/application_default_credentials.json`, "gcloud credentials");
+    }
+  }
+  const dockerConfig = env("DOCKER_CONFIG")?.replace(/\/+$/, "");
+  if (dockerConfig) read(`${dockerConfig}/config.json`, "DOCKER_CONFIG");
+  const authFile = env("REGISTRY_AUTH_FILE");
+  if (authFile) read(authFile, "REGISTRY_AUTH_FILE");
+  const runtimeDir = env("XDG_RUNTIME_DIR")?.replace(/\/+$/, "");
+  if (runtimeDir) read(`${runtimeDir}/containers/auth.json`, "XDG_RUNTIME_DIR");
+  return needs;
+}
+
+/**
+ * The minimal set for a local run (`deno task start`): exactly the needs of this configuration,
+ * plus the variables that find credential files on a developer machine.
+ */
+export function localPermissionSet(input: NeedsInput): PermissionSet {
+  const needs = operatorNeeds(input);
+  const of = (kind: Need["kind"]) => needs.filter((n) => n.kind === kind).map((n) => n.value);
+  return { net: of("net"), read: of("read"), env: [...of("env"), ...localOnlyEnv] };
+}
+
+/** Asks Deno for each need without prompting; returns those not granted. */
+export function missingPermissions(
+  needs: readonly Need[],
+  query: (d: Deno.PermissionDescriptor) => Deno.PermissionState = (d) =>
+    Deno.permissions.querySync(d).state,
+): Need[] {
+  const seen = new Set<string>();
+  return needs.filter((n) => {
+    const key = `${n.kind}\0${n.value}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    const d: Deno.PermissionDescriptor = n.kind === "net"
+      ? { name: "net", host: n.value }
+      : n.kind === "read"
+      ? { name: "read", path: n.value }
+      : { name: "env", variable: n.value };
+    return query(d) !== "granted";
+  });
+}
+
+/** One line for stderr naming every missing grant and what needs it. */
+export function describeMissing(missing: readonly Need[]): string {
+  const parts = (["net", "read", "env"] as const).flatMap((kind) => {
+    const of = missing.filter((n) => n.kind === kind);
+    if (of.length === 0) return [];
+    const whys = [...new Set(of.map((n) => n.why))].join(", ");
+    return [`--allow-${kind}=${of.map((n) => n.value).join(",")} (${whys})`];
+  });
+  return `missing Deno permissions: ${parts.join("; ")}; ` +
+    "the permission set is described in docs/configuration.md";
+}
+
+function withPort(hostPort: string, port: number): string {
+  return /:\d+$/.test(hostPort.replace(/^\[[^\]]*\]/, "")) ? hostPort : `${hostPort}:${port}`;
+}
+
+function checkNetEntry(entry: string): void {
+  if (
+    !/^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/.test(entry) && !/^\[[0-9a-fA-F:.]+\](:\d+)?$/.test(entry)
+  ) {
+    throw new Error(
+      `invalid registry host ${JSON.stringify(entry)}: want host, host:port or *.domain`,
+    );
+  }
+}

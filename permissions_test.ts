@@ -1,0 +1,184 @@
+import assert from "node:assert/strict";
+import {
+  defaultRegistryHosts,
+  describeMissing,
+  inClusterPermissionSet,
+  localOnlyEnv,
+  localPermissionSet,
+  missingPermissions,
+  type NeedsInput,
+  operatorEnv,
+  operatorNeeds,
+  permissionFlags,
+} from "./permissions.ts";
+
+const inCluster = {
+  kind: "in-cluster",
+  server: "https://kubernetes.default.svc:443",
+  tokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+  caFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+} as const;
+
+const podInput = (
+  env: Record<string, string> = {},
+  ociRegistry = "europe-docker.pkg.dev/p/r",
+): NeedsInput => ({
+  config: {
+    ociRegistry,
+    metricsBindAddress: ":8080",
+    healthProbeBindAddress: ":8081",
+    leaderElect: true,
+    leaderElectionNamespace: undefined,
+  },
+  cluster: {
+    source: inCluster,
+    server: inCluster.server,
+    files: [inCluster.tokenFile, inCluster.caFile],
+  },
+  env: (name) => env[name],
+});
+
+/** Grants exactly a PermissionSet the way Deno reads --allow-* lists (incl. *.domain, folders). */
+function grantedBy(set: { net: string[]; read: string[]; env: string[] }) {
+  return (d: Deno.PermissionDescriptor): Deno.PermissionState => {
+    if (d.name === "env") return set.env.includes(d.variable ?? "") ? "granted" : "prompt";
+    if (d.name === "read") {
+      const p = String(d.path);
+      return set.read.some((r) => p === r || p.startsWith(`${r}/`)) ? "granted" : "prompt";
+    }
+    if (d.name === "net") {
+      const want = d.host ?? "";
+      const [host, port] = want.split(/:(?=\d+$)/);
+      return set.net.some((entry) => {
+          const [eh, ep] = entry.split(/:(?=\d+$)/);
+          const hostOk = eh.startsWith("*.")
+            ? host === eh.slice(2) || host.endsWith(eh.slice(1))
+            : host === eh;
+          return hostOk && (ep === undefined || ep === port);
+        })
+        ? "granted"
+        : "prompt";
+    }
+    return "prompt";
+  };
+}
+
+Deno.test("in-cluster set: exactly API server, registry hosts, Google tokens, listeners", () => {
+  const set = inClusterPermissionSet();
+  assert.deepEqual(set.net, [
+    "kubernetes.default.svc:443",
+    "*.pkg.dev",
+    "169.254.169.254:80",
+    "oauth2.googleapis.com:443",
+    "0.0.0.0:8080",
+    "0.0.0.0:8081",
+  ]);
+  assert.deepEqual(set.read, [
+    "/var/run/secrets/kubernetes.io/serviceaccount",
+    "/var/run/secrets/gcp",
+    "/var/run/secrets/docker",
+  ]);
+  assert.deepEqual(set.env, [...operatorEnv]);
+  assert.ok(!set.env.includes("HOME"));
+  assert.deepEqual(defaultRegistryHosts, ["*.pkg.dev"]);
+  assert.deepEqual(
+    inClusterPermissionSet(["registry.example.com:5000"]).net[1],
+    "registry.example.com:5000",
+  );
+  assert.throws(() => inClusterPermissionSet([]), /at least one registry host/);
+  assert.throws(() => inClusterPermissionSet(["https://x"]), /invalid registry host/);
+});
+
+Deno.test("permission flags: three scoped flags, never all/write/run/ffi/sys", () => {
+  const flags = permissionFlags(inClusterPermissionSet());
+  assert.equal(flags.length, 3);
+  assert.match(flags[0], /^--allow-net=kubernetes\.default\.svc:443,\*\.pkg\.dev,/);
+  assert.match(flags[1], /^--allow-read=\/var\/run\/secrets\/kubernetes\.io\/serviceaccount,/);
+  assert.match(flags[2], /^--allow-env=OCI_REGISTRY,/);
+  for (const f of flags) assert.doesNotMatch(f, /--allow-(all|write|run|ffi|sys)|^-A$/);
+  assert.deepEqual(permissionFlags({ net: ["a", "a"], read: [], env: [] }), ["--allow-net=a"]);
+  assert.throws(() => permissionFlags({ net: ["a,b"], read: [], env: [] }), /invalid net entry/);
+});
+
+Deno.test("a pod with the default deployment needs nothing the baked set lacks", () => {
+  const needs = operatorNeeds(
+    podInput({ GOOGLE_APPLICATION_CREDENTIALS: "/var/run/secrets/gcp/key.json" }),
+  );
+  assert.deepEqual(missingPermissions(needs, grantedBy(inClusterPermissionSet())), []);
+  // The Secret-mounted Docker config is covered as well.
+  const docker = operatorNeeds(podInput({ DOCKER_CONFIG: "/var/run/secrets/docker" }));
+  assert.deepEqual(missingPermissions(docker, grantedBy(inClusterPermissionSet())), []);
+});
+
+Deno.test("OCI_REGISTRY elsewhere, moved listeners and key files are named as missing", () => {
+  const input = podInput({ GOOGLE_APPLICATION_CREDENTIALS: "/etc/key.json" }, "ghcr.io/acme/vms");
+  input.config.metricsBindAddress = "127.0.0.1:9090";
+  const missing = missingPermissions(operatorNeeds(input), grantedBy(inClusterPermissionSet()));
+  assert.deepEqual(missing.map((n) => `${n.kind}:${n.value}`), [
+    "net:127.0.0.1:9090",
+    "net:ghcr.io",
+  ]);
+  // Not a Google host: the key file and token endpoints are not needed at all.
+  const google = podInput({ GOOGLE_APPLICATION_CREDENTIALS: "/etc/key.json" });
+  const line = describeMissing(
+    missingPermissions(operatorNeeds(google), grantedBy(inClusterPermissionSet())),
+  );
+  assert.equal(
+    line,
+    "missing Deno permissions: --allow-read=/etc/key.json (GOOGLE_APPLICATION_CREDENTIALS); " +
+      "the permission set is described in docs/configuration.md",
+  );
+  assert.ok(!line.includes("\n"));
+});
+
+Deno.test("local set: kubeconfig API server and files, registry as written, home credentials", () => {
+  const set = localPermissionSet({
+    config: {
+      ociRegistry: "127.0.0.1:5000/cocoon",
+      metricsBindAddress: "0",
+      healthProbeBindAddress: "[::1]:8081",
+      leaderElect: false,
+      leaderElectionNamespace: undefined,
+    },
+    cluster: {
+      source: { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k/config"] },
+      server: "https://127.0.0.1:6443",
+      files: ["/k/config", "/k/ca.crt"],
+    },
+    env: (name) => ({ HOME: "/home/dev/" } as Record<string, string>)[name],
+  });
+  assert.deepEqual(set.net, ["[::1]:8081", "127.0.0.1:6443", "127.0.0.1:5000"]);
+  assert.deepEqual(set.read, ["/k/config", "/k/ca.crt", "/home/dev/.docker/config.json"]);
+  assert.deepEqual(set.env, [...operatorEnv, ...localOnlyEnv]);
+});
+
+Deno.test("missingPermissions asks the real Deno permission state", () => {
+  // This test runs with -A: every need is granted, and the query is the real one.
+  assert.deepEqual(missingPermissions(operatorNeeds(podInput())), []);
+});
+
+Deno.test("the baked flags, checked by Deno itself: a pod needs nothing more, others are refused", async () => {
+  const probe = new URL("./tests/harness/sandbox_probe.ts", import.meta.url).pathname;
+  const run = async (ociRegistry: string, forbidden?: string) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-prompt",
+        ...permissionFlags(inClusterPermissionSet()),
+        probe,
+        ociRegistry,
+        ...(forbidden ? [forbidden] : []),
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    return JSON.parse(new TextDecoder().decode(out.stdout));
+  };
+  assert.deepEqual(await run("europe-docker.pkg.dev/proj/vms"), { missing: [], results: {} });
+  const elsewhere = await run("registry.example.com/vms", "http://127.0.0.1:49151/");
+  assert.deepEqual(elsewhere, {
+    missing: ["net:registry.example.com"],
+    results: { "http://127.0.0.1:49151/": "NotCapable" },
+  });
+});

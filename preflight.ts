@@ -1,0 +1,130 @@
+/**
+ * Start-up checks between parsing the configuration and starting the manager: find the cluster,
+ * make sure the sandbox grants everything this configuration will touch, and make sure the API
+ * server answers. Each failure is a PreflightError whose message is one line for stderr (main
+ * exits 2), never a stack trace: a missing kubeconfig, a missing permission or an unreachable
+ * API server are set-up mistakes, not crashes.
+ */
+import type { Config } from "./config.ts";
+import {
+  type ClusterAccess,
+  clusterAccess,
+  describeSource,
+  KubeconfigError,
+  locateCluster,
+  NoClusterError,
+} from "./kube/kubeconfig.ts";
+import { errorMessage } from "./kube/errors.ts";
+import { restConfigFor, Transport } from "./kube/transport.ts";
+import {
+  describeMissing,
+  missingPermissions,
+  type Need,
+  operatorEnv,
+  operatorNeeds,
+} from "./permissions.ts";
+
+/** A set-up problem; the message is one line. */
+export class PreflightError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PreflightError";
+  }
+}
+
+/** How long the API server gets to answer GET /version at start. */
+const reachTimeoutMs = 10_000;
+
+/** Where to point a developer whose cluster is not there. */
+const devHint = "for a local sandbox cluster run `deno task dev`";
+
+/** The operator variables the sandbox does not grant (checked before the config is parsed). */
+export function missingEnvGrants(): Need[] {
+  return missingPermissions(operatorEnv.map((v) => ({ kind: "env", value: v, why: "settings" })));
+}
+
+/**
+ * Locates the cluster, checks every permission this configuration needs, and returns a
+ * Transport to an API server that answered. Throws PreflightError.
+ */
+export async function connect(
+  config: Config,
+  env: (name: string) => string | undefined,
+  opts: { userAgent?: string; query?: Parameters<typeof missingPermissions>[1] } = {},
+): Promise<Transport> {
+  let access: ClusterAccess;
+  try {
+    access = clusterAccess(locateCluster(env));
+  } catch (err) {
+    if (err instanceof NoClusterError || err instanceof KubeconfigError) {
+      throw new PreflightError(err.message);
+    }
+    throw err;
+  }
+  if (
+    access.source.kind === "kubeconfig" && config.leaderElect && !config.leaderElectionNamespace
+  ) {
+    throw new PreflightError(
+      "leader election needs a namespace outside a cluster: set --leader-election-namespace or " +
+        "POD_NAMESPACE, or pass --leader-elect=false",
+    );
+  }
+  const missing = missingPermissions(operatorNeeds({ config, cluster: access, env }), opts.query);
+  if (missing.length > 0) throw new PreflightError(describeMissing(missing));
+  let transport: Transport;
+  try {
+    transport = new Transport({
+      ...(await restConfigFor(access)),
+      userAgent: opts.userAgent,
+    });
+  } catch (err) {
+    throw new PreflightError(
+      `cannot use the credentials from ${describeSource(access.source)}: ${
+        errorMessage(err).split("\n")[0]
+      }`,
+    );
+  }
+  try {
+    await checkReachable(transport, access);
+  } catch (err) {
+    transport.close();
+    throw err;
+  }
+  return transport;
+}
+
+/** GET /version: any answer but 401 means the server is there and takes our credentials. */
+async function checkReachable(transport: Transport, access: ClusterAccess): Promise<void> {
+  const where = `${access.server} (from ${describeSource(access.source)})`;
+  let res: Response;
+  try {
+    res = await transport.fetch({
+      method: "GET",
+      path: "/version",
+      signal: AbortSignal.timeout(reachTimeoutMs),
+    });
+  } catch (err) {
+    throw new PreflightError(
+      `cannot reach the Kubernetes API server ${where}: ${reason(err)}; ${devHint}`,
+    );
+  }
+  await res.body?.cancel();
+  if (res.status === 401) {
+    throw new PreflightError(`the Kubernetes API server ${where} rejected the credentials (401)`);
+  }
+}
+
+function reason(err: unknown): string {
+  if (err instanceof DOMException && err.name === "TimeoutError") {
+    return `no answer within ${reachTimeoutMs / 1000} s`;
+  }
+  // fetch nests the socket error in a chain of "context: cause" texts; the last link says what
+  // actually happened (connection refused, DNS failure, certificate problem).
+  let text = errorMessage(err);
+  for (let e: unknown = err; e instanceof Error && e.cause !== undefined; e = e.cause) {
+    text += `: ${errorMessage(e.cause)}`;
+  }
+  text = text.split("\n")[0];
+  const last = text.split(": ").pop() ?? text;
+  return last.trim() || text;
+}

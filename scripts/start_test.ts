@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+import { launchPlan } from "./start.ts";
+
+const repoRoot = new URL("../", import.meta.url).pathname;
+
+Deno.test("start: the operator gets exactly the local set for this kubeconfig", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/ca.crt`, "CA");
+    await Deno.writeTextFile(
+      `${dir}/config`,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{
+          name: "c",
+          cluster: { server: "https://127.0.0.1:6443", "certificate-authority": "ca.crt" },
+        }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    const plan = launchPlan(["--leader-elect=false"], {
+      KUBECONFIG: "config",
+      OCI_REGISTRY: "registry.example.com:5000/vms",
+      PROBE_ADDR: "127.0.0.1:18081",
+      METRICS_ADDR: "0",
+    }, dir);
+    assert.ok(plan.ok);
+    assert.deepEqual(plan.env, { KUBECONFIG: `${dir}/config` });
+    const [run, noPrompt, net, read, env, main, ...rest] = plan.args;
+    assert.deepEqual([run, noPrompt], ["run", "--no-prompt"]);
+    assert.equal(net, "--allow-net=127.0.0.1:18081,127.0.0.1:6443,registry.example.com:5000");
+    assert.equal(read, `--allow-read=${dir}/config,${dir}/ca.crt`);
+    assert.match(env, /^--allow-env=OCI_REGISTRY,.*,HOME,XDG_RUNTIME_DIR,REGISTRY_AUTH_FILE$/);
+    assert.equal(main, `${repoRoot}main.ts`);
+    assert.deepEqual(rest, ["--leader-elect=false"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("start: bad input and no cluster are reasons, not plans", () => {
+  const noCluster = launchPlan([], { OCI_REGISTRY: "r.example.com/x", HOME: "/nonexistent" }, "/");
+  assert.ok(!noCluster.ok);
+  assert.match(noCluster.message, /^no Kubernetes cluster configured: tried KUBECONFIG/);
+  const bad = launchPlan(["--bogus"], { OCI_REGISTRY: "r.example.com/x" }, "/");
+  assert.ok(!bad.ok);
+  assert.match(bad.message, /bogus/);
+  const help = launchPlan(["--help"], {}, "/");
+  assert.ok(help.ok);
+  assert.ok(!help.args.some((a) => a.startsWith("--allow-")));
+});
+
+Deno.test("deno task start with no cluster: one line naming what it tried, exit 2", async () => {
+  // The cache folder follows HOME by default; keep using the one this test run uses.
+  const info = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  const denoDir = String(JSON.parse(new TextDecoder().decode(info.stdout)).denoDir);
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", "start"],
+    cwd: repoRoot,
+    clearEnv: true,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "",
+      DENO_DIR: denoDir,
+      HOME: "/nonexistent",
+      OCI_REGISTRY: "r.example.com/x",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr).trim();
+  assert.equal(out.code, 2, stderr);
+  assert.equal(
+    stderr,
+    "cocoon-operator: no Kubernetes cluster configured: tried KUBECONFIG (unset), in-cluster " +
+      "(KUBERNETES_SERVICE_HOST unset), ~/.kube/config (/nonexistent/.kube/config missing); " +
+      "for a local sandbox cluster run `deno task dev`",
+  );
+});

@@ -1,0 +1,196 @@
+/**
+ * The operator as it runs in a pod, on the test control plane: main.ts in a `deno run` child with
+ * exactly the permission set baked into the in-cluster binary (permissions.ts
+ * inClusterPermissionSet), adjusted only where a test machine differs from a pod, under the
+ * ServiceAccount bound to exactly config/rbac's ClusterRole.
+ *
+ * The adjustments, and nothing else:
+ * - `kubernetes.default.svc:443` becomes the test API server's `127.0.0.1:<port>`;
+ * - the registry host list becomes the test registry's `127.0.0.1:<port>`;
+ * - the listeners `0.0.0.0:8080` / `0.0.0.0:8081` become two free loopback ports;
+ * - the service-account folder becomes the ServiceAccount's token kubeconfig (KUBECONFIG), since
+ *   no token is mounted at /var/run/secrets here.
+ * The variables granted are the in-cluster list unchanged.
+ *
+ * End-to-end tests start it with startSandboxedOperator(), drive CRs through an admin client, and
+ * call assertNoForbidden() at the end: any 403 the API server gave the operator means
+ * config/rbac/role.yaml lacks a verb the code uses.
+ *
+ * @module
+ */
+import { inClusterPermissionSet, permissionFlags, type PermissionSet } from "../../permissions.ts";
+import { inClusterApiHost, serviceAccountDir } from "../../kube/kubeconfig.ts";
+import type { ControlPlane } from "./control_plane.ts";
+import { operatorKubeconfig } from "./operator_identity.ts";
+import { type ProcessHandle, runProcess } from "./process.ts";
+import { freePort, waitFor } from "./wait.ts";
+
+const repoRoot = new URL("../../", import.meta.url).pathname;
+
+/** Where a pod differs from the test machine. */
+export interface SandboxAddresses {
+  /** `127.0.0.1:<port>` of the test API server. */
+  apiServer: string;
+  /** `host:port` of the test registry (OCI_REGISTRY's host). */
+  registry: string;
+  /** The operator identity's kubeconfig. */
+  kubeconfig: string;
+  probePort: number;
+  metricsPort: number;
+}
+
+/** The in-cluster set with the documented test-machine substitutions (see module doc). */
+export function sandboxPermissionSet(at: SandboxAddresses): PermissionSet {
+  const set = inClusterPermissionSet([at.registry]);
+  return {
+    net: set.net.map((entry) =>
+      entry === `${inClusterApiHost}:443`
+        ? at.apiServer
+        : entry === "0.0.0.0:8080"
+        ? `127.0.0.1:${at.metricsPort}`
+        : entry === "0.0.0.0:8081"
+        ? `127.0.0.1:${at.probePort}`
+        : entry
+    ),
+    read: set.read.map((entry) => entry === serviceAccountDir ? at.kubeconfig : entry),
+    env: set.env,
+  };
+}
+
+/** Options of startSandboxedOperator. */
+export interface SandboxedOperatorOptions {
+  cp: ControlPlane;
+  /** OCI_REGISTRY, e.g. `127.0.0.1:5000/cocoon`; its host is the only registry host granted. */
+  ociRegistry: string;
+  /** More environment for the operator (names must be in the granted list to be seen). */
+  env?: Record<string, string>;
+  /** Operator flags. */
+  args?: string[];
+  /** Reuse an identity kubeconfig (default: install config/rbac and make one). */
+  kubeconfig?: string;
+  /** Wait for /readyz before returning (default true). */
+  waitReady?: boolean;
+}
+
+/** A running sandboxed operator. */
+export interface SandboxedOperator {
+  readonly proc: ProcessHandle;
+  /** The exact `--allow-*` flags it runs with. */
+  readonly flags: string[];
+  readonly permissions: PermissionSet;
+  readonly kubeconfig: string;
+  readonly probePort: number;
+  readonly metricsPort: number;
+  /** The /metrics text. */
+  metrics(): Promise<string>;
+  /** Requests the API server answered 403, from rest_client_requests_total. */
+  forbiddenRequests(): Promise<number>;
+  /** Throws, quoting the operator's output, if any request was Forbidden. */
+  assertNoForbidden(): Promise<void>;
+  /** SIGTERM, then SIGKILL after graceMs. */
+  stop(graceMs?: number): Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Starts main.ts under the sandbox (see module doc) in namespace cocoon-system (created if
+ * missing), with leader election on, and waits until it is ready.
+ */
+export async function startSandboxedOperator(
+  opts: SandboxedOperatorOptions,
+): Promise<SandboxedOperator> {
+  const kubeconfig = opts.kubeconfig ?? await operatorKubeconfig(opts.cp);
+  const probePort = freePort();
+  const metricsPort = freePort();
+  const registry = opts.ociRegistry.split("/")[0];
+  const permissions = sandboxPermissionSet({
+    apiServer: new URL(opts.cp.server).host,
+    registry,
+    kubeconfig,
+    probePort,
+    metricsPort,
+  });
+  const flags = permissionFlags(permissions);
+  const proc = await runProcess([
+    "deno",
+    "run",
+    "--no-prompt",
+    ...flags,
+    `${repoRoot}main.ts`,
+    ...(opts.args ?? []),
+  ], {
+    kubeconfig,
+    cwd: repoRoot,
+    env: {
+      OCI_REGISTRY: opts.ociRegistry,
+      POD_NAMESPACE: "cocoon-system",
+      POD_NAME: "cocoon-operator-test",
+      PROBE_ADDR: `127.0.0.1:${probePort}`,
+      METRICS_ADDR: `127.0.0.1:${metricsPort}`,
+      ...opts.env,
+    },
+  });
+  const get = async (port: number, path: string) => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`);
+    return { status: res.status, body: await res.text() };
+  };
+  const metrics = async () => (await get(metricsPort, "/metrics")).body;
+  const forbiddenRequests = async () => {
+    let n = 0;
+    for (
+      const m of (await metrics()).matchAll(
+        /^rest_client_requests_total\{[^}]*code="403"[^}]*\} (\d+)/gm,
+      )
+    ) {
+      n += Number(m[1]);
+    }
+    return n;
+  };
+  const handle: SandboxedOperator = {
+    proc,
+    flags,
+    permissions,
+    kubeconfig,
+    probePort,
+    metricsPort,
+    metrics,
+    forbiddenRequests,
+    async assertNoForbidden() {
+      const n = await forbiddenRequests();
+      if (n > 0) {
+        throw new Error(
+          `the API server answered 403 to ${n} operator request(s): config/rbac/role.yaml lacks ` +
+            `a verb the code uses\n${proc.output.slice(-3000)}`,
+        );
+      }
+    },
+    stop: (graceMs = 20_000) => proc.stop(graceMs),
+  };
+  if (opts.waitReady ?? true) {
+    let ready = false;
+    const exitedEarly = proc.status.then((st) => {
+      if (!ready) {
+        throw new Error(
+          `operator exited with ${st.code} before ready:\n${proc.output.slice(-3000)}`,
+        );
+      }
+    });
+    exitedEarly.catch(() => {}); // reported through the race below
+    try {
+      await Promise.race([
+        waitFor(
+          "operator /readyz",
+          async () => (await get(probePort, "/readyz")).status === 200,
+          30_000,
+          200,
+        ).then(() => {
+          ready = true;
+        }),
+        exitedEarly,
+      ]);
+    } catch (err) {
+      await proc.stop(5_000).catch(() => {});
+      throw err;
+    }
+  }
+  return handle;
+}

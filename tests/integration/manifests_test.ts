@@ -1,0 +1,166 @@
+/**
+ * The install manifests against the real API server: `kubectl apply -k config/default` and the
+ * sa-key overlay pass a server-side dry run (schema, defaulting and admission: the Deployment's
+ * pod spec, the RBAC objects, the CRDs), and config/rbac's ClusterRole grants exactly the
+ * requests the operator makes.
+ */
+import assert from "node:assert/strict";
+import { startControlPlane } from "../harness/control_plane.ts";
+
+const repoRoot = new URL("../../", import.meta.url).pathname;
+
+/**
+ * Every (API group, resource, verb) the operator's code sends, by caller. A change to the code's
+ * requests changes this table and config/rbac/role.yaml together.
+ */
+const operatorRequests: Record<string, string[]> = {
+  // Reconcilers read through informers (list, watch), patch spec/metadata and finalizers, and
+  // write status through the subresource.
+  "cocoonset.cocoonstack.io/cocoonsets": ["get", "list", "watch", "update", "patch"],
+  "cocoonset.cocoonstack.io/cocoonhibernations": ["get", "list", "watch", "update", "patch"],
+  "cocoonset.cocoonstack.io/cocoonsets/status": ["get", "update", "patch"],
+  "cocoonset.cocoonstack.io/cocoonhibernations/status": ["get", "update", "patch"],
+  // Owner references with blockOwnerDeletion on the pods.
+  "cocoonset.cocoonstack.io/cocoonsets/finalizers": ["update"],
+  "cocoonset.cocoonstack.io/cocoonhibernations/finalizers": ["update"],
+  "/pods": ["get", "list", "watch", "create", "delete", "patch"],
+  // kube/events.ts: create, then merge-patch the count of a repeated Event.
+  "/events": ["create", "patch"],
+  // kube/leader.ts: get, create, update; standbys watch the Lease.
+  "coordination.k8s.io/leases": ["get", "watch", "create", "update"],
+};
+
+interface Rule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs?: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+Deno.test({
+  name: "manifests: dry runs of config/default and the sa-key overlay, exact ClusterRole",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn(t) {
+    // No CRDs preinstalled: the dry run must accept the CRDs as new objects too.
+    const cp = await startControlPlane({ crdDir: "" });
+    try {
+      // A dry run creates nothing, so namespaced objects need their namespace to exist already.
+      const ns = await cp.kubectl(["apply", "-f", `${repoRoot}config/default/namespace.yaml`]);
+      assert.equal(ns.code, 0, ns.stderr);
+      for (const dir of ["config/default", "config/overlays/sa-key"]) {
+        await t.step(dir, async () => {
+          const r = await cp.kubectl([
+            "apply",
+            "--dry-run=server",
+            "--server-side",
+            "--field-manager=cocoon-install-test",
+            "-k",
+            `${repoRoot}${dir}`,
+          ]);
+          assert.equal(r.code, 0, r.stderr);
+          for (
+            const kind of [
+              "namespace/cocoon-system",
+              "customresourcedefinition.apiextensions.k8s.io/cocoonsets.cocoonset.cocoonstack.io",
+              "customresourcedefinition.apiextensions.k8s.io/cocoonhibernations.cocoonset.cocoonstack.io",
+              "serviceaccount/cocoon-operator",
+              "clusterrole.rbac.authorization.k8s.io/cocoon-operator",
+              "clusterrolebinding.rbac.authorization.k8s.io/cocoon-operator",
+              "deployment.apps/cocoon-operator",
+            ]
+          ) {
+            assert.match(
+              r.stdout,
+              new RegExp(`^${kind.replaceAll(".", "\\.")} .*\\(server dry run\\)$`, "m"),
+            );
+          }
+        });
+      }
+
+      await t.step("the Deployment: locked down, fails fast without OCI_REGISTRY", async () => {
+        const objects = await cp.kubectl([
+          "apply",
+          "--dry-run=server",
+          "--server-side",
+          "--field-manager=cocoon-install-test",
+          "-o",
+          "json",
+          "-k",
+          `${repoRoot}config/overlays/sa-key`,
+        ]);
+        assert.equal(objects.code, 0, objects.stderr);
+        const list = JSON.parse(objects.stdout) as { items?: unknown[] };
+        const items = (list.items ?? [list]) as {
+          kind: string;
+          spec?: {
+            replicas?: number;
+            template?: {
+              spec?: {
+                securityContext?: Record<string, unknown>;
+                containers?: {
+                  args?: string[];
+                  env?: { name: string; value?: string }[];
+                  securityContext?: Record<string, unknown>;
+                  resources?: Record<string, unknown>;
+                  volumeMounts?: { mountPath: string }[];
+                }[];
+              };
+            };
+          };
+        }[];
+        const deploy = items.find((i) => i.kind === "Deployment");
+        assert.ok(deploy, "no Deployment in the overlay");
+        assert.equal(deploy.spec?.replicas, 1);
+        const pod = deploy.spec?.template?.spec;
+        const c = pod?.containers?.[0];
+        assert.ok(c);
+        assert.equal(pod?.securityContext?.runAsNonRoot, true);
+        assert.deepEqual(c.securityContext, {
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          runAsNonRoot: true,
+          capabilities: { drop: ["ALL"] },
+        });
+        assert.ok(c.resources && "requests" in c.resources && "limits" in c.resources);
+        assert.ok(c.args?.includes("--leader-elect=true"));
+        const env = new Map((c.env ?? []).map((e) => [e.name, e.value]));
+        // Declared and empty (the API server drops the empty value): the operator stops at start.
+        assert.ok(env.has("OCI_REGISTRY"));
+        assert.equal(env.get("OCI_REGISTRY") ?? "", "");
+        assert.equal(env.get("GOOGLE_APPLICATION_CREDENTIALS"), "/var/run/secrets/gcp/key.json");
+        assert.ok(c.volumeMounts?.some((m) => m.mountPath === "/var/run/secrets/gcp"));
+      });
+      await t.step("the ClusterRole grants exactly the operator's requests", async () => {
+        const r = await cp.kubectl([
+          "create",
+          "--dry-run=server",
+          "-o",
+          "json",
+          "-f",
+          `${repoRoot}config/rbac/role.yaml`,
+        ]);
+        assert.equal(r.code, 0, r.stderr);
+        const rules = (JSON.parse(r.stdout) as { rules: Rule[] }).rules;
+        const granted: Record<string, string[]> = {};
+        for (const rule of rules) {
+          assert.equal(rule.resourceNames, undefined);
+          assert.equal(rule.nonResourceURLs, undefined);
+          assert.ok(!rule.verbs?.includes("*") && !rule.resources?.includes("*"));
+          for (const group of rule.apiGroups ?? []) {
+            for (const resource of rule.resources ?? []) {
+              const key = `${group}/${resource}`;
+              granted[key] = [...(granted[key] ?? []), ...(rule.verbs ?? [])];
+            }
+          }
+        }
+        const sorted = (o: Record<string, string[]>) =>
+          Object.fromEntries(Object.entries(o).sort().map(([k, v]) => [k, [...new Set(v)].sort()]));
+        assert.deepEqual(sorted(granted), sorted(operatorRequests));
+      });
+    } finally {
+      await cp.stop();
+    }
+  },
+});
