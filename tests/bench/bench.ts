@@ -25,6 +25,7 @@ import type { ResourceType } from "../../kube/resource.ts";
 import { matchesLabels, parseLabelSelector } from "../../kube/selector.ts";
 import { DemoSets } from "../harness/demo_controller.ts";
 import { benchNoopReconcile } from "./controller_bench.ts";
+import { benchReconcileFixtureAll } from "./reconcile_fixture.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -329,4 +330,6 @@ for (const scoped of [false, true]) {
   summary[`${key}RssMiB`] = r.rssMiB;
   emit({ bench: "cache_memory", ...r });
 }
+summary.reconcileFixture = await benchReconcileFixtureAll();
+emit({ bench: "reconcile_fixture", ...summary.reconcileFixture as Record<string, unknown> });
 emit({ bench: "summary", ...summary });
