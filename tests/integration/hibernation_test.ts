@@ -29,13 +29,11 @@ import { isNotFound } from "../../kube/errors.ts";
 import { parseRfc3339, rfc3339 } from "../../kube/time.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
-import { operatorKubeconfig } from "../harness/operator_identity.ts";
-import { runProcess } from "../harness/process.ts";
+import { startSandboxedOperator } from "../harness/sandboxed_operator.ts";
 import { registryAvailable, startRegistry, type TestRegistry } from "../harness/registry.ts";
 import { type RegistryProxy, startRegistryProxy } from "../harness/registry_proxy.ts";
-import { freePort, waitUntil } from "../harness/wait.ts";
+import { waitUntil } from "../harness/wait.ts";
 
-const repoRoot = new URL("../../", import.meta.url).pathname;
 const NS = "hib";
 /** Repository prefix under OCI_REGISTRY. */
 const PREFIX = "cocoon";
@@ -44,12 +42,6 @@ const CONTROLLER = "cocoonhibernation";
 
 function vmOf(pod: string): string {
   return `vk-${NS}-${pod}`;
-}
-
-/** The permission flags of the start task, read from deno.json so the test cannot drift. */
-async function startTaskFlags(): Promise<string[]> {
-  const config = JSON.parse(await Deno.readTextFile(`${repoRoot}deno.json`));
-  return String(config.tasks.start).split(/\s+/).filter((w) => w.startsWith("--allow-"));
 }
 
 /** What the steps share. */
@@ -278,33 +270,26 @@ Deno.test({
     const registry = await startRegistry({ auth: "none" });
     const proxy = startRegistryProxy(registry.url);
     try {
-      await client.create(Namespaces, { metadata: { name: "cocoon-system" } });
       await client.create(Namespaces, { metadata: { name: NS } });
-      const kubeconfig = await operatorKubeconfig(cp);
-      const metricsPort = freePort();
-      const proc = await runProcess(
-        ["deno", "run", ...await startTaskFlags(), `${repoRoot}main.ts`],
-        {
-          kubeconfig,
-          cwd: repoRoot,
-          env: {
-            OCI_REGISTRY: `${proxy.host}/${PREFIX}`,
-            LEADER_ELECT: "false",
-            METRICS_ADDR: `127.0.0.1:${metricsPort}`,
-            PROBE_ADDR: `127.0.0.1:${freePort()}`,
-            HIBERNATION_CONCURRENCY: "4",
-            OPERATOR_LOG_LEVEL: "debug",
-          },
+      // main.ts under the in-cluster permission set and exactly config/rbac's ClusterRole.
+      const operator = await startSandboxedOperator({
+        cp,
+        ociRegistry: `${proxy.host}/${PREFIX}`,
+        env: {
+          LEADER_ELECT: "false",
+          HIBERNATION_CONCURRENCY: "4",
+          OPERATOR_LOG_LEVEL: "debug",
         },
-      );
-      const w: World = { client, registry, proxy, metricsPort, output: () => proc.output };
+      });
+      const proc = operator.proc;
+      const w: World = {
+        client,
+        registry,
+        proxy,
+        metricsPort: operator.metricsPort,
+        output: () => proc.output,
+      };
       try {
-        await waitUntil(async () => {
-          const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined);
-          await res?.body?.cancel();
-          return res?.status === 200;
-        }, { what: "operator metrics endpoint", timeoutMs: 60_000, intervalMs: 200 });
-
         await t.step(
           "hibernate: Hibernated only after this round's lifecycle pair AND the manifest",
           async () => {
@@ -622,8 +607,9 @@ Deno.test({
             assert.deepEqual(seen.filter((r) => r === "WokenActive"), ["WokenActive"], name);
           }
         });
+        await operator.assertNoForbidden();
       } finally {
-        const status = await proc.stop(20_000);
+        const status = await operator.stop();
         if (status.code !== 0) console.error(proc.output.slice(-5000));
       }
     } finally {
