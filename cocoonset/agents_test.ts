@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { type Pod, Pods } from "../kube/core.ts";
+import { newApiError } from "../kube/errors.ts";
 import type { FakeAction } from "../kube/testing/fake.ts";
 import { metricValue } from "../kube/testing/metrics.ts";
 import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
@@ -449,4 +450,23 @@ Deno.test("when the only missing slot's create meets its old pod, the pass settl
   assert.deepEqual(await reconcileSet(env, name), {});
   assert.equal(env.recorder.events.length, 0);
   assert.equal((await getSet(env.fake, name)).status?.phase, "Scaling");
+});
+
+Deno.test("a failed sub-agent create fails the pass before extra slots, toolboxes and the status", async () => {
+  const name = "create-fails";
+  const { cs, pods } = runningSet(name, 3, [1, 5], (c) => {
+    c.spec.toolboxes = [{ name: "tb", image: "img" }];
+  });
+  const env = envFor(cs, pods);
+  env.fake.addReactor((a) =>
+    a.verb === "create" && a.resource === Pods && a.name === `${name}-2` && !a.dryRun
+      ? newApiError(500, "InternalError", { resource: "pods", name: a.name }, "etcd timeout")
+      : undefined
+  );
+
+  await assert.rejects(reconcileSet(env, name), /create sub-agent slot 2.*etcd timeout/);
+
+  assert.ok(!env.fake.actions.some((a) => isPodDelete(a)), "the extra slot 5 is kept");
+  assert.equal(await getPod(env.fake, `${name}-tb`), undefined, "toolboxes are not reached");
+  assert.ok(!env.fake.actions.some((a) => a.subresource === "status"), "no status write");
 });
