@@ -1,17 +1,15 @@
 /**
  * Fixtures of the seat tests (release suspend, released-seat wake, migration, their crash
  * replay), on top of _test_support.ts: the set `ns/demo` at generation 1, its main pod in the
- * states vk-cocoon publishes, the writes the fake API received, and the seat metrics. Private to
- * this folder's tests.
+ * states vk-cocoon publishes and the writes the fake API received. Private to this folder's
+ * tests.
  *
  * @module
  */
 import type { Pod } from "../kube/core.ts";
 import type { FakeAction, FakeClient } from "../kube/testing/fake.ts";
-import { metricValue } from "../kube/testing/metrics.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { applyVMRuntime, vmNameForDeployment } from "../common/meta/mod.ts";
-import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
 import { buildAgentPod } from "./pods.ts";
 import { lifecycleHibernated, newCocoonSet, testNamespace } from "./_test_support.ts";
 
@@ -73,12 +71,5 @@ const writeVerbs: ReadonlySet<string> = new Set(["create", "update", "patch", "d
 
 /** The writes the fake API received, in order; dry runs store nothing and are left out. */
 export function writeActions(fake: FakeClient): FakeAction[] {
-  // The fake records `dryRun: true` on dry-run creates without declaring it on FakeAction.
-  return fake.actions.filter((a) => writeVerbs.has(a.verb) && a.dryRun !== true);
-}
-
-/** The value of an operator counter series, 0 while the series is absent. */
-export async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
-  registerOperatorMetrics();
-  return (await metricValue(name, labels)) ?? 0;
+  return fake.actions.filter((a) => writeVerbs.has(a.verb) && !a.dryRun);
 }

@@ -10,6 +10,7 @@ import { type Pod, Pods } from "../kube/core.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { type FakeAction, FakeClient } from "../kube/testing/fake.ts";
 import { FakeClock } from "../kube/testing/fake_clock.ts";
+import { metricValue } from "../kube/testing/metrics.ts";
 import { RecordingRecorder } from "../kube/testing/recorder.ts";
 import type { KubeObject } from "../kube/object.ts";
 import type { ResourceType } from "../kube/resource.ts";
@@ -52,6 +53,22 @@ export function newCocoonSet(name: string, ...modifiers: ((cs: CocoonSet) => voi
   };
   for (const m of modifiers) m(cs);
   return cs;
+}
+
+/** A modifier for newCocoonSet: spec.agent.replicas = n. */
+export function withReplicas(n: number): (cs: CocoonSet) => void {
+  return (cs) => {
+    cs.spec.agent.replicas = n;
+  };
+}
+
+/**
+ * The value of an operator counter series, 0 while the series is absent. Metrics are process
+ * wide: give each test its own set name, or compare against a value read before the step.
+ */
+export async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
+  registerOperatorMetrics();
+  return (await metricValue(name, labels)) ?? 0;
 }
 
 /** Marks pod Running with Ready=True (in place) and returns it. */

@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { type Pod, Pods } from "../kube/core.ts";
+import { newApiError } from "../kube/errors.ts";
 import type { FakeAction } from "../kube/testing/fake.ts";
-import { metricValue } from "../kube/testing/metrics.ts";
 import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
@@ -18,6 +18,7 @@ import {
   LifecycleStateFailed,
 } from "../common/meta/mod.ts";
 import {
+  counterValue,
   getPod,
   getSet,
   livePod,
@@ -100,8 +101,9 @@ async function history(env: TestEnv, name: string): Promise<unknown> {
   return raw === undefined ? undefined : JSON.parse(raw);
 }
 
-async function counter(metric: string, cocoonset: string): Promise<number> {
-  return await metricValue(metric, { namespace: testNamespace, cocoonset }) ?? 0;
+/** The labels of a set's sub-agent counters. */
+function setLabels(cocoonset: string): Record<string, string> {
+  return { namespace: testNamespace, cocoonset };
 }
 
 const rebuildTotal = "cocoon_operator_subagent_rebuild_total";
@@ -125,7 +127,7 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
   assert.ok(historyAt >= 0 && deleteAt >= 0, "history written and pod deleted");
   assert.ok(historyAt < deleteAt, "the history is persisted before the delete");
   assert.deepEqual(await history(env, name), { "1": { count: 1, lastDeleted: iso(t0) } });
-  assert.equal(await counter(rebuildTotal, name), 1);
+  assert.equal(await counterValue(rebuildTotal, setLabels(name)), 1);
   assert.deepEqual(
     env.recorder.withReason(ReasonSubAgentRebuilding).map((e) => [e.type, e.message]),
     [["Normal", "slot 1 attempt 1/4"]],
@@ -162,7 +164,7 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
     assert.deepEqual(await history(env, name), {
       "1": { count: attempt, lastDeleted: iso(lastDeleted) },
     });
-    assert.equal(await counter(rebuildTotal, name), attempt);
+    assert.equal(await counterValue(rebuildTotal, setLabels(name)), attempt);
     await confirmDeletes(env);
     assert.deepEqual(await reconcileSet(env, name), { requeue: true }, "recreated");
   }
@@ -183,8 +185,8 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
     env.recorder.withReason(ReasonSubAgentDeadLetter).map((e) => [e.type, e.message]),
     [["Warning", `slot 1 exhausted 4 rebuilds; pod ${pod} left in dead-letter`]],
   );
-  assert.equal(await counter(deadLetterTotal, name), 1);
-  assert.equal(await counter(rebuildTotal, name), 4);
+  assert.equal(await counterValue(deadLetterTotal, setLabels(name)), 1);
+  assert.equal(await counterValue(rebuildTotal, setLabels(name)), 4);
 
   // While the spec is unchanged, later passes leave the pod alone and say nothing more.
   const eventsSoFar = env.recorder.events.length;
@@ -199,7 +201,7 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
     );
   }
   assert.equal(env.recorder.events.length, eventsSoFar);
-  assert.equal(await counter(deadLetterTotal, name), 1);
+  assert.equal(await counterValue(deadLetterTotal, setLabels(name)), 1);
   const stored = await getSet(env.fake, name);
   assert.equal(stored.status?.phase, "Scaling");
   const progressing = stored.status?.conditions?.find((c) => c.type === ConditionTypeProgressing);
@@ -283,7 +285,7 @@ Deno.test("a spec edit lifts the dead letter and gives the slot a fresh budget",
   assert.ok(step.findIndex(isHistoryWrite) < step.findIndex((a) => isPodDelete(a, pod)));
   assert.deepEqual(await history(env, name), { "2": { count: 1, lastDeleted: stamp } });
   assert.equal(env.recorder.events.length, 0, "lifting the dead letter is not announced");
-  assert.equal(await counter(rebuildTotal, name), 0);
+  assert.equal(await counterValue(rebuildTotal, setLabels(name)), 0);
 
   await confirmDeletes(env);
   assert.deepEqual(await reconcileSet(env, name), { requeue: true });
@@ -449,4 +451,23 @@ Deno.test("when the only missing slot's create meets its old pod, the pass settl
   assert.deepEqual(await reconcileSet(env, name), {});
   assert.equal(env.recorder.events.length, 0);
   assert.equal((await getSet(env.fake, name)).status?.phase, "Scaling");
+});
+
+Deno.test("a failed sub-agent create fails the pass before extra slots, toolboxes and the status", async () => {
+  const name = "create-fails";
+  const { cs, pods } = runningSet(name, 3, [1, 5], (c) => {
+    c.spec.toolboxes = [{ name: "tb", image: "img" }];
+  });
+  const env = envFor(cs, pods);
+  env.fake.addReactor((a) =>
+    a.verb === "create" && a.resource === Pods && a.name === `${name}-2` && !a.dryRun
+      ? newApiError(500, "InternalError", { resource: "pods", name: a.name }, "etcd timeout")
+      : undefined
+  );
+
+  await assert.rejects(reconcileSet(env, name), /create sub-agent slot 2.*etcd timeout/);
+
+  assert.ok(!env.fake.actions.some((a) => isPodDelete(a)), "the extra slot 5 is kept");
+  assert.equal(await getPod(env.fake, `${name}-tb`), undefined, "toolboxes are not reached");
+  assert.ok(!env.fake.actions.some((a) => a.subresource === "status"), "no status write");
 });

@@ -69,13 +69,8 @@ import type { Registry } from "../snapshot/registry.ts";
 import { FakeRegistry } from "../snapshot/fake.ts";
 import { podRelevantChange } from "./predicate.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
-import { testNamespace as ns } from "./_test_support.ts";
-import {
-  counterValue,
-  mainVMName,
-  seatSet,
-  seatSetName as setName,
-} from "./_seats_test_support.ts";
+import { counterValue, testNamespace as ns } from "./_test_support.ts";
+import { mainVMName, seatSet, seatSetName as setName } from "./_seats_test_support.ts";
 
 /** Steps a flow may take to converge after its kill before the run counts as stuck. */
 const stepBudget = 60;

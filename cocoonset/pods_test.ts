@@ -27,7 +27,7 @@ import {
   RoleSubAgent,
   TolerationKey,
 } from "../common/meta/mod.ts";
-import { newCocoonSet, testUID } from "./_test_support.ts";
+import { newCocoonSet, testUID, withReplicas } from "./_test_support.ts";
 import {
   buildAgentPod,
   buildToolboxPod,
@@ -47,12 +47,6 @@ function staticToolbox(fields: Partial<ToolboxSpec> = {}): ToolboxSpec {
     staticIP: "10.0.0.1",
     vncPort: 5901,
     ...fields,
-  };
-}
-
-function withReplicas(n: number): (cs: CocoonSet) => void {
-  return (cs) => {
-    cs.spec.agent.replicas = n;
   };
 }
 

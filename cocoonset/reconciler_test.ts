@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { type Pod, Pods } from "../kube/core.ts";
 import { setControllerReference } from "../kube/controllerutil.ts";
 import { Manager } from "../kube/manager.ts";
-import { metricValue } from "../kube/testing/metrics.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
@@ -22,6 +21,7 @@ import {
 import {
   actionsOf,
   conditionOf,
+  counterValue,
   editPod,
   findSet,
   getPod,
@@ -62,11 +62,6 @@ import { ReasonInvalidSpec } from "./validate.ts";
 
 const failedMetric = "cocoon_operator_lifecycle_state_failed_observed_total";
 const rebuildMetric = "cocoon_operator_subagent_rebuild_total";
-
-/** A counter series' value, absent read as 0. */
-async function counter(name: string, labels: Record<string, string>): Promise<number> {
-  return (await metricValue(name, labels)) ?? 0;
-}
 
 /** A pod carrying the hibernate request, as suspend leaves it. */
 function hibernating(pod: Pod): Pod {
@@ -335,7 +330,7 @@ Deno.test("a failed sub-agent is deleted for a rebuild with its history, Event a
   sub.status = { phase: "Failed" };
   const stored = seedSet(env, cs, [sub]);
   const labels = { namespace: testNamespace, cocoonset: "demo" };
-  const rebuildsBefore = await counter(rebuildMetric, labels);
+  const rebuildsBefore = await counterValue(rebuildMetric, labels);
 
   const out = await ensureSubAgents(
     newTestPass(env.reconciler.deps, stored, [sub]),
@@ -350,7 +345,7 @@ Deno.test("a failed sub-agent is deleted for a rebuild with its history, Event a
     env.recorder.withReason(ReasonSubAgentRebuilding).map((e) => e.message),
     [`slot 1 attempt 1/${maxRebuildAttempts}`],
   );
-  assert.equal(await counter(rebuildMetric, labels), rebuildsBefore + 1);
+  assert.equal(await counterValue(rebuildMetric, labels), rebuildsBefore + 1);
 });
 
 Deno.test("a dead-lettered sub-agent stays until the spec changes, then is rebuilt with a fresh budget", async () => {
@@ -901,8 +896,8 @@ Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase 
   const main = lifecycleFailed(readyPod(buildAgentPod(cs, 0)), "hibernate push failed");
   main.spec!.nodeName = "node-a";
   seedSet(env, cs, [main]);
-  const running = await counter(failedMetric, { phase: "Running" });
-  const failed = await counter(failedMetric, { phase: "Failed" });
+  const running = await counterValue(failedMetric, { phase: "Running" });
+  const failed = await counterValue(failedMetric, { phase: "Failed" });
 
   assert.deepEqual(await reconcileSet(env, "demo"), {});
 
@@ -911,7 +906,7 @@ Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase 
   assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
     ["Warning", ReasonPodLifecycleFailed, "main pod ns/demo-0: hibernate push failed"],
   ]);
-  assert.equal(await counter(failedMetric, { phase: "Running" }), running + 1);
+  assert.equal(await counterValue(failedMetric, { phase: "Running" }), running + 1);
   // Our difference: Ready follows the phase even though the pod still reports Ready.
   assert.deepEqual(
     [conditionOf(out, "Ready")?.status, conditionOf(out, "Ready")?.reason],
@@ -926,7 +921,7 @@ Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase 
   // Every pass that sees the failure repeats the Warning; the metric now counts under Failed.
   assert.deepEqual(await reconcileSet(env, "demo"), {});
   assert.equal(env.recorder.withReason(ReasonPodLifecycleFailed).length, 2);
-  assert.equal(await counter(failedMetric, { phase: "Failed" }), failed + 1);
+  assert.equal(await counterValue(failedMetric, { phase: "Failed" }), failed + 1);
   out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Failed");
 });
@@ -935,11 +930,11 @@ Deno.test("C8: a failed main on a set with no status counts under Pending", asyn
   const env = newTestEnv();
   const cs = newCocoonSet("demo", withFinalizer);
   seedSet(env, cs, [lifecycleFailed(buildAgentPod(cs, 0))]);
-  const pending = await counter(failedMetric, { phase: "Pending" });
+  const pending = await counterValue(failedMetric, { phase: "Pending" });
 
   await reconcileSet(env, "demo");
 
-  assert.equal(await counter(failedMetric, { phase: "Pending" }), pending + 1);
+  assert.equal(await counterValue(failedMetric, { phase: "Pending" }), pending + 1);
 });
 
 Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as text and no metric", async () => {
@@ -949,7 +944,7 @@ Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as t
   main.status = { phase: "Failed" };
   seedSet(env, cs, [main]);
   const before = await Promise.all(
-    ["Pending", "Running", "Failed"].map((phase) => counter(failedMetric, { phase })),
+    ["Pending", "Running", "Failed"].map((phase) => counterValue(failedMetric, { phase })),
   );
 
   assert.deepEqual(await reconcileSet(env, "demo"), {});
@@ -959,7 +954,7 @@ Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as t
   ]);
   assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Failed");
   const after = await Promise.all(
-    ["Pending", "Running", "Failed"].map((phase) => counter(failedMetric, { phase })),
+    ["Pending", "Running", "Failed"].map((phase) => counterValue(failedMetric, { phase })),
   );
   assert.deepEqual(after, before);
 });

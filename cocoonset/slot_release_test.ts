@@ -17,9 +17,16 @@ import {
 } from "../common/meta/mod.ts";
 import { AnnotationDeleteVMNames } from "./delete.ts";
 import { ReasonWakeNoCapacity, reconcileSuspendRelease, reconcileWake } from "./slot_release.ts";
-import { depsOf, getPod, getSet, newTestEnv, newTestPass, type TestEnv } from "./_test_support.ts";
 import {
   counterValue,
+  depsOf,
+  getPod,
+  getSet,
+  newTestEnv,
+  newTestPass,
+  type TestEnv,
+} from "./_test_support.ts";
+import {
   hibernatedMainPod,
   mainPod,
   mainVMName,

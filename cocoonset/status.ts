@@ -50,8 +50,8 @@ export const ReasonFailed = "Failed";
 
 /**
  * Something that keeps the set from converging and that the status must say: the condition it
- * turns False, with a reason and a message naming the cause (InvalidSpec, NameConflict,
- * MigrationTargetUnknown, a failed main, a dead-lettered sub-agent).
+ * turns False, with a reason and a message naming the cause (InvalidSpec, NameConflict, a
+ * failed main, a dead-lettered sub-agent).
  */
 export interface StatusProblem {
   condition: typeof ConditionTypeReady | typeof ConditionTypeProgressing;

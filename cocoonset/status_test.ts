@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../kube/core.ts";
-import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
   ConditionTypeProgressing,
   ReasonAgentsNotReady,
@@ -19,6 +18,7 @@ import {
   readyPod,
   setSeed,
   testNamespace,
+  withReplicas,
 } from "./_test_support.ts";
 import { buildAgentPod, buildToolboxPod, classifyPods } from "./pods.ts";
 import {
@@ -30,12 +30,6 @@ import {
   toolboxStatusFromPod,
   writeStatus,
 } from "./status.ts";
-
-function withReplicas(n: number): (cs: CocoonSet) => void {
-  return (cs) => {
-    cs.spec.agent.replicas = n;
-  };
-}
 
 function condition(conds: readonly Condition[] | undefined, type: string): Condition {
   const c = conds?.find((c) => c.type === type);

@@ -21,6 +21,7 @@ import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
+import { classifyNameClash, NameConflictError, reportNameConflict } from "./conflict.ts";
 
 /** How often a suspending set looks again (ms). */
 export const requeueSuspendPollMs = 5_000;
@@ -36,7 +37,8 @@ export async function reconcileSuspend(pass: Pass): Promise<Result> {
 
 /**
  * A set suspended with no main (never booted, or the main was deleted) gets its main back first,
- * restoring from its snapshot when there is one, and is hibernated on the next pass.
+ * restoring from its snapshot when there is one, and is hibernated on the next pass. A pod of
+ * another owner holding the main's name is a name conflict (status, Warning, retry with backoff).
  */
 async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
   await ensureSpecBuildable(pass);
@@ -46,8 +48,14 @@ async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
-    if (isAlreadyExists(err)) return { requeueAfter: requeueSuspendPollMs };
-    throw wrapError("create main agent before suspend", err);
+    if (!isAlreadyExists(err)) throw wrapError("create main agent before suspend", err);
+    const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
+    if (clash.kind === "gone") return { requeue: true };
+    // The previous main is still terminating: wait for it.
+    if (clash.kind === "ours") return { requeueAfter: requeueSuspendPollMs };
+    const problem = reportNameConflict(pass, "the main agent", clash.pod);
+    await writeSetStatus(pass, "Suspending");
+    throw new NameConflictError([problem]);
   }
   pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
   return { requeue: true };

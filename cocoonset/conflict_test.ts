@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import { type Pod, Pods } from "../kube/core.ts";
+import {
+  actionsOf,
+  conditionOf,
+  findSet,
+  getPod,
+  newCocoonSet,
+  newTestEnv,
+  readyPod,
+  reconcileSet,
+  seedSet,
+  type TestEnv,
+  testNamespace,
+  withFinalizer,
+} from "./_test_support.ts";
+import { NameConflictError, ReasonNameConflict } from "./conflict.ts";
+import { buildAgentPod } from "./pods.ts";
+
+/** A pod named `name` that no CocoonSet controls. */
+function foreignPod(name: string): Pod {
+  return {
+    metadata: { name, namespace: testNamespace, labels: { app: "someone-else" } },
+    spec: { containers: [{ name: "c", image: "x" }] },
+  };
+}
+
+async function assertUntouched(env: TestEnv, name: string): Promise<void> {
+  assert.equal(actionsOf(env, "patch", Pods, name).length, 0, `${name} patched`);
+  assert.equal(actionsOf(env, "delete", Pods, name).length, 0, `${name} deleted`);
+  assert.deepEqual((await getPod(env.fake, name))?.metadata.labels, { app: "someone-else" });
+}
+
+Deno.test("a main name taken by a foreign pod: NameConflict on Ready, a Warning naming it, the pass fails", async () => {
+  const env = newTestEnv();
+  seedSet(env, newCocoonSet("demo", withFinalizer), [foreignPod("demo-0")]);
+
+  await assert.rejects(reconcileSet(env, "demo"), NameConflictError);
+
+  const stored = await findSet(env.fake, "demo");
+  const ready = conditionOf(stored, "Ready");
+  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonNameConflict]);
+  assert.match(ready?.message ?? "", /demo-0.*not controlled by any CocoonSet/);
+  assert.equal(stored?.status?.phase, "Pending");
+  const warnings = env.recorder.withReason(ReasonNameConflict);
+  assert.deepEqual(warnings.map((w) => [w.type, w.message]), [["Warning", ready?.message]]);
+  await assertUntouched(env, "demo-0");
+});
+
+Deno.test("a sub-agent slot taken by a foreign pod: the other slots are made, then the pass fails with NameConflict", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => {
+    c.spec.agent.replicas = 2;
+  });
+  const main = readyPod(buildAgentPod(cs, 0));
+  main.spec!.nodeName = "node-a";
+  seedSet(env, cs, [main, foreignPod("demo-1")]);
+
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
+  assert.ok(await getPod(env.fake, "demo-2"), "the free slot is created");
+  assert.equal(env.recorder.withReason(ReasonNameConflict).length, 1);
+
+  await assert.rejects(reconcileSet(env, "demo"), /sub-agent slot 1 needs pod demo-1/);
+  const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
+  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonNameConflict]);
+  await assertUntouched(env, "demo-1");
+});

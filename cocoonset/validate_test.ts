@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { Pods } from "../kube/core.ts";
+import { newApiError } from "../kube/errors.ts";
+import type { FakeAction } from "../kube/testing/fake.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import {
+  actionsOf,
+  conditionOf,
+  findSet,
+  getPod,
+  newCocoonSet,
+  newTestEnv,
+  reconcileSet,
+  seedSet,
+  type TestEnv,
+  testNamespace,
+  withFinalizer,
+} from "./_test_support.ts";
+import { InvalidSpecError, ReasonInvalidSpec } from "./validate.ts";
+
+const refusal = 'Pod "demo-0" is invalid: spec.containers[0].resources.limits: Invalid value';
+
+/** Makes the fake refuse every (dry-run or real) create of pod `name` as invalid. */
+function refuseCreatesOf(env: TestEnv, name: string): () => void {
+  return env.fake.addReactor((a: FakeAction) =>
+    a.verb === "create" && a.resource === Pods && a.name === name
+      ? newApiError(422, "Invalid", { resource: "pods", namespace: a.namespace, name }, refusal)
+      : undefined
+  );
+}
+
+function dryRuns(env: TestEnv): FakeAction[] {
+  return env.fake.actions.filter((a) => a.verb === "create" && a.dryRun);
+}
+
+Deno.test("a spec whose main the server refuses: Ready=False InvalidSpec with the server's message, a Warning, no create, retried", async () => {
+  const env = newTestEnv();
+  seedSet(
+    env,
+    newCocoonSet("demo", withFinalizer, (c) => {
+      c.status = { phase: "Running", readyAgents: 0, desiredAgents: 1 };
+    }),
+  );
+  refuseCreatesOf(env, "demo-0");
+
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+
+  assert.equal(actionsOf(env, "create", Pods).length, 0, "no real create was attempted");
+  const stored = await findSet(env.fake, "demo");
+  const ready = conditionOf(stored, "Ready");
+  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
+  assert.equal(ready?.message, `main agent: ${refusal}`);
+  assert.equal(stored?.status?.phase, "Running", "the stored phase is kept");
+  const warnings = env.recorder.withReason(ReasonInvalidSpec);
+  assert.deepEqual(warnings.map((w) => [w.type, w.message]), [["Warning", ready?.message]]);
+
+  // Nothing is remembered for a refused generation: the next pass checks again.
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+  assert.equal(dryRuns(env).filter((a) => a.name === "demo-0").length, 2);
+});
+
+Deno.test("a generation is dry-run checked once; a spec edit is checked again and then created", async () => {
+  const env = newTestEnv();
+  seedSet(env, newCocoonSet("demo", withFinalizer));
+  const allow = refuseCreatesOf(env, "demo-0");
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+
+  // The person fixes the spec: a new generation.
+  allow();
+  const cs = await findSet(env.fake, "demo");
+  cs!.spec.agent.image = "ghcr.io/cocoonstack/cocoon/ubuntu:26.04";
+  await env.fake.update(CocoonSets, cs!);
+  const before = dryRuns(env).length;
+
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
+  assert.ok(await getPod(env.fake, "demo-0"), "the main is created once the spec is valid");
+  assert.equal(dryRuns(env).length, before + 1, "one dry run for the new generation");
+
+  await env.fake.delete(Pods, testNamespace, "demo-0");
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
+  assert.equal(dryRuns(env).length, before + 1, "the checked generation is not dry-run again");
+});
+
+Deno.test("a dry run that meets an existing pod of that name counts as valid", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => {
+    c.spec.toolboxes = [{ name: "tb", image: "img" }];
+  });
+  // Something else already holds the toolbox name; the shape itself is fine.
+  seedSet(env, cs, [{
+    metadata: { name: "demo-tb", namespace: testNamespace },
+    spec: { containers: [{ name: "c", image: "x" }] },
+  }]);
+
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
+  assert.ok(await getPod(env.fake, "demo-0"));
+  assert.equal(env.recorder.withReason(ReasonInvalidSpec).length, 0);
+});
