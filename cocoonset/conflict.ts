@@ -10,7 +10,10 @@ import { isNotFound, wrapError } from "../kube/errors.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { LabelRole } from "../common/meta/mod.ts";
 import { emit, type Pass, podRef } from "./pass.ts";
-import type { StatusProblem } from "./status.ts";
+import type { Result } from "../kube/reconcile.ts";
+import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
+import { agentPodName } from "./pods.ts";
+import { type StatusProblem, writeSetStatus } from "./status.ts";
 
 /** Reason when a pod name the set needs belongs to something else. */
 export const ReasonNameConflict = "NameConflict";
@@ -58,6 +61,25 @@ export class NameConflictError extends Error {
     super(problems.map((p) => p.message).join("; "));
     this.name = "NameConflictError";
   }
+}
+
+/**
+ * A create of the main answered AlreadyExists: gone meanwhile → look again at once; our old main
+ * still terminating → look again after waitMs; someone else's pod → a name conflict, reported in
+ * the status (phase kept as given) and thrown so the pass is retried with backoff.
+ */
+export async function settleMainCreateClash(
+  pass: Pass,
+  phase: CocoonSetPhase | "",
+  waitMs: number,
+): Promise<Result> {
+  const name = agentPodName(pass.cs.metadata.name ?? "", 0);
+  const clash = await classifyNameClash(pass, name);
+  if (clash.kind === "gone") return { requeue: true };
+  if (clash.kind === "ours") return { requeueAfter: waitMs };
+  const problem = reportNameConflict(pass, "the main agent", clash.pod);
+  await writeSetStatus(pass, phase);
+  throw new NameConflictError([problem]);
 }
 
 /** "pod ns/name (controlled by Kind name, role r)" or "(not controlled by any CocoonSet)". */

@@ -65,3 +65,41 @@ Deno.test("a sub-agent slot taken by a foreign pod: the other slots are made, th
   assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonNameConflict]);
   await assertUntouched(env, "demo-1");
 });
+
+Deno.test("a released-seat wake whose main name is taken: NameConflict, phase stays Waking, the pass fails", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => {
+    c.metadata.annotations = { "cocoonset.cocoonstack.io/hibernated-on-node": "node-a" };
+    c.status = { phase: "Suspended" };
+  });
+  seedSet(env, cs, []);
+  env.registry.put("vk-ns-demo-0", "hibernate");
+  // The foreign pod appears after classification (it is not ours, so it is never listed).
+  env.fake.seed(Pods, foreignPod("demo-0"));
+
+  await assert.rejects(reconcileSet(env, "demo"), NameConflictError);
+
+  const stored = await findSet(env.fake, "demo");
+  assert.equal(stored?.status?.phase, "Waking");
+  assert.equal(conditionOf(stored, "Ready")?.reason, ReasonNameConflict);
+  assert.equal(env.registry.contains("vk-ns-demo-0", "hibernate"), true, "snapshot kept");
+  await assertUntouched(env, "demo-0");
+});
+
+Deno.test("a migration whose main name is taken: NameConflict, phase stays Migrating, the snapshot is kept", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => {
+    c.spec.nodeName = "node-b";
+    c.status = { phase: "Migrating" };
+  });
+  seedSet(env, cs, [foreignPod("demo-0")]);
+  env.registry.put("vk-ns-demo-0", "hibernate");
+
+  await assert.rejects(reconcileSet(env, "demo"), NameConflictError);
+
+  const stored = await findSet(env.fake, "demo");
+  assert.equal(stored?.status?.phase, "Migrating");
+  assert.equal(conditionOf(stored, "Ready")?.reason, ReasonNameConflict);
+  assert.equal(env.registry.contains("vk-ns-demo-0", "hibernate"), true, "snapshot kept");
+  await assertUntouched(env, "demo-0");
+});

@@ -25,6 +25,7 @@ import { buildAgentPod } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
+import { settleMainCreateClash } from "./conflict.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -135,10 +136,13 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
     try {
       await deps.client.create(Pods, pod, { signal: pass.signal });
     } catch (err) {
-      if (isAlreadyExists(err)) {
-        return { handled: true, result: { requeueAfter: requeueWaitForOldMainMs } };
+      if (!isAlreadyExists(err)) {
+        throw wrapError(`migrate: recreate main on ${desired || "any node"}`, err);
       }
-      throw wrapError(`migrate: recreate main on ${desired || "any node"}`, err);
+      return {
+        handled: true,
+        result: await settleMainCreateClash(pass, "Migrating", requeueWaitForOldMainMs),
+      };
     }
     pass.log.info("migration recreated the main on {node} from its snapshot", {
       node: desired || "any node",

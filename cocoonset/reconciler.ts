@@ -44,12 +44,7 @@ import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
 import { ensureSpecBuildable, ReasonInvalidSpec } from "./validate.ts";
-import {
-  classifyNameClash,
-  NameConflictError,
-  ReasonNameConflict,
-  reportNameConflict,
-} from "./conflict.ts";
+import { NameConflictError, ReasonNameConflict, settleMainCreateClash } from "./conflict.ts";
 
 /** Normal reason: the failed main is Ready again. */
 export const ReasonRecoveredFromFailure = "RecoveredFromFailure";
@@ -218,13 +213,7 @@ async function createMainAgent(pass: Pass): Promise<Result> {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
     if (!isAlreadyExists(err)) throw wrapError("create main agent", err);
-    const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
-    if (clash.kind === "gone") return { requeue: true };
-    // The previous main is still terminating: wait for it.
-    if (clash.kind === "ours") return { requeueAfter: requeueWaitForMainMs };
-    reportNameConflict(pass, "the main agent", clash.pod);
-    await writeSetStatus(pass, "");
-    throwOnNameConflicts(pass);
+    return await settleMainCreateClash(pass, "", requeueWaitForMainMs);
   }
   pass.log.info("created main agent {pod}", { pod: podRef(pod) });
   return { requeue: true };

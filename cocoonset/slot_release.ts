@@ -37,6 +37,7 @@ import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
+import { settleMainCreateClash } from "./conflict.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
 export const ReasonWakeNoCapacity = "WakeNoCapacity";
@@ -204,10 +205,11 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
   try {
     await deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
-    if (isAlreadyExists(err)) {
-      return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
-    }
-    throw wrapError("wake: create main", err);
+    if (!isAlreadyExists(err)) throw wrapError("wake: create main", err);
+    return {
+      handled: true,
+      result: await settleMainCreateClash(pass, "Waking", requeueWaitForMainMs),
+    };
   }
   pass.log.info("wake recreated the main from its snapshot, preferring node {node}", {
     node: hint,

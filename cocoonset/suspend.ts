@@ -21,7 +21,7 @@ import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
-import { classifyNameClash, NameConflictError, reportNameConflict } from "./conflict.ts";
+import { settleMainCreateClash } from "./conflict.ts";
 
 /** How often a suspending set looks again (ms). */
 export const requeueSuspendPollMs = 5_000;
@@ -49,13 +49,7 @@ async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
     if (!isAlreadyExists(err)) throw wrapError("create main agent before suspend", err);
-    const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
-    if (clash.kind === "gone") return { requeue: true };
-    // The previous main is still terminating: wait for it.
-    if (clash.kind === "ours") return { requeueAfter: requeueSuspendPollMs };
-    const problem = reportNameConflict(pass, "the main agent", clash.pod);
-    await writeSetStatus(pass, "Suspending");
-    throw new NameConflictError([problem]);
+    return await settleMainCreateClash(pass, "Suspending", requeueSuspendPollMs);
   }
   pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
   return { requeue: true };
