@@ -140,7 +140,7 @@ export class FakeClient implements Client {
 
   /** Stores an object as given (status kept), filling uid/resourceVersion/timestamps. */
   seed<T extends KubeObject>(rt: ResourceType<T>, obj: T): T {
-    const stored = deepCopy(obj);
+    const stored = onTheWire(obj);
     this.#fillSystemFields(rt, stored);
     if (rt.statusSubresource && stored.metadata.generation === undefined) {
       stored.metadata.generation = 1;
@@ -303,7 +303,7 @@ export class FakeClient implements Client {
         `${rt.plural} "${name}" already exists`,
       );
     }
-    const stored = deepCopy(obj);
+    const stored = onTheWire(obj);
     stored.apiVersion = apiVersionOf(rt);
     stored.kind = rt.kind;
     stored.metadata.name = name;
@@ -357,6 +357,7 @@ export class FakeClient implements Client {
     opts?: PatchOptions,
   ): Promise<T> {
     const subresource = opts?.subresource;
+    const body = onTheWire(patch);
     await this.#enter({
       verb: "patch",
       resource: rt,
@@ -364,7 +365,7 @@ export class FakeClient implements Client {
       name,
       subresource,
       patchType: type,
-      patch: deepCopy(patch),
+      patch: deepCopy(body),
     });
     if (subresource === "status" && !rt.statusSubresource) {
       throw this.#notFound(rt, namespace, name);
@@ -374,8 +375,8 @@ export class FakeClient implements Client {
     let patched: KubeObject;
     try {
       patched = (type === "merge"
-        ? applyMergePatch(current, patch)
-        : applyJsonPatch(current, patch as JsonPatchOp[])) as KubeObject;
+        ? applyMergePatch(current, body)
+        : applyJsonPatch(current, body as JsonPatchOp[])) as KubeObject;
     } catch (err) {
       if (err instanceof PatchError) throw this.#invalid(rt, namespace, name, err.message);
       throw err;
@@ -386,9 +387,9 @@ export class FakeClient implements Client {
     // A patch carries a resourceVersion only when the caller wants optimistic locking; without
     // one it applies to whatever is current.
     const wantsLock = type === "merge"
-      ? typeof (patch as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion ===
+      ? typeof (body as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion ===
         "string"
-      : (patch as JsonPatchOp[]).some((op) => op.path === "/metadata/resourceVersion");
+      : (body as JsonPatchOp[]).some((op) => op.path === "/metadata/resourceVersion");
     if (!wantsLock) patched.metadata.resourceVersion = current.metadata.resourceVersion;
     return this.#write(rt, namespace, name, patched as T, subresource === "status", opts);
   }
@@ -606,7 +607,7 @@ export class FakeClient implements Client {
         "the object has been modified; please apply your changes to the latest version and try again",
       );
     }
-    const next = mergeWrite(rt, current, deepCopy(incoming), statusOnly);
+    const next = mergeWrite(rt, current, onTheWire(incoming), statusOnly);
     if (current.metadata.deletionTimestamp) {
       const had = new Set(current.metadata.finalizers ?? []);
       const added = (next.metadata.finalizers ?? []).filter((f) => !had.has(f));
@@ -766,6 +767,14 @@ function mergeWrite(
   }
   for (const k of Object.keys(m) as (keyof typeof m)[]) if (m[k] === undefined) delete m[k];
   return next;
+}
+
+/**
+ * A request body as the API server receives it: JSON, so fields holding undefined are not
+ * there at all (a write that only adds such fields changes nothing), as the API client sends.
+ */
+function onTheWire<T>(body: T): T {
+  return JSON.parse(JSON.stringify(body));
 }
 
 function withoutMetaAndStatus(obj: Record<string, unknown>): Record<string, unknown> {

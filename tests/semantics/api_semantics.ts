@@ -65,6 +65,14 @@ async function nextEvent<T>(it: AsyncIterator<T>, deadlineMs = 10_000): Promise<
   }
 }
 
+/** Paths of fields holding undefined (a JSON document has none). */
+function undefinedPaths(v: unknown, path = ""): string[] {
+  if (v === null || typeof v !== "object") return [];
+  return Object.entries(v).flatMap(([k, x]) =>
+    x === undefined ? [`${path}.${k}`] : undefinedPaths(x, `${path}.${k}`)
+  );
+}
+
 export const semanticsCases: SemanticsCase[] = [
   {
     name: "create fills system fields, drops status, starts at generation 1",
@@ -168,6 +176,26 @@ export const semanticsCases: SemanticsCase[] = [
       );
       const same = await c.patch(Widgets, ns, "w5", "merge", { metadata: { labels: { a: "1" } } });
       assert.equal(same.metadata.resourceVersion, v1.metadata.resourceVersion);
+    },
+  },
+  {
+    name: "a field set to undefined is not on the wire: a write adding only that changes nothing",
+    async fn(c, ns) {
+      const v1 = await c.create(Widgets, widget(ns, "w5u"));
+      const updated = await c.update(Widgets, {
+        ...v1,
+        metadata: { ...v1.metadata, labels: undefined },
+        spec: { ...v1.spec, nodePool: undefined },
+      });
+      assert.equal(updated.metadata.resourceVersion, v1.metadata.resourceVersion, "update");
+      assert.equal(updated.metadata.generation, 1);
+      const patched = await c.patch(Widgets, ns, "w5u", "merge", {
+        spec: { agent: { replicas: undefined } },
+      });
+      assert.equal(patched.metadata.resourceVersion, v1.metadata.resourceVersion, "patch");
+      const got = await c.get(Widgets, ns, "w5u");
+      assert.equal(JSON.stringify(got), JSON.stringify(v1));
+      assert.deepEqual(undefinedPaths(got), []);
     },
   },
   {
