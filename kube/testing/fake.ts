@@ -34,6 +34,7 @@ export interface FakeAction {
   namespace: string;
   name: string;
   subresource?: "status";
+  /** For creates and updates: the object as sent (a copy the caller's later edits do not reach). */
   object?: KubeObject;
   /** For patches: the patch type and the body exactly as sent. */
   patchType?: PatchType;
@@ -270,7 +271,7 @@ export class FakeClient implements Client {
       resource: rt,
       namespace,
       name,
-      object: obj,
+      object: onTheWire(obj),
       ...(opts?.dryRun ? { dryRun: true } : {}),
     });
     if (!name && obj.metadata.generateName) name = obj.metadata.generateName + randomSuffix();
@@ -324,7 +325,7 @@ export class FakeClient implements Client {
 
   async update<T extends KubeObject>(rt: ResourceType<T>, obj: T, opts?: WriteOptions): Promise<T> {
     const { namespace, name } = objectKey(obj);
-    await this.#enter({ verb: "update", resource: rt, namespace, name, object: obj });
+    await this.#enter({ verb: "update", resource: rt, namespace, name, object: onTheWire(obj) });
     this.#requireRvForCustomResource(rt, namespace, name, obj);
     return this.#write(rt, namespace, name, obj, false, opts);
   }
@@ -341,7 +342,7 @@ export class FakeClient implements Client {
       namespace,
       name,
       subresource: "status",
-      object: obj,
+      object: onTheWire(obj),
     });
     if (!rt.statusSubresource) throw this.#notFound(rt, namespace, name);
     this.#requireRvForCustomResource(rt, namespace, name, obj);
