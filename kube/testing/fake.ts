@@ -272,7 +272,7 @@ export class FakeClient implements Client {
       namespace,
       name,
       object: onTheWire(obj),
-      ...(opts?.dryRun ? { dryRun: true } : {}),
+      ...dryRunOf(opts),
     });
     if (!name && obj.metadata.generateName) name = obj.metadata.generateName + randomSuffix();
     if (!name) {
@@ -325,7 +325,14 @@ export class FakeClient implements Client {
 
   async update<T extends KubeObject>(rt: ResourceType<T>, obj: T, opts?: WriteOptions): Promise<T> {
     const { namespace, name } = objectKey(obj);
-    await this.#enter({ verb: "update", resource: rt, namespace, name, object: onTheWire(obj) });
+    await this.#enter({
+      verb: "update",
+      resource: rt,
+      namespace,
+      name,
+      object: onTheWire(obj),
+      ...dryRunOf(opts),
+    });
     this.#requireRvForCustomResource(rt, namespace, name, obj);
     return this.#write(rt, namespace, name, obj, false, opts);
   }
@@ -343,6 +350,7 @@ export class FakeClient implements Client {
       name,
       subresource: "status",
       object: onTheWire(obj),
+      ...dryRunOf(opts),
     });
     if (!rt.statusSubresource) throw this.#notFound(rt, namespace, name);
     this.#requireRvForCustomResource(rt, namespace, name, obj);
@@ -367,6 +375,7 @@ export class FakeClient implements Client {
       subresource,
       patchType: type,
       patch: deepCopy(body),
+      ...dryRunOf(opts),
     });
     if (subresource === "status" && !rt.statusSubresource) {
       throw this.#notFound(rt, namespace, name);
@@ -823,6 +832,11 @@ function randomSuffix(): string {
   let s = "";
   for (let i = 0; i < 5; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)];
   return s;
+}
+
+/** The dryRun mark of a recorded write (absent for real writes). */
+function dryRunOf(opts: WriteOptions | undefined): Pick<FakeAction, "dryRun"> {
+  return opts?.dryRun ? { dryRun: true } : {};
 }
 
 /** The selectors of a list or watch as the recorded action carries them (absent when empty). */

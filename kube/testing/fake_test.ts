@@ -123,3 +123,28 @@ Deno.test("fake: a recorded write keeps the object as sent, whatever the caller 
   );
   assert.equal(fake.actions[2].object?.metadata.name, "r");
 });
+
+Deno.test("fake: every dry-run write is recorded as one and stores nothing", async () => {
+  const fake = new FakeClient();
+  const spec = { agent: { image: "x" } };
+  const w = await fake.create(Widgets, { metadata: { name: "d", namespace: "ns" }, spec });
+  const changed = { ...w, spec: { agent: { image: "y" } } };
+  await fake.create(Widgets, { metadata: { name: "e", namespace: "ns" }, spec }, { dryRun: true });
+  await fake.update(Widgets, changed, { dryRun: true });
+  await fake.updateStatus(Widgets, { ...w, status: { phase: "Running" } }, { dryRun: true });
+  await fake.patch(Widgets, "ns", "d", "merge", { spec: { agent: { image: "z" } } }, {
+    dryRun: true,
+  });
+  assert.deepEqual(
+    fake.actions.map((a) => [a.verb, a.subresource ?? "", a.dryRun ?? false]),
+    [
+      ["create", "", false],
+      ["create", "", true],
+      ["update", "", true],
+      ["update", "status", true],
+      ["patch", "", true],
+    ],
+  );
+  assert.deepEqual(await fake.get(Widgets, "ns", "d"), w);
+  assert.equal((await fake.list(Widgets, { namespace: "ns" })).items.length, 1);
+});
