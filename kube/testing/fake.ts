@@ -17,6 +17,7 @@ import { deepCopy, keyString, type KubeObject, objectKey, type ObjectList } from
 import { applyJsonPatch, applyMergePatch, jsonEqual, PatchError } from "../patch.ts";
 import { apiVersionOf, resourceId, type ResourceType } from "../resource.ts";
 import {
+  type FieldRequirement,
   fieldSelectorString,
   labelSelectorString,
   matchesFields,
@@ -229,7 +230,9 @@ export class FakeClient implements Client {
       snapshot = found;
     } else {
       const labels = parseLabelSelector(opts.labelSelector);
-      const fields = parseFieldSelector(
+      const fields = this.#fieldRequirements(
+        rt,
+        namespace,
         [opts.fieldSelector, fieldSelectorString(opts.matchingFields)].filter(Boolean).join(","),
       );
       // Stored objects are replaced on every write, never mutated, so references are a
@@ -482,7 +485,7 @@ export class FakeClient implements Client {
       ...sentSelectors(opts.labelSelector, opts.fieldSelector),
     });
     const labels = parseLabelSelector(opts.labelSelector);
-    const fields = parseFieldSelector(opts.fieldSelector);
+    const fields = this.#fieldRequirements(rt, namespace, opts.fieldSelector);
     const matches = (o: KubeObject) =>
       (!namespace || o.metadata.namespace === namespace) &&
       matchesLabels(labels, o.metadata.labels) && matchesFields(o, fields);
@@ -694,6 +697,31 @@ export class FakeClient implements Client {
     return rt.namespaced ? `${namespace}/${name}` : name;
   }
 
+  /**
+   * The requirements of a field selector, each reading the path its field label stands for;
+   * a label the API server does not offer for the kind is refused as the server does.
+   */
+  #fieldRequirements(
+    rt: ResourceType,
+    namespace: string,
+    text: string | undefined,
+  ): FieldRequirement[] {
+    return parseFieldSelector(text).map((r) => {
+      const path = metadataFields.has(r.field)
+        ? r.field
+        : selectableFields[resourceId(rt)]?.[r.field];
+      if (path === undefined) {
+        throw newApiError(
+          400,
+          "BadRequest",
+          this.#target(rt, namespace, ""),
+          `field label not supported: ${r.field}`,
+        );
+      }
+      return { ...r, field: path };
+    });
+  }
+
   #target(rt: ResourceType, namespace: string, name: string): ErrorTarget {
     return { resource: resourceId(rt), namespace: rt.namespaced ? namespace : undefined, name };
   }
@@ -833,6 +861,48 @@ function randomSuffix(): string {
   for (let i = 0; i < 5; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)];
   return s;
 }
+
+/** Field labels every kind offers in a field selector. */
+const metadataFields = new Set(["metadata.name", "metadata.namespace"]);
+
+/** Each field label maps to the path it reads. */
+function sameNames(...fields: string[]): Record<string, string> {
+  return Object.fromEntries(fields.map((f) => [f, f]));
+}
+
+/**
+ * Further field labels the API server offers, by resource id, mapped to the path each reads (the
+ * kinds' field-label conversions). Any other label is refused with 400 BadRequest; a custom
+ * resource without selectableFields, a Lease or a ConfigMap offers only the metadata ones.
+ */
+const selectableFields: Record<string, Record<string, string>> = {
+  pods: sameNames(
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+  ),
+  events: {
+    ...sameNames(
+      "involvedObject.kind",
+      "involvedObject.namespace",
+      "involvedObject.name",
+      "involvedObject.uid",
+      "involvedObject.apiVersion",
+      "involvedObject.resourceVersion",
+      "involvedObject.fieldPath",
+      "reason",
+      "reportingComponent",
+      "type",
+    ),
+    source: "source.component",
+  },
+  namespaces: sameNames("status.phase"),
+};
 
 /** The dryRun mark of a recorded write (absent for real writes). */
 function dryRunOf(opts: WriteOptions | undefined): Pick<FakeAction, "dryRun"> {

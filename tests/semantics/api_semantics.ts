@@ -7,7 +7,14 @@
 import assert from "node:assert/strict";
 import type { Client } from "../../kube/client.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
-import { isAlreadyExists, isConflict, isGone, isInvalid, isNotFound } from "../../kube/errors.ts";
+import {
+  apiErrorOf,
+  isAlreadyExists,
+  isConflict,
+  isGone,
+  isInvalid,
+  isNotFound,
+} from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/object.ts";
 import { resourceType } from "../../kube/resource.ts";
 
@@ -317,6 +324,35 @@ export const semanticsCases: SemanticsCase[] = [
         continue: page.metadata.continue,
       });
       assert.deepEqual(rest.items.map((i) => i.metadata.name), ["l3"]);
+    },
+  },
+  {
+    name: "field selectors work only on the fields the server indexes for the kind",
+    async fn(c, ns) {
+      await c.create(Widgets, widget(ns, "fs1"));
+      const badRequest = (e: unknown) =>
+        apiErrorOf(e)?.code === 400 && /field label not supported/.test(String(e));
+      // A custom resource without selectableFields offers metadata.name and metadata.namespace.
+      await rejects(
+        c.list(Widgets, { namespace: ns, fieldSelector: "spec.nodePool=default" }),
+        badRequest,
+        "list by a spec field of a custom resource",
+      );
+      const stream = c.watch(Widgets, { namespace: ns, fieldSelector: "spec.nodePool=default" });
+      await rejects(stream[Symbol.asyncIterator]().next(), badRequest, "watch by a spec field");
+      const byNs = await c.list(Widgets, {
+        namespace: ns,
+        fieldSelector: `metadata.namespace=${ns}`,
+      });
+      assert.deepEqual(byNs.items.map((w) => w.metadata.name), ["fs1"]);
+      // Pods add their own (spec.nodeName, status.phase, …) but not arbitrary paths.
+      const pods = await c.list(Pods, { namespace: ns, fieldSelector: "spec.nodeName=n1" });
+      assert.deepEqual(pods.items, []);
+      await rejects(
+        c.list(Pods, { namespace: ns, fieldSelector: "spec.priority=1" }),
+        badRequest,
+        "list pods by an unindexed field",
+      );
     },
   },
   {
