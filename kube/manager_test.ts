@@ -13,7 +13,7 @@ import {
   replicasLabel,
   setupDemoController,
 } from "../tests/harness/demo_controller.ts";
-import { waitFor } from "../tests/harness/wait.ts";
+import { waitFor } from "./testing/wait.ts";
 import { isNotFound, newApiError } from "./errors.ts";
 
 function manager(fake: FakeClient, extra: Partial<ConstructorParameters<typeof Manager>[0]> = {}) {
