@@ -10,7 +10,7 @@
  * only when something is about to be created, so sets at rest cost nothing.
  */
 import { Pods } from "../kube/core.ts";
-import { errorMessage, isAlreadyExists, isInvalid } from "../kube/errors.ts";
+import { apiErrorOf, errorMessage, isAlreadyExists, isInvalid } from "../kube/errors.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { emit, type Pass } from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
@@ -97,6 +97,5 @@ async function firstInvalidPod(pass: Pass): Promise<string | undefined> {
 
 /** The API server's message without our "resource name: Reason:" prefix. */
 function serverMessage(err: unknown): string {
-  const status = (err as { status?: { message?: string } }).status;
-  return status?.message ?? errorMessage(err);
+  return apiErrorOf(err)?.status?.message ?? errorMessage(err);
 }

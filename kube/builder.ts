@@ -64,7 +64,10 @@ export interface BuilderControllerOptions {
   drainTimeoutMs?: number;
   /** Aborts one reconcile's signal after this long; absent = no limit. */
   reconciliationTimeoutMs?: number;
-  /** Backoff for errors and `requeue`; default 5 ms → 1000 s per key, 10 qps / burst 100. */
+  /**
+   * Backoff for errors and `requeue`; default 5 ms → 1000 s per key (plus an overall 10 qps /
+   * burst 100 bucket with `usePriorityQueue: false`), as ControllerOptions.rateLimiter.
+   */
   rateLimiter?: RateLimiter;
   /** false: the plain client-go queue instead of the priority queue (default true). */
   usePriorityQueue?: boolean;

@@ -113,6 +113,34 @@ Deno.test("cache: a pod whose label moves into the scope is added, and deleted w
   );
 });
 
+Deno.test("cache: a pod leaving the scope leaves the field index with it", async () => {
+  const fake = new FakeClient();
+  await fake.create(Pods, { ...managed("a"), spec: { nodeName: "n1", containers: [] } });
+  const cache = new InformerCache({
+    client: fake,
+    byObject: [byObject(Pods, { labelSelector: owner })],
+  });
+  cache.indexField(Pods, "spec.nodeName", (p) => p.spec?.nodeName ? [p.spec.nodeName] : []);
+  const onNode = async () =>
+    names((await cache.list(Pods, { matchingFields: { "spec.nodeName": "n1" } })).items);
+  const ac = new AbortController();
+  cache.start(ac.signal);
+  try {
+    await cache.waitForSync(AbortSignal.timeout(5000));
+    assert.deepEqual(await onNode(), ["a"]);
+    await fake.patch(Pods, "ns", "a", "merge", { metadata: { labels: { [owner]: null } } });
+    await waitFor("left the scope", () => cache.informerFor(Pods).size === 0);
+    assert.deepEqual(await onNode(), []);
+    assert.deepEqual(cache.informerFor(Pods).byIndex("spec.nodeName", "n1"), []);
+    await fake.patch(Pods, "ns", "a", "merge", { metadata: { labels: { [owner]: "demo" } } });
+    await waitFor("back in the scope", () => cache.informerFor(Pods).size === 1);
+    assert.deepEqual(await onNode(), ["a"]);
+  } finally {
+    ac.abort();
+    await cache.stopped();
+  }
+});
+
 Deno.test("cache: a pod that left the scope while the watch was down is deleted by the relist", async () => {
   const fake = new FakeClient();
   await fake.create(Pods, managed("stays"));

@@ -123,3 +123,18 @@ Deno.test("mergePatchBetween is undefined for equal objects and keeps explicit z
   const b: Widget = { ...a, status: { phase: "Running", ready: 0 } };
   assert.deepEqual(mergePatchBetween(a, b), { status: { ready: 0 } });
 });
+
+Deno.test("patchObject removes keys named like Object.prototype members", async () => {
+  // "constructor" and "toString" are valid label keys; every object inherits a member of that
+  // name, so only an own-property check tells that the key was removed.
+  const { client, local } = setup(newPod());
+  local.metadata.labels = { constructor: "a", toString: "b", keep: "c" };
+  await client.update(Pods, local).then((p) => Object.assign(local, p));
+  await patchObject(client, Pods, local, (p) => {
+    p.metadata.labels = { keep: "c" };
+  });
+  assert.deepEqual(patchCalls(client).at(-1)?.patch, {
+    metadata: { labels: { constructor: null, toString: null } },
+  });
+  assert.deepEqual((await client.get(Pods, "ns", "demo")).metadata.labels, { keep: "c" });
+});

@@ -6,7 +6,7 @@ import { newApiError } from "./errors.ts";
 import { SharedInformer } from "./informer.ts";
 import { FakeClock } from "./testing/fake_clock.ts";
 import type { KubeObject } from "./object.ts";
-import { waitFor } from "../tests/harness/wait.ts";
+import { waitFor } from "./testing/wait.ts";
 
 function pod(name: string, labels: Record<string, string> = {}): Pod {
   return {

@@ -5,6 +5,9 @@ import { ConfigMaps, Leases, Pods } from "./core.ts";
 import { byObject } from "./cache.ts";
 import { controllerManagedBy } from "./builder.ts";
 import type { Request } from "./reconcile.ts";
+// The one reconciler the integration tests also run as an operator process on a real control
+// plane, so a manager behaviour seen here is the one checked there; it is a user of the runtime,
+// not a double of anything the runtime talks to (those come from ./testing/).
 import {
   demoFinalizer,
   demoPodName,
@@ -13,7 +16,7 @@ import {
   replicasLabel,
   setupDemoController,
 } from "../tests/harness/demo_controller.ts";
-import { waitFor } from "../tests/harness/wait.ts";
+import { waitFor } from "./testing/wait.ts";
 import { isNotFound, newApiError } from "./errors.ts";
 
 function manager(fake: FakeClient, extra: Partial<ConstructorParameters<typeof Manager>[0]> = {}) {

@@ -10,13 +10,16 @@
  * - objects and resources: {@link KubeObject}, {@link ResourceType} / {@link resourceType}, the
  *   built-in kinds ({@link Pods}, {@link Pod}, …);
  * - the client: {@link Client} (cached reads, API writes from a {@link Manager}), its errors
- *   ({@link isNotFound}, {@link isConflict}, …);
+ *   ({@link isNotFound}, {@link isConflict}, …, which look through causes, so an error wrapped by
+ *   {@link wrapError} keeps its class);
  * - writes: {@link patchObject} / {@link patchStatus} (merge-from patches, optionally with an
- *   optimistic lock; a mutation that changes nothing sends nothing);
+ *   optimistic lock; a mutation that changes nothing sends nothing) and {@link jsonEqual} for
+ *   drift checks;
  * - controllerutil: finalizers ({@link addFinalizer}, {@link removeFinalizer},
  *   {@link containsFinalizer}), owner references ({@link setControllerReference},
  *   {@link isControlledBy}) and {@link ignoreNotFound};
- * - wiring: {@link controllerManagedBy}, handlers, predicates and the {@link Manager};
+ * - wiring: {@link controllerManagedBy}, handlers, predicates, the {@link Manager} and its
+ *   cache scope ({@link byObject}); {@link lowPriority} for a result's priority;
  * - Events ({@link EventRecorder}) and time ({@link Clock}, {@link sleep}, {@link rfc3339}).
  *
  * Test doubles (an in-memory API server, a fake clock, waits) are not part of this surface:
@@ -134,6 +137,7 @@ export { loadRestConfig, Transport } from "./transport.ts";
 export type { ErrorTarget, StatusReason } from "./errors.ts";
 export {
   ApiError,
+  apiErrorOf,
   errorMessage,
   isAlreadyExists,
   isConflict,
@@ -142,11 +146,13 @@ export {
   isInvalid,
   isNotFound,
   newApiError,
+  wrapError,
 } from "./errors.ts";
 
 // Writes.
 export type { MergePatchOptions } from "./client_patch.ts";
 export { patchAnnotations, patchObject, patchStatus } from "./client_patch.ts";
+export { jsonEqual } from "./patch.ts";
 
 // controllerutil.
 export {
@@ -192,6 +198,9 @@ export {
 } from "./predicates.ts";
 export type { ManagerOptions, ManagerOutcome } from "./manager.ts";
 export { Manager } from "./manager.ts";
+export type { ByObject, ObjectScope } from "./cache.ts";
+export { byObject } from "./cache.ts";
+export { lowPriority } from "./priority_queue.ts";
 export type { IndexFunc } from "./informer.ts";
 export type { Checker } from "./servers.ts";
 export { ping } from "./servers.ts";

@@ -31,9 +31,10 @@ export function createMergePatch(from: Json, to: Json): Record<string, Json> {
   const patch: Record<string, Json> = {};
   const a = isObject(from) ? from : {};
   const b = isObject(to) ? to : {};
-  for (const k of Object.keys(a)) if (!(k in b)) patch[k] = null;
+  // Own keys only: every object inherits "constructor", "toString", … from Object.prototype.
+  for (const k of Object.keys(a)) if (!Object.hasOwn(b, k)) patch[k] = null;
   for (const [k, v] of Object.entries(b)) {
-    const old = a[k];
+    const old = Object.hasOwn(a, k) ? a[k] : undefined;
     if (isObject(old) && isObject(v)) {
       const sub = createMergePatch(old, v);
       if (Object.keys(sub).length > 0) patch[k] = sub;

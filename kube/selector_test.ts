@@ -53,6 +53,9 @@ Deno.test("selector: malformed selectors are refused with the selector named", (
       "a=b=c",
       "/name",
       "Upper.Case/name",
+      "a..b/name",
+      "a.-b/name",
+      "a-.b/name",
       `${"p".repeat(254)}/name`,
       `${"n".repeat(64)}`,
       `tier=${"v".repeat(64)}`,
@@ -61,4 +64,5 @@ Deno.test("selector: malformed selectors are refused with the selector named", (
     assert.throws(() => parseLabelSelector(bad), /invalid label selector/, bad);
   }
   assert.doesNotThrow(() => parseLabelSelector(`${"p".repeat(253)}/${"n".repeat(63)}`));
+  assert.doesNotThrow(() => parseLabelSelector("a-b.c-d.io/x,1.2/y"));
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import * as yaml from "npm:js-yaml@5.5.0";
+import * as yaml from "js-yaml";
 import { CRD_DIR, generateCrdFiles, staleCrdFiles } from "./crds.ts";
 
 /**

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import * as jsyaml from "npm:js-yaml@5.5.0";
+import * as jsyaml from "js-yaml";
 import { toYaml, toYamlDocument } from "./yaml.ts";
 
 Deno.test("toYaml: block style, sorted keys, kubectl-style sequences", () => {

@@ -17,6 +17,7 @@ import { deepCopy, keyString, type KubeObject, objectKey, type ObjectList } from
 import { applyJsonPatch, applyMergePatch, jsonEqual, PatchError } from "../patch.ts";
 import { apiVersionOf, resourceId, type ResourceType } from "../resource.ts";
 import {
+  type FieldRequirement,
   fieldSelectorString,
   labelSelectorString,
   matchesFields,
@@ -35,6 +36,7 @@ export interface FakeAction {
   name: string;
   /** "status" for status writes; the subresource's name for createSubresource ("binding"). */
   subresource?: string;
+  /** For creates and updates: the object as sent (a copy the caller's later edits do not reach). */
   object?: KubeObject;
   /** For patches: the patch type and the body exactly as sent. */
   patchType?: PatchType;
@@ -141,7 +143,7 @@ export class FakeClient implements Client {
 
   /** Stores an object as given (status kept), filling uid/resourceVersion/timestamps. */
   seed<T extends KubeObject>(rt: ResourceType<T>, obj: T): T {
-    const stored = deepCopy(obj);
+    const stored = onTheWire(obj);
     this.#fillSystemFields(rt, stored);
     if (rt.statusSubresource && stored.metadata.generation === undefined) {
       stored.metadata.generation = 1;
@@ -229,7 +231,9 @@ export class FakeClient implements Client {
       snapshot = found;
     } else {
       const labels = parseLabelSelector(opts.labelSelector);
-      const fields = parseFieldSelector(
+      const fields = this.#fieldRequirements(
+        rt,
+        namespace,
         [opts.fieldSelector, fieldSelectorString(opts.matchingFields)].filter(Boolean).join(","),
       );
       // Stored objects are replaced on every write, never mutated, so references are a
@@ -271,8 +275,8 @@ export class FakeClient implements Client {
       resource: rt,
       namespace,
       name,
-      object: obj,
-      ...(opts?.dryRun ? { dryRun: true } : {}),
+      object: onTheWire(obj),
+      ...dryRunOf(opts),
     });
     if (!name && obj.metadata.generateName) name = obj.metadata.generateName + randomSuffix();
     if (!name) {
@@ -304,7 +308,7 @@ export class FakeClient implements Client {
         `${rt.plural} "${name}" already exists`,
       );
     }
-    const stored = deepCopy(obj);
+    const stored = onTheWire(obj);
     stored.apiVersion = apiVersionOf(rt);
     stored.kind = rt.kind;
     stored.metadata.name = name;
@@ -325,7 +329,14 @@ export class FakeClient implements Client {
 
   async update<T extends KubeObject>(rt: ResourceType<T>, obj: T, opts?: WriteOptions): Promise<T> {
     const { namespace, name } = objectKey(obj);
-    await this.#enter({ verb: "update", resource: rt, namespace, name, object: obj });
+    await this.#enter({
+      verb: "update",
+      resource: rt,
+      namespace,
+      name,
+      object: onTheWire(obj),
+      ...dryRunOf(opts),
+    });
     this.#requireRvForCustomResource(rt, namespace, name, obj);
     return this.#write(rt, namespace, name, obj, false, opts);
   }
@@ -342,7 +353,8 @@ export class FakeClient implements Client {
       namespace,
       name,
       subresource: "status",
-      object: obj,
+      object: onTheWire(obj),
+      ...dryRunOf(opts),
     });
     if (!rt.statusSubresource) throw this.#notFound(rt, namespace, name);
     this.#requireRvForCustomResource(rt, namespace, name, obj);
@@ -358,6 +370,7 @@ export class FakeClient implements Client {
     opts?: PatchOptions,
   ): Promise<T> {
     const subresource = opts?.subresource;
+    const body = onTheWire(patch);
     await this.#enter({
       verb: "patch",
       resource: rt,
@@ -365,7 +378,8 @@ export class FakeClient implements Client {
       name,
       subresource,
       patchType: type,
-      patch: deepCopy(patch),
+      patch: deepCopy(body),
+      ...dryRunOf(opts),
     });
     if (subresource === "status" && !rt.statusSubresource) {
       throw this.#notFound(rt, namespace, name);
@@ -375,8 +389,8 @@ export class FakeClient implements Client {
     let patched: KubeObject;
     try {
       patched = (type === "merge"
-        ? applyMergePatch(current, patch)
-        : applyJsonPatch(current, patch as JsonPatchOp[])) as KubeObject;
+        ? applyMergePatch(current, body)
+        : applyJsonPatch(current, body as JsonPatchOp[])) as KubeObject;
     } catch (err) {
       if (err instanceof PatchError) throw this.#invalid(rt, namespace, name, err.message);
       throw err;
@@ -387,9 +401,9 @@ export class FakeClient implements Client {
     // A patch carries a resourceVersion only when the caller wants optimistic locking; without
     // one it applies to whatever is current.
     const wantsLock = type === "merge"
-      ? typeof (patch as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion ===
+      ? typeof (body as { metadata?: { resourceVersion?: unknown } }).metadata?.resourceVersion ===
         "string"
-      : (patch as JsonPatchOp[]).some((op) => op.path === "/metadata/resourceVersion");
+      : (body as JsonPatchOp[]).some((op) => op.path === "/metadata/resourceVersion");
     if (!wantsLock) patched.metadata.resourceVersion = current.metadata.resourceVersion;
     return this.#write(rt, namespace, name, patched as T, subresource === "status", opts);
   }
@@ -574,7 +588,7 @@ export class FakeClient implements Client {
       ...sentSelectors(opts.labelSelector, opts.fieldSelector),
     });
     const labels = parseLabelSelector(opts.labelSelector);
-    const fields = parseFieldSelector(opts.fieldSelector);
+    const fields = this.#fieldRequirements(rt, namespace, opts.fieldSelector);
     const matches = (o: KubeObject) =>
       (!namespace || o.metadata.namespace === namespace) &&
       matchesLabels(labels, o.metadata.labels) && matchesFields(o, fields);
@@ -709,7 +723,7 @@ export class FakeClient implements Client {
         "the object has been modified; please apply your changes to the latest version and try again",
       );
     }
-    const next = mergeWrite(rt, current, deepCopy(incoming), statusOnly);
+    const next = mergeWrite(rt, current, onTheWire(incoming), statusOnly);
     if (current.metadata.deletionTimestamp) {
       const had = new Set(current.metadata.finalizers ?? []);
       const added = (next.metadata.finalizers ?? []).filter((f) => !had.has(f));
@@ -784,6 +798,31 @@ export class FakeClient implements Client {
 
   #key(rt: ResourceType, namespace: string, name: string): string {
     return rt.namespaced ? `${namespace}/${name}` : name;
+  }
+
+  /**
+   * The requirements of a field selector, each reading the path its field label stands for;
+   * a label the API server does not offer for the kind is refused as the server does.
+   */
+  #fieldRequirements(
+    rt: ResourceType,
+    namespace: string,
+    text: string | undefined,
+  ): FieldRequirement[] {
+    return parseFieldSelector(text).map((r) => {
+      const path = metadataFields.has(r.field)
+        ? r.field
+        : selectableFields[resourceId(rt)]?.[r.field];
+      if (path === undefined) {
+        throw newApiError(
+          400,
+          "BadRequest",
+          this.#target(rt, namespace, ""),
+          `field label not supported: ${r.field}`,
+        );
+      }
+      return { ...r, field: path };
+    });
   }
 
   #target(rt: ResourceType, namespace: string, name: string): ErrorTarget {
@@ -871,6 +910,14 @@ function mergeWrite(
   return next;
 }
 
+/**
+ * A request body as the API server receives it: JSON, so fields holding undefined are not
+ * there at all (a write that only adds such fields changes nothing), as the API client sends.
+ */
+function onTheWire<T>(body: T): T {
+  return JSON.parse(JSON.stringify(body));
+}
+
 function withoutMetaAndStatus(obj: Record<string, unknown>): Record<string, unknown> {
   const { metadata: _m, status: _s, ...rest } = obj;
   return rest;
@@ -932,6 +979,53 @@ function randomSuffix(): string {
   let s = "";
   for (let i = 0; i < 5; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)];
   return s;
+}
+
+/** Field labels every kind offers in a field selector. */
+const metadataFields = new Set(["metadata.name", "metadata.namespace"]);
+
+/** Each field label maps to the path it reads. */
+function sameNames(...fields: string[]): Record<string, string> {
+  return Object.fromEntries(fields.map((f) => [f, f]));
+}
+
+/**
+ * Further field labels the API server offers, by resource id, mapped to the path each reads (the
+ * kinds' field-label conversions). Any other label is refused with 400 BadRequest; a custom
+ * resource without selectableFields, a Lease or a ConfigMap offers only the metadata ones.
+ */
+const selectableFields: Record<string, Record<string, string>> = {
+  pods: sameNames(
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+  ),
+  events: {
+    ...sameNames(
+      "involvedObject.kind",
+      "involvedObject.namespace",
+      "involvedObject.name",
+      "involvedObject.uid",
+      "involvedObject.apiVersion",
+      "involvedObject.resourceVersion",
+      "involvedObject.fieldPath",
+      "reason",
+      "reportingComponent",
+      "type",
+    ),
+    source: "source.component",
+  },
+  namespaces: sameNames("status.phase"),
+};
+
+/** The dryRun mark of a recorded write (absent for real writes). */
+function dryRunOf(opts: WriteOptions | undefined): Pick<FakeAction, "dryRun"> {
+  return opts?.dryRun ? { dryRun: true } : {};
 }
 
 /** The selectors of a list or watch as the recorded action carries them (absent when empty). */

@@ -99,3 +99,52 @@ Deno.test("fake: watch without resourceVersion replays current objects first", a
   ac.abort();
   assert.equal((await it.next()).done, true);
 });
+
+Deno.test("fake: a recorded write keeps the object as sent, whatever the caller does later", async () => {
+  const fake = new FakeClient();
+  const w = { metadata: { name: "r", namespace: "ns" }, spec: { agent: { image: "x" } } };
+  const created = await fake.create(Widgets, w);
+  w.spec.agent.image = "changed after create";
+  created.spec.agent.image = "y";
+  const updated = await fake.update(Widgets, created);
+  created.spec.agent.image = "changed after update";
+  const withStatus = { ...updated, status: { phase: "Running" } };
+  await fake.updateStatus(Widgets, withStatus);
+  withStatus.metadata.name = "changed after updateStatus";
+  assert.deepEqual(
+    fake.actions.map((
+      a,
+    ) => [a.verb, a.subresource ?? "", (a.object as { spec?: unknown } | undefined)?.spec]),
+    [
+      ["create", "", { agent: { image: "x" } }],
+      ["update", "", { agent: { image: "y" } }],
+      ["update", "status", { agent: { image: "y" } }],
+    ],
+  );
+  assert.equal(fake.actions[2].object?.metadata.name, "r");
+});
+
+Deno.test("fake: every dry-run write is recorded as one and stores nothing", async () => {
+  const fake = new FakeClient();
+  const spec = { agent: { image: "x" } };
+  const w = await fake.create(Widgets, { metadata: { name: "d", namespace: "ns" }, spec });
+  const changed = { ...w, spec: { agent: { image: "y" } } };
+  await fake.create(Widgets, { metadata: { name: "e", namespace: "ns" }, spec }, { dryRun: true });
+  await fake.update(Widgets, changed, { dryRun: true });
+  await fake.updateStatus(Widgets, { ...w, status: { phase: "Running" } }, { dryRun: true });
+  await fake.patch(Widgets, "ns", "d", "merge", { spec: { agent: { image: "z" } } }, {
+    dryRun: true,
+  });
+  assert.deepEqual(
+    fake.actions.map((a) => [a.verb, a.subresource ?? "", a.dryRun ?? false]),
+    [
+      ["create", "", false],
+      ["create", "", true],
+      ["update", "", true],
+      ["update", "status", true],
+      ["patch", "", true],
+    ],
+  );
+  assert.deepEqual(await fake.get(Widgets, "ns", "d"), w);
+  assert.equal((await fake.list(Widgets, { namespace: "ns" })).items.length, 1);
+});

@@ -7,6 +7,7 @@
  *   fault injection through reactors and a record of every action, patch bodies included;
  * - {@link FakeClock}: time that moves only when a test advances it;
  * - {@link StubInformer}: a hand-driven informer for controller and builder tests;
+ * - {@link RecordingRecorder}: an EventRecorder that keeps Events in memory for assertions;
  * - {@link waitFor} / {@link waitUntil}: polling with a deadline, the one way tests wait;
  *   {@link flushMicrotasks} for promise callbacks;
  * - {@link metricValue}: reads one series of a runtime metric.
@@ -33,6 +34,8 @@ export type { FakeAction, FakeClientOptions, Reactor } from "./fake.ts";
 export { FakeClient } from "./fake.ts";
 export { FakeClock } from "./fake_clock.ts";
 export { StubInformer } from "./stub_informer.ts";
+export type { RecordedEvent } from "./recorder.ts";
+export { RecordingRecorder } from "./recorder.ts";
 export type { WaitOptions } from "./wait.ts";
 export { flushMicrotasks, waitFor, waitUntil } from "./wait.ts";
 export { metricValue } from "./metrics.ts";

@@ -9,6 +9,7 @@ import type { Client } from "../../kube/client.ts";
 import { type Binding, Nodes, type Pod, Pods } from "../../kube/core.ts";
 import {
   ApiError,
+  apiErrorOf,
   isAlreadyExists,
   isConflict,
   isGone,
@@ -70,6 +71,14 @@ async function nextEvent<T>(it: AsyncIterator<T>, deadlineMs = 10_000): Promise<
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Paths of fields holding undefined (a JSON document has none). */
+function undefinedPaths(v: unknown, path = ""): string[] {
+  if (v === null || typeof v !== "object") return [];
+  return Object.entries(v).flatMap(([k, x]) =>
+    x === undefined ? [`${path}.${k}`] : undefinedPaths(x, `${path}.${k}`)
+  );
 }
 
 export const semanticsCases: SemanticsCase[] = [
@@ -175,6 +184,26 @@ export const semanticsCases: SemanticsCase[] = [
       );
       const same = await c.patch(Widgets, ns, "w5", "merge", { metadata: { labels: { a: "1" } } });
       assert.equal(same.metadata.resourceVersion, v1.metadata.resourceVersion);
+    },
+  },
+  {
+    name: "a field set to undefined is not on the wire: a write adding only that changes nothing",
+    async fn(c, ns) {
+      const v1 = await c.create(Widgets, widget(ns, "w5u"));
+      const updated = await c.update(Widgets, {
+        ...v1,
+        metadata: { ...v1.metadata, labels: undefined },
+        spec: { ...v1.spec, nodePool: undefined },
+      });
+      assert.equal(updated.metadata.resourceVersion, v1.metadata.resourceVersion, "update");
+      assert.equal(updated.metadata.generation, 1);
+      const patched = await c.patch(Widgets, ns, "w5u", "merge", {
+        spec: { agent: { replicas: undefined } },
+      });
+      assert.equal(patched.metadata.resourceVersion, v1.metadata.resourceVersion, "patch");
+      const got = await c.get(Widgets, ns, "w5u");
+      assert.equal(JSON.stringify(got), JSON.stringify(v1));
+      assert.deepEqual(undefinedPaths(got), []);
     },
   },
   {
@@ -296,6 +325,35 @@ export const semanticsCases: SemanticsCase[] = [
         continue: page.metadata.continue,
       });
       assert.deepEqual(rest.items.map((i) => i.metadata.name), ["l3"]);
+    },
+  },
+  {
+    name: "field selectors work only on the fields the server indexes for the kind",
+    async fn(c, ns) {
+      await c.create(Widgets, widget(ns, "fs1"));
+      const badRequest = (e: unknown) =>
+        apiErrorOf(e)?.code === 400 && /field label not supported/.test(String(e));
+      // A custom resource without selectableFields offers metadata.name and metadata.namespace.
+      await rejects(
+        c.list(Widgets, { namespace: ns, fieldSelector: "spec.nodePool=default" }),
+        badRequest,
+        "list by a spec field of a custom resource",
+      );
+      const stream = c.watch(Widgets, { namespace: ns, fieldSelector: "spec.nodePool=default" });
+      await rejects(stream[Symbol.asyncIterator]().next(), badRequest, "watch by a spec field");
+      const byNs = await c.list(Widgets, {
+        namespace: ns,
+        fieldSelector: `metadata.namespace=${ns}`,
+      });
+      assert.deepEqual(byNs.items.map((w) => w.metadata.name), ["fs1"]);
+      // Pods add their own (spec.nodeName, status.phase, …) but not arbitrary paths.
+      const pods = await c.list(Pods, { namespace: ns, fieldSelector: "spec.nodeName=n1" });
+      assert.deepEqual(pods.items, []);
+      await rejects(
+        c.list(Pods, { namespace: ns, fieldSelector: "spec.priority=1" }),
+        badRequest,
+        "list pods by an unindexed field",
+      );
     },
   },
   {
