@@ -1,90 +1,98 @@
+/**
+ * The whole operator in one process, fast: the manager with both controllers on the in-memory
+ * API, the VM simulator playing vk-cocoon on the same API, and the real OCI client against the
+ * simulator's in-process registry. One CocoonSet goes through create, retain suspend, resume and
+ * teardown; every step is what a user would see (phase, pods, registry tags).
+ */
 import assert from "node:assert/strict";
-import { FakeClient } from "../kube/testing/fake.ts";
 import { Manager } from "../kube/manager.ts";
+import { byObject } from "../kube/cache.ts";
 import { type Pod, Pods } from "../kube/core.ts";
+import { isNotFound } from "../kube/errors.ts";
 import { waitFor } from "../kube/testing/wait.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { FakeRegistry } from "../snapshot/fake.ts";
+import { LabelCocoonSet } from "../common/meta/keys.ts";
+import { newOciRegistry } from "../snapshot/oci.ts";
+import { startFakeSim } from "../sim/testing/fake_sim.ts";
+import { setupHibernationController } from "../hibernation/mod.ts";
 import { setupCocoonSetController } from "./reconciler.ts";
 
-/** Marks every unbound pod bound to node-a, Running and Ready with a VM id. */
-async function playKubelet(fake: FakeClient): Promise<void> {
-  const pods = await fake.list(Pods, { namespace: "ns" });
-  for (const pod of pods.items) {
-    if (pod.metadata.deletionTimestamp) {
-      await fake.delete(Pods, "ns", pod.metadata.name!, { gracePeriodSeconds: 0 });
-      continue;
-    }
-    if (pod.status?.phase === "Running") continue;
-    if (!pod.spec?.nodeName) {
-      await fake.patch(Pods, "ns", pod.metadata.name!, "merge", { spec: { nodeName: "node-a" } });
-    }
-    await fake.patch(Pods, "ns", pod.metadata.name!, "merge", {
-      metadata: { annotations: { "vm.cocoonstack.io/id": `id-${pod.metadata.name}` } },
-    });
-    await fake.patch(Pods, "ns", pod.metadata.name!, "merge", {
-      status: {
-        phase: "Running",
-        conditions: [{ type: "Ready", status: "True" }],
-        containerStatuses: [{
-          name: "agent",
-          ready: true,
-          restartCount: 0,
-          image: "x",
-          imageID: "x",
-          state: { running: {} },
-        }],
-      },
-    }, { subresource: "status" });
-  }
-}
-
-Deno.test("smoke: a CocoonSet with subs and a toolbox converges to Running on the fake", async () => {
-  const fake = new FakeClient();
+Deno.test("smoke: create, retain suspend, resume and teardown with the simulator on the fake API", async () => {
+  const env = await startFakeSim({ nodes: [{ name: "vk-a", seats: 8 }] });
   const mgr = new Manager({
-    client: fake,
+    client: env.fake,
     metricsBindAddress: "0",
     healthProbeBindAddress: "127.0.0.1:0",
     leaderElection: false,
-    leaderElectionId: "x",
+    leaderElectionId: "smoke",
+    byObject: [byObject(Pods, { labelSelector: LabelCocoonSet })],
   });
-  setupCocoonSetController(mgr, { registry: new FakeRegistry(), concurrency: 2 });
+  const registry = newOciRegistry(`${env.stub.host}/sim`);
+  setupCocoonSetController(mgr, { registry, concurrency: 2 });
+  setupHibernationController(mgr, { registry }, 2);
   const stop = new AbortController();
   const run = mgr.start(stop.signal);
+  const set = () => env.fake.get(CocoonSets, "ns", "demo");
+  const phase = async (want: string) =>
+    await waitFor(
+      `phase ${want}`,
+      async () => {
+        const cs = await set();
+        return cs.status?.phase === want && cs.status.observedGeneration === cs.metadata.generation
+          ? cs
+          : undefined;
+      },
+      20_000,
+      20,
+    );
   try {
-    await fake.create(CocoonSets, {
+    await env.fake.create<CocoonSet>(CocoonSets, {
       metadata: { name: "demo", namespace: "ns" },
       spec: { agent: { image: "img", replicas: 2 }, toolboxes: [{ name: "tb", image: "t" }] },
     });
-    const cs = await waitFor(
-      "Running",
-      async () => {
-        await playKubelet(fake);
-        const cs = await fake.get(CocoonSets, "ns", "demo");
-        return cs.status?.phase === "Running" ? cs : undefined;
-      },
-      20_000,
-      50,
-    );
-    assert.equal(cs.status?.readyAgents, 3);
-    assert.equal(cs.status?.readyToolboxes, 1);
-    const pods = (await fake.list(Pods, { namespace: "ns" })).items as Pod[];
+    const running = await phase("Running");
+    assert.equal(running.status?.readyAgents, 3);
+    assert.equal(running.status?.readyToolboxes, 1);
+    const pods = (await env.fake.list(Pods, { namespace: "ns" })).items as Pod[];
     assert.deepEqual(pods.map((p) => p.metadata.name).sort(), [
       "demo-0",
       "demo-1",
       "demo-2",
       "demo-tb",
     ]);
-    assert.equal(
-      pods.find((p) => p.metadata.name === "demo-1")?.metadata.annotations?.[
-        "vm.cocoonstack.io/fork-from"
-      ],
-      "vk-ns-demo-0",
+    assert.ok(pods.every((p) => p.spec?.nodeName === "vk-a"));
+
+    await env.fake.patch(CocoonSets, "ns", "demo", "merge", { spec: { suspend: true } });
+    await phase("Suspended");
+    for (const vm of ["vk-ns-demo-0", "vk-ns-demo-1", "vk-ns-demo-2", "vk-ns-demo-tb"]) {
+      assert.deepEqual(env.stub.tagsOf(env.repo(vm)), ["hibernate"], vm);
+    }
+
+    await env.fake.patch(CocoonSets, "ns", "demo", "merge", { spec: { suspend: false } });
+    await phase("Running");
+
+    await env.fake.delete(CocoonSets, "ns", "demo");
+    await waitFor(
+      "teardown",
+      async () => {
+        try {
+          await set();
+          return false;
+        } catch (err) {
+          return isNotFound(err);
+        }
+      },
+      20_000,
+      20,
     );
-    assert.deepEqual(cs.metadata.finalizers, ["cocoonset.cocoonstack.io/finalizer"]);
-    assert.equal(cs.metadata.generation, 1);
+    // The default policy keeps every :latest the deletes pushed and drops every :hibernate.
+    for (const vm of ["vk-ns-demo-0", "vk-ns-demo-1", "vk-ns-demo-2", "vk-ns-demo-tb"]) {
+      assert.deepEqual(env.stub.tagsOf(env.repo(vm)), ["latest"], vm);
+    }
   } finally {
     stop.abort();
     await run;
+    await env.close();
   }
 });

@@ -84,6 +84,8 @@ export function startOciStub(): OciStub {
     const url = new URL(req.url);
     requests.push({ method: req.method, path: url.pathname });
     const body = new Uint8Array(await req.arrayBuffer());
+    // The API version check every distribution client starts with.
+    if (url.pathname === "/v2/" && req.method === "GET") return Response.json({});
     const upload = /^\/v2\/(.+)\/blobs\/uploads\/([^/]*)$/.exec(url.pathname);
     if (upload && req.method === "POST") {
       return new Response(null, {
@@ -114,6 +116,15 @@ export function startOciStub(): OciStub {
       }
       const digest = ref.startsWith("sha256:") ? ref : tags.get(repo)?.get(ref);
       const manifest = digest ? manifests.get(digest) : undefined;
+      if (req.method === "DELETE") {
+        if (!manifest) return unknown();
+        // By tag drops that tag; by digest drops every tag pointing at it (as distribution).
+        const repoTags = tagMap(repo);
+        for (const [tag, d] of [...repoTags]) {
+          if (ref.startsWith("sha256:") ? d === digest : tag === ref) repoTags.delete(tag);
+        }
+        return new Response(null, { status: 202 });
+      }
       if (req.method === "GET" || req.method === "HEAD") {
         if (!manifest) return unknown();
         return new Response(req.method === "GET" ? manifest : null, {
