@@ -26,6 +26,11 @@ export interface TestRegistry {
   url: string;
   /** Pid of the registry process. */
   pid: number;
+  /**
+   * Settles with one line when the registry exits without `stop()` asking it to; never rejects,
+   * and stays pending otherwise.
+   */
+  readonly unexpectedExit: Promise<string>;
   auth: RegistryAuthMode;
   /** Accepted credentials (basic and token modes). */
   username: string;
@@ -38,11 +43,6 @@ export interface TestRegistry {
   tagsOf(repo: string): Promise<string[]>;
   /** Registry log so far (for failure messages). */
   log(): Promise<string>;
-  /**
-   * Settles with one line when the registry exits without `stop()` asking it to; never rejects,
-   * and stays pending otherwise.
-   */
-  readonly unexpectedExit: Promise<string>;
   /** Stops the registry (and token server) and removes the temp directory. */
   stop(): Promise<void>;
 }
@@ -198,6 +198,7 @@ function makeRegistry(
     host,
     url,
     pid: child.pid,
+    unexpectedExit,
     auth,
     username: BASIC_USER,
     password: BASIC_PASSWORD,
@@ -259,7 +260,6 @@ function makeRegistry(
       return [...(body.tags ?? [])].sort();
     },
     log: () => Deno.readTextFile(`${dir}/registry.log`).catch(() => ""),
-    unexpectedExit,
     async stop() {
       if (stopped) return;
       stopped = true;
