@@ -361,6 +361,20 @@ async function runLocalStack(flags: DevFlags, out: Output): Promise<number> {
   let stopRequested = false;
   signals.received.then(() => (stopRequested = true));
   let stoppedBySignal = false;
+  /**
+   * Waits for a start-up step, unless a part dies first (throws its line) or a stop signal comes
+   * (returns undefined; the caller then returns and everything started is stopped).
+   */
+  const unlessInterrupted = async <T>(step: Promise<T>): Promise<{ value: T } | undefined> => {
+    const died = Promise.race(deaths).then((line): never => {
+      throw new Error(line);
+    });
+    return await Promise.race([
+      step.then((value) => ({ value })),
+      died,
+      signals.received.then(() => undefined),
+    ]);
+  };
   try {
     if (!binDir) {
       out.say(
@@ -418,9 +432,9 @@ async function runLocalStack(flags: DevFlags, out: Output): Promise<number> {
     });
     parts.push(childPart(sim, SIM_GRACE_MS));
     deaths.push(childDeath(sim, "the simulator"));
-    const simReady = await sim.waitForLine(/ready: nodes=/, READY_TIMEOUT_MS);
-    const nodes = simReady.match(/ready: nodes=(\S+)/)?.[1]?.split(",") ?? [];
-    if (stopRequested) return 0;
+    const simReady = await unlessInterrupted(sim.waitForLine(/ready: nodes=/, READY_TIMEOUT_MS));
+    if (!simReady) return 0;
+    const nodes = simReady.value.match(/ready: nodes=(\S+)/)?.[1]?.split(",") ?? [];
 
     out.say("starting the operator");
     const operator = spawnDevChild({
@@ -433,18 +447,15 @@ async function runLocalStack(flags: DevFlags, out: Output): Promise<number> {
       onLine: out.child("operator"),
     });
     parts.push(childPart(operator, OPERATOR_GRACE_MS));
-    const operatorDied = childDeath(operator, "the operator");
-    deaths.push(operatorDied);
+    deaths.push(childDeath(operator, "the operator"));
     const probe = probeUrl(config.healthProbeBindAddress);
     if (probe) {
-      let gone = false;
-      operatorDied.then(() => (gone = true));
-      await waitUntil(async () => {
-        if (gone) throw new Error("the operator exited");
+      const ready = waitUntil(async () => {
         const res = await fetch(`${probe}/readyz`);
         await res.body?.cancel();
         return res.ok;
       }, { timeoutMs: READY_TIMEOUT_MS, intervalMs: 200, what: "the operator's /readyz" });
+      if (!await unlessInterrupted(ready)) return 0;
     }
 
     console.log(readyBanner({
@@ -472,11 +483,7 @@ async function runLocalStack(flags: DevFlags, out: Output): Promise<number> {
     stoppedBySignal = true;
     return 0;
   } catch (err) {
-    const died = await Promise.race([
-      ...deaths,
-      new Promise<undefined>((r) => setTimeout(() => r(undefined), 0)),
-    ]);
-    out.say(`the local stack did not start: ${died ?? errorMessage(err)}`);
+    out.say(`the local stack did not start: ${errorMessage(err)}`);
     return 1;
   } finally {
     await stopAll(parts, out);

@@ -80,6 +80,21 @@ function survivors(before: Seen[]): Seen[] {
   });
 }
 
+/**
+ * After a failed assertion: kills what is left, except the watchdog shells, which then remove
+ * the servers' folders themselves once the dev task is gone.
+ */
+function killSurvivors(before: Seen[]): void {
+  for (const p of survivors(before)) {
+    if (p.cmdline.includes("WATCHDOG_PIDS")) continue;
+    try {
+      Deno.kill(p.pid, "SIGKILL");
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+}
+
 async function denoDir(): Promise<string> {
   const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
   return JSON.parse(new TextDecoder().decode(out.stdout)).denoDir;
@@ -220,8 +235,8 @@ Deno.test({
       }
       await assert.rejects(Deno.stat(stack.kubeconfig), Deno.errors.NotFound);
     } finally {
-      for (const p of survivors(all)) Deno.kill(p.pid, "SIGKILL");
       await dev?.stop(5_000);
+      killSurvivors(all);
       await Deno.remove(home, { recursive: true }).catch(() => {});
     }
   },
@@ -254,8 +269,48 @@ Deno.test({
       );
       assert.deepEqual(survivors(all).map((p) => p.cmdline), []);
     } finally {
-      for (const p of survivors(all)) Deno.kill(p.pid, "SIGKILL");
       await dev?.stop(5_000);
+      killSurvivors(all);
+      await Deno.remove(home, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name: "deno task dev: an operator that fails at start-up ends the start at once, exit 1",
+  ignore: !registryAvailable(),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const home = await Deno.makeTempDir({ prefix: "dev-test-home-" });
+    // The probe port is taken, so the operator cannot start its probe server and exits.
+    const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    let dev: ProcessHandle | undefined;
+    let all: Seen[] = [];
+    try {
+      dev = await startDev(
+        await freshUser(home, {
+          ENVTEST_BIN_DIR: await envtestBinDir(),
+          METRICS_ADDR: `127.0.0.1:${freePort()}`,
+          PROBE_ADDR: `127.0.0.1:${taken.addr.port}`,
+        }),
+        ["--dir", `${home}/state`],
+      );
+      await dev.waitForOutput(/^dev: starting the operator$/m, READY_TIMEOUT_MS);
+      all = descendants(dev.pid);
+      // Readiness is polled for 90 s; the operator's exit must end the wait well before that.
+      const exit = await exitWithin(dev, EXIT_TIMEOUT_MS);
+      assert.equal(exit.code, 1, dev.output.slice(-3000));
+      assert.match(
+        dev.output,
+        /^dev: the local stack did not start: the operator exited with code 1$/m,
+      );
+      assert.doesNotMatch(dev.output, /^kubeconfig: /m);
+      assert.deepEqual(survivors(all).map((p) => p.cmdline), []);
+    } finally {
+      taken.close();
+      await dev?.stop(5_000);
+      killSurvivors(all);
       await Deno.remove(home, { recursive: true }).catch(() => {});
     }
   },
