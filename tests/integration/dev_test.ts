@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { envtestBinDir } from "../../scripts/envtest.ts";
 import { type ProcessHandle, runProcess } from "../harness/process.ts";
-import { registryAvailable } from "../harness/registry.ts";
+import { startControlPlane } from "../harness/control_plane.ts";
+import { registryAvailable, startRegistry } from "../harness/registry.ts";
 import { freePort, waitUntil } from "../harness/wait.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
@@ -311,6 +312,59 @@ Deno.test({
       taken.close();
       await dev?.stop(5_000);
       killSurvivors(all);
+      await Deno.remove(home, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name: "deno task dev: with KUBECONFIG set, only the operator runs, against that cluster",
+  ignore: !registryAvailable(),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const home = await Deno.makeTempDir({ prefix: "dev-test-home-" });
+    const cp = await startControlPlane();
+    const registry = await startRegistry({ auth: "none" });
+    let dev: ProcessHandle | undefined;
+    try {
+      dev = await startDev(
+        await freshUser(home, {
+          KUBECONFIG: cp.kubeconfigPath,
+          OCI_REGISTRY: `${registry.host}/cocoon`,
+          METRICS_ADDR: `127.0.0.1:${freePort()}`,
+          PROBE_ADDR: `127.0.0.1:${freePort()}`,
+        }),
+      );
+      await dev.waitForOutput(
+        new RegExp(`^dev: running the operator against KUBECONFIG=${cp.kubeconfigPath}, `, "m"),
+        READY_TIMEOUT_MS,
+      );
+      await dev.waitForOutput(/^operator \| .*starting manager /m, READY_TIMEOUT_MS);
+      const all = descendants(dev.pid);
+      assert.ok(stackParts(all).operator, "the operator runs");
+      for (const part of ["etcd", "kube-apiserver", "docker-registry", "sim"]) {
+        assert.equal(stackParts(all)[part], undefined, `no ${part} of its own`);
+      }
+      // Leader election is off by default here: the operator reconciles without a Lease namespace.
+      await kubectl(cp.kubeconfigPath, [
+        "apply",
+        "-f",
+        `${repoRoot}/examples/cocoonset-basic.yaml`,
+      ]);
+      await waitUntil(
+        () => kubectl(cp.kubeconfigPath, ["get", "pod", "basic-0", "-o", "name"]).then(Boolean),
+        { timeoutMs: 60_000, intervalMs: 500, what: "the operator to create basic-0" },
+      );
+      dev.kill("SIGINT");
+      const exit = await exitWithin(dev, EXIT_TIMEOUT_MS);
+      assert.equal(exit.code, 0, dev.output.slice(-3000));
+      assert.match(dev.output, /^operator \| .*manager stopped cleanly$/m);
+      assert.deepEqual(survivors(all).map((p) => p.cmdline), []);
+    } finally {
+      await dev?.stop(5_000);
+      await registry.stop();
+      await cp.stop();
       await Deno.remove(home, { recursive: true }).catch(() => {});
     }
   },
