@@ -203,7 +203,7 @@ function childDeath(child: DevChild, label: string): Promise<string> {
 }
 
 /** `http://host:port` for a bind address (a wildcard host is reached on loopback). */
-function probeUrl(address: string): string | undefined {
+function localUrl(address: string): string | undefined {
   const bind = parseBindAddress(address);
   if (!bind) return undefined;
   const host = !bind.hostname || bind.hostname === "0.0.0.0" || bind.hostname === "::"
@@ -224,7 +224,7 @@ function loopbackAddress(preferred: number): string {
   }
 }
 
-/** Whether `program` is on PATH. */
+/** Where `program` is on PATH, or undefined. */
 function onPath(program: string): string | undefined {
   for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
     if (!dir) continue;
@@ -239,24 +239,21 @@ function onPath(program: string): string | undefined {
 }
 
 /**
- * Takes the state folder for this process: refuses when another live dev task holds it.
- * Returns the lock file, or a one-line reason.
+ * Takes the state folder for this process, or returns the one-line reason it cannot: another
+ * live dev task holds it (a pid file left by one that was killed does not count).
  */
-async function lockStateDir(dir: string): Promise<{ lock: string } | { refused: string }> {
+async function lockStateDir(dir: string): Promise<string | undefined> {
   await Deno.mkdir(`${dir}/pids`, { recursive: true });
   const lock = `${dir}/dev.pid`;
   const holder = Number(await Deno.readTextFile(lock).catch(() => ""));
   if (holder > 0 && holder !== Deno.pid) {
     const cmdline = await Deno.readTextFile(`/proc/${holder}/cmdline`).catch(() => "");
     if (cmdline.includes("dev.ts")) {
-      return {
-        refused: `another \`deno task dev\` (pid ${holder}) uses ${dir}; ` +
-          "stop it first or pass --dir",
-      };
+      return `another \`deno task dev\` (pid ${holder}) uses ${dir}; stop it first or pass --dir`;
     }
   }
   await Deno.writeTextFile(lock, String(Deno.pid));
-  return { lock };
+  return undefined;
 }
 
 /** What to print once the local stack is up. */
@@ -346,9 +343,9 @@ async function runLocalStack(flags: DevFlags, out: Output): Promise<number> {
     out.say(errorMessage(err).split("\n")[0]);
     return EXIT_SETUP;
   }
-  const locked = await lockStateDir(flags.dir);
-  if ("refused" in locked) {
-    out.say(locked.refused);
+  const refused = await lockStateDir(flags.dir);
+  if (refused) {
+    out.say(refused);
     return EXIT_SETUP;
   }
   const kubeconfig = `${flags.dir}/kubeconfig`;
@@ -448,7 +445,7 @@ async function runLocalStack(flags: DevFlags, out: Output): Promise<number> {
     });
     parts.push(childPart(operator, OPERATOR_GRACE_MS));
     deaths.push(childDeath(operator, "the operator"));
-    const probe = probeUrl(config.healthProbeBindAddress);
+    const probe = localUrl(config.healthProbeBindAddress);
     if (probe) {
       const ready = waitUntil(async () => {
         const res = await fetch(`${probe}/readyz`);
@@ -463,7 +460,7 @@ async function runLocalStack(flags: DevFlags, out: Output): Promise<number> {
       server: cp.server,
       registry: ociRegistry,
       nodes,
-      metricsUrl: probeUrl(config.metricsBindAddress),
+      metricsUrl: localUrl(config.metricsBindAddress),
       kubectl: onPath("kubectl") ? undefined : `${binDir}/kubectl`,
       cwd: Deno.cwd(),
     }));
@@ -514,8 +511,15 @@ async function runAgainstCluster(
     OPERATOR_LOG_FORMAT: env.OPERATOR_LOG_FORMAT || "text",
   };
   const view = { ...env, ...operatorEnv };
+  let config: Config;
   try {
-    const config = parseConfig([], view);
+    // Bad settings are the user's to fix, like the operator's own exit 2 for them.
+    config = parseConfig([], view);
+  } catch (err) {
+    out.say(errorMessage(err).split("\n")[0]);
+    return EXIT_SETUP;
+  }
+  try {
     const transport = await connect(config, (name) => view[name] || undefined, {
       userAgent: "cocoon-operator-dev",
       unreachableHint: "pass --local for a local stack instead",
@@ -523,9 +527,7 @@ async function runAgainstCluster(
     transport.close();
   } catch (err) {
     out.say(errorMessage(err).split("\n")[0]);
-    return err instanceof PreflightError || (err instanceof Error && err.name === "ConfigError")
-      ? EXIT_SETUP
-      : 1;
+    return err instanceof PreflightError ? EXIT_SETUP : 1;
   }
   out.say(`running the operator against ${where}, OCI_REGISTRY=${env.OCI_REGISTRY}`);
   const signals = stopSignals();

@@ -197,6 +197,14 @@ Deno.test({
       assert.match(dev.output, /export KUBECONFIG=\S+\/state\/kubeconfig/);
       assert.match(dev.output, /kubectl apply -f examples\/cocoonset-basic\.yaml/);
 
+      const second = await runToEnd(await freshUser(home), ["--dir", stack.state]);
+      assert.equal(second.code, 2, "a second dev task on the same folder is refused");
+      assert.deepEqual(second.lines, [
+        `dev: another \`deno task dev\` (pid ${
+          stack.all.find((p) => p.cmdline.includes("scripts/dev.ts"))?.pid
+        }) uses ${stack.state}; stop it first or pass --dir`,
+      ]);
+
       await kubectl(stack.kubeconfig, ["apply", "-f", `${repoRoot}/examples/cocoonset-basic.yaml`]);
       const status = await waitUntil(async () => {
         const json = JSON.parse(
@@ -371,8 +379,11 @@ Deno.test({
 });
 
 /** Runs `deno task dev` to its end; returns its exit code and non-empty output lines. */
-async function runToEnd(env: Record<string, string>): Promise<{ code: number; lines: string[] }> {
-  const dev = await startDev(env);
+async function runToEnd(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<{ code: number; lines: string[] }> {
+  const dev = await startDev(env, args);
   const status = await exitWithin(dev, EXIT_TIMEOUT_MS);
   return { code: status.code, lines: dev.output.split("\n").filter((l) => l.trim() !== "") };
 }
