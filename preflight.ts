@@ -50,7 +50,12 @@ export function missingEnvGrants(): Need[] {
 export async function connect(
   config: Config,
   env: (name: string) => string | undefined,
-  opts: { userAgent?: string; query?: Parameters<typeof missingPermissions>[1] } = {},
+  opts: {
+    userAgent?: string;
+    query?: Parameters<typeof missingPermissions>[1];
+    /** What to suggest when the API server does not answer (default: `deno task dev`). */
+    unreachableHint?: string;
+  } = {},
 ): Promise<Transport> {
   let access: ClusterAccess;
   try {
@@ -85,7 +90,7 @@ export async function connect(
     );
   }
   try {
-    await checkReachable(transport, access);
+    await checkReachable(transport, access, opts.unreachableHint ?? devHint);
   } catch (err) {
     transport.close();
     throw err;
@@ -94,7 +99,11 @@ export async function connect(
 }
 
 /** GET /version: any answer but 401 means the server is there and takes our credentials. */
-async function checkReachable(transport: Transport, access: ClusterAccess): Promise<void> {
+async function checkReachable(
+  transport: Transport,
+  access: ClusterAccess,
+  hint: string,
+): Promise<void> {
   const where = `${access.server} (from ${describeSource(access.source)})`;
   let res: Response;
   try {
@@ -105,7 +114,7 @@ async function checkReachable(transport: Transport, access: ClusterAccess): Prom
     });
   } catch (err) {
     throw new PreflightError(
-      `cannot reach the Kubernetes API server ${where}: ${reason(err)}; ${devHint}`,
+      `cannot reach the Kubernetes API server ${where}: ${reason(err)}; ${hint}`,
     );
   }
   await res.body?.cancel();

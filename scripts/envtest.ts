@@ -35,12 +35,22 @@ export function envtestCacheDir(): string {
  * three, else the version-keyed cache, building into it first when it is missing.
  */
 export async function envtestBinDir(): Promise<string> {
+  const found = await existingEnvtestBinDir();
+  if (found) return found;
+  const dir = envtestCacheDir();
+  await buildInto(dir);
+  return dir;
+}
+
+/**
+ * The folder {@linkcode envtestBinDir} would return without building anything, or undefined
+ * when a build is needed (callers announce that it takes minutes).
+ */
+export async function existingEnvtestBinDir(): Promise<string | undefined> {
   const fromEnv = Deno.env.get("ENVTEST_BIN_DIR");
   if (fromEnv && await hasAllBinaries(fromEnv)) return fromEnv;
   const dir = envtestCacheDir();
-  if (await hasAllBinaries(dir)) return dir;
-  await buildInto(dir);
-  return dir;
+  return await hasAllBinaries(dir) ? dir : undefined;
 }
 
 async function hasAllBinaries(dir: string): Promise<boolean> {

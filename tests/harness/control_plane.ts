@@ -17,6 +17,9 @@
  * - One CA signs the serving certificate and the client certificates.
  * - Cleanup: `stop()` in a `finally`; an unload handler and a watchdog shell (which notices when
  *   this process is gone, even after SIGKILL) kill leftovers and remove the temp dir.
+ * - `detached: true` (the `deno task dev` stack) puts each server and the watchdog in a session of
+ *   its own, so a Ctrl-C in the terminal reaches only the caller, which then stops the servers in
+ *   its own order; `unexpectedExit` tells such a long-lived caller when a server died by itself.
  *
  * @module
  */
@@ -24,6 +27,7 @@
 import { envtestBinDir } from "../../scripts/envtest.ts";
 import { createCertificateAuthority, generateKeyPair } from "./certs.ts";
 import { freePort, waitUntil } from "./wait.ts";
+import { spawnWatchdog } from "./watchdog.ts";
 
 /** Options for {@linkcode startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -39,6 +43,12 @@ export interface ControlPlaneOptions {
    * no BOOKMARK events and no `sendInitialEvents` watch-list streams.
    */
   watchCache?: boolean;
+  /**
+   * Start etcd, kube-apiserver and the watchdog in sessions of their own (default false). A
+   * terminal's Ctrl-C then reaches only this process, which must call `stop()`; tests leave this
+   * off so an interrupted `deno test` takes the servers down with it.
+   */
+  detached?: boolean;
 }
 
 /** Result of a kubectl run. */
@@ -63,6 +73,12 @@ export interface ControlPlane {
   readonly adminKeyPem: string;
   /** `http://127.0.0.1:<port>` of etcd's client endpoint. */
   readonly etcdUrl: string;
+  /**
+   * Settles with one line (`etcd exited with code 1; its last log line: …`) when etcd or
+   * kube-apiserver exits without `stop()` or `stopApiServer()` asking it to; never rejects, and
+   * stays pending otherwise.
+   */
+  readonly unexpectedExit: Promise<string>;
   kubectl(
     args: string[],
     opts?: { stdin?: string; kubeconfig?: string },
@@ -99,10 +115,18 @@ interface ServerProcess {
   exited: boolean;
   logFile: string;
   pidFile: string;
+  /** Set by stopServer before it signals, so the exit is not reported as unexpected. */
+  stopping: boolean;
 }
 
 /** Starts `binary`, logging to `<dataDir>/<name>.log` and recording its pid for the watchdog. */
-function spawnServer(name: string, binary: string, args: string[], dataDir: string): ServerProcess {
+function spawnServer(
+  name: string,
+  binary: string,
+  args: string[],
+  dataDir: string,
+  detached: boolean,
+): ServerProcess {
   const logFile = `${dataDir}/${name}.log`;
   const pidFile = `${dataDir}/${name}.pid`;
   // `exec` keeps the pid the server's own, so signals reach it directly.
@@ -112,11 +136,19 @@ function spawnServer(name: string, binary: string, args: string[], dataDir: stri
     stdin: "null",
     stdout: "null",
     stderr: "null",
+    detached,
   }).spawn();
   Deno.writeTextFileSync(pidFile, String(child.pid));
   // A script that forgets stop() may still exit; the unload handler then kills the servers.
   child.unref();
-  const server: ServerProcess = { child, status: child.status, exited: false, logFile, pidFile };
+  const server: ServerProcess = {
+    child,
+    status: child.status,
+    exited: false,
+    logFile,
+    pidFile,
+    stopping: false,
+  };
   server.status = child.status.finally(() => {
     server.exited = true;
     try {
@@ -128,30 +160,9 @@ function spawnServer(name: string, binary: string, args: string[], dataDir: stri
   return server;
 }
 
-/**
- * A detached shell that outlives us: once this Deno process is gone (even by SIGKILL, when no
- * unload handler runs) it kills the servers listed in the pid files and removes the data dir.
- * Unref'd so it never keeps the event loop alive.
- */
-function spawnWatchdog(dataDir: string): Deno.ChildProcess {
-  const script = [
-    'while kill -0 "$ENVTEST_PARENT" 2>/dev/null; do sleep 1; done',
-    'for f in "$ENVTEST_DIR"/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done',
-    'rm -rf "$ENVTEST_DIR"',
-  ].join("\n");
-  const child = new Deno.Command("sh", {
-    args: ["-c", script],
-    env: { ENVTEST_PARENT: String(Deno.pid), ENVTEST_DIR: dataDir },
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  child.unref();
-  return child;
-}
-
 async function stopServer(server: ServerProcess, graceMs: number): Promise<void> {
   if (server.exited) return;
+  server.stopping = true;
   const signal = (s: Deno.Signal) => {
     try {
       server.child.kill(s);
@@ -293,7 +304,19 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   let etcd: ServerProcess | undefined;
   let apiserver: ServerProcess | undefined;
   let stopped = false;
-  const watchdog = spawnWatchdog(dataDir);
+  const detached = opts.detached ?? false;
+  const watchdog = spawnWatchdog({ pidDir: dataDir, removeDirs: [dataDir], detached });
+  let reportExit: (line: string) => void = () => {};
+  const unexpectedExit = new Promise<string>((resolve) => (reportExit = resolve));
+  /** Reports `proc`'s exit unless stop() or stopApiServer() asked for it. */
+  const watchExit = (name: string, proc: ServerProcess) => {
+    proc.status.then(async (status) => {
+      if (proc.stopping || stopped) return;
+      const how = status.signal ? `on ${status.signal}` : `with code ${status.code}`;
+      const last = (await logTail(proc.logFile, 2000)).trimEnd().split("\n").pop();
+      reportExit(`${name} exited ${how}${last ? `; its last log line: ${last}` : ""}`);
+    });
+  };
 
   const killNow = () => {
     for (const p of [apiserver, etcd]) {
@@ -321,8 +344,15 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 
   const startApiServer = async (): Promise<void> => {
     if (apiserver && !apiserver.exited) return;
-    const proc = spawnServer("kube-apiserver", `${binDir}/kube-apiserver`, apiArgs, dataDir);
+    const proc = spawnServer(
+      "kube-apiserver",
+      `${binDir}/kube-apiserver`,
+      apiArgs,
+      dataDir,
+      detached,
+    );
     apiserver = proc;
+    watchExit("kube-apiserver", proc);
     try {
       await waitUntil(async () => {
         if (proc.exited) throw new Error("kube-apiserver exited");
@@ -422,13 +452,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     if (stopped) return;
     stopped = true;
     liveCleanups.delete(killNow);
-    try {
-      watchdog.kill("SIGKILL");
-    } catch {
-      // Already gone.
-    }
-    watchdog.ref();
-    await watchdog.status;
+    await watchdog.dismiss();
     // The data is thrown away, so there is nothing to shut down gracefully for.
     if (apiserver) await stopServer(apiserver, 0);
     if (etcd) await stopServer(etcd, 0);
@@ -441,8 +465,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   };
 
   try {
-    const etcdProc = spawnServer("etcd", `${binDir}/etcd`, etcdArgs, dataDir);
+    const etcdProc = spawnServer("etcd", `${binDir}/etcd`, etcdArgs, dataDir, detached);
     etcd = etcdProc;
+    watchExit("etcd", etcdProc);
     await waitUntil(async () => {
       if (etcdProc.exited) throw new Error("etcd exited");
       const res = await fetch(`${etcdUrl}/health`);
@@ -468,6 +493,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     adminCertPem: admin.certPem,
     adminKeyPem: admin.keyPem,
     etcdUrl,
+    unexpectedExit,
     kubectl,
     serviceAccountKubeconfig,
     stopApiServer,

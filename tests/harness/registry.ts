@@ -3,11 +3,14 @@
  * loopback port, a temporary storage directory, deletes enabled, and one of three auth modes:
  * none, htpasswd Basic, or token auth backed by tests/harness/token_server.ts. Helpers push a
  * tiny OCI manifest and list tags over plain HTTP, independently of the client under test.
+ * A watchdog (tests/harness/watchdog.ts) kills the registry and removes its folder when this
+ * process dies without calling `stop()`.
  */
 
 import { freePort } from "./wait.ts";
 import { BASIC_HTPASSWD, BASIC_PASSWORD, BASIC_USER } from "./registry_htpasswd.ts";
 import { startTokenServer, type TokenServer } from "./token_server.ts";
+import { removePidFile, spawnWatchdog, type Watchdog, writePidFile } from "./watchdog.ts";
 
 /** Path of the registry binary (Debian package docker-registry). */
 export const REGISTRY_BIN = "/usr/bin/docker-registry";
@@ -21,6 +24,13 @@ export interface TestRegistry {
   host: string;
   /** `http://127.0.0.1:<port>`. */
   url: string;
+  /** Pid of the registry process. */
+  pid: number;
+  /**
+   * Settles with one line when the registry exits without `stop()` asking it to; never rejects,
+   * and stays pending otherwise.
+   */
+  readonly unexpectedExit: Promise<string>;
   auth: RegistryAuthMode;
   /** Accepted credentials (basic and token modes). */
   username: string;
@@ -46,9 +56,21 @@ export function registryAvailable(): boolean {
   }
 }
 
+/** Options for {@linkcode startRegistry}. */
+export interface RegistryOptions {
+  auth: RegistryAuthMode;
+  /**
+   * Start the registry (and its watchdog) in a session of its own (default false), so a
+   * terminal's Ctrl-C reaches only this process, which must call `stop()` (`deno task dev`).
+   */
+  detached?: boolean;
+}
+
 /** Starts a registry in the given auth mode and waits until it answers. */
-export async function startRegistry(opts: { auth: RegistryAuthMode }): Promise<TestRegistry> {
+export async function startRegistry(opts: RegistryOptions): Promise<TestRegistry> {
   const dir = await Deno.makeTempDir({ prefix: "cocoon-registry-" });
+  const detached = opts.detached ?? false;
+  const watchdog = spawnWatchdog({ pidDir: dir, removeDirs: [dir], detached });
   let tokenServer: TokenServer | undefined;
   let child: Deno.ChildProcess | undefined;
   try {
@@ -85,13 +107,16 @@ export async function startRegistry(opts: { auth: RegistryAuthMode }): Promise<T
       stdin: "null",
       stdout: "null",
       stderr: "null",
+      detached,
     }).spawn();
+    writePidFile(dir, "registry", child.pid);
     const host = `127.0.0.1:${port}`;
     const url = `http://${host}`;
     await waitReady(url, child, dir);
-    const reg = makeRegistry(host, url, opts.auth, dir, child, tokenServer);
+    const reg = makeRegistry(host, url, opts.auth, dir, child, tokenServer, watchdog);
     return reg;
   } catch (err) {
+    await watchdog.dismiss();
     await stopChild(child);
     await tokenServer?.close();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -128,6 +153,7 @@ function makeRegistry(
   dir: string,
   child: Deno.ChildProcess,
   tokenServer: TokenServer | undefined,
+  watchdog: Watchdog,
 ): TestRegistry {
   const authHeader = async (repo: string, actions: string): Promise<Record<string, string>> => {
     if (auth === "basic") {
@@ -158,9 +184,21 @@ function makeRegistry(
     });
   };
   let stopped = false;
+  const unexpectedExit = new Promise<string>((resolve) => {
+    child.status.then(async (status) => {
+      removePidFile(dir, "registry");
+      if (stopped) return;
+      const how = status.signal ? `on ${status.signal}` : `with code ${status.code}`;
+      const log = await Deno.readTextFile(`${dir}/registry.log`).catch(() => "");
+      const last = log.trimEnd().split("\n").pop();
+      resolve(`docker-registry exited ${how}${last ? `; its last log line: ${last}` : ""}`);
+    });
+  });
   return {
     host,
     url,
+    pid: child.pid,
+    unexpectedExit,
     auth,
     username: BASIC_USER,
     password: BASIC_PASSWORD,
@@ -225,6 +263,7 @@ function makeRegistry(
     async stop() {
       if (stopped) return;
       stopped = true;
+      await watchdog.dismiss();
       await stopChild(child);
       await tokenServer?.close();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
