@@ -79,21 +79,21 @@ export async function main(
     level: config.logLevel,
     format: env.OPERATOR_LOG_FORMAT === "text" ? "text" : "json",
   });
-  log.info("cocoon-operator {version} starting (rev={revision})", {
-    version: VERSION,
-    revision: REVISION,
-  });
-
   let transport: Transport;
   try {
     transport = await connect(config, (name) => env[name], {
       userAgent: `cocoon-operator/${VERSION}`,
     });
   } catch (err) {
+    // No cluster, or none that answers: one line, nothing else on the terminal.
     if (!(err instanceof PreflightError)) throw err;
     console.error(`cocoon-operator: ${err.message}`);
     return 2;
   }
+  log.info("cocoon-operator {version} starting (rev={revision})", {
+    version: VERSION,
+    revision: REVISION,
+  });
   const manager = new Manager({
     client: new ApiClient(transport),
     metricsBindAddress: config.metricsBindAddress,

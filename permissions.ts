@@ -159,9 +159,11 @@ export function operatorNeeds(input: NeedsInput): Need[] {
     ] as const
   ) {
     const bind = parseBindAddress(addr);
-    if (bind && bind.port !== 0) {
+    if (bind) {
       const host = bind.hostname ?? "0.0.0.0";
-      net(`${host.includes(":") ? `[${host}]` : host}:${bind.port}`, why);
+      const name = host.includes(":") ? `[${host}]` : host;
+      // Port 0 lets the kernel pick: only the host can be granted then.
+      net(bind.port === 0 ? name : `${name}:${bind.port}`, why);
     }
   }
   const api = new URL(cluster.server);

@@ -230,13 +230,13 @@ export class Controller {
       this.#sourcesStarted = true;
       if (!(await this.#waitForSync())) return;
 
-      log.info("Starting workers", {
+      log.info("Starting {workerCount} workers of {controller}", {
         controller: this.name,
         workerCount: this.maxConcurrentReconciles,
       });
       for (let i = 0; i < this.maxConcurrentReconciles; i++) this.#workers.push(this.#worker());
       await new Promise<void>((resolve) => this.#onStop(resolve));
-      log.info("Shutdown signal received, waiting for all workers to finish", {
+      log.info("Shutdown signal received, waiting for the workers of {controller} to finish", {
         controller: this.name,
         inFlight: this.#inFlight,
       });
@@ -358,7 +358,7 @@ export class Controller {
         drainTimeoutMs: this.#drainTimeoutMs,
       });
     } else {
-      log.info("All workers finished", { controller: this.name });
+      log.info("All workers of {controller} finished", { controller: this.name });
     }
   }
 
@@ -429,7 +429,10 @@ export class Controller {
       }
       this.#m.errors.inc();
       this.#m.error.inc();
-      log.error("Reconciler error: {error}", { ...fields, error: errorMessage(error) });
+      log.error("Reconciler error in {controller} for {namespace}/{name}: {error}", {
+        ...fields,
+        error: errorMessage(error),
+      });
       return;
     }
     const after = result?.requeueAfter ?? 0;

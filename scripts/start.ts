@@ -64,7 +64,8 @@ if (import.meta.main) {
     console.error(`cocoon-operator: ${plan.message}`);
     Deno.exit(2);
   }
-  console.error(`start: deno ${plan.args.join(" ")}`);
+  // The exact command on request: by default the operator's own output is all there is.
+  if (Deno.env.get("COCOON_START_VERBOSE")) console.error(`start: deno ${plan.args.join(" ")}`);
   // "deno" from PATH: the task grants --allow-run=deno, which names that program.
   const child = new Deno.Command("deno", {
     args: plan.args,

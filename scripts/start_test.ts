@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createCertificateAuthority } from "../tests/harness/certs.ts";
 import { launchPlan } from "./start.ts";
 
 const repoRoot = new URL("../", import.meta.url).pathname;
@@ -76,4 +77,48 @@ Deno.test("deno task start with no cluster: one line naming what it tried, exit 
       "(KUBERNETES_SERVICE_HOST unset), ~/.kube/config (/nonexistent/.kube/config missing); " +
       "for a local sandbox cluster run `deno task dev`",
   );
+});
+
+Deno.test("deno task start with an API server that does not answer: one line on the terminal, exit 2", async () => {
+  const info = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  const denoDir = String(JSON.parse(new TextDecoder().decode(info.stdout)).denoDir);
+  const dir = await Deno.makeTempDir();
+  try {
+    const kubeconfig = `${dir}/kubeconfig`;
+    const ca = btoa((await createCertificateAuthority("unreachable-test-ca")).certPem);
+    await Deno.writeTextFile(
+      kubeconfig,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        `clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1', certificate-authority-data: ${ca}}}]`,
+        "users: [{name: u, user: {token: t}}]",
+        "contexts: [{name: x, context: {cluster: c, user: u}}]",
+        "current-context: x",
+        "",
+      ].join("\n"),
+    );
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["task", "--quiet", "start"],
+      cwd: repoRoot,
+      clearEnv: true,
+      env: {
+        PATH: Deno.env.get("PATH") ?? "",
+        DENO_DIR: denoDir,
+        HOME: dir,
+        KUBECONFIG: kubeconfig,
+        OCI_REGISTRY: "r.example.com/x",
+        LEADER_ELECT: "false",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr).trim();
+    assert.equal(out.code, 2, stderr);
+    assert.equal(new TextDecoder().decode(out.stdout), "", "nothing on stdout");
+    assert.equal(stderr.split("\n").length, 1, stderr);
+    assert.match(stderr, /^cocoon-operator: .*127\.0\.0\.1:1.*deno task dev/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
