@@ -40,6 +40,7 @@ import { podRelevantChange } from "./predicate.ts";
 import { maxRebuildAttempts } from "./rebuild.ts";
 import { markRestoreIfHibernated, newRestoreIntent } from "./restore.ts";
 import { reconcileSuspendRelease, reconcileWake } from "./slot_release.ts";
+import { startLedger, syncLedger } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
@@ -70,7 +71,12 @@ export class CocoonSetReconciler implements Reconciler {
   readonly deps: CocoonSetDeps;
 
   constructor(opts: CocoonSetReconcilerOptions) {
-    this.deps = { ...opts, clock: opts.clock ?? realClock, validGenerations: new Map() };
+    this.deps = {
+      ...opts,
+      clock: opts.clock ?? realClock,
+      validGenerations: new Map(),
+      teardownDeletes: new Map(),
+    };
   }
 
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
@@ -96,17 +102,24 @@ export class CocoonSetReconciler implements Reconciler {
     if (!containsFinalizer(cs, finalizerName)) {
       await patchObject(deps.client, CocoonSets, cs, (c) => {
         addFinalizer(c, finalizerName);
+        // Before the first pod: the snapshot ledger covers every pod the set will have.
+        startLedger(c);
       }, { optimisticLock: true, signal });
       return { requeue: true };
     }
 
+    let owned;
     try {
-      pass.classified = classifyPods(await listOwnedPods(deps.client, cs, signal));
+      owned = await listOwnedPods(deps.client, cs, signal);
     } catch (err) {
       throw wrapError("list owned pods", err);
     }
+    pass.classified = classifyPods(owned);
     // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
     await syncCocoonSetGeneration(pass);
+    // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
+    // seen on a pod (terminating ones too) is cleared.
+    await syncLedger(pass, owned);
 
     const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
     if (nameProblem) {
