@@ -4,15 +4,16 @@
  * release, migration, rebuilds and teardown.
  *
  * One pass, in order (the first step that owns the pass returns):
- * get → teardown (deleting) → finalizer → list and classify owned pods → stamp the generation on
- * every pod → failed main → suspend (release or retain) → migration → released-seat wake → clear
- * leftover hibernate requests → main drift → create main → wait for the main to be Ready →
- * sub-agents → toolboxes → status.
+ * get → teardown (deleting) → finalizer (and snapshot ledger) → list and classify owned pods →
+ * stamp the generation on every pod → record the snapshot ledger → failed main → suspend
+ * (release or retain) → migration → released-seat wake → clear leftover hibernate requests →
+ * main drift → create main → wait for the main to be Ready → sub-agents → toolboxes → status.
  */
 import type { Client, Reader } from "../kube/client.ts";
 import { type Clock, realClock } from "../kube/clock.ts";
 import { controllerManagedBy } from "../kube/builder.ts";
-import { Pods } from "../kube/core.ts";
+import { Nodes, Pods } from "../kube/core.ts";
+import { enqueueFromMap } from "../kube/handler.ts";
 import { addFinalizer, containsFinalizer } from "../kube/controllerutil.ts";
 import { patchObject } from "../kube/client_patch.ts";
 import { isAlreadyExists, isNotFound, wrapError } from "../kube/errors.ts";
@@ -32,6 +33,13 @@ import { ensureSubAgents, ReasonSubAgentDeadLetter } from "./agents.ts";
 import { finalizerName, reconcileDelete } from "./delete.ts";
 import { syncCocoonSetGeneration } from "./lifecycle.ts";
 import { reconcileMigration } from "./migrate.ts";
+import { warnIfPoolEmpty } from "./nodes.ts";
+import {
+  NODE_NAME_INDEX,
+  nodeNameIndexValues,
+  nodePlacementEvents,
+  setsTargetingNode,
+} from "./node_watch.ts";
 import { listOwnedPods } from "./ownership.ts";
 import { type CocoonSetDeps, deletePod, emit, logFor, type Pass, podRef } from "./pass.ts";
 import { mainPodFailedReason, ReasonPodLifecycleFailed } from "./pod_state.ts";
@@ -164,6 +172,7 @@ export class CocoonSetReconciler implements Reconciler {
     if (!main) return await createMainAgent(pass);
     // Sub-agents fork from the main's VM: they need it live first.
     if (!isPodReady(main)) {
+      await warnIfPoolEmpty(pass, main);
       await writeSetStatus(pass, "Pending");
       return { requeueAfter: requeueWaitForMainMs };
     }
@@ -262,7 +271,8 @@ export interface CocoonSetControllerOptions {
 
 /**
  * Registers the CocoonSet controller: For CocoonSets (spec changes only), Owns pods (changes
- * the reconciler acts on only).
+ * the reconciler acts on only), Watches nodes (arrival, departure and relabelling of a node a
+ * set's spec.nodeName names, through a cache index on spec.nodeName).
  */
 export function setupCocoonSetController(
   mgr: Manager,
@@ -278,10 +288,22 @@ export function setupCocoonSetController(
     recorder: mgr.recorder,
     clock: opts.clock,
   });
+  const sets = mgr.cache.informerFor(CocoonSets);
+  if (!sets.hasIndex(NODE_NAME_INDEX)) {
+    mgr.indexField(CocoonSets, NODE_NAME_INDEX, nodeNameIndexValues);
+  }
   controllerManagedBy(mgr)
     .named("cocoonset")
     .for(CocoonSets, { predicates: [generationChanged()] })
     .owns(Pods, { predicates: [podRelevantChange()] })
+    // A set pinned to a node that is missing or outside its pool waits for that node.
+    .watches(
+      Nodes,
+      enqueueFromMap((node) =>
+        setsTargetingNode((index, value) => sets.byIndex(index, value), node)
+      ),
+      { predicates: [nodePlacementEvents()] },
+    )
     .withOptions({ maxConcurrentReconciles: opts.concurrency })
     .complete(r);
   return r;
