@@ -9,8 +9,8 @@ import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
 import { ApiClient } from "./kube/api_client.ts";
 import { Manager } from "./kube/manager.ts";
 import { byObject } from "./kube/cache.ts";
-import { Pods } from "./kube/core.ts";
-import { LabelCocoonSet } from "./common/meta/keys.ts";
+import { type Node, Nodes, Pods } from "./kube/core.ts";
+import { LabelCocoonSet, LabelNodePool } from "./common/meta/keys.ts";
 import { ping } from "./kube/servers.ts";
 import { register as registerOperatorMetrics } from "./metrics/metrics.ts";
 import type { Transport } from "./kube/transport.ts";
@@ -42,6 +42,12 @@ export function registerReconcilers(w: Wiring): void {
     { registry: w.registry },
     w.config.hibernationConcurrency,
   );
+}
+
+/** A cached node keeps metadata and spec; its status is never read. */
+function withoutStatus(node: Node): Node {
+  delete node.status;
+  return node;
 }
 
 /** Runs the operator; returns the process exit code. */
@@ -103,7 +109,12 @@ export async function main(
     leaderElectionNamespace: config.leaderElectionNamespace,
     // Only pods of CocoonSets are cached: memory follows the managed pods, not the cluster's.
     // Other pods (a CocoonHibernation may target one) are read uncached.
-    byObject: [byObject(Pods, { labelSelector: LabelCocoonSet })],
+    // Only nodes a set can run on (they carry a pool label), without their status (images,
+    // heartbeats): the reconcilers read node labels only.
+    byObject: [
+      byObject(Pods, { labelSelector: LabelCocoonSet }),
+      byObject(Nodes, { labelSelector: LabelNodePool, transform: withoutStatus }),
+    ],
   });
   manager.addHealthzCheck("healthz", ping);
   manager.addReadyzCheck("readyz", ping);

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Reader } from "../kube/client.ts";
-import { type Pod, Pods } from "../kube/core.ts";
+import { type Node, Nodes, type Pod, Pods } from "../kube/core.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { type FakeAction, FakeClient } from "../kube/testing/fake.ts";
 import { FakeClock } from "../kube/testing/fake_clock.ts";
@@ -24,6 +24,9 @@ import {
   AnnotationLifecycleStateMessage,
   AnnotationVMID,
   applyLifecycleStatus,
+  DefaultNodePool,
+  LabelNodePool,
+  LabelSnapshotCompatibilityClass,
   LifecycleStateFailed,
   LifecycleStateHibernated,
   readCocoonSetGeneration,
@@ -120,8 +123,29 @@ export function setSeed(cs: CocoonSet, withFinalizer = true): Seed {
   return { rt: CocoonSets, obj: copy };
 }
 
+/** Nodes every test cluster has unless told otherwise: the fixtures' node-a…node-c. */
+export const defaultTestNodes = ["node-a", "node-b", "node-c"];
+
+/** A Node of the given pool (default `default`) and snapshot CPU class (none when ""). */
+export function poolNode(name: string, pool = DefaultNodePool, cpuClass = ""): Node {
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name,
+      labels: {
+        [LabelNodePool]: pool,
+        "kubernetes.io/hostname": name,
+        ...(cpuClass ? { [LabelSnapshotCompatibilityClass]: cpuClass } : {}),
+      },
+    },
+  };
+}
+
 /** Deviations from the default wiring of newTestEnv. */
 export interface TestEnvOptions {
+  /** The cluster's nodes (default: defaultTestNodes, all in pool `default`). */
+  nodes?: Node[];
   /** Leave the registry out (the paths that must cope without one); env.registry stays unused. */
   withoutRegistry?: boolean;
   /** A separate uncached reader (default: the same FakeClient), e.g. one showing a newer world. */
@@ -129,7 +153,8 @@ export interface TestEnvOptions {
 }
 
 /**
- * A reconciler whose client and apiReader are one FakeClient seeded with objects (status kept),
+ * A reconciler whose client and apiReader are one FakeClient seeded with the nodes (node-a…node-c
+ * in pool `default` unless opts.nodes says otherwise) and objects (status kept),
  * with a FakeClock (start at clockStart ms), a RecordingRecorder and a FakeRegistry. Registers
  * the operator metrics on the runtime registry so metricValue can read them.
  */
@@ -141,6 +166,9 @@ export function newTestEnv(
   registerOperatorMetrics();
   const clock = new FakeClock(clockStart);
   const fake = new FakeClient({ clock });
+  for (const node of opts.nodes ?? defaultTestNodes.map((n) => poolNode(n))) {
+    fake.seed(Nodes, node);
+  }
   for (const { rt, obj } of objects) fake.seed(rt, obj);
   const recorder = new RecordingRecorder();
   const registry = new FakeRegistry();

@@ -40,7 +40,7 @@ import type {
   WatchOptions,
   WriteOptions,
 } from "../kube/client.ts";
-import { type Pod, Pods } from "../kube/core.ts";
+import { Nodes, type Pod, Pods } from "../kube/core.ts";
 import { errorMessage, isNotFound } from "../kube/errors.ts";
 import type { KubeObject, ObjectList } from "../kube/object.ts";
 import type { ResourceType } from "../kube/resource.ts";
@@ -69,7 +69,7 @@ import type { Registry } from "../snapshot/registry.ts";
 import { FakeRegistry } from "../snapshot/fake.ts";
 import { podRelevantChange } from "./predicate.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
-import { counterValue, testNamespace as ns } from "./_test_support.ts";
+import { counterValue, poolNode, testNamespace as ns } from "./_test_support.ts";
 import { mainVMName, seatSet, seatSetName as setName } from "./_seats_test_support.ts";
 
 /** Steps a flow may take to converge after its kill before the run counts as stuck. */
@@ -340,7 +340,10 @@ class VmKubelet {
       return true;
     }
     if (!pod.spec?.nodeName) {
-      await this.fake.patch(Pods, ns, name, "merge", { spec: { nodeName: placementOf(pod) } });
+      const node = placementOf(pod);
+      // A node that is not registered takes no pod: it stays Pending.
+      if (!await nodeExists(this.fake, node)) return false;
+      await this.fake.patch(Pods, ns, name, "merge", { spec: { nodeName: node } });
       return true;
     }
     if (vm) {
@@ -445,6 +448,16 @@ class VmKubelet {
   }
 }
 
+async function nodeExists(fake: FakeClient, name: string): Promise<boolean> {
+  try {
+    await fake.get(Nodes, "", name);
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+}
+
 /** Where the stand-in binds a pod: the required node, else the preferred one, else node-a. */
 function placementOf(pod: Pod): string {
   const affinity = pod.spec?.affinity?.nodeAffinity;
@@ -462,6 +475,10 @@ class World {
   readonly registry = new FakeRegistry();
   readonly recorder = new RecordingRecorder();
   readonly kubelet = new VmKubelet(this.fake, this.registry);
+
+  constructor() {
+    for (const node of ["node-a", "node-b"]) this.fake.seed(Nodes, poolNode(node));
+  }
   log = new WriteLog();
   proc: OperatorProcess = new OperatorProcess(this);
   kills = 0;
@@ -632,13 +649,18 @@ const migrated: EndState = async (world) => {
   return await liveMainOn(world, "node-b") ?? await phaseIs(world, "Running");
 };
 
-/** A crash-replayed flow: how its start is reached, what edit begins it, where it must end. */
+/**
+ * A crash-replayed flow: how its start is reached, what begins it (a spec edit, or any change
+ * to the world), where it must end.
+ */
 interface Flow {
   name: string;
   /** Brings a fresh world to the moment just before the flow's edit. */
   prepare(world: World): Promise<void>;
-  /** The spec edit that starts the flow. */
-  edit: Partial<CocoonSetSpec>;
+  /** The spec edit that starts the flow (when begin is absent). */
+  edit?: Partial<CocoonSetSpec>;
+  /** What starts the flow instead of a spec edit. */
+  begin?(world: World): Promise<void>;
   endState: EndState;
   /** For wakes: the slot_release_wake_total increments the flow must make, by placement. */
   wakeScores?: { hintNode: number; pool: number };
@@ -661,6 +683,62 @@ async function expectConverged(world: World, end: EndState, what: string): Promi
   const outcome = await drive(world, end);
   assert.ok(outcome.converged, `${what}: ${outcome.why}`);
 }
+
+/**
+ * Runs the uninterrupted operator and the stand-in alternately, a reconcile or a stand-in round
+ * at a time, until reached holds: a prelude that stops a flow half-way.
+ */
+async function stepUntil(world: World, reached: (world: World) => Promise<boolean>) {
+  for (let i = 0; i < stepBudget; i++) {
+    if (await reached(world)) return;
+    await world.proc.reconciler.reconcile({ namespace: ns, name: setName }, world.proc.signal);
+    if (await reached(world)) return;
+    await world.kubelet.step();
+  }
+  assert.fail("the prelude never reached its state");
+}
+
+/** Starts a migration from node-a to node-b and stops it where reached says. */
+async function migrationStoppedAt(
+  world: World,
+  reached: (world: World) => Promise<boolean>,
+): Promise<void> {
+  await startRunning(world, {});
+  await world.editSpec({ nodeName: "node-b" });
+  await stepUntil(world, reached);
+}
+
+/** The old main quiesced on node-a: its state in :hibernate, the pod still there. */
+async function oldMainHibernated(world: World): Promise<boolean> {
+  const pods = await world.pods();
+  return pods.length === 1 && readHibernateState(pods[0]) && !pods[0].metadata.deletionTimestamp &&
+    world.kubelet.tagHolds() === world.kubelet.latest;
+}
+
+/** The old main gone and no new one yet: the state only in :hibernate. */
+async function oldMainGone(world: World): Promise<boolean> {
+  return (await world.pods()).length === 0 && world.kubelet.tagHolds() === world.kubelet.latest;
+}
+
+/** The restore pod created, pinned to node-b, not bound yet. */
+async function restorePodWaiting(world: World): Promise<boolean> {
+  const pods = await world.pods();
+  return pods.length === 1 && readRestoreFromHibernate(pods[0]) && !pods[0].spec?.nodeName;
+}
+
+/** node-b leaves the cluster. */
+async function removeNodeB(world: World): Promise<void> {
+  await world.fake.delete(Nodes, "", "node-b");
+}
+
+/** Running live on node-a, nothing in :hibernate, the status saying the target is unknown. */
+const stayedInPool: EndState = async (world) => {
+  if (world.kubelet.tagHolds() !== undefined) return ":hibernate still there";
+  const reason = (await world.set()).status?.conditions?.find((c) => c.type === "Progressing")
+    ?.reason;
+  if (reason !== "MigrationTargetUnknown") return `Progressing reason ${reason}`;
+  return await runningOnNodeA(world);
+};
 
 const flows: Flow[] = [
   {
@@ -703,6 +781,31 @@ const flows: Flow[] = [
     edit: { nodeName: "node-b" },
     endState: migrated,
   },
+  {
+    // Nothing may be hibernated or deleted: the set keeps running where it is.
+    name: "migration toward a node that does not exist",
+    prepare: (world) => startRunning(world, {}),
+    edit: { nodeName: "node-z" },
+    endState: stayedInPool,
+  },
+  {
+    name: "migration whose target leaves once the old main hibernated",
+    prepare: (world) => migrationStoppedAt(world, oldMainHibernated),
+    begin: removeNodeB,
+    endState: stayedInPool,
+  },
+  {
+    name: "migration whose target leaves once the old main is gone",
+    prepare: (world) => migrationStoppedAt(world, oldMainGone),
+    begin: removeNodeB,
+    endState: stayedInPool,
+  },
+  {
+    name: "migration whose target leaves while the restore pod waits for it",
+    prepare: (world) => migrationStoppedAt(world, restorePodWaiting),
+    begin: removeNodeB,
+    endState: stayedInPool,
+  },
 ];
 
 /**
@@ -718,7 +821,8 @@ async function runFlow(flow: Flow, killAt: number, restartFirst = false) {
     hintNode: await wakeScore("hint-node"),
     pool: await wakeScore("pool"),
   };
-  await world.editSpec(flow.edit);
+  if (flow.begin) await flow.begin(world);
+  else await world.editSpec(flow.edit ?? {});
   const outcome = await drive(world, flow.endState);
   return {
     world,

@@ -1,7 +1,8 @@
 /**
- * Teardown of a deleted CocoonSet: remember every VM name, delete the owned pods, wait until they
- * are all gone (vk-cocoon may still be pushing a final snapshot while a pod terminates), then drop
- * the registry tags the snapshot policy does not keep, and release the finalizer.
+ * Teardown of a deleted CocoonSet: remember every VM name and what the pods show about their
+ * snapshots, delete the owned pods (one DELETE each), wait until they are all gone (vk-cocoon may
+ * still be pushing a final snapshot while a pod terminates), then drop the registry tags that may
+ * exist and the snapshot policy does not keep (snapshot_ledger.ts), and release the finalizer.
  */
 import type { Result } from "../kube/reconcile.ts";
 import type { Pod } from "../kube/core.ts";
@@ -10,15 +11,18 @@ import { removeFinalizer } from "../kube/controllerutil.ts";
 import { isNotFound, wrapError } from "../kube/errors.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { snapshotPolicyOrDefault } from "../common/apis/v1/enums.ts";
-import {
-  DefaultSnapshotTag,
-  extractAgentSlot,
-  HibernateSnapshotTag,
-  parseVMSpec,
-} from "../common/meta/mod.ts";
+import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";
 import { deletePod, type Pass } from "./pass.ts";
 import { listOwnedPods } from "./ownership.ts";
+import { hibernationPodNames } from "./restore.ts";
+import {
+  addToLedger,
+  AnnotationSnapshotLedger,
+  encodeLedger,
+  hibernatedVMsOf,
+  readLedger,
+  teardownTags,
+} from "./snapshot_ledger.ts";
 import { forgetSpecCheck } from "./validate.ts";
 
 /** The CocoonSet's finalizer: held until its pods are gone and its registry tags cleaned. */
@@ -34,28 +38,40 @@ export const requeueTeardownMs = 5_000;
 /** Runs one teardown pass of a CocoonSet that has a deletionTimestamp. */
 export async function reconcileDelete(pass: Pass): Promise<Result> {
   const { cs, deps, signal } = pass;
-  if (!cs.metadata.finalizers?.includes(finalizerName)) return {};
+  if (!cs.metadata.finalizers?.includes(finalizerName)) {
+    forgetTeardown(pass);
+    return {};
+  }
   pass.log.info("tearing down cocoonset");
   let owned: Pod[];
   try {
-    owned = await listOwnedPods(deps.client, cs, signal);
+    // Read-only from here on: no copies of every pod on every pass.
+    owned = await listOwnedPods(deps.client, cs, signal, { unsafeDisableDeepCopy: true });
   } catch (err) {
     throw wrapError("list owned pods for delete", err);
   }
   try {
-    await stashDeleteVMNames(pass, owned);
+    // An unknown ledger cleans every tag anyway: no evidence to gather.
+    const evidence = readLedger(cs) ? await hibernationEvidence(pass, owned) : [];
+    await stashDeleteVMNames(pass, owned, evidence);
   } catch (err) {
     throw wrapError("stash vm names", err);
   }
-  // One DELETE per pod; a pod already terminating needs none (its deletion is under way).
+  // One DELETE per pod: none for a pod already terminating, and none again for a pod this
+  // process already deleted while the cache has not shown its deletion yet.
+  const deleted = deletedBy(pass);
   for (const pod of owned) {
     signal.throwIfAborted();
-    if (pod.metadata.deletionTimestamp) continue;
+    const uid = pod.metadata.uid ?? "";
+    if (pod.metadata.deletionTimestamp || deleted.has(uid)) continue;
     await deletePod(pass, pod, "pod of deleted cocoonset");
+    deleted.add(uid);
   }
   // vk-cocoon may still be pushing a final snapshot while a pod terminates: the registry is
   // cleaned only once every pod is gone (a second look, as pods without a node go at once).
-  const remaining = owned.length > 0 ? await listOwnedPods(deps.client, cs, signal) : owned;
+  const remaining = owned.length > 0
+    ? await listOwnedPods(deps.client, cs, signal, { unsafeDisableDeepCopy: true })
+    : owned;
   if (remaining.length > 0) {
     pass.log.info("waiting for {count} pods to terminate before registry cleanup", {
       count: remaining.length,
@@ -64,13 +80,39 @@ export async function reconcileDelete(pass: Pass): Promise<Result> {
   }
   // A cached copy can still show the finalizer after another pass removed it; clean the registry
   // only when the live object still holds it, so each VM's tags are dropped once.
-  if (!await stillFinalizing(pass)) return {};
+  if (!await stillFinalizing(pass)) {
+    forgetTeardown(pass);
+    return {};
+  }
   await cleanRegistry(pass);
   await patchObject(deps.client, CocoonSets, cs, (c) => {
     removeFinalizer(c, finalizerName);
   }, { optimisticLock: true, signal });
   forgetSpecCheck(pass);
+  forgetTeardown(pass);
   return {};
+}
+
+/** UIDs of the pods this process deleted while tearing the pass's CocoonSet down. */
+function deletedBy(pass: Pass): Set<string> {
+  const uid = pass.cs.metadata.uid ?? "";
+  let set = pass.deps.teardownDeletes.get(uid);
+  if (!set) pass.deps.teardownDeletes.set(uid, set = new Set());
+  return set;
+}
+
+function forgetTeardown(pass: Pass): void {
+  pass.deps.teardownDeletes.delete(pass.cs.metadata.uid ?? "");
+}
+
+/**
+ * The set's VMs that may hold `:hibernate` by what teardown can still see: owned pods (also
+ * terminating ones) showing a hibernation, and pods a CocoonHibernation of the namespace names.
+ */
+async function hibernationEvidence(pass: Pass, owned: readonly Pod[]): Promise<string[]> {
+  const ns = pass.cs.metadata.namespace ?? "";
+  const named = await hibernationPodNames(pass.deps, ns, () => true, pass.signal);
+  return [...hibernatedVMsOf(owned), ...[...named].map((pod) => vmNameForPod(ns, pod))];
 }
 
 /** Whether the live CocoonSet still exists with our finalizer (an uncached read). */
@@ -92,9 +134,9 @@ async function stillFinalizing(pass: Pass): Promise<boolean> {
 }
 
 /**
- * Drops `:hibernate` of every stashed VM (nothing can restore from it any more) and `:latest`
- * unless the snapshot policy keeps it. Failures are logged at error level (a registry that
- * refuses deletes leaks snapshots) but never hold the CocoonSet's deletion.
+ * Drops, for every stashed VM, the tags that may exist and the snapshot policy does not keep
+ * (snapshot_ledger.ts teardownTags). Failures are logged at error level (a registry that refuses
+ * deletes leaks snapshots) but never hold the CocoonSet's deletion.
  */
 async function cleanRegistry(pass: Pass): Promise<void> {
   const { cs, deps, signal } = pass;
@@ -107,10 +149,9 @@ async function cleanRegistry(pass: Pass): Promise<void> {
     }
     return;
   }
+  const ledger = readLedger(cs);
   for (const vm of names) {
-    const tags = [HibernateSnapshotTag];
-    if (!shouldKeepLatestTag(cs, vm)) tags.push(DefaultSnapshotTag);
-    for (const tag of tags) {
+    for (const tag of teardownTags(cs, ledger, vm)) {
       try {
         await deps.registry.deleteManifest(vm, tag, signal);
       } catch (err) {
@@ -126,9 +167,15 @@ async function cleanRegistry(pass: Pass): Promise<void> {
 
 /**
  * Records the union of the VM names in the status, in the previous annotation and on the live
- * pods, writing the annotation only when it changes.
+ * pods, and adds hibernated (VMs that may hold `:hibernate`) of those names to a known snapshot
+ * ledger, in one patch written only when something changes (under the optimistic lock when the
+ * ledger changes, as every ledger write is).
  */
-export async function stashDeleteVMNames(pass: Pass, owned: readonly Pod[]): Promise<void> {
+export async function stashDeleteVMNames(
+  pass: Pass,
+  owned: readonly Pod[],
+  hibernated: readonly string[] = [],
+): Promise<void> {
   const { cs } = pass;
   const have = new Set<string>([
     ...statusVMNames(cs),
@@ -138,12 +185,20 @@ export async function stashDeleteVMNames(pass: Pass, owned: readonly Pod[]): Pro
     const vm = parseVMSpec(pod).vmName;
     if (vm) have.add(vm);
   }
-  if (have.size === 0) return;
+  const ledger = readLedger(cs);
+  const nextLedger = ledger &&
+    addToLedger(ledger, { hibernated: hibernated.filter((vm) => have.has(vm)) });
   const joined = [...have].sort().join(",");
-  if (cs.metadata.annotations?.[AnnotationDeleteVMNames] === joined) return;
+  const namesChanged = have.size > 0 &&
+    cs.metadata.annotations?.[AnnotationDeleteVMNames] !== joined;
+  if (!namesChanged && !nextLedger) return;
   await patchObject(pass.deps.client, CocoonSets, cs, (c) => {
-    c.metadata.annotations = { ...c.metadata.annotations, [AnnotationDeleteVMNames]: joined };
-  }, { signal: pass.signal });
+    c.metadata.annotations = {
+      ...c.metadata.annotations,
+      ...(namesChanged ? { [AnnotationDeleteVMNames]: joined } : {}),
+      ...(nextLedger ? { [AnnotationSnapshotLedger]: encodeLedger(nextLedger) } : {}),
+    };
+  }, { signal: pass.signal, optimisticLock: nextLedger !== undefined });
 }
 
 /** The non-empty VM names recorded in the status: agents, then toolboxes. */
@@ -152,21 +207,6 @@ export function statusVMNames(cs: CocoonSet): string[] {
   for (const a of cs.status?.agents ?? []) if (a.vmName) names.push(a.vmName);
   for (const t of cs.status?.toolboxes ?? []) if (t.vmName) names.push(t.vmName);
   return names;
-}
-
-/**
- * Whether teardown keeps vmName's `:latest`: always under "always", never under "never", and
- * under "main-only" only for the main agent's VM (slot 0 of this set).
- */
-export function shouldKeepLatestTag(cs: CocoonSet, vmName: string): boolean {
-  switch (snapshotPolicyOrDefault(cs.spec.snapshotPolicy)) {
-    case "never":
-      return false;
-    case "main-only":
-      return extractAgentSlot(cs.metadata.namespace ?? "", cs.metadata.name ?? "", vmName) === 0;
-    default:
-      return true;
-  }
 }
 
 /** Splits the annotation into trimmed, non-empty names. */

@@ -12,17 +12,22 @@ import type { Pod } from "../kube/core.ts";
 import { Pods } from "../kube/core.ts";
 import { isAlreadyExists, wrapError } from "../kube/errors.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
   HibernateSnapshotTag,
   markRestoreFromHibernate,
+  parseVMSpec,
   readHibernateState,
+  readRestoreFromHibernate,
   vmNameForDeployment,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import { deletePod, type Handled, type Pass, podRef } from "./pass.ts";
 import { vmLive } from "./pod_state.ts";
-import { buildAgentPod } from "./pods.ts";
+import { migrationTargetProblem, reportUnknownTarget, warnIfPoolEmpty } from "./nodes.ts";
+import { buildAgentPod, LabelHostname } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
+import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
@@ -37,19 +42,42 @@ const notHandled: Handled = { handled: false };
 /**
  * Runs the migration when one is wanted or in flight; handled=false hands the pass back to the
  * normal flow.
+ *
+ * A target that cannot take the main (no such node, or outside the set's pool or CPU class) is
+ * treated as no target at all, after a Warning and Progressing=False MigrationTargetUnknown:
+ * nothing is hibernated, deleted or recreated toward it, a main at rest stays where it runs, and
+ * a migration already in flight finishes the way a cleared spec.nodeName finishes it — the
+ * quiesced main is woken in place, a main already deleted is restored from its snapshot anywhere
+ * in the pool, and the snapshot is dropped once that VM is live. When the node appears (the
+ * controller watches nodes), the next pass starts the migration.
  */
 export async function reconcileMigration(pass: Pass): Promise<Handled> {
   const { cs, classified, deps } = pass;
-  const desired = cs.spec.nodeName ?? "";
+  const pinned = cs.spec.nodeName ?? "";
   const migrating = cs.status?.phase === "Migrating";
-  if (!deps.registry || (desired === "" && !migrating)) return notHandled;
+  if (!deps.registry || (pinned === "" && !migrating)) return notHandled;
   const main = classified.main;
   // A pinned set at rest: no registry probe. Safe because Migrating is persisted before any
   // side effect, so an interrupted migration is never mistaken for this.
-  if (!migrating && podSettledOn(main, desired)) return notHandled;
+  if (!migrating && podSettledOn(main, pinned)) return notHandled;
+  const mainNode = main?.spec?.nodeName ?? "";
+  let desired = pinned;
+  let targetProblem = "";
+  // Only where the main would move, or a restore would be pinned: a fresh main simply waits for
+  // its node, and an unscheduled main is no migration.
+  if (pinned !== "" && (migrating || !main || (mainNode !== "" && mainNode !== pinned))) {
+    targetProblem = await migrationTargetProblem(pass, pinned);
+    if (targetProblem !== "") {
+      desired = "";
+      if (!migrating && main) {
+        reportUnknownTarget(pass, targetProblem);
+        return notHandled;
+      }
+    }
+  }
   // A main quiesced on the target by a CocoonHibernation is that CR's idle state, not a
   // migration: leave it before paying for the probe.
-  if (main && readHibernateState(main) && (desired === "" || main.spec?.nodeName === desired)) {
+  if (main && readHibernateState(main) && (desired === "" || mainNode === desired)) {
     let ownedByCR: Set<string>;
     try {
       ownedByCR = await podsHibernatedByCR(deps, cs.metadata.namespace ?? "", pass.signal);
@@ -67,9 +95,10 @@ export async function reconcileMigration(pass: Pass): Promise<Handled> {
     // snapshot: fail the pass instead.
     throw wrapError("migrate", err);
   }
+  // A fresh main of a set pinned to a missing node is no migration: it waits for the node.
+  if (targetProblem !== "" && (migrating || snapshot)) reportUnknownTarget(pass, targetProblem);
   if (!snapshot) {
-    const node = main?.spec?.nodeName ?? "";
-    if (desired === "" || !main || node === "" || node === desired) {
+    if (desired === "" || !main || mainNode === "" || mainNode === desired) {
       // Settled, aborted, or a fresh create: the normal flow takes it from here.
       return notHandled;
     }
@@ -87,6 +116,7 @@ async function startMigration(pass: Pass, main: Pod, desired: string): Promise<H
     });
   }
   await writeSetStatus(pass, "Migrating");
+  await recordHibernation(pass, [parseVMSpec(main).vmName]);
   try {
     await patchHibernateState(pass.deps.client, main, true, pass.signal);
   } catch (err) {
@@ -131,7 +161,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
     // create): a pass that finds a restoring main without it leaves it alone as a
     // CocoonHibernation wake, and the snapshot would never be dropped.
     await writeSetStatus(pass, "Migrating");
-    const pod = buildAgentPod(cs, 0);
+    const pod = buildAgentPod(withTarget(cs, desired), 0);
     markRestoreFromHibernate(pod);
     try {
       await deps.client.create(Pods, pod, { signal: pass.signal });
@@ -166,6 +196,19 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
     // Restoring. Without the persisted Migrating phase this is a CocoonHibernation wake in
     // flight, not ours: leave it alone.
     if (cs.status?.phase !== "Migrating") return notHandled;
+    if (node === "" && readRestoreFromHibernate(main) && requiredNodeOf(main) !== desired) {
+      // Our restore pod waits for a node the migration no longer goes to (re-targeted, or the
+      // target left the pool). It was never bound, so no VM ran from it and the snapshot is
+      // intact: replace it, or it would wait forever.
+      pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
+        pod: podRef(main),
+        old: requiredNodeOf(main),
+        node: desired || "any node",
+      });
+      await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
+      return await markMigrating(pass);
+    }
+    await warnIfPoolEmpty(pass, main);
     return await markMigrating(pass);
   }
 
@@ -181,6 +224,29 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
 async function markMigrating(pass: Pass): Promise<Handled> {
   await writeSetStatus(pass, "Migrating");
   return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
+}
+
+/**
+ * cs as the migration builds its main: pinned to desired, or to no node when desired is "" (an
+ * abandoned target restores anywhere in the pool). cs itself is not changed.
+ */
+function withTarget(cs: CocoonSet, desired: string): CocoonSet {
+  if ((cs.spec.nodeName ?? "") === desired) return cs;
+  return { ...cs, spec: { ...cs.spec, nodeName: desired || undefined } };
+}
+
+/** The node a pod's required hostname affinity pins it to (the builder's shape), or "". */
+export function requiredNodeOf(pod: Pod): string {
+  const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+    ?.nodeSelectorTerms ?? [];
+  for (const term of terms) {
+    for (const e of term.matchExpressions ?? []) {
+      if (e.key === LabelHostname && e.operator === "In" && e.values?.length === 1) {
+        return e.values[0];
+      }
+    }
+  }
+  return "";
 }
 
 /** A pinned set at rest: the main runs live on the desired node with no quiesce pending. */

@@ -5,6 +5,15 @@ import { isControlledBy } from "../kube/controllerutil.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { LabelCocoonSet } from "../common/meta/mod.ts";
 
+/** How owned pods are read. */
+export interface ListOwnedOptions {
+  /**
+   * Return the cache's own objects instead of copies (the cached reader's
+   * unsafeDisableDeepCopy): only for callers that never mutate them.
+   */
+  unsafeDisableDeepCopy?: boolean;
+}
+
 /**
  * The pods labelled for cs that cs controls. A stale label alone (a pod left by an earlier set of
  * the same name, or a hand-made one) never makes a pod count, get suspended or get deleted.
@@ -13,11 +22,13 @@ export async function listOwnedPods(
   reader: Reader,
   cs: CocoonSet,
   signal?: AbortSignal,
+  opts: ListOwnedOptions = {},
 ): Promise<Pod[]> {
   const list = await reader.list(Pods, {
     namespace: cs.metadata.namespace,
     labelSelector: { [LabelCocoonSet]: cs.metadata.name ?? "" },
     signal,
+    ...(opts.unsafeDisableDeepCopy ? { unsafeDisableDeepCopy: true } : {}),
   });
   return filterOwnedPods(list.items, cs);
 }

@@ -30,6 +30,11 @@ export interface CocoonSetDeps {
   clock: Clock;
   /** CocoonSet UID → the generation whose pod shapes passed the dry-run check (validate.ts). */
   validGenerations: Map<string, number>;
+  /**
+   * CocoonSet UID → UIDs of the pods this process deleted tearing it down (delete.ts), so a cache
+   * that has not shown a deletion yet never causes a second DELETE.
+   */
+  teardownDeletes: Map<string, Set<string>>;
 }
 
 /** What a step that may own the pass returns: handled=false hands back to the normal flow. */

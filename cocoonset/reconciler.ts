@@ -4,15 +4,16 @@
  * release, migration, rebuilds and teardown.
  *
  * One pass, in order (the first step that owns the pass returns):
- * get → teardown (deleting) → finalizer → list and classify owned pods → stamp the generation on
- * every pod → failed main → suspend (release or retain) → migration → released-seat wake → clear
- * leftover hibernate requests → main drift → create main → wait for the main to be Ready →
- * sub-agents → toolboxes → status.
+ * get → teardown (deleting) → finalizer (and snapshot ledger) → list and classify owned pods →
+ * stamp the generation on every pod → record the snapshot ledger → failed main → suspend
+ * (release or retain) → migration → released-seat wake → clear leftover hibernate requests →
+ * main drift → create main → wait for the main to be Ready → sub-agents → toolboxes → status.
  */
 import type { Client, Reader } from "../kube/client.ts";
 import { type Clock, realClock } from "../kube/clock.ts";
 import { controllerManagedBy } from "../kube/builder.ts";
-import { Pods } from "../kube/core.ts";
+import { Nodes, Pods } from "../kube/core.ts";
+import { enqueueFromMap } from "../kube/handler.ts";
 import { addFinalizer, containsFinalizer } from "../kube/controllerutil.ts";
 import { patchObject } from "../kube/client_patch.ts";
 import { isAlreadyExists, isNotFound, wrapError } from "../kube/errors.ts";
@@ -32,6 +33,13 @@ import { ensureSubAgents, ReasonSubAgentDeadLetter } from "./agents.ts";
 import { finalizerName, reconcileDelete } from "./delete.ts";
 import { syncCocoonSetGeneration } from "./lifecycle.ts";
 import { reconcileMigration } from "./migrate.ts";
+import { warnIfPoolEmpty } from "./nodes.ts";
+import {
+  NODE_NAME_INDEX,
+  nodeNameIndexValues,
+  nodePlacementEvents,
+  setsTargetingNode,
+} from "./node_watch.ts";
 import { listOwnedPods } from "./ownership.ts";
 import { type CocoonSetDeps, deletePod, emit, logFor, type Pass, podRef } from "./pass.ts";
 import { mainPodFailedReason, ReasonPodLifecycleFailed } from "./pod_state.ts";
@@ -40,6 +48,7 @@ import { podRelevantChange } from "./predicate.ts";
 import { maxRebuildAttempts } from "./rebuild.ts";
 import { markRestoreIfHibernated, newRestoreIntent } from "./restore.ts";
 import { reconcileSuspendRelease, reconcileWake } from "./slot_release.ts";
+import { startLedger, syncLedger } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
@@ -65,7 +74,12 @@ export class CocoonSetReconciler implements Reconciler {
   readonly deps: CocoonSetDeps;
 
   constructor(opts: CocoonSetReconcilerOptions) {
-    this.deps = { ...opts, clock: opts.clock ?? realClock, validGenerations: new Map() };
+    this.deps = {
+      ...opts,
+      clock: opts.clock ?? realClock,
+      validGenerations: new Map(),
+      teardownDeletes: new Map(),
+    };
   }
 
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
@@ -91,17 +105,24 @@ export class CocoonSetReconciler implements Reconciler {
     if (!containsFinalizer(cs, finalizerName)) {
       await patchObject(deps.client, CocoonSets, cs, (c) => {
         addFinalizer(c, finalizerName);
+        // Before the first pod: the snapshot ledger covers every pod the set will have.
+        startLedger(c);
       }, { optimisticLock: true, signal });
       return { requeue: true };
     }
 
+    let owned;
     try {
-      pass.classified = classifyPods(await listOwnedPods(deps.client, cs, signal));
+      owned = await listOwnedPods(deps.client, cs, signal);
     } catch (err) {
       throw wrapError("list owned pods", err);
     }
+    pass.classified = classifyPods(owned);
     // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
     await syncCocoonSetGeneration(pass);
+    // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
+    // seen on a pod (terminating ones too) is cleared.
+    await syncLedger(pass, owned);
 
     const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
     if (nameProblem) {
@@ -146,6 +167,7 @@ export class CocoonSetReconciler implements Reconciler {
     if (!main) return await createMainAgent(pass);
     // Sub-agents fork from the main's VM: they need it live first.
     if (!isPodReady(main)) {
+      await warnIfPoolEmpty(pass, main);
       await writeSetStatus(pass, "Pending");
       return { requeueAfter: requeueWaitForMainMs };
     }
@@ -238,7 +260,8 @@ export interface CocoonSetControllerOptions {
 
 /**
  * Registers the CocoonSet controller: For CocoonSets (spec changes only), Owns pods (changes
- * the reconciler acts on only).
+ * the reconciler acts on only), Watches nodes (arrival, departure and relabelling of a node a
+ * set's spec.nodeName names, through a cache index on spec.nodeName).
  */
 export function setupCocoonSetController(
   mgr: Manager,
@@ -254,10 +277,22 @@ export function setupCocoonSetController(
     recorder: mgr.recorder,
     clock: opts.clock,
   });
+  const sets = mgr.cache.informerFor(CocoonSets);
+  if (!sets.hasIndex(NODE_NAME_INDEX)) {
+    mgr.indexField(CocoonSets, NODE_NAME_INDEX, nodeNameIndexValues);
+  }
   controllerManagedBy(mgr)
     .named("cocoonset")
     .for(CocoonSets, { predicates: [generationChanged()] })
     .owns(Pods, { predicates: [podRelevantChange()] })
+    // A set pinned to a node that is missing or outside its pool waits for that node.
+    .watches(
+      Nodes,
+      enqueueFromMap((node) =>
+        setsTargetingNode((index, value) => sets.byIndex(index, value), node)
+      ),
+      { predicates: [nodePlacementEvents()] },
+    )
     .withOptions({ maxConcurrentReconciles: opts.concurrency })
     .complete(r);
   return r;

@@ -31,6 +31,7 @@ import {
 } from "../metrics/metrics.ts";
 import { stashDeleteVMNames } from "./delete.ts";
 import { podIsTerminal, vmLive } from "./pod_state.ts";
+import { warnIfPoolEmpty } from "./nodes.ts";
 import { deletePod, emit, type Handled, type Pass, podRef } from "./pass.ts";
 import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";
 import { unschedulableMessage } from "./predicate.ts";
@@ -142,6 +143,7 @@ export async function reconcileWake(pass: Pass): Promise<Handled> {
         ReasonWakeNoCapacity,
         `main pod ${main.metadata.name} unschedulable: ${msg}`,
       );
+      await warnIfPoolEmpty(pass, main);
     }
     await writeSetStatus(pass, "Waking");
     return { handled: true, result: { requeueAfter: requeueSuspendPollMs } };

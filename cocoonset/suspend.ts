@@ -19,6 +19,7 @@ import { podIsTerminal } from "./pod_state.ts";
 import { type Pass, podRef } from "./pass.ts";
 import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
+import { EveryVM, recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
@@ -79,8 +80,12 @@ export async function allOwnedPodsHibernated(pass: Pass): Promise<boolean> {
   return true;
 }
 
-/** Asks every owned pod (static toolboxes included) to hibernate. */
+/**
+ * Asks every owned pod (static toolboxes included) to hibernate, after recording in the snapshot
+ * ledger that every VM of the set may now hold `:hibernate`.
+ */
 export async function applySuspend(pass: Pass): Promise<void> {
+  await recordHibernation(pass, [EveryVM]);
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();
     try {

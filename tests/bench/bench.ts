@@ -13,6 +13,8 @@
  *   does) and label-scoped (byObject with the operator's "cocoonset.cocoonstack.io/name"
  *   selector; the source filters like the API server, so unrelated pods never arrive).
  *   Measured in a child process fed by a generator, so no other copy of the pods is counted.
+ * - delete_at_scale: API requests and operator CPU seconds to create, then delete, a CocoonSet of
+ *   1 000 sub-agents on the real control plane (tests/bench/delete_at_scale.ts).
  */
 import { controllerManagedBy } from "../../kube/builder.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
@@ -26,6 +28,7 @@ import { matchesLabels, parseLabelSelector } from "../../kube/selector.ts";
 import { DemoSets } from "../harness/demo_controller.ts";
 import { benchNoopReconcile } from "./controller_bench.ts";
 import { benchReconcileFixtureAll } from "./reconcile_fixture.ts";
+import { benchDeleteAtScale } from "./delete_at_scale.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -332,4 +335,7 @@ for (const scoped of [false, true]) {
 }
 summary.reconcileFixture = await benchReconcileFixtureAll();
 emit({ bench: "reconcile_fixture", ...summary.reconcileFixture as Record<string, unknown> });
+const scale = await benchDeleteAtScale(1000);
+emit({ bench: "delete_at_scale", create: scale.create, delete: scale.delete });
+summary.deleteAtScale = scale.summary;
 emit({ bench: "summary", ...summary });

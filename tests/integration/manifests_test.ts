@@ -24,6 +24,8 @@ const operatorRequests: Record<string, string[]> = {
   "cocoonset.cocoonstack.io/cocoonsets/finalizers": ["update"],
   "cocoonset.cocoonstack.io/cocoonhibernations/finalizers": ["update"],
   "/pods": ["get", "list", "watch", "create", "delete", "patch"],
+  // cocoonset/nodes.ts reads nodes from the cache (list, watch; get for the read-only set).
+  "/nodes": ["get", "list", "watch"],
   // kube/events.ts: create, then merge-patch the count of a repeated Event.
   "/events": ["create", "patch"],
   // kube/leader.ts: get, create, update; standbys watch the Lease.

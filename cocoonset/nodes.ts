@@ -1,0 +1,104 @@
+/**
+ * What the cluster's nodes say about a CocoonSet's placement, read from the Node cache: whether
+ * the node spec.nodeName names can take the set's main (a migration moves nothing toward a node
+ * that cannot), and whether the set's pool has any node at all (an Unschedulable main in an empty
+ * pool waits for nodes, not for a free seat).
+ *
+ * A node fits a set when it exists, its `cocoonstack.io/pool` label is the set's pool (default
+ * `default`) and, when the set names a snapshotCompatibilityClass, its
+ * `cocoonstack.io/snapshot-cpu-class` label is that class: the node selector every pod of the
+ * set carries. The operator caches only nodes that carry a pool label (main.ts), which is all a
+ * set can ever run on.
+ */
+import { Nodes, type Pod } from "../kube/core.ts";
+import { isNotFound, wrapError } from "../kube/errors.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
+import {
+  DefaultNodePool,
+  LabelNodePool,
+  LabelSnapshotCompatibilityClass,
+} from "../common/meta/mod.ts";
+import { emit, type Pass, podRef } from "./pass.ts";
+import { unschedulableMessage } from "./predicate.ts";
+
+/**
+ * Warning reason and Progressing=False reason: spec.nodeName names a node that does not exist or
+ * is outside the set's pool or CPU class, so the main is not moved.
+ */
+export const ReasonMigrationTargetUnknown = "MigrationTargetUnknown";
+/** Warning reason: the main is Unschedulable and no node carries the set's pool label. */
+export const ReasonNoNodesInPool = "NoNodesInPool";
+
+/** The set's pool (`cocoonstack.io/pool` of its pods). */
+export function poolOf(cs: CocoonSet): string {
+  return cs.spec.nodePool || DefaultNodePool;
+}
+
+/** Why node `name` cannot take cs's main, or "" when it can. */
+export async function migrationTargetProblem(pass: Pass, name: string): Promise<string> {
+  const { cs, deps, signal } = pass;
+  const pool = poolOf(cs);
+  let labels: Record<string, string>;
+  try {
+    labels = (await deps.client.get(Nodes, "", name, { signal })).metadata.labels ?? {};
+  } catch (err) {
+    if (isNotFound(err)) return `no node ${name} in pool ${pool}`;
+    throw wrapError(`read node ${name}`, err);
+  }
+  const nodePool = labels[LabelNodePool] ?? "";
+  if (nodePool !== pool) {
+    return `node ${name} is in pool ${nodePool || "(none)"}, not in the set's pool ${pool}`;
+  }
+  const cls = cs.spec.snapshotCompatibilityClass ?? "";
+  const nodeClass = labels[LabelSnapshotCompatibilityClass] ?? "";
+  if (cls !== "" && nodeClass !== cls) {
+    return `node ${name} has snapshot CPU class ${nodeClass || "(none)"}, ` +
+      `not the set's class ${cls}`;
+  }
+  return "";
+}
+
+/**
+ * Records that the main is not moved toward spec.nodeName: a Warning Event and
+ * Progressing=False with reason MigrationTargetUnknown in this pass's status.
+ */
+export function reportUnknownTarget(pass: Pass, problem: string): void {
+  const message = `spec.nodeName: ${problem}; the main agent stays where it is`;
+  emit(pass, "Warning", ReasonMigrationTargetUnknown, message);
+  pass.problems.push({
+    condition: ConditionTypeProgressing,
+    reason: ReasonMigrationTargetUnknown,
+    message,
+  });
+}
+
+/**
+ * Emits NoNodesInPool when pod is Unschedulable and no node carries the set's pool label: the
+ * scheduler's message ("0/3 nodes are available") does not say that the pool itself is empty.
+ * Returns whether it did.
+ */
+export async function warnIfPoolEmpty(pass: Pass, pod: Pod): Promise<boolean> {
+  if (unschedulableMessage(pod) === "") return false;
+  const pool = poolOf(pass.cs);
+  let count: number;
+  try {
+    const nodes = await pass.deps.client.list(Nodes, {
+      labelSelector: { [LabelNodePool]: pool },
+      unsafeDisableDeepCopy: true,
+      signal: pass.signal,
+    });
+    count = nodes.items.length;
+  } catch (err) {
+    throw wrapError(`list nodes of pool ${pool}`, err);
+  }
+  if (count > 0) return false;
+  emit(
+    pass,
+    "Warning",
+    ReasonNoNodesInPool,
+    `no node carries ${LabelNodePool}=${pool}: pod ${podRef(pod)} stays Unschedulable until ` +
+      `one joins the pool`,
+  );
+  return true;
+}

@@ -1,0 +1,199 @@
+/**
+ * Empty pools and the node watch: an Unschedulable main in a pool without any node gets a
+ * NoNodesInPool Warning naming the pool (the Go operator said nothing, and the scheduler's
+ * message does not say the pool is empty); node arrival, departure and relabelling wake exactly
+ * the sets whose spec.nodeName names the node.
+ */
+import assert from "node:assert/strict";
+import { Events, type Node, Nodes, type Pod, Pods } from "../kube/core.ts";
+import { FakeClient } from "../kube/testing/fake.ts";
+import { Manager } from "../kube/manager.ts";
+import { waitFor } from "../kube/testing/wait.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import {
+  AnnotationHibernatedOnNode,
+  HibernateSnapshotTag,
+  markRestoreFromHibernate,
+  readHibernateState,
+} from "../common/meta/mod.ts";
+import { FakeRegistry } from "../snapshot/fake.ts";
+import {
+  depsOf,
+  newCocoonSet,
+  newTestEnv,
+  newTestPass,
+  poolNode,
+  reconcileSet,
+  type TestEnv,
+  withFinalizer,
+} from "./_test_support.ts";
+import { mainPod, mainVMName, seatSet } from "./_seats_test_support.ts";
+import {
+  NODE_NAME_INDEX,
+  nodeNameIndexValues,
+  nodePlacementEvents,
+  setsTargetingNode,
+} from "./node_watch.ts";
+import { ReasonMigrationTargetUnknown, ReasonNoNodesInPool } from "./nodes.ts";
+import { buildAgentPod } from "./pods.ts";
+import { setupCocoonSetController } from "./reconciler.ts";
+import { ReasonWakeNoCapacity, reconcileWake } from "./slot_release.ts";
+
+const unschedulable =
+  "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.";
+
+function markUnschedulable(pod: Pod): Pod {
+  pod.status = {
+    phase: "Pending",
+    conditions: [{
+      type: "PodScheduled",
+      status: "False",
+      reason: "Unschedulable",
+      message: unschedulable,
+    }],
+  };
+  return pod;
+}
+
+function noNodesEvents(env: TestEnv) {
+  return env.recorder.withReason(ReasonNoNodesInPool);
+}
+
+Deno.test("an Unschedulable main in a pool without nodes: NoNodesInPool Warning naming the pool", async () => {
+  const env = newTestEnv(); // node-a…node-c, all in pool "default"
+  const cs = env.fake.seed(
+    CocoonSets,
+    newCocoonSet("demo", withFinalizer, (c) => c.spec.nodePool = "gpu"),
+  );
+  env.fake.seed(Pods, markUnschedulable(buildAgentPod(cs, 0)));
+
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
+
+  const [event] = noNodesEvents(env);
+  assert.equal(event?.type, "Warning");
+  assert.equal(
+    event.message,
+    "no node carries cocoonstack.io/pool=gpu: pod ns/demo-0 stays Unschedulable until one " +
+      "joins the pool",
+  );
+  assert.equal(event.object.metadata.name, "demo");
+});
+
+Deno.test("an Unschedulable main in a pool that has nodes gets no NoNodesInPool (a seat may free up)", async () => {
+  const env = newTestEnv();
+  const cs = env.fake.seed(CocoonSets, newCocoonSet("demo", withFinalizer));
+  env.fake.seed(Pods, markUnschedulable(buildAgentPod(cs, 0)));
+
+  await reconcileSet(env, "demo");
+
+  assert.deepEqual(noNodesEvents(env), []);
+});
+
+Deno.test("a main merely pending in an empty pool gets no NoNodesInPool before the scheduler says so", async () => {
+  const env = newTestEnv([], undefined, { nodes: [] });
+  const cs = env.fake.seed(CocoonSets, newCocoonSet("demo", withFinalizer));
+  env.fake.seed(Pods, buildAgentPod(cs, 0));
+
+  await reconcileSet(env, "demo");
+
+  assert.deepEqual(noNodesEvents(env), []);
+});
+
+Deno.test("a released wake into an empty pool reports NoNodesInPool next to WakeNoCapacity", async () => {
+  const env = newTestEnv([], undefined, { nodes: [poolNode("node-a", "other")] });
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = env.fake.seed(
+    CocoonSets,
+    seatSet((c) => {
+      c.spec.hibernatePolicy = "release";
+      c.status = { phase: "Waking" };
+      c.metadata.annotations = { [AnnotationHibernatedOnNode]: "node-a" };
+    }),
+  );
+  const pending = markUnschedulable(mainPod(cs));
+  markRestoreFromHibernate(pending);
+  const main = env.fake.seed(Pods, pending);
+
+  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(env.recorder.events.map((e) => e.reason), [
+    ReasonWakeNoCapacity,
+    ReasonNoNodesInPool,
+  ]);
+  assert.match(noNodesEvents(env)[0].message, /cocoonstack\.io\/pool=default/);
+});
+
+Deno.test("node events map to the sets pinned to that node through the spec.nodeName index", () => {
+  const sets: CocoonSet[] = [
+    newCocoonSet("a", (c) => c.spec.nodeName = "node-b"),
+    newCocoonSet("b", (c) => c.spec.nodeName = "node-b"),
+    newCocoonSet("c"),
+  ];
+  assert.deepEqual(nodeNameIndexValues(sets[0]), ["node-b"]);
+  assert.deepEqual(nodeNameIndexValues(sets[2]), []);
+  const lookup = (index: string, value: string) => {
+    assert.equal(index, NODE_NAME_INDEX);
+    return sets.filter((s) => nodeNameIndexValues(s).includes(value));
+  };
+  assert.deepEqual(setsTargetingNode(lookup, poolNode("node-b")), [
+    { namespace: "ns", name: "a" },
+    { namespace: "ns", name: "b" },
+  ]);
+  assert.deepEqual(setsTargetingNode(lookup, poolNode("node-c")), []);
+});
+
+Deno.test("node events: arrival, departure and relabelling pass; status heartbeats do not", () => {
+  const p = nodePlacementEvents();
+  const node = poolNode("node-b");
+  const heartbeat: Node = { ...structuredClone(node), status: { conditions: [] } };
+  const relabelled = poolNode("node-b", "gpu");
+  assert.ok(p.create(node));
+  assert.ok(p.delete(node));
+  assert.ok(!p.update(node, heartbeat), "status-only change dropped");
+  assert.ok(p.update(node, relabelled));
+  assert.ok(!p.generic(node));
+});
+
+Deno.test("a node joining the pool wakes the set pinned to it, which then migrates (manager on the fake)", async () => {
+  const fake = new FakeClient();
+  fake.seed(Nodes, poolNode("node-a"));
+  const mgr = new Manager({
+    client: fake,
+    metricsBindAddress: "0",
+    healthProbeBindAddress: "127.0.0.1:0",
+    leaderElection: false,
+    leaderElectionId: "x",
+  });
+  setupCocoonSetController(mgr, { registry: new FakeRegistry(), concurrency: 1 });
+  const cs = fake.seed(
+    CocoonSets,
+    seatSet(withFinalizer, (c) => {
+      c.spec.nodeName = "node-b";
+      c.status = { phase: "Running" };
+    }),
+  );
+  const main = mainPod(cs, { node: "node-a", vmID: "vm-1", running: true });
+  main.status!.conditions = [{ type: "Ready", status: "True" }];
+  fake.seed(Pods, main);
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  try {
+    await waitFor("the MigrationTargetUnknown Event", async () => {
+      const events = await fake.list(Events, { namespace: "ns" });
+      return events.items.some((e) => e.reason === ReasonMigrationTargetUnknown);
+    }, 10_000);
+    assert.ok(!readHibernateState(await fake.get(Pods, "ns", "demo-0")));
+
+    // Nothing about the set or its pods changes: only the node's arrival can wake it.
+    await fake.create(Nodes, poolNode("node-b"));
+    await waitFor(
+      "the migration to start",
+      async () => readHibernateState(await fake.get(Pods, "ns", "demo-0")),
+      10_000,
+    );
+  } finally {
+    stop.abort();
+    await run;
+  }
+});

@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import type { SnapshotPolicy } from "../common/apis/v1/enums.ts";
+import {
+  AnnotationHibernate,
+  AnnotationLifecycleState,
+  AnnotationRestoreFromHibernate,
+} from "../common/meta/mod.ts";
+import { buildAgentPod } from "./pods.ts";
+import {
+  addToLedger,
+  AnnotationSnapshotLedger,
+  encodeLedger,
+  EveryVM,
+  hibernatedVMsOf,
+  readLedger,
+  type SnapshotLedger,
+  startLedger,
+  teardownTags,
+} from "./snapshot_ledger.ts";
+import { newCocoonSet } from "./_test_support.ts";
+
+function withLedger(raw: string | undefined, policy?: SnapshotPolicy): CocoonSet {
+  return newCocoonSet("demo", (cs) => {
+    if (policy) cs.spec.snapshotPolicy = policy;
+    if (raw !== undefined) cs.metadata.annotations = { [AnnotationSnapshotLedger]: raw };
+  });
+}
+
+Deno.test("ledger: encode and read round-trip in canonical order; absent or unreadable is unknown", async (t) => {
+  const l: SnapshotLedger = { policies: ["never", "always", "never"], hibernated: ["b", "a"] };
+  const raw = encodeLedger(l);
+  assert.equal(raw, '{"policies":["always","never"],"hibernated":["a","b"]}');
+  assert.deepEqual(readLedger(withLedger(raw)), {
+    policies: ["always", "never"],
+    hibernated: ["a", "b"],
+  });
+  for (
+    const [name, bad] of [
+      ["absent", undefined],
+      ["not JSON", "{"],
+      ["not an object", "3"],
+      ["unknown policy", '{"policies":["sometimes"],"hibernated":[]}'],
+      ["hibernated not a list", '{"policies":["never"],"hibernated":"*"}'],
+    ] as const
+  ) {
+    await t.step(name, () => assert.equal(readLedger(withLedger(bad)), undefined));
+  }
+});
+
+Deno.test("ledger: a new set starts with its defaulted policy; a set reconciled before stays unknown", () => {
+  const fresh = newCocoonSet("demo");
+  startLedger(fresh);
+  assert.deepEqual(readLedger(fresh), { policies: ["always"], hibernated: [] });
+
+  const never = newCocoonSet("demo", (cs) => cs.spec.snapshotPolicy = "never");
+  startLedger(never);
+  assert.deepEqual(readLedger(never), { policies: ["never"], hibernated: [] });
+
+  const old = newCocoonSet("demo", (cs) => cs.status = { observedGeneration: 1, phase: "Running" });
+  startLedger(old);
+  assert.equal(old.metadata.annotations?.[AnnotationSnapshotLedger], undefined);
+
+  const kept = withLedger('{"policies":["always","never"],"hibernated":["x"]}', "never");
+  startLedger(kept);
+  assert.deepEqual(readLedger(kept), { policies: ["always", "never"], hibernated: ["x"] });
+});
+
+Deno.test("ledger: additions only grow it, and * absorbs single VMs", () => {
+  const l: SnapshotLedger = { policies: ["never"], hibernated: [] };
+  assert.equal(addToLedger(l, { policy: "never", hibernated: [] }), undefined, "nothing new");
+  assert.deepEqual(addToLedger(l, { policy: "always", hibernated: ["vk-ns-demo-0", ""] }), {
+    policies: ["always", "never"],
+    hibernated: ["vk-ns-demo-0"],
+  });
+  const all = addToLedger(l, { hibernated: [EveryVM] })!;
+  assert.deepEqual(all.hibernated, [EveryVM]);
+  assert.equal(addToLedger(all, { hibernated: ["vk-ns-demo-3"] }), undefined);
+});
+
+Deno.test("ledger: hibernate evidence is a request, a hibernating or hibernated VM, or a restore", async (t) => {
+  const cs = newCocoonSet("demo");
+  const cases: [string, Record<string, string>, boolean][] = [
+    ["nothing", {}, false],
+    ["hibernate request", { [AnnotationHibernate]: "true" }, true],
+    ["hibernating", { [AnnotationLifecycleState]: "hibernating" }, true],
+    ["hibernated", { [AnnotationLifecycleState]: "hibernated" }, true],
+    ["restore from :hibernate", { [AnnotationRestoreFromHibernate]: "true" }, true],
+    ["ready", { [AnnotationLifecycleState]: "ready" }, false],
+  ];
+  for (const [name, annotations, want] of cases) {
+    await t.step(name, () => {
+      const pod = buildAgentPod(cs, 1, "vk-ns-demo-0", "node-a");
+      pod.metadata.annotations = { ...pod.metadata.annotations, ...annotations };
+      assert.deepEqual(hibernatedVMsOf([pod]), want ? ["vk-ns-demo-1"] : []);
+    });
+  }
+});
+
+Deno.test("teardownTags: only tags the ledger says may exist and the policy does not keep", async (t) => {
+  const cases: {
+    name: string;
+    policy: SnapshotPolicy;
+    ledger?: SnapshotLedger;
+    want: Record<string, string[]>;
+  }[] = [
+    {
+      name: "unknown ledger, never: both tags of every VM (the Go operator's teardown)",
+      policy: "never",
+      want: {
+        "vk-ns-demo-0": ["hibernate", "latest"],
+        "vk-ns-demo-1": ["hibernate", "latest"],
+      },
+    },
+    {
+      name: "unknown ledger, always: :hibernate of every VM, :latest kept",
+      policy: "always",
+      want: { "vk-ns-demo-0": ["hibernate"], "vk-ns-demo-1": ["hibernate"] },
+    },
+    {
+      name: "always since creation, never hibernated: nothing",
+      policy: "always",
+      ledger: { policies: ["always"], hibernated: [] },
+      want: { "vk-ns-demo-0": [], "vk-ns-demo-1": [] },
+    },
+    {
+      name: "never since creation, never hibernated: nothing (no VM ever pushed)",
+      policy: "never",
+      ledger: { policies: ["never"], hibernated: [] },
+      want: { "vk-ns-demo-0": [], "vk-ns-demo-1": [] },
+    },
+    {
+      name: "never since creation, main migrated: the main's :hibernate only",
+      policy: "never",
+      ledger: { policies: ["never"], hibernated: ["vk-ns-demo-0"] },
+      want: { "vk-ns-demo-0": ["hibernate"], "vk-ns-demo-1": [] },
+    },
+    {
+      name: "never now, always before: every VM's :latest",
+      policy: "never",
+      ledger: { policies: ["always", "never"], hibernated: [] },
+      want: { "vk-ns-demo-0": ["latest"], "vk-ns-demo-1": ["latest"] },
+    },
+    {
+      name: "never now, main-only before: the main's :latest only",
+      policy: "never",
+      ledger: { policies: ["main-only", "never"], hibernated: [] },
+      want: { "vk-ns-demo-0": ["latest"], "vk-ns-demo-1": [] },
+    },
+    {
+      name: "main-only now, always before, suspended once: sub-agent :latest and every :hibernate",
+      policy: "main-only",
+      ledger: { policies: ["always", "main-only"], hibernated: [EveryVM] },
+      want: { "vk-ns-demo-0": ["hibernate"], "vk-ns-demo-1": ["hibernate", "latest"] },
+    },
+    {
+      name: "main-only since creation: a toolbox ending in -0 may have :latest (vk-cocoon's rule)",
+      policy: "main-only",
+      ledger: { policies: ["main-only"], hibernated: [] },
+      want: { "vk-ns-demo-0": [], "vk-ns-demo-1": [], "vk-ns-demo-db-0": ["latest"] },
+    },
+  ];
+  for (const c of cases) {
+    await t.step(c.name, () => {
+      const cs = newCocoonSet("demo", (s) => s.spec.snapshotPolicy = c.policy);
+      const got = Object.fromEntries(
+        Object.keys(c.want).map((vm) => [vm, teardownTags(cs, c.ledger, vm)]),
+      );
+      assert.deepEqual(got, c.want);
+    });
+  }
+});

@@ -1,0 +1,286 @@
+/**
+ * Teardown at scale and the snapshot ledger: one DELETE per pod whatever the cache shows, and
+ * registry DELETEs only for tags that may exist (cocoonset/snapshot_ledger.ts). The Go operator
+ * sent a second DELETE for every pod a stale pass saw again and deleted `:hibernate` (and, unless
+ * kept, `:latest`) of every VM, pushed or not.
+ */
+import assert from "node:assert/strict";
+import type { Client } from "../kube/client.ts";
+import { type Pod, Pods } from "../kube/core.ts";
+import type { KubeObject, ObjectList } from "../kube/object.ts";
+import type { ResourceType } from "../kube/resource.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import {
+  AnnotationHibernate,
+  AnnotationLifecycleState,
+  DefaultSnapshotTag,
+  HibernateSnapshotTag,
+} from "../common/meta/mod.ts";
+import {
+  actionsOf,
+  editPod,
+  findSet,
+  getSet,
+  livePod,
+  newCocoonSet,
+  newHibernation,
+  newTestEnv,
+  reconcileSet,
+  seedSet,
+  type TestEnv,
+  testNamespace,
+  withFinalizer,
+} from "./_test_support.ts";
+import { buildAgentPod } from "./pods.ts";
+import { CocoonSetReconciler } from "./reconciler.ts";
+import {
+  AnnotationSnapshotLedger,
+  encodeLedger,
+  EveryVM,
+  readLedger,
+  type SnapshotLedger,
+} from "./snapshot_ledger.ts";
+import { CocoonHibernations } from "../common/apis/v1/resources.ts";
+
+function tagDeletes(env: TestEnv): string[] {
+  return env.registry.callsOf("deleteManifest").map((c) => `${c.name}:${c.reference}`);
+}
+
+/** A set at rest with a known ledger, finalizer and generation 1. */
+function ledgered(ledger: SnapshotLedger, ...mods: ((cs: CocoonSet) => void)[]): CocoonSet {
+  return newCocoonSet("demo", withFinalizer, (cs) => {
+    cs.metadata.generation = 1;
+    cs.metadata.annotations = { [AnnotationSnapshotLedger]: encodeLedger(ledger) };
+  }, ...mods);
+}
+
+/** Deletes the stored set (it has the finalizer, so it stays with a deletionTimestamp). */
+async function deleteSet(env: TestEnv): Promise<void> {
+  await env.fake.delete(CocoonSets, testNamespace, "demo");
+}
+
+/** Finishes every terminating pod, as vk-cocoon does once the VM is gone. */
+async function finalizePods(env: TestEnv): Promise<void> {
+  for (const pod of (await env.fake.list(Pods, { namespace: testNamespace })).items) {
+    if (pod.metadata.deletionTimestamp) {
+      await env.fake.delete(Pods, testNamespace, pod.metadata.name ?? "", {
+        gracePeriodSeconds: 0,
+      });
+    }
+  }
+}
+
+/** Index of the first recorded action matching pred, -1 when none. */
+function firstAction(env: TestEnv, pred: (a: TestEnv["fake"]["actions"][number]) => boolean) {
+  return env.fake.actions.findIndex(pred);
+}
+
+function ledgerPatch(a: TestEnv["fake"]["actions"][number]): boolean {
+  const body = a.patch as { metadata?: { annotations?: Record<string, unknown> } } | undefined;
+  return a.verb === "patch" && a.resource === CocoonSets &&
+    body?.metadata?.annotations?.[AnnotationSnapshotLedger] !== undefined;
+}
+
+Deno.test("a new set records its policy with the finalizer; torn down under never it deletes no tag", async () => {
+  const env = newTestEnv();
+  seedSet(env, newCocoonSet("demo", (cs) => cs.spec.snapshotPolicy = "never"));
+
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
+  const [finalizer] = actionsOf(env, "patch", CocoonSets);
+  const body = finalizer.patch as { metadata: Record<string, unknown> };
+  assert.ok(Array.isArray(body.metadata.finalizers));
+  assert.deepEqual(
+    (body.metadata.annotations as Record<string, string>)[AnnotationSnapshotLedger],
+    '{"policies":["never"],"hibernated":[]}',
+    "the ledger travels in the finalizer patch, before any pod exists",
+  );
+
+  await reconcileSet(env, "demo"); // the main
+  await editPod(env, "demo-0", (p) => livePod(p));
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.equal((await getSet(env.fake, "demo")).status?.phase, "Running");
+
+  await deleteSet(env);
+  env.fake.actions.length = 0;
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
+  assert.deepEqual(actionsOf(env, "delete", Pods).map((a) => a.name), ["demo-0"]);
+  await finalizePods(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+
+  assert.deepEqual(tagDeletes(env), [], "no VM of a never-snapshotted, never-hibernated set");
+  assert.equal(await findSet(env.fake, "demo"), undefined);
+});
+
+Deno.test("a policy change is recorded before any pod of the new spec goes, and its :latest is cleaned", async () => {
+  const env = newTestEnv();
+  const cs = seedSet(
+    env,
+    ledgered({ policies: ["always"], hibernated: [] }, (c) => {
+      c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
+    }),
+  );
+  const main = livePod(buildAgentPod(cs, 0));
+  env.fake.seed(Pods, main);
+  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+    spec: { snapshotPolicy: "never" },
+  });
+  env.fake.actions.length = 0;
+
+  // The main drifted (its policy annotation): it is deleted, and vk-cocoon pushes its :latest.
+  await reconcileSet(env, "demo");
+  const ledgerAt = firstAction(env, ledgerPatch);
+  const deleteAt = firstAction(env, (a) => a.verb === "delete" && a.resource === Pods);
+  assert.ok(ledgerAt >= 0 && deleteAt > ledgerAt, "ledger written before the drifted main goes");
+  assert.deepEqual(readLedger(await getSet(env.fake, "demo"))?.policies, ["always", "never"]);
+
+  await finalizePods(env);
+  await deleteSet(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DefaultSnapshotTag}`]);
+});
+
+Deno.test("suspend records every VM before the first hibernate request", async () => {
+  const env = newTestEnv();
+  const cs = seedSet(
+    env,
+    ledgered({ policies: ["always"], hibernated: [] }, (c) => c.spec.suspend = true),
+  );
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 0)));
+  env.fake.actions.length = 0;
+
+  await reconcileSet(env, "demo");
+
+  const ledgerAt = firstAction(env, ledgerPatch);
+  const hibernateAt = firstAction(env, (a) =>
+    a.verb === "patch" && a.resource === Pods &&
+    JSON.stringify(a.patch).includes(AnnotationHibernate));
+  assert.ok(ledgerAt >= 0 && hibernateAt > ledgerAt);
+  assert.deepEqual(readLedger(await getSet(env.fake, "demo"))?.hibernated, [EveryVM]);
+});
+
+Deno.test("a migration records the main's VM before asking it to hibernate", async () => {
+  const env = newTestEnv();
+  const cs = seedSet(
+    env,
+    ledgered({ policies: ["never"], hibernated: [] }, (c) => c.spec.nodeName = "node-b"),
+  );
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 0), "node-a"));
+  env.fake.actions.length = 0;
+
+  await reconcileSet(env, "demo");
+
+  const ledgerAt = firstAction(env, ledgerPatch);
+  const hibernateAt = firstAction(env, (a) =>
+    a.verb === "patch" && a.resource === Pods &&
+    JSON.stringify(a.patch).includes(AnnotationHibernate));
+  assert.ok(ledgerAt >= 0 && hibernateAt > ledgerAt);
+  assert.deepEqual(readLedger(await getSet(env.fake, "demo"))?.hibernated, ["vk-ns-demo-0"]);
+
+  // Torn down later: only the main's :hibernate may exist.
+  await deleteSet(env);
+  await reconcileSet(env, "demo");
+  await finalizePods(env);
+  await reconcileSet(env, "demo");
+  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${HibernateSnapshotTag}`]);
+});
+
+Deno.test("a hibernate request someone else made is recorded by the next pass", async () => {
+  const env = newTestEnv([{ rt: CocoonHibernations, obj: newHibernation("demo-1", "Hibernate") }]);
+  const cs = seedSet(
+    env,
+    ledgered({ policies: ["never"], hibernated: [] }, (c) => c.spec.agent.replicas = 1),
+  );
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 0)));
+  const sub = livePod(buildAgentPod(cs, 1, "vk-ns-demo-0", "node-a"));
+  sub.metadata.annotations![AnnotationHibernate] = "true";
+  env.fake.seed(Pods, sub);
+
+  await reconcileSet(env, "demo");
+
+  assert.deepEqual(readLedger(await getSet(env.fake, "demo"))?.hibernated, ["vk-ns-demo-1"]);
+});
+
+Deno.test("teardown records what terminating pods and CocoonHibernations show before any DELETE", async () => {
+  const env = newTestEnv([{ rt: CocoonHibernations, obj: newHibernation("demo-2", "Wake") }]);
+  const cs = seedSet(
+    env,
+    ledgered({ policies: ["never"], hibernated: [] }, (c) => c.spec.agent.replicas = 2),
+  );
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 0)));
+  const sub1 = livePod(buildAgentPod(cs, 1, "vk-ns-demo-0", "node-a"));
+  sub1.metadata.annotations![AnnotationLifecycleState] = "hibernated";
+  env.fake.seed(Pods, sub1);
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 2, "vk-ns-demo-0", "node-a")));
+  // sub-agent 1 is already terminating: no DELETE of ours, but its evidence still counts.
+  await env.fake.delete(Pods, testNamespace, "demo-1");
+  await deleteSet(env);
+  env.fake.actions.length = 0;
+
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
+  const ledgerAt = firstAction(env, ledgerPatch);
+  const deleteAt = firstAction(env, (a) => a.verb === "delete" && a.resource === Pods);
+  assert.ok(ledgerAt >= 0 && deleteAt > ledgerAt, "the ledger is stashed before pods go");
+  assert.deepEqual(actionsOf(env, "delete", Pods).map((a) => a.name), ["demo-0", "demo-2"]);
+
+  await finalizePods(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.deepEqual(tagDeletes(env), [
+    `vk-ns-demo-1:${HibernateSnapshotTag}`,
+    `vk-ns-demo-2:${HibernateSnapshotTag}`,
+  ]);
+});
+
+/** A client whose pod lists keep answering with the pods as they were at the first list. */
+function frozenPodLists(env: TestEnv): Client {
+  const fake = env.fake;
+  let frozen: ObjectList<Pod> | undefined;
+  return {
+    get: (rt, ns, name, opts) => fake.get(rt, ns, name, opts),
+    async list<T extends KubeObject>(rt: ResourceType<T>, opts?: Parameters<Client["list"]>[1]) {
+      if (rt !== (Pods as unknown as ResourceType<T>)) return await fake.list(rt, opts);
+      frozen ??= await fake.list(Pods, opts);
+      return structuredClone(frozen) as unknown as ObjectList<T>;
+    },
+    watch: (rt, opts) => fake.watch(rt, opts),
+    create: (rt, obj, opts) => fake.create(rt, obj, opts),
+    update: (rt, obj, opts) => fake.update(rt, obj, opts),
+    updateStatus: (rt, obj, opts) => fake.updateStatus(rt, obj, opts),
+    patch: (rt, ns, name, type, body, opts) => fake.patch(rt, ns, name, type, body, opts),
+    delete: (rt, ns, name, opts) => fake.delete(rt, ns, name, opts),
+    createSubresource: (rt, ns, name, sub, body, opts) =>
+      fake.createSubresource(rt, ns, name, sub, body, opts),
+  };
+}
+
+Deno.test("teardown sends one DELETE per pod even while the cache still shows them undeleted", async () => {
+  const env = newTestEnv();
+  const cs = seedSet(
+    env,
+    ledgered({ policies: ["never"], hibernated: [] }, (c) => c.spec.agent.replicas = 3),
+  );
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 0)));
+  for (const slot of [1, 2, 3]) {
+    env.fake.seed(Pods, livePod(buildAgentPod(cs, slot, "vk-ns-demo-0", "node-a")));
+  }
+  await deleteSet(env);
+  env.fake.actions.length = 0;
+  const reconciler = new CocoonSetReconciler({
+    client: frozenPodLists(env),
+    apiReader: env.fake,
+    registry: env.registry,
+    recorder: env.recorder,
+    clock: env.clock,
+  });
+  const pass = () =>
+    reconciler.reconcile({ namespace: testNamespace, name: "demo" }, new AbortController().signal);
+
+  for (let i = 0; i < 3; i++) assert.deepEqual(await pass(), { requeueAfter: 5_000 });
+
+  assert.deepEqual(actionsOf(env, "delete", Pods).map((a) => a.name), [
+    "demo-0",
+    "demo-1",
+    "demo-2",
+    "demo-3",
+  ]);
+});
