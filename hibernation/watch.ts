@@ -1,9 +1,9 @@
 /**
  * Which pod events reach which CocoonHibernations. Requests are filed in the cache under their
  * spec.podRef.name, so a pod event wakes exactly the requests naming that pod in its namespace —
- * a pod that appears after its request resumes it without any edit. Only pod creation, deletion
- * and annotation changes matter (the VM name arriving, vk-cocoon's lifecycle annotations, the
- * hibernate annotation); status-only churn is dropped and seen through the 5 s requeue instead.
+ * a pod that appears after its request resumes it without any edit. Every pod event of such a pod
+ * is passed on, status-only updates included: vk-cocoon reports the running container that
+ * completes a wake in a status update of its own, after writing the VM id annotation.
  *
  * @module
  */
@@ -31,15 +31,14 @@ export function hibernationsTargetingPod(lookup: IndexLookup, pod: Pod): Request
     .map((h) => ({ namespace, name: h.metadata.name ?? "" }));
 }
 
-/** Pod events worth a look: create, delete, and updates that change annotations. */
+/**
+ * Pod events worth a look: all of them. This is the Go operator's filter as it behaves — "annotation
+ * changed OR a create/delete filter" whose unset update and generic methods allow (predicate.Funcs)
+ * — so the running container reaches a Waking request at once instead of at its next 5 s requeue.
+ */
 export function targetPodEvents(): CompletePredicate<Pod> {
   return or<Pod>(
     annotationChanged<Pod>(),
-    funcs<Pod>({
-      create: () => true,
-      delete: () => true,
-      update: () => false,
-      generic: () => false,
-    }),
+    funcs<Pod>({ create: () => true, delete: () => true }),
   );
 }
