@@ -9,6 +9,7 @@
  * @module
  */
 import { type CocoonHibernation, isValidHibernationDesire } from "../common/apis/v1/mod.ts";
+import { direction } from "./direction.ts";
 
 function live(h: CocoonHibernation): boolean {
   return !h.metadata.deletionTimestamp;
@@ -26,9 +27,10 @@ function compareAge(a: CocoonHibernation, b: CocoonHibernation): number {
 
 /**
  * The request hib must give way to, or undefined when hib may act. Among the live requests with a
- * valid desire that reach the VM (hib's pod, or vmName), the earliest sets the direction; a
- * request that wants the opposite is refused until that one is deleted or changes its desire.
- * Requests agreeing with the earliest act together (they are serialized per VM).
+ * valid desire that reach the VM (hib's pod, or vmName), the earliest sets the direction — its
+ * desire, or the transition it still finishes after a reversal (direction.ts); a request that
+ * would drive the VM the other way is refused until that one is deleted or turns its way.
+ * Requests going the earliest's way act together (they are serialized per VM).
  */
 export function opposingRequest(
   hib: CocoonHibernation,
@@ -41,7 +43,7 @@ export function opposingRequest(
     (o.spec?.podRef?.name === podName || (o.status?.vmName ?? "") === vmName)
   );
   const earliest = [hib, ...contenders].sort(compareAge)[0];
-  if (earliest === hib || earliest.spec.desire === hib.spec.desire) return undefined;
+  if (earliest === hib || direction(earliest) === direction(hib)) return undefined;
   return earliest;
 }
 

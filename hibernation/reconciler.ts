@@ -7,10 +7,11 @@
  * unless another live request still tracks the VM); the finalizer is added in a pass of its own;
  * a spec that cannot name a pod or a desire fails at once; a missing pod, or one without a VM
  * name yet, parks the request on Pending (Hibernated and Waking are kept); then, under the VM's
- * lock, a request opposed by an earlier one on the same VM is refused (Failed, `Conflict`), and
- * otherwise the hibernate or wake step runs. A reversed desire first finishes the transition in
- * flight: Hibernate while Waking keeps waking, Wake while Hibernating keeps hibernating — the
- * previous round's annotations and tag would otherwise read as this round's completion.
+ * lock, a request driving the VM against an earlier one on the same VM is refused (Failed,
+ * `Conflict`), and otherwise the hibernate or wake step runs. A reversed desire first finishes the
+ * transition in flight (direction.ts): Hibernate while Waking keeps waking, Wake while Hibernating
+ * keeps hibernating — the previous round's annotations and tag would otherwise read as this
+ * round's completion.
  *
  * Differences from the Go operator are listed in docs/hibernation.md.
  *
@@ -19,8 +20,6 @@
 import { getLogger } from "@logtape/logtape";
 import {
   type CocoonHibernation,
-  CocoonHibernationPhaseHibernating,
-  CocoonHibernationPhaseWaking,
   CocoonHibernations,
   HibernationDesireHibernate,
 } from "../common/apis/v1/mod.ts";
@@ -35,6 +34,7 @@ import { errorMessage, isConflict, isNotFound } from "../kube/errors.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Reconciler, Request, Result } from "../kube/reconcile.ts";
 import type { Registry } from "../snapshot/registry.ts";
+import { direction } from "./direction.ts";
 import { reconcileHibernate } from "./hibernate.ts";
 import type { Pass, StepDeps } from "./pass.ts";
 import { opposingRequest, vmHeldByAnother } from "./peers.ts";
@@ -174,11 +174,9 @@ export class HibernationReconciler implements Reconciler {
       transitions: this.#transitions,
       clock: this.#clock,
     };
-    const phase = pass.hib.status?.phase;
-    const hibernate = pass.hib.spec.desire === HibernationDesireHibernate
-      ? phase !== CocoonHibernationPhaseWaking
-      : phase === CocoonHibernationPhaseHibernating;
-    return hibernate ? reconcileHibernate(deps, pass) : reconcileWake(deps, pass);
+    return direction(pass.hib) === HibernationDesireHibernate
+      ? reconcileHibernate(deps, pass)
+      : reconcileWake(deps, pass);
   }
 
   /**

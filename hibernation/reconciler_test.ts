@@ -732,6 +732,71 @@ Deno.test("opposite requests: a later request that agrees with the earliest stil
   await h.close();
 });
 
+Deno.test("opposite requests: the earliest's transition in flight sets the direction, not its new desire", async (t) => {
+  await t.step(
+    "Hibernate asked of a VM the earliest is still waking waits for the wake",
+    async () => {
+      const registry = new FakeRegistry();
+      registry.put(VM, "hibernate");
+      const h = Harness.create([
+        // Flipped back to Hibernate mid-wake: it keeps waking until Active.
+        request("a", "Hibernate", {
+          created: at(-10_000),
+          status: { phase: CocoonHibernationPhaseWaking, vmName: VM },
+        }),
+        request("b", "Hibernate", { created: at(-5_000) }),
+        vmPod({ lifecycle: hibernatedLifecycle }),
+      ], { registry });
+      const podRv = (await h.pod()).metadata.resourceVersion;
+      assert.deepEqual(await h.reconcile("b"), { requeueAfter: REQUEUE_INTERVAL_MS });
+      assert.equal((await h.pod()).metadata.resourceVersion, podRv, "no hibernate asked mid-wake");
+      const b = await h.hib("b");
+      assert.equal(b.status?.phase, CocoonHibernationPhaseFailed);
+      assert.equal(readyOf(b.status)?.reason, "Conflict");
+      assert.match(
+        readyOf(b.status)?.message ?? "",
+        /CocoonHibernation a .* wake of VM vk-ns-demo-0/,
+      );
+      assert.equal(registry.calls.length, 0);
+
+      // The wake done, a turns to its Hibernate and b agrees with it again.
+      h.api.seed(Pods, vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }));
+      await h.reconcile("a");
+      assert.equal((await h.hib("a")).status?.phase, CocoonHibernationPhaseActive);
+      await h.reconcile("a");
+      assert.equal((await h.hib("a")).status?.phase, CocoonHibernationPhaseHibernating);
+      await h.reconcile("b");
+      assert.equal((await h.hib("b")).status?.phase, CocoonHibernationPhaseHibernating);
+      assert.deepEqual(await h.reasons("b"), ["Conflict", "RetryRequested"]);
+      await h.close();
+    },
+  );
+
+  await t.step(
+    "Wake asked of a VM the earliest is still hibernating keeps the snapshot",
+    async () => {
+      const registry = new FakeRegistry();
+      registry.put(VM, "hibernate");
+      const h = Harness.create([
+        // Flipped to Wake mid-hibernate: it keeps hibernating until Hibernated.
+        request("a", "Wake", {
+          created: at(-10_000),
+          status: { phase: CocoonHibernationPhaseHibernating, vmName: VM },
+        }),
+        request("b", "Wake", { created: at(-5_000) }),
+        // A lagging view of the pod: still running with its old VM id.
+        vmPod({ hibernate: true, vmID: "vmid-old", running: true }),
+      ], { registry });
+      assert.deepEqual(await h.reconcile("b"), { requeueAfter: REQUEUE_INTERVAL_MS });
+      assert.equal(readHibernateState(await h.pod()), true, "the hibernation is not withdrawn");
+      assert.equal(registry.contains(VM, "hibernate"), true, "no tag GC off a stale view");
+      assert.equal(registry.callsOf("deleteManifest").length, 0);
+      assert.equal(readyOf((await h.hib("b")).status)?.reason, "Conflict");
+      await h.close();
+    },
+  );
+});
+
 Deno.test("opposite requests created in the same second: the name decides, consistently", async () => {
   const h = Harness.create([
     request("x", "Wake", { created: at(0) }),

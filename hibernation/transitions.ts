@@ -27,6 +27,7 @@ import type { Writer } from "../kube/client.ts";
 import type { Clock } from "../kube/clock.ts";
 import type { EventRecorder, EventType } from "../kube/events.ts";
 import { hibernatePhaseDurationSeconds, wakePhaseDurationSeconds } from "../metrics/metrics.ts";
+import { direction } from "./direction.ts";
 import {
   goDuration,
   HIBERNATE_TIMEOUT_MS,
@@ -148,7 +149,7 @@ export class PhaseTransitions {
   }
 
   /**
-   * Refuses hib because winner, an earlier request on the same VM, wants the opposite: phase
+   * Refuses hib because winner, an earlier request on the same VM, drives it the other way: phase
    * Failed, Ready reason `Conflict`, and a `Conflict` Warning naming winner when the refusal is
    * first written (or names a different winner).
    */
@@ -158,9 +159,15 @@ export class PhaseTransitions {
     vmName: string,
     signal: AbortSignal,
   ): Promise<void> {
-    const message = `CocoonHibernation ${winner.metadata.name} was created first and asks to ` +
-      `${winner.spec.desire} VM ${vmName}; this request to ${hib.spec.desire} waits until ` +
-      `that one is deleted or asks the same`;
+    const way = direction(winner);
+    const message = way === winner.spec.desire
+      ? `CocoonHibernation ${winner.metadata.name} was created first and asks to ${way} VM ` +
+        `${vmName}; this request to ${hib.spec.desire} waits until that one is deleted or asks ` +
+        `the same`
+      : `CocoonHibernation ${winner.metadata.name} was created first and is still finishing its ` +
+        `${way === HibernationDesireWake ? "wake" : "hibernation"} of VM ${vmName} (it asks to ` +
+        `${winner.spec.desire} next); this request to ${hib.spec.desire} waits until that one ` +
+        `is done or deleted`;
     const left = await this.#write(
       hib,
       { phase: CocoonHibernationPhaseFailed, reason: ReasonHibernationConflict, message },
