@@ -21,6 +21,7 @@ import { Pods } from "../kube/core.ts";
 import { newApiError } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/object.ts";
 import { metricValue } from "../kube/testing/metrics.ts";
+import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
 import { parseRfc3339 } from "../kube/time.ts";
 import { FakeRegistry } from "../snapshot/fake.ts";
 import { at, Harness, NS, POD, ready, request, VM, vmPod } from "./_fixtures.ts";
@@ -545,6 +546,7 @@ Deno.test("wake: a failing tag delete is logged and the wake still completes", a
     vmPod({ vmID: "vmid-new", running: true }),
   ], { registry });
   assert.deepEqual(await h.reconcile("hib"), {});
+  assert.equal(registry.callsOf("deleteManifest", VM).length, 1, "the tag delete was tried");
   assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
   await h.close();
 });
@@ -856,29 +858,58 @@ Deno.test("requests on one pod never have two registry calls for the VM in fligh
     assert.equal(registry.maxInFlight(VM), 1);
     await h.close();
   });
-  await t.step("opposing requests", async () => {
-    const registry = new FakeRegistry({ latency: 20 });
-    const h = Harness.create([
-      request("a", "Hibernate", { created: at(-2000) }),
-      request("b", "Wake", { created: at(-1000) }),
-      vmPod({ vmID: "vmid-1", running: true }),
-    ], { registry });
-    await reconcileTogether(h, ["a", "b"]);
-    assert.ok(registry.maxInFlight(VM) <= 1);
-    await h.close();
-  });
+  await t.step(
+    "opposing requests (Go: both reach the registry; here the later is refused)",
+    async () => {
+      const registry = new FakeRegistry({ latency: 20 });
+      registry.put(VM, "hibernate");
+      const h = Harness.create([
+        request("a", "Hibernate", { created: at(-2000) }),
+        request("b", "Wake", { created: at(-1000) }),
+        // Live, and vk's pair qualifies: a probes the tag, b's wake would drop it.
+        vmPod({ vmID: "vmid-1", running: true, lifecycle: hibernatedLifecycle }),
+      ], { registry });
+      await reconcileTogether(h, ["a", "b"]);
+      assert.equal(registry.maxInFlight(VM), 1);
+      assert.equal(registry.callsOf("hasManifest", VM).length, 1, "a probed");
+      assert.equal(registry.callsOf("deleteManifest").length, 0, "b touched nothing");
+      assert.equal(readyOf((await h.hib("b")).status)?.reason, "Conflict");
+      assert.equal(readHibernateState(await h.pod()), true);
+      await h.close();
+    },
+  );
 });
 
 Deno.test("a deleting request and a live one on the same pod are serialized", async () => {
-  const registry = new FakeRegistry({ latency: 20 });
+  // As in Go the deleting request makes no registry call here (the live one holds the VM), so
+  // what shows the lock is order: the finalizer waits until the live pass has let go of the VM.
+  let releaseProbe!: () => void;
+  const registry = new FakeRegistry({
+    latency: (call) =>
+      call.op === "hasManifest"
+        ? new Promise<void>((resolve) => (releaseProbe = resolve))
+        : Promise.resolve(),
+  });
   const h = Harness.create([
     request("a", "Hibernate", { deleting: true, status: { vmName: VM } }),
     request("b", "Hibernate", { created: at(-1000) }),
     vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
   ], { registry });
-  await reconcileTogether(h, ["a", "b"]);
-  assert.ok(registry.maxInFlight(VM) <= 1);
+  const live = h.reconcile("b");
+  await waitFor("b probing under the VM's lock", () => registry.calls.length === 1);
+  const deleting = h.reconcile("a");
+  await waitFor(
+    "a's pass started",
+    () => h.api.actions.some((x) => x.verb === "get" && x.name === "a"),
+  );
+  // The fake API answers in microtasks: without the lock a's finalizer would be done by now.
+  await flushMicrotasks(200);
+  assert.equal(await h.gone("a"), false, "the finalizer waits for the VM's lock");
+  releaseProbe();
+  await Promise.all([live, deleting]);
+  assert.equal(await h.gone("a"), true);
   assert.equal(registry.callsOf("deleteManifest").length, 0, "b holds the VM");
+  assert.equal(registry.maxInFlight(VM), 1);
   await h.close();
 });
 
