@@ -11,6 +11,16 @@ import { type CocoonHibernation, isValidHibernationDesire } from "../common/apis
 const MAX_POD_NAME_LENGTH = 253;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** Longest part of a podRef a message quotes: the Ready message is capped (32768 characters). */
+const MAX_QUOTED = 80;
+
+/** name quoted, cut to its start when long (the CRD does not bound podRef.name). */
+function quoteStart(name: string): string {
+  return name.length > MAX_QUOTED
+    ? `${JSON.stringify(name.slice(0, MAX_QUOTED))}… (${name.length} characters)`
+    : JSON.stringify(name);
+}
+
 /**
  * Why name cannot be a pod's name, or undefined when it can. Pod names are DNS-1123 subdomains:
  * lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most
@@ -35,7 +45,7 @@ export function specProblem(hib: CocoonHibernation): string | undefined {
   const podName = hib.spec?.podRef?.name ?? "";
   if (podName === "") return "spec.podRef.name is required";
   const bad = podNameProblem(podName);
-  if (bad) return `spec.podRef.name ${JSON.stringify(podName)} is not a valid pod name: ${bad}`;
+  if (bad) return `spec.podRef.name ${quoteStart(podName)} is not a valid pod name: ${bad}`;
   const desire: unknown = hib.spec?.desire;
   if (!isValidHibernationDesire(desire)) return `unknown desire ${JSON.stringify(desire ?? "")}`;
   return undefined;

@@ -17,3 +17,11 @@ Deno.test("specProblem names what is wrong, in order: podRef missing, invalid, d
   assert.equal(specProblem(request("h", "Nap")), 'unknown desire "Nap"');
   assert.equal(specProblem(request("h", "Wake")), undefined);
 });
+
+Deno.test("specProblem quotes at most the start of an overlong podRef (Ready messages are capped)", () => {
+  // The CRD does not bound podRef.name, the condition message is at most 32768 characters: a
+  // message quoting the whole name could never be written, and the request would show nothing.
+  const problem = specProblem(request("h", "Hibernate", { pod: "x".repeat(40_000) }))!;
+  assert.match(problem, /is not a valid pod name: must be no more than 253 characters/);
+  assert.ok(problem.length < 1_024, `message of ${problem.length} characters`);
+});
