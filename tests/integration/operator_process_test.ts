@@ -44,6 +44,8 @@ Deno.test({
           POD_NAMESPACE: "cocoon-system",
           PROBE_ADDR: `127.0.0.1:${probePort}`,
           METRICS_ADDR: `127.0.0.1:${metricsPort}`,
+          // The launcher prints the command it runs only when asked.
+          COCOON_START_VERBOSE: "1",
         },
       });
       try {
