@@ -29,7 +29,7 @@ import { buildAgentPod, LabelHostname } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable } from "./validate.ts";
+import { ensureSpecBuildable, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 
 /** How often a migration in flight looks again (ms). */
@@ -156,7 +156,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
 
   if (!main) {
     // Recreating also finishes an aborted migration: the snapshot is never stranded.
-    await ensureSpecBuildable(pass);
+    await ensureSpecBuildable(pass, { creatingMain: true });
     // Migrating is durable before the restore pod exists (unlike Go, which wrote it after the
     // create): a pass that finds a restoring main without it leaves it alone as a
     // CocoonHibernation wake, and the snapshot would never be dropped.
@@ -166,6 +166,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
     try {
       await deps.client.create(Pods, pod, { signal: pass.signal });
     } catch (err) {
+      await rethrowInvalidMain(pass, err);
       if (!isAlreadyExists(err)) {
         throw wrapError(`migrate: recreate main on ${desired || "any node"}`, err);
       }

@@ -52,7 +52,7 @@ import { startLedger, syncLedger } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { ensureSpecBuildable, ReasonInvalidSpec } from "./validate.ts";
+import { ensureSpecBuildable, ReasonInvalidSpec, rethrowInvalidMain } from "./validate.ts";
 import { NameConflictError, ReasonNameConflict, settleMainCreateClash } from "./conflict.ts";
 
 /** Normal reason: the failed main is Ready again. */
@@ -222,7 +222,7 @@ async function handleFailedMain(pass: Pass, reason: string): Promise<Result> {
  * hibernated. Always requeues: the sub-agents fork from the new main.
  */
 async function createMainAgent(pass: Pass): Promise<Result> {
-  await ensureSpecBuildable(pass);
+  await ensureSpecBuildable(pass, { creatingMain: true });
   const pod = buildAgentPod(pass.cs, 0);
   const restorable = await pass.intent();
   await markRestoreIfHibernated(
@@ -234,6 +234,7 @@ async function createMainAgent(pass: Pass): Promise<Result> {
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
+    await rethrowInvalidMain(pass, err);
     if (!isAlreadyExists(err)) throw wrapError("create main agent", err);
     return await settleMainCreateClash(pass, "", requeueWaitForMainMs);
   }

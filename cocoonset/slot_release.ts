@@ -37,7 +37,7 @@ import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts"
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable } from "./validate.ts";
+import { ensureSpecBuildable, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
@@ -196,7 +196,7 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
     throw wrapError("wake", err);
   }
   if (!present) return notHandled;
-  await ensureSpecBuildable(pass);
+  await ensureSpecBuildable(pass, { creatingMain: true });
   // Persist Waking before the create: a crash in between resumes here, never fresh-boots.
   await writeSetStatus(pass, "Waking");
   const pod = buildAgentPod(cs, 0);
@@ -207,6 +207,7 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
   try {
     await deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
+    await rethrowInvalidMain(pass, err);
     if (!isAlreadyExists(err)) throw wrapError("wake: create main", err);
     return {
       handled: true,

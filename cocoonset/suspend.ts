@@ -21,7 +21,7 @@ import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EveryVM, recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable } from "./validate.ts";
+import { ensureSpecBuildable, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 
 /** How often a suspending set looks again (ms). */
@@ -42,13 +42,14 @@ export async function reconcileSuspend(pass: Pass): Promise<Result> {
  * another owner holding the main's name is a name conflict (status, Warning, retry with backoff).
  */
 async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
-  await ensureSpecBuildable(pass);
+  await ensureSpecBuildable(pass, { creatingMain: true });
   const pod = buildAgentPod(pass.cs, 0);
   // Suspend means the VM's state matters: restore whenever a snapshot exists.
   await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
+    await rethrowInvalidMain(pass, err);
     if (!isAlreadyExists(err)) throw wrapError("create main agent before suspend", err);
     return await settleMainCreateClash(pass, "Suspending", requeueSuspendPollMs);
   }

@@ -29,18 +29,35 @@ export class InvalidSpecError extends Error {
 
 /**
  * Checks, once per generation, that every pod shape of the spec is valid; on a refusal records
- * the problem (status + Event) and throws InvalidSpecError.
+ * the problem (status + Event) and throws InvalidSpecError. With `creatingMain`, the caller is
+ * about to create the main for real: its create is the main's check (see rethrowInvalidMain),
+ * so only the other shapes are dry-run, and the generation is not marked checked yet.
  */
-export async function ensureSpecBuildable(pass: Pass): Promise<void> {
+export async function ensureSpecBuildable(
+  pass: Pass,
+  opts: { creatingMain?: boolean } = {},
+): Promise<void> {
   const { cs, deps } = pass;
   const uid = cs.metadata.uid ?? "";
   const generation = cs.metadata.generation ?? 0;
   if (deps.validGenerations.get(uid) === generation) return;
-  const problem = await firstInvalidPod(pass);
+  const problem = await firstInvalidPod(pass, opts.creatingMain ?? false);
   if (problem === undefined) {
-    deps.validGenerations.set(uid, generation);
+    if (!opts.creatingMain) deps.validGenerations.set(uid, generation);
     return;
   }
+  await reportInvalidSpec(pass, problem);
+}
+
+/**
+ * A real create of the main answered Invalid: reported exactly like a dry-run refusal (status,
+ * Warning, InvalidSpecError). Any other error returns for the caller to handle.
+ */
+export async function rethrowInvalidMain(pass: Pass, err: unknown): Promise<void> {
+  if (isInvalid(err)) await reportInvalidSpec(pass, `main agent: ${serverMessage(err)}`);
+}
+
+async function reportInvalidSpec(pass: Pass, problem: string): Promise<never> {
   pass.problems.push({
     condition: ConditionTypeReady,
     reason: ReasonInvalidSpec,
@@ -59,11 +76,11 @@ export function forgetSpecCheck(pass: Pass): void {
 }
 
 /** The first refusal among the spec's pod shapes, as "<what>: <server message>". */
-async function firstInvalidPod(pass: Pass): Promise<string | undefined> {
+async function firstInvalidPod(pass: Pass, skipMain: boolean): Promise<string | undefined> {
   const { cs } = pass;
-  const shapes: { what: string; build: () => ReturnType<typeof buildAgentPod> }[] = [
-    { what: "main agent", build: () => buildAgentPod(cs, 0) },
-  ];
+  const shapes: { what: string; build: () => ReturnType<typeof buildAgentPod> }[] = skipMain
+    ? []
+    : [{ what: "main agent", build: () => buildAgentPod(cs, 0) }];
   if ((cs.spec.agent.replicas ?? 0) > 0) {
     const slot = cs.spec.agent.replicas ?? 1;
     // The highest slot has the longest name; bound to a placeholder node like a real sub-agent.

@@ -33,7 +33,7 @@ function dryRuns(env: TestEnv): FakeAction[] {
   return env.fake.actions.filter((a) => a.verb === "create" && a.dryRun);
 }
 
-Deno.test("a spec whose main the server refuses: Ready=False InvalidSpec with the server's message, a Warning, no create, retried", async () => {
+Deno.test("a spec whose main the server refuses: Ready=False InvalidSpec with the server's message, a Warning, nothing stored, retried", async () => {
   const env = newTestEnv();
   seedSet(
     env,
@@ -45,7 +45,9 @@ Deno.test("a spec whose main the server refuses: Ready=False InvalidSpec with th
 
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
 
-  assert.equal(actionsOf(env, "create", Pods).length, 0, "no real create was attempted");
+  // A main-only set: the main's real create is its check, so no dry run precedes it.
+  assert.equal(dryRuns(env).length, 0);
+  assert.equal(await getPod(env.fake, "demo-0"), undefined, "nothing was stored");
   const stored = await findSet(env.fake, "demo");
   const ready = conditionOf(stored, "Ready");
   assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
@@ -54,15 +56,37 @@ Deno.test("a spec whose main the server refuses: Ready=False InvalidSpec with th
   const warnings = env.recorder.withReason(ReasonInvalidSpec);
   assert.deepEqual(warnings.map((w) => [w.type, w.message]), [["Warning", ready?.message]]);
 
-  // Nothing is remembered for a refused generation: the next pass checks again.
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError, "retried, refused again");
+});
+
+Deno.test("a sub-agent shape the server refuses stops the pass before the main is created", async () => {
+  const env = newTestEnv();
+  seedSet(
+    env,
+    newCocoonSet("demo", withFinalizer, (c) => {
+      c.spec.agent.replicas = 2;
+    }),
+  );
+  refuseCreatesOf(env, "demo-2");
+
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
-  assert.equal(dryRuns(env).filter((a) => a.name === "demo-0").length, 2);
+
+  assert.deepEqual(dryRuns(env).map((a) => a.name), ["demo-2"], "the highest slot is checked");
+  assert.equal(actionsOf(env, "create", Pods).length, 0, "the main is not created");
+  const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
+  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
+  assert.match(ready?.message ?? "", /^sub-agent slot 2: /);
 });
 
 Deno.test("a generation is dry-run checked once; a spec edit is checked again and then created", async () => {
   const env = newTestEnv();
-  seedSet(env, newCocoonSet("demo", withFinalizer));
-  const allow = refuseCreatesOf(env, "demo-0");
+  seedSet(
+    env,
+    newCocoonSet("demo", withFinalizer, (c) => {
+      c.spec.agent.replicas = 1;
+    }),
+  );
+  const allow = refuseCreatesOf(env, "demo-1");
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
 
   // The person fixes the spec: a new generation.
@@ -74,11 +98,13 @@ Deno.test("a generation is dry-run checked once; a spec edit is checked again an
 
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   assert.ok(await getPod(env.fake, "demo-0"), "the main is created once the spec is valid");
-  assert.equal(dryRuns(env).length, before + 1, "one dry run for the new generation");
+  assert.equal(dryRuns(env).length, before + 1, "the sub-agent shape is dry-run first");
 
+  // The main's create does not mark the generation checked (its own shape was checked by the
+  // create); the next create path checks once and remembers it.
   await env.fake.delete(Pods, testNamespace, "demo-0");
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
-  assert.equal(dryRuns(env).length, before + 1, "the checked generation is not dry-run again");
+  assert.equal(dryRuns(env).length, before + 2);
 });
 
 Deno.test("a dry run that meets an existing pod of that name counts as valid", async () => {
