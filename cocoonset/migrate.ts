@@ -29,7 +29,7 @@ import { buildAgentPod, LabelHostname } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable, rethrowInvalidMain } from "./validate.ts";
+import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 
 /** How often a migration in flight looks again (ms). */
@@ -175,6 +175,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
         result: await settleMainCreateClash(pass, "Migrating", requeueWaitForOldMainMs),
       };
     }
+    markSpecChecked(pass);
     pass.log.info("migration recreated the main on {node} from its snapshot", {
       node: desired || "any node",
     });

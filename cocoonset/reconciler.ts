@@ -52,7 +52,12 @@ import { startLedger, syncLedger } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { ensureSpecBuildable, ReasonInvalidSpec, rethrowInvalidMain } from "./validate.ts";
+import {
+  ensureSpecBuildable,
+  markSpecChecked,
+  ReasonInvalidSpec,
+  rethrowInvalidMain,
+} from "./validate.ts";
 import { NameConflictError, ReasonNameConflict, settleMainCreateClash } from "./conflict.ts";
 
 /** Normal reason: the failed main is Ready again. */
@@ -238,6 +243,7 @@ async function createMainAgent(pass: Pass): Promise<Result> {
     if (!isAlreadyExists(err)) throw wrapError("create main agent", err);
     return await settleMainCreateClash(pass, "", requeueWaitForMainMs);
   }
+  markSpecChecked(pass);
   pass.log.info("created main agent {pod}", { pod: podRef(pod) });
   return { requeue: true };
 }

@@ -37,7 +37,7 @@ import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts"
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable, rethrowInvalidMain } from "./validate.ts";
+import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
@@ -214,6 +214,7 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
       result: await settleMainCreateClash(pass, "Waking", requeueWaitForMainMs),
     };
   }
+  markSpecChecked(pass);
   pass.log.info("wake recreated the main from its snapshot, preferring node {node}", {
     node: hint,
   });

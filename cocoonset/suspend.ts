@@ -21,7 +21,7 @@ import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EveryVM, recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable, rethrowInvalidMain } from "./validate.ts";
+import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 
 /** How often a suspending set looks again (ms). */
@@ -53,6 +53,7 @@ async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
     if (!isAlreadyExists(err)) throw wrapError("create main agent before suspend", err);
     return await settleMainCreateClash(pass, "Suspending", requeueSuspendPollMs);
   }
+  markSpecChecked(pass);
   pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
   return { requeue: true };
 }

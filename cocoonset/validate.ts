@@ -31,7 +31,8 @@ export class InvalidSpecError extends Error {
  * Checks, once per generation, that every pod shape of the spec is valid; on a refusal records
  * the problem (status + Event) and throws InvalidSpecError. With `creatingMain`, the caller is
  * about to create the main for real: its create is the main's check (see rethrowInvalidMain),
- * so only the other shapes are dry-run, and the generation is not marked checked yet.
+ * so only the other shapes are dry-run, and the caller marks the generation checked once that
+ * create succeeded (markSpecChecked).
  */
 export async function ensureSpecBuildable(
   pass: Pass,
@@ -47,6 +48,11 @@ export async function ensureSpecBuildable(
     return;
   }
   await reportInvalidSpec(pass, problem);
+}
+
+/** The main was created: together with the dry-run shapes, this generation is checked. */
+export function markSpecChecked(pass: Pass): void {
+  pass.deps.validGenerations.set(pass.cs.metadata.uid ?? "", pass.cs.metadata.generation ?? 0);
 }
 
 /**
@@ -92,23 +98,30 @@ async function firstInvalidPod(pass: Pass, skipMain: boolean): Promise<string | 
   for (const tb of cs.spec.toolboxes ?? []) {
     shapes.push({ what: `toolbox ${tb.name}`, build: () => buildToolboxPod(cs, tb) });
   }
+  // Built first (a builder refusal needs no request), then dry-run all at once; the first
+  // refusal in shape order is reported.
+  const pods = [];
   for (const { what, build } of shapes) {
-    let pod;
     try {
-      pod = build();
+      pods.push({ what, pod: build() });
     } catch (err) {
       // The builder itself refused (an unparsable quantity): as invalid as a server refusal.
       return `${what}: ${errorMessage(err)}`;
     }
+  }
+  const verdicts = await Promise.all(pods.map(async ({ what, pod }) => {
     try {
       await pass.deps.client.create(Pods, pod, { dryRun: true, signal: pass.signal });
+      return undefined;
     } catch (err) {
       // The name is taken: validation ran before the existence check, so the shape is valid.
-      if (isAlreadyExists(err)) continue;
+      if (isAlreadyExists(err)) return undefined;
       if (isInvalid(err)) return `${what}: ${serverMessage(err)}`;
       throw err;
     }
-  }
+  }));
+  const refused = verdicts.find((v) => v !== undefined);
+  if (refused) return refused;
   return undefined;
 }
 

@@ -100,11 +100,10 @@ Deno.test("a generation is dry-run checked once; a spec edit is checked again an
   assert.ok(await getPod(env.fake, "demo-0"), "the main is created once the spec is valid");
   assert.equal(dryRuns(env).length, before + 1, "the sub-agent shape is dry-run first");
 
-  // The main's create does not mark the generation checked (its own shape was checked by the
-  // create); the next create path checks once and remembers it.
+  // The main's create checked its own shape: the generation is checked, nothing is dry-run again.
   await env.fake.delete(Pods, testNamespace, "demo-0");
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
-  assert.equal(dryRuns(env).length, before + 2);
+  assert.equal(dryRuns(env).length, before + 1);
 });
 
 Deno.test("a dry run that meets an existing pod of that name counts as valid", async () => {
