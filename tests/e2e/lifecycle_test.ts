@@ -29,7 +29,9 @@ import {
   LabelSlot,
 } from "../../common/meta/keys.ts";
 import { isPodReady } from "../../common/meta/pod.ts";
-import type { Pod } from "../../kube/core.ts";
+import { type Pod, Pods } from "../../kube/core.ts";
+import { recordTimeline } from "../harness/timeline.ts";
+import { waitUntil } from "../harness/wait.ts";
 import type { Stack } from "../harness/stack.ts";
 import {
   conditionOf,
@@ -43,6 +45,7 @@ import {
   podsOf,
   vmOf,
   waitGone,
+  waitMetric,
   waitSet,
 } from "./_support.ts";
 
@@ -267,72 +270,131 @@ e2eSuite(
   "CocoonSet lifecycle: create, scale down and up, delete with registry GC per snapshot policy",
   { nodes: [{ name: "vk-a", seats: 16 }, { name: "vk-b", seats: 16 }] },
   async (stack, step) => {
+    await stack.namespace(NS);
+    const sets = await recordTimeline(stack.admin, CocoonSets, NS);
+    const podLog = await recordTimeline(stack.admin, Pods, NS);
     let w: World | undefined;
-    await step(
-      "1 main + 3 sub-agents + 2 toolboxes → Running, in the contract's shape",
-      async () => {
-        w = await createFullSet(stack);
-      },
-    );
+    try {
+      await step(
+        "1 main + 3 sub-agents + 2 toolboxes → Running, in the contract's shape",
+        async () => {
+          w = await createFullSet(stack);
+        },
+      );
 
-    await step("scale 3 → 1: slots 2 and 3 deleted, slot 1 and the toolboxes kept", async () => {
-      const { cs, uids } = w!;
-      await patchSpec(stack, cs, { agent: { replicas: 1 } });
-      const after = await waitSet(stack, cs, "Running with 2 agents", settled(2, 2));
-      const pods = await livePodsOf(stack, after);
-      assert.deepEqual([...pods.keys()], ["full-0", "full-1", "full-desk", "full-tools"]);
-      for (const [name, pod] of pods) {
-        assert.equal(pod.metadata.uid, uids.get(name), `${name} was not recreated`);
-      }
-      assert.deepEqual(after.status?.agents?.map((a) => a.slot), [0, 1]);
-    });
+      await step("at rest: passes write nothing (no status rewrite, no pod write)", async () => {
+        const { cs } = w!;
+        const rv = (await getSet(stack, cs)).metadata.resourceVersion;
+        const podWrites = podLog.sightings.length;
+        const passes = await stack.metric("controller_runtime_reconcile_total", {
+          controller: "cocoonset",
+        });
+        // A label change on a pod of the set wakes the reconciler (the pod predicate passes it).
+        for (let i = 0; i < 2; i++) {
+          await stack.admin.patch(Pods, NS, "full-0", "merge", {
+            metadata: { labels: { "e2e.cocoonstack.io/nudge": String(i) } },
+          });
+        }
+        await waitMetric(
+          stack,
+          "controller_runtime_reconcile_total",
+          { controller: "cocoonset" },
+          (v) => v >= passes + 2,
+        );
+        assert.equal((await getSet(stack, cs)).metadata.resourceVersion, rv, "status unchanged");
+        await waitUntil(() => podLog.sightings.length >= podWrites + 2, {
+          what: "the two nudges seen",
+          timeoutMs: 10_000,
+        });
+        assert.deepEqual(
+          podLog.sightings.slice(podWrites).map((s) =>
+            s.object.metadata.labels?.["e2e.cocoonstack.io/nudge"]
+          ),
+          ["0", "1"],
+          "only the test's own writes",
+        );
+      });
 
-    await step("scale 1 → 5: new slots forked from the main, bound to its node", async () => {
-      const { cs, uids, mainNode } = w!;
-      await patchSpec(stack, cs, { agent: { replicas: 5 } });
-      const after = await waitSet(stack, cs, "Running with 6 agents", settled(6, 2));
-      const pods = await livePodsOf(stack, after);
-      assert.equal(pods.get("full-0")?.metadata.uid, uids.get("full-0"));
-      assert.equal(pods.get("full-1")?.metadata.uid, uids.get("full-1"));
-      for (const slot of [2, 3, 4, 5]) {
-        const sub = pods.get(`full-${slot}`);
-        assert.ok(sub && isPodReady(sub), `full-${slot} runs`);
-        assert.notEqual(sub.metadata.uid, uids.get(`full-${slot}`), `full-${slot} is new`);
-        assert.equal(sub.metadata.annotations?.[AnnotationForkFrom], vmOf(NS, "full", 0));
-        assert.equal(sub.metadata.annotations?.[AnnotationCocoonSetGeneration], "3");
-        assert.equal(sub.spec?.nodeName, mainNode);
-      }
-      assert.deepEqual(after.status?.agents?.map((a) => a.forkedFrom ?? ""), [
-        "",
-        ...Array(5).fill(vmOf(NS, "full", 0)),
-      ]);
-      for (const pod of pods.values()) {
-        assert.equal(pod.metadata.annotations?.[AnnotationCocoonSetGeneration], "3");
-      }
-    });
+      await step("scale 3 → 1: slots 2 and 3 deleted, slot 1 and the toolboxes kept", async () => {
+        const { cs, uids } = w!;
+        await patchSpec(stack, cs, { agent: { replicas: 1 } });
+        const after = await waitSet(stack, cs, "Running with 2 agents", settled(2, 2));
+        const pods = await livePodsOf(stack, after);
+        assert.deepEqual([...pods.keys()], ["full-0", "full-1", "full-desk", "full-tools"]);
+        for (const [name, pod] of pods) {
+          assert.equal(pod.metadata.uid, uids.get(name), `${name} was not recreated`);
+        }
+        assert.deepEqual(after.status?.agents?.map((a) => a.slot), [0, 1]);
+        // Extra slots go lowest first.
+        const deleted = (name: string) =>
+          podLog.first((s) =>
+            s.object.metadata.name === name && s.object.metadata.uid === uids.get(name) &&
+            !!s.object.metadata.deletionTimestamp
+          );
+        assert.ok(deleted("full-2")!.rv < deleted("full-3")!.rv, "slot 2 before slot 3");
+      });
 
-    await step("delete: the finalizer holds until every pod is gone, then goes", async () => {
-      const { cs } = w!;
-      await stack.admin.delete(CocoonSets, NS, "full");
-      const deleting = await getSet(stack, cs).catch(() => undefined);
-      if (deleting) {
-        assert.ok(deleting.metadata.deletionTimestamp);
-        assert.deepEqual(deleting.metadata.finalizers, [FINALIZER]);
-      }
-      await waitGone(`${NS}/full`, () => getSet(stack, cs));
-      assert.deepEqual(await podsOf(stack, cs), [], "no pod outlives its set");
-      // Policy always: every VM keeps the :latest it pushed on delete, no :hibernate.
-      for (const member of [0, 1, 2, 3, 4, 5, "tools", "desk"]) {
-        assert.deepEqual(await stack.tagsOf(vmOf(NS, "full", member)), ["latest"]);
-      }
-    });
+      await step("scale 1 → 5: new slots forked from the main, bound to its node", async () => {
+        const { cs, uids, mainNode } = w!;
+        await patchSpec(stack, cs, { agent: { replicas: 5 } });
+        const after = await waitSet(stack, cs, "Running with 6 agents", settled(6, 2));
+        const pods = await livePodsOf(stack, after);
+        assert.equal(pods.get("full-0")?.metadata.uid, uids.get("full-0"));
+        assert.equal(pods.get("full-1")?.metadata.uid, uids.get("full-1"));
+        for (const slot of [2, 3, 4, 5]) {
+          const sub = pods.get(`full-${slot}`);
+          assert.ok(sub && isPodReady(sub), `full-${slot} runs`);
+          assert.notEqual(sub.metadata.uid, uids.get(`full-${slot}`), `full-${slot} is new`);
+          assert.equal(sub.metadata.annotations?.[AnnotationForkFrom], vmOf(NS, "full", 0));
+          assert.equal(sub.metadata.annotations?.[AnnotationCocoonSetGeneration], "3");
+          assert.equal(sub.spec?.nodeName, mainNode);
+        }
+        assert.deepEqual(after.status?.agents?.map((a) => a.forkedFrom ?? ""), [
+          "",
+          ...Array(5).fill(vmOf(NS, "full", 0)),
+        ]);
+        for (const pod of pods.values()) {
+          assert.equal(pod.metadata.annotations?.[AnnotationCocoonSetGeneration], "3");
+        }
+      });
 
-    await step("registry GC per snapshot policy: always, main-only, never", async () => {
-      await Promise.all([
-        gcRound(stack, "always"),
-        gcRound(stack, "main-only"),
-        gcRound(stack, "never"),
-      ]);
-    });
+      await step("delete: the finalizer holds until every pod is gone, then goes", async () => {
+        const { cs } = w!;
+        await stack.admin.delete(CocoonSets, NS, "full");
+        const deleting = await getSet(stack, cs).catch(() => undefined);
+        if (deleting) {
+          assert.ok(deleting.metadata.deletionTimestamp);
+          assert.deepEqual(deleting.metadata.finalizers, [FINALIZER]);
+        }
+        await waitGone(`${NS}/full`, () => getSet(stack, cs));
+        assert.deepEqual(await podsOf(stack, cs), [], "no pod outlives its set");
+        // By the API server's order: every pod was gone before the set (its finalizer held it).
+        await waitUntil(() => sets.first((s) => s.type === "DELETED"), {
+          what: "the set's deletion seen",
+          timeoutMs: 10_000,
+        });
+        const setGone = sets.first((s) => s.type === "DELETED")!;
+        const podsGone = podLog.sightings.filter((s) => s.type === "DELETED");
+        assert.equal(new Set(podsGone.map((s) => s.object.metadata.name)).size, 8);
+        for (const p of podsGone) {
+          assert.ok(p.rv < setGone.rv, `${p.object.metadata.name} was gone before the set`);
+        }
+        // Policy always: every VM keeps the :latest it pushed on delete, no :hibernate.
+        for (const member of [0, 1, 2, 3, 4, 5, "tools", "desk"]) {
+          assert.deepEqual(await stack.tagsOf(vmOf(NS, "full", member)), ["latest"]);
+        }
+      });
+
+      await step("registry GC per snapshot policy: always, main-only, never", async () => {
+        await Promise.all([
+          gcRound(stack, "always"),
+          gcRound(stack, "main-only"),
+          gcRound(stack, "never"),
+        ]);
+      });
+    } finally {
+      await sets.stop();
+      await podLog.stop();
+    }
   },
 );

@@ -135,6 +135,13 @@ e2eSuite("sub-agent failures: rebuild with backoff, dead letter, lifted by a spe
         assert.equal(await stack.metric("cocoon_operator_subagent_rebuild_total", labels), attempt);
       }
       assert.equal(pod!.metadata.annotations?.[AnnotationSimFail], undefined, "a fresh pod");
+      // One announcement per rebuild.
+      const announced = (await eventsWith(stack, cs, "SubAgentRebuilding"))
+        .map((e) => [e.message, e.count ?? 1, e.type]);
+      assert.deepEqual(
+        announced.sort(),
+        [1, 2, 3, 4].map((k) => [`slot 1 attempt ${k}/4`, 1, "Normal"]),
+      );
     });
 
     await step("the fifth failure dead-letters the pod and leaves it in place", async () => {

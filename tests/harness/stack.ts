@@ -93,8 +93,9 @@ export interface Stack extends AsyncDisposable {
   /** Stops replica i if it runs (SIGTERM) and starts a fresh process in its place. */
   restartOperator(i: number): Promise<SandboxedOperator>;
   /**
-   * Every replica that should run is alive, and no replica was ever answered 403 (the
-   * ClusterRole covers every request; checked on the live ones).
+   * Every replica is alive, and no replica process was ever answered 403 (the ClusterRole
+   * covers every request): the live ones are asked now, the ones killOperator / restartOperator
+   * stopped were asked just before.
    */
   assertOperatorsHealthy(): Promise<void>;
   /** Log files of the processes, for failure messages. */
@@ -154,6 +155,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 
     const operators: SandboxedOperator[] = [];
     const exited = new Set<SandboxedOperator>();
+    /** 403s of replica processes stopped on purpose, read just before they were stopped. */
+    const retiredForbidden: { replica: number; count: number; output: string }[] = [];
+    const retire = async (i: number) => {
+      const op = operators[i];
+      const count = await op.forbiddenRequests().catch(() => 0);
+      retiredForbidden.push({ replica: i, count, output: op.proc.output.slice(-3000) });
+    };
     const startReplica = async (i: number): Promise<SandboxedOperator> => {
       const op = await startSandboxedOperator({
         cp,
@@ -226,11 +234,15 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       alive,
       async killOperator(i, signal = "SIGTERM") {
         const op = operators[i];
+        if (alive(i)) await retire(i);
         op.proc.kill(signal);
         return await op.proc.status;
       },
       async restartOperator(i) {
-        if (alive(i)) await operators[i].stop(10_000);
+        if (alive(i)) {
+          await retire(i);
+          await operators[i].stop(10_000);
+        }
         return await startReplica(i);
       },
       async assertOperatorsHealthy() {
@@ -242,6 +254,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           );
         }
         for (const op of operators) await op.assertNoForbidden();
+        const earlier = retiredForbidden.find((r) => r.count > 0);
+        if (earlier) {
+          throw new Error(
+            `the API server answered 403 to ${earlier.count} request(s) of replica ` +
+              `${earlier.replica} before it was stopped: config/rbac/role.yaml lacks a verb the ` +
+              `code uses\n${earlier.output}`,
+          );
+        }
       },
       logFiles() {
         const files: Record<string, string> = { sim: sim.proc.logFile };
