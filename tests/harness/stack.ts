@@ -8,15 +8,22 @@
  * outage switch); the simulator pushes to the registry directly.
  *
  * ```ts
+ * import { CocoonSets } from "../../common/apis/v1/resources.ts";
+ * import { startStack } from "./stack.ts";
+ *
  * await using stack = await startStack({ operators: 2 });
  * await stack.namespace("team-a");
- * await stack.admin.create(CocoonSets, { ... });
- * await stack.events(cocoonSet);                    // Events about an object
+ * const cs = await stack.admin.create(CocoonSets, {
+ *   metadata: { name: "demo", namespace: "team-a" },
+ *   spec: { agent: { image: "ghcr.io/cocoonstack/cocoon/ubuntu:24.04" } },
+ * });
+ * await stack.events(cs); // Events about an object
  * await stack.metric("cocoon_operator_subagent_rebuild_total", { namespace: "team-a" });
- * await stack.tagsOf("vk-team-a-demo-0");           // ["hibernate"]
+ * await stack.tagsOf("vk-team-a-demo-0"); // e.g. ["hibernate"]
  * await stack.sim.seatsUsed("vk-a");
  * await stack.killOperator(0, "SIGTERM");
- * await stack.assertOperatorsHealthy();             // alive, no 403
+ * await stack.restartOperator(0);
+ * await stack.assertOperatorsHealthy(); // alive, no 403
  * ```
  *
  * Teardown: `stop()` (or `await using`) stops everything in reverse order, each part even when
