@@ -9,6 +9,7 @@
  * (release or retain) → migration → released-seat wake → clear leftover hibernate requests →
  * main drift → create main → wait for the main to be Ready → sub-agents → toolboxes → status.
  */
+import { getLogger } from "@logtape/logtape";
 import type { Client, Reader } from "../kube/client.ts";
 import { type Clock, realClock } from "../kube/clock.ts";
 import { controllerManagedBy } from "../kube/builder.ts";
@@ -16,7 +17,13 @@ import { Nodes, Pods } from "../kube/core.ts";
 import { enqueueFromMap } from "../kube/handler.ts";
 import { addFinalizer, containsFinalizer } from "../kube/controllerutil.ts";
 import { patchObject } from "../kube/client_patch.ts";
-import { isAlreadyExists, isNotFound, wrapError } from "../kube/errors.ts";
+import {
+  errorMessage,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  wrapError,
+} from "../kube/errors.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Manager } from "../kube/manager.ts";
 import { generationChanged } from "../kube/predicates.ts";
@@ -60,6 +67,8 @@ import {
 } from "./validate.ts";
 import { NameConflictError, ReasonNameConflict, settleMainCreateClash } from "./conflict.ts";
 
+const log = getLogger(["cocoon-operator", "cocoonset"]);
+
 /** Normal reason: the failed main is Ready again. */
 export const ReasonRecoveredFromFailure = "RecoveredFromFailure";
 /** How often to look again while the main is not Ready or an old pod still terminates (ms). */
@@ -88,6 +97,24 @@ export class CocoonSetReconciler implements Reconciler {
   }
 
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
+    try {
+      return await this.#reconcile(req, signal);
+    } catch (err) {
+      // A write computed from a cached copy that has since moved on (the status write and the
+      // finalizer carry the resourceVersion they were computed from): look again at once.
+      if (isConflict(err)) {
+        log.debug("conflict on {namespace}/{cocoonset}, retrying the pass: {error}", {
+          namespace: req.namespace,
+          cocoonset: req.name,
+          error: errorMessage(err),
+        });
+        return { requeue: true };
+      }
+      throw err;
+    }
+  }
+
+  async #reconcile(req: Request, signal: AbortSignal): Promise<Result> {
     const { deps } = this;
     let cs: CocoonSet;
     try {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type Pod, Pods } from "../kube/core.ts";
 import { setControllerReference } from "../kube/controllerutil.ts";
 import { Manager } from "../kube/manager.ts";
+import { newApiError } from "../kube/errors.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
@@ -659,6 +660,38 @@ Deno.test("setting up the controller rejects a concurrency below 1 or not an int
 // Reconcile-order behaviours of the digest (§2 C1–C3, C8, C10, C15, C16) the Go tests above do
 // not pin, including where this port deliberately differs.
 // ---------------------------------------------------------------------------------------------
+
+Deno.test("a status write refused with Conflict retries the pass at once, then writes from fresh data", async () => {
+  const env = newTestEnv();
+  const cs = withFinalizerSet(env);
+  env.fake.seed(Pods, buildAgentPod(cs, 0));
+  let refused = 0;
+  env.fake.addReactor((a) => {
+    if (a.resource !== CocoonSets || a.subresource !== "status" || refused > 0) return undefined;
+    refused++;
+    return newApiError(409, "Conflict", { resource: "cocoonsets", name: a.name }, "stale");
+  });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
+  assert.equal(refused, 1);
+  assert.equal((await findSet(env.fake, "demo"))?.status, undefined, "nothing half-written");
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
+  assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Pending");
+});
+
+Deno.test("the status write carries the resourceVersion it was computed from", async () => {
+  const env = newTestEnv();
+  const cs = withFinalizerSet(env);
+  env.fake.seed(Pods, buildAgentPod(cs, 0));
+  await reconcileSet(env, "demo");
+  const write = actionsOf(env, "patch", CocoonSets).find((a) => a.subresource === "status");
+  const body = write?.patch as { metadata?: { resourceVersion?: unknown } } | undefined;
+  assert.equal(typeof body?.metadata?.resourceVersion, "string", JSON.stringify(write?.patch));
+});
+
+/** Seeds demo with the finalizer (the passes go straight to the pods) and returns it. */
+function withFinalizerSet(env: ReturnType<typeof newTestEnv>): CocoonSet {
+  return seedSet(env, newCocoonSet("demo", withFinalizer));
+}
 
 Deno.test("C1: a new set gets its finalizer, then its main, then Pending until the main is Ready, then Running", async () => {
   const env = newTestEnv();

@@ -231,6 +231,11 @@ export function buildConditions(
  * timestamps of unflipped ones), compares with what is stored and, when different, patches the
  * status subresource. cs is refreshed in place from the server's answer. Returns whether a write
  * was made.
+ *
+ * The patch carries the resourceVersion cs was read at: a merge patch leaves out every field
+ * that equals cs, so one computed from a cached copy older than the stored status would keep the
+ * stored phase next to this pass's conditions. Such a write fails with Conflict instead, and the
+ * pass is retried from fresh data.
  */
 export async function writeStatus(
   client: Writer,
@@ -247,7 +252,7 @@ export async function writeStatus(
   if (statusEqual(cs.status, status)) return false;
   await patchStatus(client, CocoonSets, cs, (c) => {
     c.status = status;
-  }, { signal });
+  }, { optimisticLock: true, signal });
   return true;
 }
 

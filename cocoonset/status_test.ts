@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../kube/core.ts";
+import { isConflict } from "../kube/errors.ts";
 import {
   ConditionTypeProgressing,
   ReasonAgentsNotReady,
@@ -226,6 +227,38 @@ Deno.test("the status write carries the four counters even when they are zero", 
   assert.equal(got.status?.readyAgents, 0);
   assert.equal(got.status?.phase, "Pending");
   assert.equal(got.metadata.generation, 1, "a status write leaves the generation alone");
+});
+
+Deno.test("a status computed from a stale copy is refused, never merged into a torn status", async () => {
+  // Seen on the real API server: a pass read the set while it was Suspended at generation 2; an
+  // earlier pass of generation 3 had already written Suspending. A merge patch computed against
+  // the stale copy leaves out the phase (unchanged in that copy) and writes the conditions, so
+  // the stored status read "phase Suspending, Progressing False: Suspended" for good.
+  const cs = newCocoonSet("demo");
+  cs.metadata.generation = 3;
+  cs.status = buildStatus(
+    { ...cs, metadata: { ...cs.metadata, generation: 2 } },
+    classifyPods([]),
+    "Suspended",
+  );
+  const { fake, clock } = newTestEnv([setSeed(cs)]);
+  const now = () => new Date(clock.now());
+  const stale = await getSet(fake, "demo");
+  const fresh = await getSet(fake, "demo");
+  assert.ok(
+    await writeStatus(fake, fresh, buildStatus(fresh, classifyPods([]), "Suspending"), now),
+  );
+
+  const err = await writeStatus(fake, stale, buildStatus(stale, classifyPods([]), "Suspended"), now)
+    .then(() => undefined, (e: unknown) => e);
+  assert.ok(isConflict(err), `the stale write is refused with Conflict, got ${err}`);
+  const got = await getSet(fake, "demo");
+  const progressing = got.status?.conditions?.find((c) => c.type === ConditionTypeProgressing);
+  assert.deepEqual([got.status?.phase, progressing?.message, progressing?.status], [
+    "Suspending",
+    "Suspending",
+    "True",
+  ], "phase and conditions come from one pass");
 });
 
 Deno.test("a status that equals the stored one up to empty fields is not written", async () => {
