@@ -255,6 +255,12 @@ export class ApiClient implements Client {
     }
     if (!res.body) return;
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    // Deno reaches the body through fetch's abort hook only while the request object lives; a
+    // long watch's request can be garbage collected first, and the read would then go on until
+    // the server ends the stream. Cancelling the reader ends a pending read in any case.
+    const cancel = () => void reader.cancel().catch(() => {});
+    opts.signal?.addEventListener("abort", cancel, { once: true });
+    if (opts.signal?.aborted) cancel();
     let buffered = "";
     try {
       while (true) {
@@ -275,8 +281,11 @@ export class ApiClient implements Client {
           if (line) yield JSON.parse(line) as WatchEvent<T>;
         }
       }
+      // An abort can cut the stream mid-event: what is left is not an event.
+      if (opts.signal?.aborted) return;
       if (buffered.trim()) yield JSON.parse(buffered) as WatchEvent<T>;
     } finally {
+      opts.signal?.removeEventListener("abort", cancel);
       await reader.cancel().catch(() => {});
     }
   }
