@@ -40,6 +40,8 @@ const NS = "e2e-suspend";
 const MEMBERS = [0, 1, 2, "tb"] as const;
 const PODS = MEMBERS.map((m) => `sus-${m}`);
 const VMS = MEMBERS.map((m) => vmOf(NS, "sus", m));
+const TOOLS = "ghcr.io/cocoonstack/cocoon/toolbox:1";
+const TOOLBOXES = [{ name: "tb", image: TOOLS }];
 
 function hibernatedAt(pod: Pod, generation: number): boolean {
   const a = pod.metadata.annotations ?? {};
@@ -141,7 +143,7 @@ e2eSuite("suspend and resume with the retain policy", {}, async (stack, step) =>
   const pods = await recordTimeline(stack.admin, Pods, NS);
   let cs = await createSet(stack, NS, "sus", {
     agent: { replicas: 2 },
-    toolboxes: [{ name: "tb", image: "ghcr.io/cocoonstack/cocoon/toolbox:1" }],
+    toolboxes: TOOLBOXES,
   });
   try {
     await step("a running set: main, two sub-agents, a toolbox", async () => {
@@ -182,6 +184,33 @@ e2eSuite("suspend and resume with the retain policy", {}, async (stack, step) =>
           await stack.registry.digestOf(`${stack.prefix}/${VMS[2]}`, "hibernate"),
           undefined,
         );
+      },
+    );
+
+    await step(
+      "a spec edit while Suspended: Suspending again until every VM echoes the new generation",
+      async () => {
+        const since = Date.now();
+        // A new toolbox (created only after the resume): nothing running drifts.
+        cs = await patchSpec(stack, cs, {
+          toolboxes: [...TOOLBOXES, { name: "extra", image: TOOLS }],
+        });
+        const generation = cs.metadata.generation!;
+        cs = await waitSet(stack, cs, "Suspended again", inPhase("Suspended"));
+        const reopened = sets.first((s) =>
+          s.object.status?.phase === "Suspending" &&
+          s.object.status.observedGeneration === generation
+        );
+        assert.ok(reopened, "Suspending was written for the new generation");
+        assertSuspendedAfterPairsAndManifests(stack, sets, pods, generation, since);
+        const now = await livePodsOf(stack, cs);
+        assert.deepEqual([...now.keys()], PODS, "nothing is created while suspended");
+        for (const name of PODS) {
+          assert.equal(
+            now.get(name)?.metadata.annotations?.[AnnotationCocoonSetGeneration],
+            String(generation),
+          );
+        }
       },
     );
 
