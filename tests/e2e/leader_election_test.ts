@@ -105,8 +105,15 @@ e2eSuite("two replicas with leader election: one leads, the other takes over", {
       assert.equal(leader, 1 - old);
       const l = await lease(stack);
       assert.equal(l.spec?.leaseTransitions, before + 1);
-      const messages = (await stack.events(l)).map((e) => e.message ?? "");
-      assert.ok(messages.some((m) => m.startsWith(`cocoon-operator-${leader}_`)), messages.join());
+      // The new leader says so on the Lease.
+      await waitUntil(
+        async () =>
+          (await stack.events(l)).some((e) =>
+            e.reason === "LeaderElection" &&
+            (e.message ?? "").startsWith(`cocoon-operator-${leader}_`)
+          ),
+        { what: "the new leader's LeaderElection Event", timeoutMs: 10_000 },
+      );
     });
 
     await step(
