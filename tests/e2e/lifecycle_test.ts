@@ -206,32 +206,40 @@ async function createFullSet(stack: Stack): Promise<World> {
   };
 }
 
-/** One small set per snapshot policy: main, one sub-agent and one toolbox. */
+/**
+ * One small set per snapshot policy: main, one sub-agent and one toolbox. Each starts under
+ * `always`; main-only and never switch to their policy while running, so the pods replaced for
+ * the change leave a `:latest` of every VM behind (pushed under `always` when they were deleted):
+ * teardown must drop the ones the final policy does not keep.
+ */
 async function gcRound(stack: Stack, policy: "always" | "main-only" | "never"): Promise<void> {
   const ns = `e2e-gc-${policy}`;
   const vms = { main: vmOf(ns, "gc", 0), sub: vmOf(ns, "gc", 1), tb: vmOf(ns, "gc", "tb") };
-  const created = await createSet(stack, ns, "gc", {
-    snapshotPolicy: policy,
+  const all = Object.values(vms);
+  let cs = await createSet(stack, ns, "gc", {
+    snapshotPolicy: "always",
     agent: { replicas: 1 },
     toolboxes: [{ name: "tb", image: TOOLS_IMAGE }],
   });
-  await waitSet(stack, created, "Running", settled(2, 1));
+  cs = await waitSet(stack, cs, "Running", settled(2, 1));
+  if (policy !== "always") {
+    cs = await patchSpec(stack, cs, { snapshotPolicy: policy });
+    cs = await waitSet(stack, cs, `Running under ${policy}`, settled(2, 1));
+    for (const pod of (await livePodsOf(stack, cs)).values()) {
+      assert.equal(pod.metadata.annotations?.[AnnotationSnapshotPolicy], policy);
+    }
+    for (const vm of all) {
+      assert.deepEqual(await stack.tagsOf(vm), ["latest"], `${policy}: ${vm} after the switch`);
+    }
+  }
 
   // A retain suspend and resume leave each VM's :hibernate behind (retain never deletes it).
-  let cs = await patchSpec(stack, created, { suspend: true });
-  await waitSet(stack, cs, "Suspended", inPhase("Suspended"));
+  cs = await patchSpec(stack, cs, { suspend: true });
+  cs = await waitSet(stack, cs, "Suspended", inPhase("Suspended"));
   cs = await patchSpec(stack, cs, { suspend: false });
-  await waitSet(stack, cs, "Running again", settled(2, 1));
-  for (const vm of Object.values(vms)) {
-    assert.deepEqual(await stack.tagsOf(vm), ["hibernate"], `${policy}: ${vm} after the resume`);
-  }
-  // An older :latest of every VM (say, from an earlier life of the set): the policy decides.
-  const stale = new Map<string, string>();
-  for (const vm of Object.values(vms)) {
-    stale.set(
-      vm,
-      await stack.registry.pushManifest(`${stack.prefix}/${vm}`, "latest", `{"stale":"${vm}"}`),
-    );
+  cs = await waitSet(stack, cs, "Running again", settled(2, 1));
+  for (const vm of all) {
+    assert.ok((await stack.tagsOf(vm)).includes("hibernate"), `${policy}: ${vm} after the resume`);
   }
 
   const before = (await stack.sim.events()).next - 1;
@@ -239,29 +247,25 @@ async function gcRound(stack: Stack, policy: "always" | "main-only" | "never"): 
   await waitGone(`${ns}/gc`, () => stack.admin.get(CocoonSets, ns, "gc"));
   assert.deepEqual(await podsOf(stack, cs), [], `${policy}: no pod left`);
 
-  // The simulator snapshots on delete the roles the policy names; the operator then drops every
-  // :hibernate and each :latest the policy does not keep.
+  // The simulator snapshots on delete the roles the final policy names; the operator then drops
+  // every :hibernate and each :latest the policy does not keep.
   const pushed = (await stack.sim.events(before)).events
     .filter((e) => e.namespace === ns && e.type === "pushed" && e.detail?.endsWith(":latest"));
-  const pushedVms = pushed.map((e) => e.vmName).sort();
-  const snapshotted = policy === "always"
-    ? [vms.main, vms.sub, vms.tb]
-    : policy === "main-only"
-    ? [vms.main]
-    : [];
-  assert.deepEqual(pushedVms, [...snapshotted].sort(), `${policy}: :latest pushed on delete`);
-  const kept = policy === "always"
-    ? [vms.main, vms.sub, vms.tb]
-    : policy === "main-only"
-    ? [vms.main]
-    : [];
-  for (const vm of Object.values(vms)) {
-    const want = kept.includes(vm) ? ["latest"] : [];
+  const ofPolicy = policy === "always" ? all : policy === "main-only" ? [vms.main] : [];
+  assert.deepEqual(
+    pushed.map((e) => e.vmName).sort(),
+    [...ofPolicy].sort(),
+    `${policy}: :latest pushed on delete`,
+  );
+  for (const vm of all) {
+    const want = ofPolicy.includes(vm) ? ["latest"] : [];
     assert.deepEqual(await stack.tagsOf(vm), want, `${policy}: tags of ${vm}`);
     if (want.length > 0) {
-      const digest = await stack.registry.digestOf(`${stack.prefix}/${vm}`, "latest");
-      assert.notEqual(digest, stale.get(vm), `${policy}: ${vm}:latest is the delete's snapshot`);
-      assert.equal(digest, pushed.find((e) => e.vmName === vm)?.digest);
+      assert.equal(
+        await stack.registry.digestOf(`${stack.prefix}/${vm}`, "latest"),
+        pushed.find((e) => e.vmName === vm)?.digest,
+        `${policy}: ${vm}:latest is the final delete's snapshot`,
+      );
     }
   }
 }
