@@ -73,6 +73,42 @@ export interface SimEvent {
   vmName?: string;
   /** Extra detail: the unschedulable message, the pushed reference, the failure message. */
   detail?: string;
+  /**
+   * A manifest digest: the one the registry gave a push (`pushed`), or the `:hibernate` manifest
+   * a VM was restored or woken from (`ready`).
+   */
+  digest?: string;
   /** Clock time (ms) when it happened. */
   at: number;
+}
+
+/** One recorded event with its sequence number (1, 2, ...). */
+export interface NumberedSimEvent extends SimEvent {
+  seq: number;
+}
+
+/**
+ * The most recent simulator events, numbered, for readers in another process (the status
+ * endpoint): a reader asks for what came after the last number it saw. Bounded, so a long run
+ * keeps only the newest `capacity` events; `since` tells a reader whether it missed some.
+ */
+export class SimEventLog {
+  readonly #capacity: number;
+  readonly #events: NumberedSimEvent[] = [];
+  #next = 1;
+
+  constructor(capacity = 10_000) {
+    this.#capacity = Math.max(1, capacity);
+  }
+
+  /** Records one event (the simulator's onEvent). */
+  record(ev: SimEvent): void {
+    this.#events.push({ ...ev, seq: this.#next++ });
+    if (this.#events.length > this.#capacity) this.#events.shift();
+  }
+
+  /** Events numbered above `after`, oldest first, and the number the next event will get. */
+  since(after = 0): { events: NumberedSimEvent[]; next: number } {
+    return { events: this.#events.filter((e) => e.seq > after), next: this.#next };
+  }
 }

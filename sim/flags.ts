@@ -15,6 +15,7 @@ import {
 import { type FailMode, parseFailMode } from "./knobs.ts";
 import { DEFAULT_LATENCIES, type Latencies } from "./kubelet.ts";
 import type { SimNode } from "./nodes.ts";
+import { type BindAddress, parseBindAddress } from "../kube/servers.ts";
 
 /** Everything sim/main.ts needs. */
 export interface SimConfig {
@@ -31,6 +32,8 @@ export interface SimConfig {
   scheduler: boolean;
   workers: number;
   removeNodesOnStop: boolean;
+  /** Where to serve the status endpoint (sim/status_server.ts); undefined = not served. */
+  statusAddr?: BindAddress;
   logLevel: LogLevelName;
   logFormat: LogFormat;
   help: boolean;
@@ -64,6 +67,7 @@ const options = {
   "no-scheduler": { type: "boolean" },
   workers: { type: "string" },
   "remove-nodes-on-stop": { type: "boolean" },
+  "status-addr": { type: "string" },
   "log-level": { type: "string" },
   "log-format": { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -95,6 +99,7 @@ usage: deno task sim [flags]
   --no-scheduler           do not bind pods (a real scheduler does)
   --workers N              concurrent VM workers (default 32)
   --remove-nodes-on-stop   delete the Node objects on exit
+  --status-addr HOST:PORT  serve seats, counters, VM states and events as JSON (default: off)
   --log-level LEVEL        debug | info | warn | error (default: $SIM_LOG_LEVEL or info)
   --log-format FORMAT      json | text (default json)
   -h, --help               this text
@@ -163,6 +168,12 @@ export function parseSimConfig(args: string[], env: Record<string, string | unde
       ...(values["cpu-class"] ? { cpuClass: values["cpu-class"] } : {}),
     }));
   }
+  let statusAddr: BindAddress | undefined;
+  try {
+    statusAddr = parseBindAddress(values["status-addr"] ?? "");
+  } catch (err) {
+    throw new SimConfigError(`--status-addr: ${err instanceof Error ? err.message : String(err)}`);
+  }
   return {
     kubeconfig: values.kubeconfig,
     registry,
@@ -180,6 +191,7 @@ export function parseSimConfig(args: string[], env: Record<string, string | unde
     scheduler: !(values["no-scheduler"] ?? false),
     workers: count("workers", values.workers, 32, 1),
     removeNodesOnStop: values["remove-nodes-on-stop"] ?? false,
+    ...(statusAddr ? { statusAddr } : {}),
     logLevel,
     logFormat,
     help,

@@ -42,6 +42,16 @@ Deno.test("flags: node specs, latencies and global knobs", () => {
   assert.equal(c.pushFail, true);
   assert.equal(c.scheduler, false);
   assert.equal(c.logFormat, "text");
+  assert.equal(c.statusAddr, undefined, "no status endpoint unless asked");
+});
+
+Deno.test("flags: --status-addr takes a bind address", () => {
+  const env = { OCI_REGISTRY: "127.0.0.1:5000" };
+  assert.deepEqual(parseSimConfig(["--status-addr=127.0.0.1:9090"], env).statusAddr, {
+    hostname: "127.0.0.1",
+    port: 9090,
+  });
+  assert.throws(() => parseSimConfig(["--status-addr=9090"], env), /--status-addr/);
 });
 
 Deno.test("flags: bad input is one SimConfigError naming the flag", () => {

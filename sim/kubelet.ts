@@ -280,7 +280,7 @@ export class Kubelet {
     else this.#queue.add(key);
   }
 
-  #emit(type: SimEvent["type"], rec: VmRecord, detail?: string): void {
+  #emit(type: SimEvent["type"], rec: VmRecord, detail?: string, digest?: string): void {
     this.#opts.emit({
       type,
       namespace: rec.namespace,
@@ -288,6 +288,7 @@ export class Kubelet {
       node: rec.node,
       ...(rec.vmName ? { vmName: rec.vmName } : {}),
       ...(detail ? { detail } : {}),
+      ...(digest ? { digest } : {}),
     });
   }
 
@@ -345,9 +346,10 @@ export class Kubelet {
   async #push(pod: Pod, rec: VmRecord, tag: string, knobs: Knobs): Promise<void> {
     const ref = `${rec.vmName}:${tag}`;
     const { counters, registry, clock, signal } = this.#opts;
+    let digest: string;
     try {
       if (knobs.pushFail) throw new PushRefused(ref);
-      await registry.push(
+      digest = await registry.push(
         rec.vmName,
         tag,
         snapshotContent(rec.vmName, tag, rec.vmId, clock.now()),
@@ -359,8 +361,8 @@ export class Kubelet {
       throw err;
     }
     counters.pushes++;
-    this.#emit("pushed", rec, ref);
-    log.info("pushed {ref} for {pod}", { ref, pod: keyString(objectKey(pod)) });
+    this.#emit("pushed", rec, ref, digest);
+    log.info("pushed {ref} ({digest}) for {pod}", { ref, digest, pod: keyString(objectKey(pod)) });
   }
 
   // --- boot ---------------------------------------------------------------------------------
@@ -382,32 +384,44 @@ export class Kubelet {
     this.#later(key, delay);
   }
 
-  /** Why the VM cannot come up, or undefined when it can (may read the registry). */
-  async #bootBlocker(pod: Pod, rec: VmRecord, knobs: Knobs): Promise<string | undefined> {
-    if (knobs.fail === "lifecycle") return knobs.failMessage ?? DEFAULT_FAIL_MESSAGE;
+  /**
+   * Whether the VM can come up (may read the registry): a blocker says why not; a restore or
+   * wake also names the digest of the `:hibernate` manifest it pulled.
+   */
+  async #bootSource(
+    pod: Pod,
+    rec: VmRecord,
+    knobs: Knobs,
+  ): Promise<{ blocker?: string; restoredFrom?: string }> {
+    if (knobs.fail === "lifecycle") return { blocker: knobs.failMessage ?? DEFAULT_FAIL_MESSAGE };
     if (!isManaged(pod)) {
       const runtime = parseVMRuntime(pod);
       return runtime.vmID && runtime.ip
-        ? undefined
-        : `unmanaged vm ${rec.vmName} missing pre-assigned IP/VMID`;
+        ? {}
+        : { blocker: `unmanaged vm ${rec.vmName} missing pre-assigned IP/VMID` };
     }
-    if (!rec.vmName) return `pod ${rec.namespace}/${rec.name} missing vm.cocoonstack.io/name`;
+    if (!rec.vmName) {
+      return { blocker: `pod ${rec.namespace}/${rec.name} missing vm.cocoonstack.io/name` };
+    }
     if (rec.waking || readRestoreFromHibernate(pod)) {
-      const manifest = await this.#opts.registry.getManifest(
+      const pulled = await this.#opts.registry.getManifest(
         rec.vmName,
         HibernateSnapshotTag,
         this.#opts.signal,
       );
-      if (!manifest) {
-        return `pull hibernation snapshot ${rec.vmName}:${HibernateSnapshotTag}: not found in the registry`;
+      if (!pulled) {
+        return {
+          blocker:
+            `pull hibernation snapshot ${rec.vmName}:${HibernateSnapshotTag}: not found in the registry`,
+        };
       }
-      return undefined;
+      return { restoredFrom: pulled.digest };
     }
     const forkFrom = parseVMSpec(pod).forkFrom;
     if (forkFrom && !this.#runningOn(forkFrom, rec.node)) {
-      return `fork source vm ${forkFrom} is not running on node ${rec.node}`;
+      return { blocker: `fork source vm ${forkFrom} is not running on node ${rec.node}` };
     }
-    return undefined;
+    return {};
   }
 
   #runningOn(vmName: string, node: string): boolean {
@@ -420,7 +434,7 @@ export class Kubelet {
   async #completeBoot(key: string, pod: Pod, rec: VmRecord, knobs: Knobs): Promise<void> {
     const { counters, clock } = this.#opts;
     if (knobs.fail === "pod-failed") return await this.#failPod(key, pod, rec, knobs);
-    const blocker = await this.#bootBlocker(pod, rec, knobs);
+    const { blocker, restoredFrom = "" } = await this.#bootSource(pod, rec, knobs);
     if (blocker) {
       await this.#writeLifecycle(pod, rec, LifecycleStateFailed, blocker);
       rec.phase = "failed";
@@ -447,10 +461,16 @@ export class Kubelet {
     }
     rec.phase = "running";
     rec.alive = true;
+    rec.restoredFrom = restoredFrom;
     if (rec.waking) counters.woken++;
     else counters.booted++;
-    this.#emit("ready", rec, rec.vmId);
-    log.info("VM {vm} of {pod} is ready on {node}", { vm: rec.vmId, pod: key, node: rec.node });
+    this.#emit("ready", rec, rec.vmId, restoredFrom);
+    log.info("VM {vm} of {pod} is ready on {node}", {
+      vm: rec.vmId,
+      pod: key,
+      node: rec.node,
+      ...(restoredFrom ? { restoredFrom } : {}),
+    });
     await this.#setStatus(rec, runningStatus(pod, rec.ip, clock.now()));
     this.#later(key, 0);
   }
@@ -506,6 +526,7 @@ export class Kubelet {
     rec.vmId = "";
     rec.ip = "";
     rec.vncPort = 0;
+    rec.restoredFrom = "";
     this.#opts.counters.hibernated++;
     this.#emit("hibernated", rec);
     log.info("VM of {pod} hibernated", { pod: key });

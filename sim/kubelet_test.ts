@@ -235,6 +235,7 @@ Deno.test("kubelet: hibernate pushes :hibernate, clears id and ip, reports hiber
       (p) => isPodReady(p) && isContainerRunning(p) && !!ann(p, AnnotationVMID),
     );
     assert.notEqual(ann(woken, AnnotationVMID), firstId, "a woken VM has a fresh id");
+    assert.equal(t.sim.vm(NS, "demo-0")?.restoredFrom, t.stub.digestOf(t.repo(vm), "hibernate"));
     assert.equal(ann(woken, AnnotationLifecycleState), "ready");
     assert.equal(ann(woken, AnnotationLifecycleObservedGeneration), "3");
     assert.deepEqual(lifecycleWrites(t.fake.actions, "demo-0").slice(-3), [
@@ -272,6 +273,11 @@ Deno.test("kubelet: restore-from-hibernate needs the :hibernate snapshot", async
       operatorPod({ namespace: NS, cocoonSet: "none", slot: 0, annotations: restore }),
     );
     await podWhen(() => t.fake.get(Pods, NS, "has-0"), "restored", isPodReady);
+    assert.equal(
+      t.sim.vm(NS, "has-0")?.restoredFrom,
+      t.stub.digestOf(t.repo(vmNameOf(NS, "has", 0)), "hibernate"),
+      "the VM names the manifest it was restored from",
+    );
     const failed = await podWhen(
       () => t.fake.get(Pods, NS, "none-0"),
       "restore without snapshot failed",

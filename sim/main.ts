@@ -13,6 +13,8 @@ import { loadRestConfig, Transport } from "../kube/transport.ts";
 import { errorMessage } from "../kube/errors.ts";
 import { parseSimConfig, type SimConfig, usage } from "./flags.ts";
 import { startSimulator } from "./simulator.ts";
+import { SimEventLog } from "./events.ts";
+import { serveSimStatus } from "./status_server.ts";
 
 const log = getLogger(["cocoon-operator", "sim", "main"]);
 
@@ -44,11 +46,13 @@ export async function main(
     return [signal, handler] as const;
   });
   let transport: Transport | undefined;
+  let status: Deno.HttpServer | undefined;
   try {
     transport = new Transport({
       ...(await loadRestConfig(config.kubeconfig)),
       userAgent: "cocoon-vm-simulator",
     });
+    const events = new SimEventLog();
     const sim = await startSimulator({
       client: new ApiClient(transport, "cocoon-vm-simulator"),
       registry: { url: config.registry },
@@ -63,7 +67,21 @@ export async function main(
       scheduler: config.scheduler,
       workers: config.workers,
       removeNodesOnStop: config.removeNodesOnStop,
+      ...(config.statusAddr ? { onEvent: (ev) => events.record(ev) } : {}),
     });
+    if (config.statusAddr) {
+      status = serveSimStatus({
+        sim,
+        events,
+        hostname: config.statusAddr.hostname ?? "0.0.0.0",
+        port: config.statusAddr.port,
+        onListen: (addr) =>
+          log.info("status endpoint on http://{host}:{port}", {
+            host: addr.hostname,
+            port: addr.port,
+          }),
+      });
+    }
     log.info("ready: nodes={nodes} registry={registry}", {
       nodes: sim.nodes.map((n) => n.name).join(","),
       registry: config.registry,
@@ -71,6 +89,8 @@ export async function main(
     if (!stop.signal.aborted) {
       await new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve()));
     }
+    await status?.shutdown();
+    status = undefined;
     await sim.stop();
     log.info("stopped: {counters}", { counters: JSON.stringify(sim.counters) });
     return 0;
@@ -79,6 +99,7 @@ export async function main(
     return 1;
   } finally {
     for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
+    await status?.shutdown();
     transport?.close();
   }
 }

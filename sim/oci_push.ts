@@ -24,6 +24,13 @@ export interface OciManifest {
   layers?: unknown[];
 }
 
+/** A pulled manifest and the digest that names it in the registry. */
+export interface PulledManifest {
+  manifest: OciManifest;
+  /** `sha256:<hex>`. */
+  digest: string;
+}
+
 /** A registry answer the simulator did not expect (status and the start of the body). */
 export class RegistryHttpError extends Error {
   constructor(readonly status: number, what: string, body: string) {
@@ -141,24 +148,29 @@ export class SimRegistry {
     return true;
   }
 
-  /** Pulls the manifest of `vmName:tag` (GET); undefined when the tag is absent. */
+  /**
+   * Pulls the manifest of `vmName:tag` (GET) with its digest; undefined when the tag is absent.
+   * The digest is the registry's `Docker-Content-Digest`, else that of the bytes received.
+   */
   async getManifest(
     vmName: string,
     tag: string,
     signal?: AbortSignal,
-  ): Promise<OciManifest | undefined> {
+  ): Promise<PulledManifest | undefined> {
     const repo = this.repository(vmName);
     const res = await this.#fetch("GET", `/v2/${repo}/manifests/${tag}`, {
       headers: { Accept: OCI_MANIFEST_TYPE },
     }, signal);
-    const text = await res.text();
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    const text = new TextDecoder().decode(bytes);
     if (res.status === 404) return undefined;
     if (res.status !== 200) throw new RegistryHttpError(res.status, `get ${repo}:${tag}`, text);
     const parsed: unknown = JSON.parse(text);
     if (typeof parsed !== "object" || parsed === null || !("schemaVersion" in parsed)) {
       throw new Error(`get ${repo}:${tag}: not a manifest`);
     }
-    return parsed as OciManifest;
+    const digest = res.headers.get("docker-content-digest") ?? await sha256Digest(bytes);
+    return { manifest: parsed as OciManifest, digest };
   }
 
   #fetch(

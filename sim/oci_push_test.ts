@@ -32,7 +32,8 @@ Deno.test("registry: push then pull by tag; distinct content, distinct digests",
     assert.deepEqual(stub.tagsOf("cocoon/vk-ns-a-0"), ["hibernate", "latest"]);
     assert.equal(await reg.hasManifest("vk-ns-a-0", "hibernate"), true);
     const pulled = await reg.getManifest("vk-ns-a-0", "latest");
-    assert.equal(pulled?.schemaVersion, 2);
+    assert.equal(pulled?.manifest.schemaVersion, 2);
+    assert.equal(pulled?.digest, d2, "the pull names the manifest by the digest of its push");
   } finally {
     await stub.close();
   }

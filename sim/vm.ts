@@ -56,6 +56,11 @@ export interface VmRecord {
   echoed?: number;
   /** lifecycle-state-message last written ("" when none). */
   message: string;
+  /**
+   * Digest of the `:hibernate` manifest the running VM was restored or woken from; "" for a VM
+   * that booted fresh or forked. Tests compare it with the digest of the push it came from.
+   */
+  restoredFrom: string;
   /** A status patch for the current state that has not reached the API server yet. */
   pendingStatus?: Record<string, unknown>;
 }
@@ -85,6 +90,7 @@ export function newRecord(pod: Pod, node: string): VmRecord {
     dueAt: 0,
     state: "",
     message: "",
+    restoredFrom: "",
   };
 }
 
