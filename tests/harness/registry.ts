@@ -31,6 +31,10 @@ export interface TestRegistry {
   pushManifest(repo: string, tag: string, content?: string): Promise<string>;
   /** Tags of repo, sorted ([] when the repository is unknown). */
   tagsOf(repo: string): Promise<string[]>;
+  /** The manifest digest repo:tag names (a HEAD), or undefined when the tag is absent. */
+  digestOf(repo: string, tag: string): Promise<string | undefined>;
+  /** Deletes the manifest repo:tag names (by digest, which drops its tags); false if absent. */
+  deleteTag(repo: string, tag: string): Promise<boolean>;
   /** Registry log so far (for failure messages). */
   log(): Promise<string>;
   /** Stops the registry (and token server) and removes the temp directory. */
@@ -220,6 +224,31 @@ function makeRegistry(
       const body = await res.json() as { tags?: string[] | null };
       if (res.status !== 200) throw new Error(`tags/list ${repo}: ${res.status}`);
       return [...(body.tags ?? [])].sort();
+    },
+    async digestOf(repo, tag) {
+      const res = await call(
+        "HEAD",
+        `/v2/${repo}/manifests/${tag}`,
+        {
+          headers: { Accept: "application/vnd.oci.image.manifest.v1+json" },
+        },
+        repo,
+        "pull",
+      );
+      await res.body?.cancel();
+      if (res.status === 404) return undefined;
+      if (res.status !== 200) throw new Error(`HEAD ${repo}:${tag}: ${res.status}`);
+      const digest = res.headers.get("docker-content-digest");
+      if (!digest) throw new Error(`HEAD ${repo}:${tag}: no Docker-Content-Digest`);
+      return digest;
+    },
+    async deleteTag(repo, tag) {
+      const digest = await this.digestOf(repo, tag);
+      if (!digest) return false;
+      const res = await call("DELETE", `/v2/${repo}/manifests/${digest}`, {}, repo, "delete");
+      await res.body?.cancel();
+      if (res.status !== 202) throw new Error(`DELETE ${repo}@${digest}: ${res.status}`);
+      return true;
     },
     log: () => Deno.readTextFile(`${dir}/registry.log`).catch(() => ""),
     async stop() {

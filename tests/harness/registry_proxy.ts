@@ -15,6 +15,8 @@ export interface ProxiedRequest {
   repo: string;
   /** Status sent back (503 while down). */
   status: number;
+  /** Wall-clock time (ms) the request arrived, before any hold. */
+  at: number;
 }
 
 /** A running proxy. */
@@ -49,6 +51,7 @@ export function startRegistryProxy(upstream: string): RegistryProxy {
   const requests: ProxiedRequest[] = [];
   const state = { down: false, delayMs: 0 };
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const at = Date.now();
     const url = new URL(req.url);
     const repo = repositoryOf(url.pathname);
     const n = (inFlight.get(repo) ?? 0) + 1;
@@ -74,7 +77,7 @@ export function startRegistryProxy(upstream: string): RegistryProxy {
       return new Response(body, { status: res.status, headers: res.headers });
     } finally {
       inFlight.set(repo, (inFlight.get(repo) ?? 1) - 1);
-      requests.push({ method: req.method, path: url.pathname, repo, status });
+      requests.push({ method: req.method, path: url.pathname, repo, status, at });
     }
   });
   const addr = server.addr as Deno.NetAddr;

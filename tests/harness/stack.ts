@@ -1,0 +1,259 @@
+/**
+ * The whole system for one test, each part a process of its own as in production: a control
+ * plane (etcd + kube-apiserver with the project's CRDs), an OCI registry (docker-registry), the
+ * VM simulator playing vk-cocoon, the scheduler and the kubelet (`deno task sim`, with its status
+ * endpoint), and N operator replicas, each main.ts under the in-cluster permission set and exactly
+ * config/rbac's ClusterRole. The operators reach the registry through an instrumented proxy in
+ * the test process (tests/harness/registry_proxy.ts: every request with its arrival time, and an
+ * outage switch); the simulator pushes to the registry directly.
+ *
+ * ```ts
+ * await using stack = await startStack({ operators: 2 });
+ * await stack.namespace("team-a");
+ * await stack.admin.create(CocoonSets, { ... });
+ * await stack.events(cocoonSet);                    // Events about an object
+ * await stack.metric("cocoon_operator_subagent_rebuild_total", { namespace: "team-a" });
+ * await stack.tagsOf("vk-team-a-demo-0");           // ["hibernate"]
+ * await stack.sim.seatsUsed("vk-a");
+ * await stack.killOperator(0, "SIGTERM");
+ * await stack.assertOperatorsHealthy();             // alive, no 403
+ * ```
+ *
+ * Teardown: `stop()` (or `await using`) stops everything in reverse order, each part even when
+ * another fails, and is idempotent; a start that fails half-way stops what it started. The
+ * control plane's watchdog removes its servers if the test process dies; the process logs of the
+ * operators and the simulator stay in the temp files `logFiles()` names.
+ *
+ * Leader election is on when more than one replica runs (the operator has no flags for its
+ * timings: 15 s lease, 10 s renew deadline, 2 s retry; a SIGTERM releases the Lease at once).
+ *
+ * @module
+ */
+import { ApiClient } from "../../kube/api_client.ts";
+import { type CoreEvent, Events, Namespaces } from "../../kube/core.ts";
+import { isAlreadyExists } from "../../kube/errors.ts";
+import type { KubeObject } from "../../kube/object.ts";
+import { loadRestConfig, Transport } from "../../kube/transport.ts";
+import type { Latencies } from "../../sim/kubelet.ts";
+import type { SimNode } from "../../sim/nodes.ts";
+import { type ControlPlane, startControlPlane } from "./control_plane.ts";
+import { operatorKubeconfig } from "./operator_identity.ts";
+import { sampleSum } from "./prom_text.ts";
+import { startRegistry, type TestRegistry } from "./registry.ts";
+import { type RegistryProxy, startRegistryProxy } from "./registry_proxy.ts";
+import { type SandboxedOperator, startSandboxedOperator } from "./sandboxed_operator.ts";
+import { type SimProcess, startSimProcess } from "./sim_process.ts";
+
+/** What to start. Every field has a default. */
+export interface StackOptions {
+  /** Simulator nodes (default: `vk-a` and `vk-b`, pool `default`, 8 seats each). */
+  nodes?: SimNode[];
+  /** Simulator latencies (default: the simulator's own, 100–150 ms). */
+  latencies?: Partial<Latencies>;
+  /** More simulator flags. */
+  simArgs?: string[];
+  /** Operator replicas (default 1). */
+  operators?: number;
+  /** Leader election (default: on when operators > 1). */
+  leaderElect?: boolean;
+  /** More operator environment (e.g. `OPERATOR_LOG_LEVEL: "debug"`). */
+  operatorEnv?: Record<string, string>;
+  /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
+  prefix?: string;
+}
+
+/** A running system; see the module doc. */
+export interface Stack extends AsyncDisposable {
+  readonly cp: ControlPlane;
+  readonly registry: TestRegistry;
+  /** The operators' way to the registry. */
+  readonly proxy: RegistryProxy;
+  /** OCI_REGISTRY as the operators and the simulator see it (`<host>/<prefix>`; hosts differ). */
+  readonly prefix: string;
+  readonly sim: SimProcess;
+  /** The current process of each replica (a killed one stays here until restarted). */
+  readonly operators: readonly SandboxedOperator[];
+  /** A cluster-admin client for the test's own reads and writes. */
+  readonly admin: ApiClient;
+  /** Creates a namespace (no error when it exists). */
+  namespace(name: string): Promise<void>;
+  /** The Events whose involvedObject is obj (kind, namespace, name; uid when obj has one). */
+  events(obj: KubeObject): Promise<CoreEvent[]>;
+  /**
+   * The sum of a metric's samples with these labels on replica i's /metrics, or on every live
+   * replica when i is omitted (0 when absent).
+   */
+  metric(name: string, labels?: Record<string, string>, i?: number): Promise<number>;
+  /** Tags of a VM's repository, sorted ([] when it has none). */
+  tagsOf(vmName: string): Promise<string[]>;
+  /** Whether replica i's process is running. */
+  alive(i: number): boolean;
+  /** Sends replica i a signal and waits for it to exit. */
+  killOperator(i: number, signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+  /** Stops replica i if it runs (SIGTERM) and starts a fresh process in its place. */
+  restartOperator(i: number): Promise<SandboxedOperator>;
+  /**
+   * Every replica that should run is alive, and no replica was ever answered 403 (the
+   * ClusterRole covers every request; checked on the live ones).
+   */
+  assertOperatorsHealthy(): Promise<void>;
+  /** Log files of the processes, for failure messages. */
+  logFiles(): Record<string, string>;
+  /** Stops everything; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** The default simulator nodes: two nodes of the default pool. */
+export const DEFAULT_NODES: readonly SimNode[] = [
+  { name: "vk-a", pool: "default", seats: 8 },
+  { name: "vk-b", pool: "default", seats: 8 },
+];
+
+/** Namespace of the operators (their Lease and ServiceAccount). */
+export const OPERATOR_NAMESPACE = "cocoon-system";
+
+/** Runs every cleanup, even after a failure, and throws the first error afterwards. */
+async function runAll(cleanups: (() => Promise<unknown>)[]): Promise<void> {
+  let first: unknown;
+  for (const cleanup of cleanups) {
+    try {
+      await cleanup();
+    } catch (err) {
+      first ??= err;
+    }
+  }
+  if (first !== undefined) throw first;
+}
+
+/** Starts the system (see the module doc). */
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const prefix = opts.prefix ?? "cocoon";
+  const replicas = opts.operators ?? 1;
+  const leaderElect = opts.leaderElect ?? replicas > 1;
+  /** Cleanups of what is running, last started first. */
+  const started: (() => Promise<unknown>)[] = [];
+  const stopAll = () => runAll(started.splice(0).reverse());
+  try {
+    const [cp, registry] = await Promise.all([
+      startControlPlane().then((cp) => {
+        started.push(() => cp.stop());
+        return cp;
+      }),
+      startRegistry({ auth: "none" }).then((r) => {
+        started.push(() => r.stop());
+        return r;
+      }),
+    ]);
+    const proxy = startRegistryProxy(registry.url);
+    started.push(() => proxy.close());
+    const transport = new Transport(await loadRestConfig(cp.kubeconfigPath));
+    started.push(() => Promise.resolve(transport.close()));
+    const admin = new ApiClient(transport, "e2e-test");
+    await admin.create(Namespaces, { metadata: { name: OPERATOR_NAMESPACE } });
+    const kubeconfig = await operatorKubeconfig(cp);
+
+    const operators: SandboxedOperator[] = [];
+    const exited = new Set<SandboxedOperator>();
+    const startReplica = async (i: number): Promise<SandboxedOperator> => {
+      const op = await startSandboxedOperator({
+        cp,
+        ociRegistry: `${proxy.host}/${prefix}`,
+        kubeconfig,
+        env: {
+          POD_NAME: `cocoon-operator-${i}`,
+          LEADER_ELECT: String(leaderElect),
+          ...opts.operatorEnv,
+        },
+      });
+      const gone = () => exited.add(op);
+      op.proc.status.then(gone, gone);
+      operators[i] = op;
+      return op;
+    };
+    started.push(() => runAll(operators.map((op) => () => op.stop(10_000))));
+
+    // The simulator and the replicas start side by side; whatever started is stopped on failure.
+    const simStart = startSimProcess({
+      kubeconfig: cp.kubeconfigPath,
+      registry: `${registry.host}/${prefix}`,
+      nodes: opts.nodes ? [...opts.nodes] : [...DEFAULT_NODES],
+      latencies: opts.latencies,
+      args: opts.simArgs,
+    }).then((sim) => {
+      started.push(() => sim.stop());
+      return sim;
+    });
+    const outcomes = await Promise.allSettled([
+      simStart,
+      ...Array.from({ length: replicas }, (_, i) => startReplica(i)),
+    ]);
+    const failed = outcomes.find((o) => o.status === "rejected");
+    if (failed) throw failed.reason;
+    const sim = await simStart;
+
+    const alive = (i: number) => operators[i] !== undefined && !exited.has(operators[i]);
+    const scrape = async (i: number) => await operators[i].metrics();
+    const stack: Stack = {
+      cp,
+      registry,
+      proxy,
+      prefix,
+      sim,
+      operators,
+      admin,
+      async namespace(name) {
+        try {
+          await admin.create(Namespaces, { metadata: { name } });
+        } catch (err) {
+          if (!isAlreadyExists(err)) throw err;
+        }
+      },
+      async events(obj) {
+        const { namespace = "", name, uid } = obj.metadata;
+        const list = await admin.list(Events, { namespace });
+        return list.items.filter((e) =>
+          e.involvedObject.kind === obj.kind && e.involvedObject.name === name &&
+          (uid === undefined || e.involvedObject.uid === uid)
+        );
+      },
+      async metric(name, labels = {}, i) {
+        const which = i === undefined ? operators.map((_, j) => j).filter(alive) : [i];
+        let sum = 0;
+        for (const j of which) sum += sampleSum(await scrape(j), name, labels);
+        return sum;
+      },
+      tagsOf: (vmName) => registry.tagsOf(`${prefix}/${vmName}`),
+      alive,
+      async killOperator(i, signal = "SIGTERM") {
+        const op = operators[i];
+        op.proc.kill(signal);
+        return await op.proc.status;
+      },
+      async restartOperator(i) {
+        if (alive(i)) await operators[i].stop(10_000);
+        return await startReplica(i);
+      },
+      async assertOperatorsHealthy() {
+        const dead = operators.map((_, i) => i).filter((i) => !alive(i));
+        if (dead.length > 0) {
+          const op = operators[dead[0]];
+          throw new Error(
+            `operator replica(s) ${dead.join(", ")} exited:\n${op.proc.output.slice(-3000)}`,
+          );
+        }
+        for (const op of operators) await op.assertNoForbidden();
+      },
+      logFiles() {
+        const files: Record<string, string> = { sim: sim.proc.logFile };
+        operators.forEach((op, i) => (files[`operator-${i}`] = op.proc.logFile));
+        return files;
+      },
+      stop: stopAll,
+      [Symbol.asyncDispose]: stopAll,
+    };
+    return stack;
+  } catch (err) {
+    await stopAll().catch(() => {});
+    throw err;
+  }
+}
