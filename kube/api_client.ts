@@ -255,6 +255,13 @@ export class ApiClient implements Client {
     }
     if (!res.body) return;
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    // The fetch's signal alone does not always end the body: once a response has streamed a
+    // few thousand chunks, Deno (2.9) no longer errors it on abort and a pending read waits
+    // forever, so an informer would never return and a manager never finish shutting down.
+    // Cancelling the reader ends the stream whatever the runtime does.
+    const cancelOnAbort = () => void reader.cancel().catch(() => {});
+    opts.signal?.addEventListener("abort", cancelOnAbort, { once: true });
+    if (opts.signal?.aborted) cancelOnAbort();
     let buffered = "";
     try {
       while (true) {
@@ -266,6 +273,8 @@ export class ApiClient implements Client {
           if (opts.signal?.aborted) return;
           throw err;
         }
+        // A cancelled reader reports done; a half-received line is not an event then.
+        if (opts.signal?.aborted) return;
         if (chunk.done) break;
         buffered += chunk.value;
         let nl: number;
@@ -277,6 +286,7 @@ export class ApiClient implements Client {
       }
       if (buffered.trim()) yield JSON.parse(buffered) as WatchEvent<T>;
     } finally {
+      opts.signal?.removeEventListener("abort", cancelOnAbort);
       await reader.cancel().catch(() => {});
     }
   }
