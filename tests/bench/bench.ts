@@ -1,6 +1,14 @@
 /**
- * `deno task bench`: speed and memory figures of the runtime, printed as JSON lines (one
- * object per measurement, then a summary object). Nothing here asserts; tests do that.
+ * `deno task bench [--quick] [--operator-cmd "…"]`: every benchmark, gathered into one JSON
+ * document on stdout (progress and the runtime's per-measurement lines go to stderr). Nothing
+ * here asserts; tests do that. The document's keys: the runtime figures below (flat, as the
+ * summary always had them), `reconcileFixture` (reconcile_fixture.ts), `startup`
+ * (startup.ts), `convergence` (convergence.ts), `memoryAtScale` and `scopedCache`
+ * (memory_at_scale.ts). Each of those also runs alone (`deno task bench:<name>`, see
+ * deno.json); `--operator-cmd` names the operator the system benchmarks measure (default
+ * `deno task start`), `--quick` makes their N smaller and their windows shorter.
+ *
+ * The runtime figures:
  *
  * - noop_reconcile_queue: keys/s through the real workqueue + controller, keys enqueued
  *   directly (the runtime's own ceiling), with the default priority queue and with the plain
@@ -25,6 +33,12 @@ import type { ResourceType } from "../../kube/resource.ts";
 import { matchesLabels, parseLabelSelector } from "../../kube/selector.ts";
 import { DemoSets } from "../harness/demo_controller.ts";
 import { benchNoopReconcile } from "./controller_bench.ts";
+import { benchReconcileFixtureAll } from "./reconcile_fixture.ts";
+import { benchStartup } from "./startup.ts";
+import { benchConvergence } from "./convergence.ts";
+import { benchMemoryAtScale, scopedCacheSummary } from "./memory_at_scale.ts";
+import { parseBenchFlags } from "./flags.ts";
+import { progress } from "./load.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -33,7 +47,7 @@ function collect(): void {
 }
 
 function emit(obj: Record<string, unknown>): Record<string, unknown> {
-  console.log(JSON.stringify(obj));
+  console.error(JSON.stringify(obj));
   return obj;
 }
 
@@ -294,6 +308,8 @@ if (Deno.args[0] === "--cache-memory-child") {
   Deno.exit(0);
 }
 
+const flags = parseBenchFlags(Deno.args);
+const began = performance.now();
 const summary: Record<string, unknown> = { gcExposed: !!gc };
 for (const usePriorityQueue of [true, false]) {
   for (const concurrency of [1, 4]) {
@@ -330,3 +346,35 @@ for (const scoped of [false, true]) {
   emit({ bench: "cache_memory", ...r });
 }
 emit({ bench: "summary", ...summary });
+
+// The system benchmarks: each starts and stops its own control plane, registry and simulator.
+const { operatorCmd, quick } = flags;
+progress("reconcile fixture");
+const reconcileFixture = await benchReconcileFixtureAll();
+const startup = await benchStartup({ operatorCmd, runs: quick ? 2 : 5 });
+const convergence = await benchConvergence({
+  operatorCmd,
+  sets: quick ? 20 : 100,
+  steadySeconds: quick ? 10 : 60,
+});
+const memoryAtScale = await benchMemoryAtScale({
+  operatorCmd,
+  scales: quick ? [50, 200] : [200, 1_000],
+  unrelated: quick ? 5_000 : 20_000,
+});
+const scopedCache = scopedCacheSummary(Object.values(memoryAtScale)[0]);
+console.log(JSON.stringify(
+  {
+    ...summary,
+    reconcileFixture,
+    startup,
+    convergence,
+    memoryAtScale,
+    scopedCache,
+    quick,
+    operatorCmd,
+    benchSeconds: Math.round((performance.now() - began) / 1000),
+  },
+  null,
+  2,
+));

@@ -6,9 +6,10 @@
  * the flag is an environment variable of the benchmark's launch, read by the deno binary, not a
  * change to what the operator exposes.
  *
- * What the figure means: the heap in use after the newest full collection (a Mark-Compact)
- * is the live heap at that moment; later minor collections (Scavenge) only say how much young
- * garbage had piled up since, so they are reported apart.
+ * What the figures mean: the heap in use after the newest full collection (a Mark-Compact) is
+ * the live heap at that moment, which may be long ago in a quiet process; the heap in use after
+ * the newest collection of any kind is recent but also counts old-generation garbage made since
+ * that full collection (an upper bound of the live heap then). Both are reported.
  *
  * @module
  */
@@ -59,6 +60,10 @@ export interface TraceHeap {
   lastFullGcAtMs?: number;
   /** Heap in use after the newest collection of any kind. */
   heapAfterLastGcMiB?: number;
+  /** Heap committed after the newest collection of any kind. */
+  committedAfterLastGcMiB?: number;
+  /** When the newest collection ran, ms since the isolate started. */
+  lastGcAtMs?: number;
   /** Heap in use just before the newest collection (its high point since the one before). */
   heapBeforeLastGcMiB?: number;
   /** Collections traced so far (full ones in brackets: `total (full)`). */
@@ -76,6 +81,8 @@ export function traceHeap(events: readonly GcEvent[]): TraceHeap {
     committedHeapMiB: lastFull?.committedMiB,
     lastFullGcAtMs: lastFull?.atMs,
     heapAfterLastGcMiB: last?.afterMiB,
+    committedAfterLastGcMiB: last?.committedMiB,
+    lastGcAtMs: last?.atMs,
     heapBeforeLastGcMiB: last?.beforeMiB,
     collections: events.length,
     fullCollections: full.length,

@@ -25,6 +25,8 @@ Deno.test("gc_trace: the live heap is the newest full collection's, not the newe
     committedHeapMiB: 34.1,
     lastFullGcAtMs: 174,
     heapAfterLastGcMiB: 17.5,
+    committedAfterLastGcMiB: 36.5,
+    lastGcAtMs: 201,
     heapBeforeLastGcMiB: 20,
     collections: 3,
     fullCollections: 1,

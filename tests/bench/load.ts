@@ -49,12 +49,12 @@ export async function inParallel<T>(
 /**
  * Simulator nodes for `sets` sets: a set's agents share their main's node, so each node has
  * room for a whole number of sets with a quarter to spare (placement is by free seats, not
- * packed), and no node holds more than about 250 pods.
+ * packed), every node has room for two whole sets, and no node holds more than about 250 pods.
  */
 export function nodesFor(sets: number): SimNode[] {
   const seatsNeeded = Math.ceil(sets * PODS_PER_SET * 1.25);
   const count = Math.max(2, Math.ceil(seatsNeeded / 250));
-  const seats = Math.ceil(seatsNeeded / count);
+  const seats = Math.max(2 * PODS_PER_SET, Math.ceil(seatsNeeded / count));
   return Array.from({ length: count }, (_, i) => ({ name: `vk-${i}`, pool: "default", seats }));
 }
 

@@ -10,10 +10,10 @@
  * children ends (proc_stats.ts chainEnd): main.ts for the start task, the binary itself for a
  * compiled build. CPU seconds and resident memory are read from /proc for that process alone
  * (the launchers are not counted). The heap comes from V8's GC trace (gc_trace.ts, enabled by
- * DENO_V8_FLAGS=--trace-gc in the environment; the live heap after the newest full GC before
- * the moment asked for, known once the process has exited and flushed its stdout) or, for a Go
- * build, from its go_memstats_heap_alloc_bytes metric; neither needs anything new in the
- * operator.
+ * DENO_V8_FLAGS=--trace-gc in the environment: the heap in use after the newest GC before the
+ * moment asked for, and the live heap after the newest full GC, known once the process has
+ * exited and flushed its stdout) or, for a Go build, from its go_memstats_heap_alloc_bytes
+ * metric; neither needs anything new in the operator.
  *
  * Differences from a deployment, on purpose: leader election is off (one replica; no Lease
  * writes in the steady-state figures), the API server is reached through the counting proxy
@@ -67,15 +67,19 @@ export interface OperatorUsage {
  */
 export interface OperatorHeap {
   source: "v8 --trace-gc" | "go_memstats_heap_alloc_bytes" | "none";
-  /** Live heap: after the newest full GC (V8), or allocated heap objects (Go). */
+  /**
+   * V8: heap in use after the newest GC before the moment (young garbage gone, old-generation
+   * garbage since the last full GC still counted); Go: allocated heap objects.
+   */
   heapMiB?: number;
   /** V8: heap committed after that GC; Go: heap spans in use. */
   committedHeapMiB?: number;
-  /** V8: heap in use after the newest GC of any kind. */
-  heapAfterLastGcMiB?: number;
+  /** V8: heap in use after the newest full GC (Mark-Compact) before the moment: live then. */
+  liveHeapAtLastFullGcMiB?: number;
   /** V8: the moment, in ms since the operator process started. */
   atMs?: number;
-  /** V8: when the newest full GC before that moment ran, in ms since the process started. */
+  /** V8: when the newest GC and the newest full GC before the moment ran (ms since start). */
+  lastGcAtMs?: number;
   lastFullGcAtMs?: number;
 }
 
@@ -89,7 +93,10 @@ export interface OperatorUnderTest {
   readonly probeUrl: string;
   /** `http://127.0.0.1:<port>` of /metrics. */
   readonly metricsUrl: string;
-  /** The measured process's pid (the end of the launch chain, found once it is ready). */
+  /**
+   * The measured process's pid: the end of the launch chain, looked up on the first call and
+   * kept, so call it once the operator answers (waitReady does).
+   */
   pid(): Promise<number>;
   /** Its command line, for the report. */
   describe(): Promise<string>;
@@ -152,9 +159,10 @@ export async function startOperatorUnderTest(
       const trace = traceHeap(events.filter((e) => e.atMs <= (heap.atMs ?? Infinity)));
       if (trace.collections === 0) continue;
       heap.source = "v8 --trace-gc";
-      heap.heapMiB = trace.liveHeapMiB;
-      heap.committedHeapMiB = trace.committedHeapMiB;
-      heap.heapAfterLastGcMiB = trace.heapAfterLastGcMiB;
+      heap.heapMiB = trace.heapAfterLastGcMiB;
+      heap.committedHeapMiB = trace.committedAfterLastGcMiB;
+      heap.liveHeapAtLastFullGcMiB = trace.liveHeapMiB;
+      heap.lastGcAtMs = trace.lastGcAtMs;
       heap.lastFullGcAtMs = trace.lastFullGcAtMs;
     }
   };
@@ -238,11 +246,27 @@ export async function startOperatorUnderTest(
       const last = chain.at(-1);
       if (last) await signal(last, "SIGTERM");
       let timer: ReturnType<typeof setTimeout> | undefined;
+      // A slow exit is worth a line on stderr: which process of the chain is still there.
+      const slow = setTimeout(async () => {
+        const alive = [];
+        for (const e of chain) {
+          const stat = await readStat(e.pid).catch(() => undefined);
+          if (stat?.startTicks === e.start) {
+            alive.push(`${e.pid} (${(await commandLine(e.pid)).slice(0, 60)})`);
+          }
+        }
+        console.error(
+          `[bench] operator still exiting after 5 s; alive: ${
+            alive.join(", ") || "none (output pipes still open)"
+          }`,
+        );
+      }, 5_000);
       const done = await Promise.race([
         proc.status.then(() => true),
         new Promise<false>((r) => timer = setTimeout(() => r(false), graceMs)),
       ]);
       clearTimeout(timer);
+      clearTimeout(slow);
       if (!done) {
         for (const entry of chain.reverse()) await signal(entry, "SIGKILL");
         await proc.status;

@@ -30,8 +30,11 @@ export interface BenchSystem extends AsyncDisposable {
   readonly api: ApiProxy;
   /** The operator currently running, if any. */
   readonly operator: OperatorUnderTest | undefined;
-  /** Starts the operator (stopping a running one first) and waits for /readyz. */
-  startOperator(): Promise<OperatorUnderTest>;
+  /**
+   * Starts the operator (stopping a running one first) and, unless told not to, waits for
+   * /readyz.
+   */
+  startOperator(opts?: { waitReady?: boolean }): Promise<OperatorUnderTest>;
   /**
    * Waits until the operator made no request other than a watch for `quietMs` (its queue has
    * drained); returns false when that did not happen within timeoutMs.
@@ -62,15 +65,24 @@ export async function startBenchSystem(opts: BenchSystemOptions): Promise<BenchS
       get operator() {
         return operator;
       },
-      async startOperator() {
-        await operator?.stop();
-        operator = await startOperatorUnderTest({
+      async startOperator({ waitReady = true } = {}) {
+        if (operator) {
+          const t = performance.now();
+          await operator.stop();
+          progress(`operator stopped in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+        }
+        operator = undefined;
+        const op = await startOperatorUnderTest({
           command: opts.operatorCmd,
           kubeconfig,
           ociRegistry: `${stack.proxy.host}/${stack.prefix}`,
         });
-        await operator.waitReady();
-        return operator;
+        operator = op;
+        if (waitReady) {
+          await op.waitReady();
+          progress(`operator ready in ${((performance.now() - op.spawnedAt) / 1000).toFixed(1)} s`);
+        }
+        return op;
       },
       async waitQuiet(quietMs, timeoutMs) {
         try {
