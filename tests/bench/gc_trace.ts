@@ -64,6 +64,11 @@ export interface TraceHeap {
   committedAfterLastGcMiB?: number;
   /** When the newest collection ran, ms since the isolate started. */
   lastGcAtMs?: number;
+  /**
+   * When the newest collection of V8's memory reducer (`... (reduce)`, run once allocation has
+   * been quiet, returning memory to the system) ran, ms since the isolate started.
+   */
+  lastReducingGcAtMs?: number;
   /** Heap in use just before the newest collection (its high point since the one before). */
   heapBeforeLastGcMiB?: number;
   /** Collections traced so far (full ones in brackets: `total (full)`). */
@@ -83,6 +88,7 @@ export function traceHeap(events: readonly GcEvent[]): TraceHeap {
     heapAfterLastGcMiB: last?.afterMiB,
     committedAfterLastGcMiB: last?.committedMiB,
     lastGcAtMs: last?.atMs,
+    lastReducingGcAtMs: events.findLast((e) => e.kind.includes("(reduce)"))?.atMs,
     heapBeforeLastGcMiB: last?.beforeMiB,
     collections: events.length,
     fullCollections: full.length,

@@ -14,8 +14,10 @@
  * `unrelatedAddMiB` compares 4 with 2: two processes that did the same work, the only
  * difference being the unrelated pods in the cluster.
  *
- * "Drained" = no request other than a watch for 5 s (api_proxy.ts); each figure is the median
- * of five RSS readings a second apart, the peak (VmHWM) and the heap (operator_under_test.ts).
+ * Each figure is taken once the operator has been quiet (no request other than a watch,
+ * api_proxy.ts) for 15 s, time for V8's memory reducer to return what the burst before left
+ * committed (see operator_under_test.ts); it is the median of five RSS readings a second apart,
+ * the peak (VmHWM) and the heap.
  *
  * Run alone: `deno run -A tests/bench/memory_at_scale.ts [--quick] [--operator-cmd "…"]`.
  *
@@ -59,12 +61,13 @@ export interface ScaleFigures {
   unrelatedCreateSeconds: number;
 }
 
-const QUIET_MS = 5_000;
+/** Quiet time before a figure: the memory reducer runs ~8 s after the last full GC. */
+const QUIET_MS = 15_000;
 
 /** Restarts the operator and waits until it has reconciled everything once. */
 async function freshOperator(system: BenchSystem, sets: number): Promise<boolean> {
   await system.startOperator();
-  return await system.waitQuiet(QUIET_MS, 60_000 + sets * 200);
+  return await system.waitQuiet(QUIET_MS, 120_000 + sets * 200);
 }
 
 /** Runs one scale on its own system. */
@@ -82,7 +85,7 @@ export async function benchScale(
   await createSets(admin, 0, sets, 100);
   const tRunning = await waitConverged(admin, sets, 120_000 + sets * 2_000);
   progress(`memory: ${sets} CocoonSets Running after ${((tRunning - t0) / 1000).toFixed(1)} s`);
-  drained &&= await system.waitQuiet(QUIET_MS, 60_000);
+  drained &&= await system.waitQuiet(QUIET_MS, 120_000);
   const afterConvergence = await memoryReport(op1);
 
   progress("memory: fresh operator");
@@ -94,7 +97,7 @@ export async function benchScale(
   const tu = performance.now();
   await createUnrelatedPods(admin, unrelated);
   const unrelatedCreateSeconds = +((performance.now() - tu) / 1000).toFixed(1);
-  drained &&= await system.waitQuiet(QUIET_MS, 60_000);
+  drained &&= await system.waitQuiet(QUIET_MS, 120_000);
   const freshThenUnrelatedCreated = await memoryReport(op2);
 
   progress("memory: fresh operator with the unrelated pods");
