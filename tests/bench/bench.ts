@@ -34,9 +34,9 @@ import { matchesLabels, parseLabelSelector } from "../../kube/selector.ts";
 import { DemoSets } from "../harness/demo_controller.ts";
 import { benchNoopReconcile } from "./controller_bench.ts";
 import { benchReconcileFixtureAll } from "./reconcile_fixture.ts";
-import { benchStartup } from "./startup.ts";
-import { benchConvergence } from "./convergence.ts";
-import { benchMemoryAtScale, scopedCacheSummary } from "./memory_at_scale.ts";
+import { startupFromFlags } from "./startup.ts";
+import { convergenceFromFlags } from "./convergence.ts";
+import { memoryAtScaleFromFlags } from "./memory_at_scale.ts";
 import { parseBenchFlags } from "./flags.ts";
 import { progress } from "./load.ts";
 
@@ -348,21 +348,11 @@ for (const scoped of [false, true]) {
 emit({ bench: "summary", ...summary });
 
 // The system benchmarks: each starts and stops its own control plane, registry and simulator.
-const { operatorCmd, quick } = flags;
 progress("reconcile fixture");
 const reconcileFixture = await benchReconcileFixtureAll();
-const startup = await benchStartup({ operatorCmd, runs: quick ? 2 : 5 });
-const convergence = await benchConvergence({
-  operatorCmd,
-  sets: quick ? 20 : 100,
-  steadySeconds: quick ? 10 : 60,
-});
-const memoryAtScale = await benchMemoryAtScale({
-  operatorCmd,
-  scales: quick ? [50, 200] : [200, 1_000],
-  unrelated: quick ? 5_000 : 20_000,
-});
-const scopedCache = scopedCacheSummary(Object.values(memoryAtScale)[0]);
+const startup = await startupFromFlags(flags);
+const convergence = await convergenceFromFlags(flags);
+const { memoryAtScale, scopedCache } = await memoryAtScaleFromFlags(flags);
 console.log(JSON.stringify(
   {
     ...summary,
@@ -371,8 +361,8 @@ console.log(JSON.stringify(
     convergence,
     memoryAtScale,
     scopedCache,
-    quick,
-    operatorCmd,
+    quick: flags.quick,
+    operatorCmd: flags.operatorCmd,
     benchSeconds: Math.round((performance.now() - began) / 1000),
   },
   null,

@@ -25,7 +25,7 @@
  */
 import { realClock, sleep } from "../../kube/clock.ts";
 import type { ApiProxy } from "./api_proxy.ts";
-import { parseBenchFlags } from "./flags.ts";
+import { type BenchFlags, parseBenchFlags } from "./flags.ts";
 import { createSets, nodesFor, PODS_PER_SET, progress, waitConverged } from "./load.ts";
 import { memoryReport } from "./operator_under_test.ts";
 import { countByResource, countByVerb, isWrite } from "./request_info.ts";
@@ -117,12 +117,16 @@ export async function benchConvergence(opts: ConvergenceOptions): Promise<Record
   };
 }
 
-if (import.meta.main) {
-  const flags = parseBenchFlags(Deno.args);
-  const result = await benchConvergence({
+/** The benchmark as the command line asks for it (`--quick`: 20 sets, a 10 s window). */
+export function convergenceFromFlags(flags: BenchFlags): Promise<Record<string, unknown>> {
+  return benchConvergence({
     operatorCmd: flags.operatorCmd,
     sets: flags.quick ? 20 : 100,
     steadySeconds: flags.quick ? 10 : 60,
   });
-  console.log(JSON.stringify({ convergence: result }, null, 2));
+}
+
+if (import.meta.main) {
+  const convergence = await convergenceFromFlags(parseBenchFlags(Deno.args));
+  console.log(JSON.stringify({ convergence }, null, 2));
 }

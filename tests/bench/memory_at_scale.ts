@@ -23,7 +23,7 @@
  *
  * @module
  */
-import { parseBenchFlags } from "./flags.ts";
+import { type BenchFlags, parseBenchFlags } from "./flags.ts";
 import {
   createSets,
   createUnrelatedPods,
@@ -149,13 +149,22 @@ export function scopedCacheSummary(f: ScaleFigures): Record<string, unknown> {
   };
 }
 
-if (import.meta.main) {
-  const flags = parseBenchFlags(Deno.args);
+/**
+ * The benchmark as the command line asks for it (`--quick`: 50 and 200 sets, 5 000 unrelated
+ * pods), with the scopedCache summary of its first scale.
+ */
+export async function memoryAtScaleFromFlags(flags: BenchFlags): Promise<{
+  memoryAtScale: Record<string, ScaleFigures>;
+  scopedCache: Record<string, unknown>;
+}> {
   const memoryAtScale = await benchMemoryAtScale({
     operatorCmd: flags.operatorCmd,
     scales: flags.quick ? [50, 200] : [200, 1_000],
     unrelated: flags.quick ? 5_000 : 20_000,
   });
-  const first = Object.values(memoryAtScale)[0];
-  console.log(JSON.stringify({ memoryAtScale, scopedCache: scopedCacheSummary(first) }, null, 2));
+  return { memoryAtScale, scopedCache: scopedCacheSummary(Object.values(memoryAtScale)[0]) };
+}
+
+if (import.meta.main) {
+  console.log(JSON.stringify(await memoryAtScaleFromFlags(parseBenchFlags(Deno.args)), null, 2));
 }

@@ -23,7 +23,7 @@
  *
  * @module
  */
-import { parseBenchFlags } from "./flags.ts";
+import { type BenchFlags, parseBenchFlags } from "./flags.ts";
 import { progress } from "./load.ts";
 import type { OperatorUnderTest } from "./operator_under_test.ts";
 import { readStat } from "./proc_stats.ts";
@@ -137,8 +137,12 @@ export async function benchStartup(opts: StartupOptions): Promise<Record<string,
   };
 }
 
+/** The benchmark as the command line asks for it (`--quick`: 2 runs). */
+export function startupFromFlags(flags: BenchFlags): Promise<Record<string, unknown>> {
+  return benchStartup({ operatorCmd: flags.operatorCmd, runs: flags.quick ? 2 : 5 });
+}
+
 if (import.meta.main) {
-  const flags = parseBenchFlags(Deno.args);
-  const startup = await benchStartup({ operatorCmd: flags.operatorCmd, runs: flags.quick ? 2 : 5 });
+  const startup = await startupFromFlags(parseBenchFlags(Deno.args));
   console.log(JSON.stringify({ startup }, null, 2));
 }
