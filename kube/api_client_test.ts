@@ -171,6 +171,48 @@ Deno.test("api client: watch parses events split across chunks and counts reques
   });
 });
 
+Deno.test("api client: a watch ends when its signal aborts even if the body does not", async () => {
+  // Stands in for a runtime that leaves a long-streamed fetch body open on abort (Deno 2.9
+  // does, after a few thousand chunks): the watch must end on abort all the same, or an
+  // informer never returns and the manager's shutdown waits forever.
+  let cancelled = false;
+  class OpenBodyTransport extends Transport {
+    override fetch(): Promise<Response> {
+      const line = JSON.stringify({ type: "ADDED", object: { metadata: { name: "a" } } });
+      const body = new ReadableStream<Uint8Array>({
+        start(ctrl) {
+          // One whole event, then half of the next, then silence.
+          ctrl.enqueue(new TextEncoder().encode(`${line}\n${line.slice(0, 10)}`));
+        },
+        cancel() {
+          cancelled = true;
+        },
+      });
+      return Promise.resolve(new Response(body));
+    }
+  }
+  const transport = new OpenBodyTransport({ server: "http://127.0.0.1:1" });
+  try {
+    const ac = new AbortController();
+    const names: string[] = [];
+    let ended = false;
+    const consumed = (async () => {
+      for await (const ev of new ApiClient(transport).watch(Pods, { signal: ac.signal })) {
+        if (ev.type === "ADDED") names.push(ev.object.metadata.name ?? "");
+      }
+      ended = true;
+    })();
+    await waitFor("the first event", () => names.length === 1);
+    ac.abort(new Error("stopping"));
+    await waitFor("the watch to end after abort", () => ended, 2_000);
+    await consumed;
+    assert.deepEqual(names, ["a"], "the half-received line is not parsed");
+    assert.equal(cancelled, true, "the body was cancelled");
+  } finally {
+    transport.close();
+  }
+});
+
 Deno.test("api client: exists, != and set selectors go to list and watch as labelSelector", async () => {
   const owner = "cocoonset.cocoonstack.io/name";
   await withServer(

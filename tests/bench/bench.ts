@@ -1,6 +1,14 @@
 /**
- * `deno task bench`: speed and memory figures of the runtime, printed as JSON lines (one
- * object per measurement, then a summary object). Nothing here asserts; tests do that.
+ * `deno task bench [--quick] [--operator-cmd "…"]`: every benchmark, gathered into one JSON
+ * document on stdout (progress and the runtime's per-measurement lines go to stderr). Nothing
+ * here asserts; tests do that. The document's keys: the runtime figures below (flat, as the
+ * summary always had them), `reconcileFixture` (reconcile_fixture.ts), `startup`
+ * (startup.ts), `convergence` (convergence.ts), `memoryAtScale` and `scopedCache`
+ * (memory_at_scale.ts). Each of those also runs alone (`deno task bench:<name>`, see
+ * deno.json); `--operator-cmd` names the operator the system benchmarks measure (default
+ * `deno task start`), `--quick` makes their N smaller and their windows shorter.
+ *
+ * The runtime figures:
  *
  * - noop_reconcile_queue: keys/s through the real workqueue + controller, keys enqueued
  *   directly (the runtime's own ceiling), with the default priority queue and with the plain
@@ -29,6 +37,11 @@ import { DemoSets } from "../harness/demo_controller.ts";
 import { benchNoopReconcile } from "./controller_bench.ts";
 import { benchReconcileFixtureAll } from "./reconcile_fixture.ts";
 import { benchDeleteAtScale } from "./delete_at_scale.ts";
+import { startupFromFlags } from "./startup.ts";
+import { convergenceFromFlags } from "./convergence.ts";
+import { memoryAtScaleFromFlags } from "./memory_at_scale.ts";
+import { parseBenchFlags } from "./flags.ts";
+import { progress } from "./load.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -37,7 +50,7 @@ function collect(): void {
 }
 
 function emit(obj: Record<string, unknown>): Record<string, unknown> {
-  console.log(JSON.stringify(obj));
+  console.error(JSON.stringify(obj));
   return obj;
 }
 
@@ -298,6 +311,8 @@ if (Deno.args[0] === "--cache-memory-child") {
   Deno.exit(0);
 }
 
+const flags = parseBenchFlags(Deno.args);
+const began = performance.now();
 const summary: Record<string, unknown> = { gcExposed: !!gc };
 for (const usePriorityQueue of [true, false]) {
   for (const concurrency of [1, 4]) {
@@ -333,9 +348,31 @@ for (const scoped of [false, true]) {
   summary[`${key}RssMiB`] = r.rssMiB;
   emit({ bench: "cache_memory", ...r });
 }
-summary.reconcileFixture = await benchReconcileFixtureAll();
-emit({ bench: "reconcile_fixture", ...summary.reconcileFixture as Record<string, unknown> });
-const scale = await benchDeleteAtScale(1000);
-emit({ bench: "delete_at_scale", create: scale.create, delete: scale.delete });
-summary.deleteAtScale = scale.summary;
 emit({ bench: "summary", ...summary });
+
+// The reconciler and the system benchmarks: the system ones each start and stop their own
+// control plane, registry and simulator.
+progress("reconcile fixture");
+const reconcileFixture = await benchReconcileFixtureAll();
+progress("delete at scale");
+const scale = await benchDeleteAtScale(flags.quick ? 100 : 1000);
+emit({ bench: "delete_at_scale", create: scale.create, delete: scale.delete });
+const startup = await startupFromFlags(flags);
+const convergence = await convergenceFromFlags(flags);
+const { memoryAtScale, scopedCache } = await memoryAtScaleFromFlags(flags);
+console.log(JSON.stringify(
+  {
+    ...summary,
+    reconcileFixture,
+    deleteAtScale: scale.summary,
+    startup,
+    convergence,
+    memoryAtScale,
+    scopedCache,
+    quick: flags.quick,
+    operatorCmd: flags.operatorCmd,
+    benchSeconds: Math.round((performance.now() - began) / 1000),
+  },
+  null,
+  2,
+));

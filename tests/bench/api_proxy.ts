@@ -1,0 +1,133 @@
+/**
+ * A counting reverse proxy between an operator under test and the API server: the operator is
+ * given a kubeconfig whose server is this proxy's plain-HTTP loopback address, the proxy
+ * forwards every request unchanged (its Authorization header included, so the API server still
+ * authenticates and authorizes the operator's own identity) to the real HTTPS API server, and
+ * records each request's verb and resource (request_info.ts) with its arrival time and status.
+ *
+ * Why a proxy rather than the operator's metrics: rest_client_requests_total keeps client-go's
+ * labels (code, method, host) and cannot say which resource a request was for; adding a label
+ * would make the family differ from client-go's, and an operator built elsewhere (the Go
+ * original) could not be counted the same way. The proxy counts any build that honours
+ * KUBECONFIG, from the outside. What it costs: one more loopback hop per request in the bench
+ * process (HTTP/1.1 from the operator, HTTP/2 onward), which is not part of the operator's CPU
+ * or memory figures.
+ *
+ * @module
+ */
+import { classifyRequest, type RequestInfo } from "./request_info.ts";
+
+/** One request the operator made. */
+export interface ProxiedApiRequest extends RequestInfo {
+  method: string;
+  path: string;
+  /** performance.now() when the request arrived. */
+  at: number;
+  /** Status the API server answered; 0 until the answer's headers arrive, 502 when unreachable. */
+  status: number;
+}
+
+/** A running proxy. */
+export interface ApiProxy {
+  /** `http://127.0.0.1:<port>`: the server for the operator's kubeconfig. */
+  readonly url: string;
+  /** Every request so far, in arrival order. */
+  readonly requests: readonly ProxiedApiRequest[];
+  /** Requests that arrived in [from, to) (performance.now() times; to defaults to now). */
+  between(from: number, to?: number): ProxiedApiRequest[];
+  /**
+   * Copies a kubeconfig with this proxy as every cluster's server (credentials kept); returns
+   * the copy's path. JSON kubeconfigs only, as the test control plane writes them.
+   */
+  rewriteKubeconfig(kubeconfig: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Headers that describe one hop, not the request (RFC 9110 §7.6.1), plus what fetch recomputes. */
+const HOP_HEADERS = [
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "te",
+  "trailer",
+  "host",
+  "content-length",
+];
+
+/**
+ * Starts the proxy on a free loopback port, forwarding to `upstream` (`https://127.0.0.1:<port>`)
+ * and trusting `caPem` for it (none needed for a plain-HTTP upstream).
+ */
+export function startApiProxy(upstream: string, caPem?: string): ApiProxy {
+  const client = Deno.createHttpClient({ caCerts: caPem ? [caPem] : [] });
+  const requests: ProxiedApiRequest[] = [];
+  // Aborted by close(): ends the watches still streaming, so shutdown does not wait on them.
+  const closing = new AbortController();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const url = new URL(req.url);
+    const record: ProxiedApiRequest = {
+      ...classifyRequest(req.method, url),
+      method: req.method,
+      path: url.pathname,
+      at: performance.now(),
+      status: 0,
+    };
+    requests.push(record);
+    const headers = new Headers(req.headers);
+    for (const h of HOP_HEADERS) headers.delete(h);
+    // fetch negotiates and undoes compression itself; the answer goes back uncompressed.
+    headers.delete("accept-encoding");
+    const body = req.method === "GET" || req.method === "HEAD"
+      ? undefined
+      : await req.arrayBuffer();
+    let res: Response;
+    try {
+      res = await fetch(upstream + url.pathname + url.search, {
+        method: req.method,
+        headers,
+        body,
+        client,
+        // A client that goes away cancels the body it was reading, which ends this fetch too.
+        signal: closing.signal,
+        redirect: "manual",
+      });
+    } catch (err) {
+      record.status = 502;
+      return new Response(`api proxy: ${err instanceof Error ? err.message : String(err)}`, {
+        status: 502,
+      });
+    }
+    record.status = res.status;
+    const out = new Headers(res.headers);
+    for (const h of [...HOP_HEADERS, "content-encoding"]) out.delete(h);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
+  });
+  const { port } = server.addr;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    requests,
+    between(from, to = Infinity) {
+      return requests.filter((r) => r.at >= from && r.at < to);
+    },
+    async rewriteKubeconfig(kubeconfig) {
+      const config = JSON.parse(await Deno.readTextFile(kubeconfig)) as {
+        clusters?: { cluster: Record<string, unknown> }[];
+      };
+      for (const c of config.clusters ?? []) {
+        c.cluster.server = url;
+        delete c.cluster["certificate-authority-data"];
+      }
+      const path = kubeconfig.replace(/(\.kubeconfig)?$/, ".via-proxy.kubeconfig");
+      await Deno.writeTextFile(path, JSON.stringify(config, null, 2), { mode: 0o600 });
+      return path;
+    },
+    async close() {
+      closing.abort();
+      await server.shutdown();
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import assert from "node:assert/strict";
+import { waitFor } from "../harness/wait.ts";
+import { startApiProxy } from "./api_proxy.ts";
+
+/** An upstream that echoes what reached it, and streams a watch until the client leaves. */
+function startUpstream() {
+  const seen: { method: string; path: string; auth: string | null; body: string }[] = [];
+  let watchCancelled = false;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const url = new URL(req.url);
+    seen.push({
+      method: req.method,
+      path: url.pathname + url.search,
+      auth: req.headers.get("authorization"),
+      body: await req.text(),
+    });
+    if (url.searchParams.get("watch") === "true") {
+      const body = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(new TextEncoder().encode('{"type":"ADDED"}\n'));
+        },
+        cancel() {
+          watchCancelled = true;
+        },
+      });
+      return new Response(body, { headers: { "content-type": "application/json" } });
+    }
+    if (req.method === "DELETE") return Response.json({ reason: "NotFound" }, { status: 404 });
+    return Response.json({ ok: true }, { status: req.method === "POST" ? 201 : 200 });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    seen,
+    get watchCancelled() {
+      return watchCancelled;
+    },
+    close: () => server.shutdown(),
+  };
+}
+
+Deno.test({
+  name: "api_proxy: forwards requests with their credentials and counts verb and resource",
+  async fn() {
+    const upstream = startUpstream();
+    const proxy = startApiProxy(upstream.url);
+    try {
+      const headers = { authorization: "Bearer op-token" };
+      const created = await fetch(`${proxy.url}/api/v1/namespaces/a/pods`, {
+        method: "POST",
+        headers,
+        body: '{"metadata":{"name":"p"}}',
+      });
+      assert.equal(created.status, 201);
+      assert.deepEqual(await created.json(), { ok: true });
+      const missing = await fetch(`${proxy.url}/api/v1/namespaces/a/pods/gone`, {
+        method: "DELETE",
+        headers,
+      });
+      assert.equal(missing.status, 404);
+      await missing.body?.cancel();
+
+      assert.deepEqual(upstream.seen.map((s) => [s.method, s.path, s.auth, s.body]), [
+        ["POST", "/api/v1/namespaces/a/pods", "Bearer op-token", '{"metadata":{"name":"p"}}'],
+        ["DELETE", "/api/v1/namespaces/a/pods/gone", "Bearer op-token", ""],
+      ]);
+      assert.deepEqual(
+        proxy.requests.map((r) => [r.verb, r.resource, r.namespace, r.status]),
+        [["create", "pods", "a", 201], ["delete", "pods", "a", 404]],
+      );
+      assert.equal(proxy.between(proxy.requests[1].at).length, 1);
+    } finally {
+      await proxy.close();
+      await upstream.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "api_proxy: a watch streams through and ends upstream when the client leaves",
+  async fn() {
+    const upstream = startUpstream();
+    const proxy = startApiProxy(upstream.url);
+    try {
+      const res = await fetch(`${proxy.url}/api/v1/pods?watch=true`);
+      const reader = res.body!.getReader();
+      const first = await reader.read();
+      assert.equal(new TextDecoder().decode(first.value), '{"type":"ADDED"}\n');
+      assert.deepEqual(proxy.requests.map((r) => [r.verb, r.resource, r.status]), [
+        ["watch", "pods", 200],
+      ]);
+      await reader.cancel();
+      await waitFor("the upstream watch to be cancelled", () => upstream.watchCancelled);
+    } finally {
+      await proxy.close();
+      await upstream.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "api_proxy: the kubeconfig copy points at the proxy and keeps the credentials",
+  async fn() {
+    const proxy = startApiProxy("http://127.0.0.1:1");
+    const dir = await Deno.makeTempDir();
+    try {
+      const original = `${dir}/sa.kubeconfig`;
+      await Deno.writeTextFile(
+        original,
+        JSON.stringify({
+          clusters: [{
+            name: "c",
+            cluster: { server: "https://127.0.0.1:6443", "certificate-authority-data": "Q0E=" },
+          }],
+          users: [{ name: "u", user: { token: "t0k" } }],
+        }),
+      );
+      const copy = JSON.parse(await Deno.readTextFile(await proxy.rewriteKubeconfig(original)));
+      assert.deepEqual(copy.clusters, [{ name: "c", cluster: { server: proxy.url } }]);
+      assert.deepEqual(copy.users, [{ name: "u", user: { token: "t0k" } }]);
+    } finally {
+      await proxy.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

@@ -1,0 +1,132 @@
+/**
+ * Convergence on the real system: the operator under test on a real control plane with the VM
+ * simulator (tests/harness/stack.ts), N CocoonSets (default 100) of one main agent, three
+ * sub-agents and one toolbox created at once, and then a steady state.
+ *
+ * Figures:
+ * - secondsToAllRunning: from the first create until every set is Running for its spec with
+ *   all five pods ready (a cluster-wide list every 250 ms).
+ * - apiRequests: what the operator asked the API server in that time, by resource and verb,
+ *   counted by the proxy its kubeconfig points at (api_proxy.ts; why a proxy: see there), and
+ *   restClientRequests: its own rest_client_requests_total by method since it started, as a
+ *   cross-check of the proxy.
+ * - cpuSeconds: user + system CPU of the operator process over the same span; peakRssMiB: its
+ *   VmHWM at the end of it (since process start); heap: see operator_under_test.ts.
+ * - steadyState: every write (create, update, patch, delete) the operator makes in the
+ *   `steadySeconds` (default 60) that start 5 s after all sets are Running (goal: 0), the
+ *   writes in those 5 s, and the non-watch reads of the window.
+ *
+ * The simulator plays the kubelets with its default latencies (boot 100 ms); the operator
+ * runs with its default concurrency (4 CocoonSet workers) and leader election off.
+ *
+ * Run alone: `deno run -A tests/bench/convergence.ts [--quick] [--operator-cmd "…"]`.
+ *
+ * @module
+ */
+import { realClock, sleep } from "../../kube/clock.ts";
+import type { ApiProxy } from "./api_proxy.ts";
+import { type BenchFlags, parseBenchFlags } from "./flags.ts";
+import { createSets, nodesFor, PODS_PER_SET, progress, waitConverged } from "./load.ts";
+import { memoryReport } from "./operator_under_test.ts";
+import { countByResource, countByVerb, isWrite } from "./request_info.ts";
+import { startBenchSystem } from "./system.ts";
+
+/** What to run. */
+export interface ConvergenceOptions {
+  operatorCmd: string;
+  /** CocoonSets created at once (default 100). */
+  sets?: number;
+  /** Length of the steady-state window (default 60). */
+  steadySeconds?: number;
+}
+
+/** How long after all sets are Running the steady-state window starts. */
+const SETTLE_MS = 5_000;
+
+/** The requests made in [from, to), tallied (watches included: each is one request). */
+function tally(api: ApiProxy, from: number, to: number) {
+  const requests = api.between(from, to);
+  const failed = requests.filter((r) => r.status >= 400 || r.status === 0);
+  return {
+    total: requests.length,
+    byVerb: countByVerb(requests),
+    byResource: countByResource(requests),
+    // Answers other than success, as "<verb> <status>" (0: no answer before the window ended).
+    failedByResource: countByResource(failed.map((r) => ({ ...r, verb: `${r.verb} ${r.status}` }))),
+  };
+}
+
+/** Runs the benchmark (see the module doc). */
+export async function benchConvergence(opts: ConvergenceOptions): Promise<Record<string, unknown>> {
+  const sets = opts.sets ?? 100;
+  const steadySeconds = opts.steadySeconds ?? 60;
+  const nodes = nodesFor(sets);
+  await using system = await startBenchSystem({ operatorCmd: opts.operatorCmd, nodes });
+  const op = await system.startOperator();
+  const startupRequests = system.api.requests.length;
+  await system.waitQuiet(2_000, 30_000);
+
+  const before = await op.usage();
+  const t0 = performance.now();
+  progress(`convergence: creating ${sets} CocoonSets`);
+  await createSets(system.stack.admin, 0, sets, 100);
+  const createdMs = performance.now() - t0;
+  const tRunning = await waitConverged(system.stack.admin, sets, 120_000 + sets * 2_000);
+  const after = await op.usage();
+  progress(`convergence: all Running after ${((tRunning - t0) / 1000).toFixed(1)} s`);
+  const converging = tally(system.api, t0, tRunning);
+  const restClientRequests = await op.restClientRequests();
+
+  const quiet = new AbortController().signal;
+  await sleep(realClock, SETTLE_MS, quiet);
+  const tSteady = performance.now();
+  progress(`convergence: steady state for ${steadySeconds} s`);
+  await sleep(realClock, steadySeconds * 1000, quiet);
+  const tEnd = performance.now();
+  const steadyWrites = system.api.between(tSteady, tEnd).filter(isWrite);
+  const settleWrites = system.api.between(tRunning, tSteady).filter(isWrite);
+  const steadyReads = system.api.between(tSteady, tEnd).filter((r) =>
+    !isWrite(r) && r.verb !== "watch"
+  );
+  const memory = await memoryReport(op);
+
+  return {
+    operator: await op.describe(),
+    sets,
+    pods: sets * PODS_PER_SET,
+    simNodes: nodes.length,
+    createSeconds: +(createdMs / 1000).toFixed(2),
+    secondsToAllRunning: +((tRunning - t0) / 1000).toFixed(2),
+    apiRequests: converging,
+    apiRequestsAtStartup: startupRequests,
+    restClientRequests,
+    cpuSeconds: +(after.cpuSeconds - before.cpuSeconds).toFixed(2),
+    peakRssMiB: after.peakRssMiB,
+    rssMiBAtAllRunning: after.rssMiB,
+    afterSteadyState: memory,
+    steadyState: {
+      seconds: steadySeconds,
+      startsSecondsAfterAllRunning: SETTLE_MS / 1000,
+      writes: steadyWrites.length,
+      writesByResource: countByResource(steadyWrites),
+      writesBeforeWindow: settleWrites.length,
+      writesBeforeWindowByResource: countByResource(settleWrites),
+      nonWatchReads: steadyReads.length,
+      goalWrites: 0,
+    },
+  };
+}
+
+/** The benchmark as the command line asks for it (`--quick`: 20 sets, a 10 s window). */
+export function convergenceFromFlags(flags: BenchFlags): Promise<Record<string, unknown>> {
+  return benchConvergence({
+    operatorCmd: flags.operatorCmd,
+    sets: flags.quick ? 20 : 100,
+    steadySeconds: flags.quick ? 10 : 60,
+  });
+}
+
+if (import.meta.main) {
+  const convergence = await convergenceFromFlags(parseBenchFlags(Deno.args));
+  console.log(JSON.stringify({ convergence }, null, 2));
+}

@@ -1,0 +1,118 @@
+/**
+ * A process's resource use as Linux reports it in /proc, read from the outside so any build of
+ * the operator (a `deno run`, a compiled binary, the Go original) is measured the same way:
+ * CPU seconds (utime + stime of /proc/<pid>/stat), current and peak resident set (VmRSS and
+ * VmHWM of /proc/<pid>/status), when it started, and its child processes (to find the process
+ * a launcher such as `deno task start` finally runs).
+ *
+ * @module
+ */
+
+/** Clock ticks per second of /proc's time fields (USER_HZ), read once from getconf. */
+let ticksPerSecond: number | undefined;
+
+async function clockTicks(): Promise<number> {
+  if (ticksPerSecond === undefined) {
+    try {
+      const out = await new Deno.Command("getconf", { args: ["CLK_TCK"], stderr: "null" })
+        .output();
+      ticksPerSecond = Number(new TextDecoder().decode(out.stdout).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100; // USER_HZ on every mainstream Linux architecture
+    }
+  }
+  return ticksPerSecond;
+}
+
+/** The fields of /proc/<pid>/stat the benchmarks use. */
+export interface ProcStat {
+  ppid: number;
+  /** User plus system CPU time, in seconds. */
+  cpuSeconds: number;
+  /** Start time in clock ticks since boot (10 ms resolution at USER_HZ 100). */
+  startTicks: number;
+  ticksPerSecond: number;
+}
+
+/** Parses /proc/<pid>/stat (the command name may hold spaces and parentheses). */
+export async function readStat(pid: number): Promise<ProcStat> {
+  const text = await Deno.readTextFile(`/proc/${pid}/stat`);
+  // Fields after the command name start with field 3 (state); see proc(5).
+  const rest = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  const field = (n: number) => Number(rest[n - 3]);
+  const hz = await clockTicks();
+  return {
+    ppid: field(4),
+    cpuSeconds: (field(14) + field(15)) / hz,
+    startTicks: field(22),
+    ticksPerSecond: hz,
+  };
+}
+
+/** Resident memory of a process, in MiB. */
+export interface ProcMemory {
+  /** VmRSS: resident now. */
+  rssMiB: number;
+  /** VmHWM: the highest resident set since the process started. */
+  peakRssMiB: number;
+}
+
+/** Reads VmRSS and VmHWM from /proc/<pid>/status. */
+export async function readMemory(pid: number): Promise<ProcMemory> {
+  const text = await Deno.readTextFile(`/proc/${pid}/status`);
+  const kib = (name: string) => {
+    const m = text.match(new RegExp(`^${name}:\\s+(\\d+) kB`, "m"));
+    if (!m) throw new Error(`/proc/${pid}/status has no ${name}`);
+    return Number(m[1]);
+  };
+  return { rssMiB: mib(kib("VmRSS") * 1024), peakRssMiB: mib(kib("VmHWM") * 1024) };
+}
+
+/** Bytes as MiB with one decimal. */
+export function mib(bytes: number): number {
+  return Math.round(bytes / 2 ** 20 * 10) / 10;
+}
+
+/** The pids of a process's children (every thread's; /proc/<pid>/task/<tid>/children). */
+export async function childrenOf(pid: number): Promise<number[]> {
+  const out: number[] = [];
+  try {
+    for await (const task of Deno.readDir(`/proc/${pid}/task`)) {
+      const text = await Deno.readTextFile(`/proc/${pid}/task/${task.name}/children`)
+        .catch(() => "");
+      for (const word of text.split(/\s+/)) if (word) out.push(Number(word));
+    }
+  } catch {
+    // The process is gone.
+  }
+  return out.sort((a, b) => a - b);
+}
+
+/**
+ * A launcher chain: from `pid`, the only child while there is exactly one. `deno task start` →
+ * `deno run scripts/start.ts` → `deno run main.ts` gives three pids; a binary started directly
+ * is a chain of one.
+ */
+export async function launchChain(pid: number): Promise<number[]> {
+  const chain = [pid];
+  for (;;) {
+    const children = await childrenOf(chain.at(-1)!);
+    if (children.length !== 1) return chain;
+    chain.push(children[0]);
+  }
+}
+
+/** The process a launcher chain ends in (see launchChain): the one doing the work. */
+export async function chainEnd(pid: number): Promise<number> {
+  return (await launchChain(pid)).at(-1)!;
+}
+
+/** The command line of a process (arguments joined by spaces), "" when it is gone. */
+export async function commandLine(pid: number): Promise<string> {
+  try {
+    return (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0").filter((a) => a)
+      .join(" ");
+  } catch {
+    return "";
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The real system a system benchmark runs on: tests/harness/stack.ts with no operator replica
+ * of its own (control plane, registry with its instrumented proxy, simulator process), the
+ * counting API proxy (api_proxy.ts) and a kubeconfig for the operator's ServiceAccount
+ * (config/rbac's ClusterRole) that points at that proxy; the operator under test is started
+ * from a command line (operator_under_test.ts).
+ *
+ * @module
+ */
+import { operatorKubeconfig } from "../harness/operator_identity.ts";
+import { type Stack, startStack } from "../harness/stack.ts";
+import { waitUntil } from "../harness/wait.ts";
+import type { SimNode } from "../../sim/nodes.ts";
+import { type ApiProxy, startApiProxy } from "./api_proxy.ts";
+import { type OperatorUnderTest, startOperatorUnderTest } from "./operator_under_test.ts";
+import { progress } from "./load.ts";
+
+/** What to start. */
+export interface BenchSystemOptions {
+  /** The operator's command line (`--operator-cmd`). */
+  operatorCmd: string;
+  /** Simulator nodes (default: the stack's two 8-seat nodes). */
+  nodes?: SimNode[];
+}
+
+/** A running system; see the module doc. */
+export interface BenchSystem extends AsyncDisposable {
+  readonly stack: Stack;
+  /** Every API request the operator made (through its kubeconfig). */
+  readonly api: ApiProxy;
+  /** The operator currently running, if any. */
+  readonly operator: OperatorUnderTest | undefined;
+  /**
+   * Starts the operator (stopping a running one first) and, unless told not to, waits for
+   * /readyz.
+   */
+  startOperator(opts?: { waitReady?: boolean }): Promise<OperatorUnderTest>;
+  /**
+   * Waits until the operator made no request other than a watch for `quietMs` (its queue has
+   * drained); returns false when that did not happen within timeoutMs.
+   */
+  waitQuiet(quietMs: number, timeoutMs: number): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+/** Starts the stack, the proxy and the operator identity; no operator runs yet. */
+export async function startBenchSystem(opts: BenchSystemOptions): Promise<BenchSystem> {
+  progress(`starting control plane, registry and simulator (${opts.nodes?.length ?? 2} nodes)`);
+  const stack = await startStack({ operators: 0, nodes: opts.nodes });
+  let api: ApiProxy | undefined;
+  let operator: OperatorUnderTest | undefined;
+  const stop = async () => {
+    await operator?.stop().catch(() => {});
+    operator = undefined;
+    await api?.close().catch(() => {});
+    await stack.stop();
+  };
+  try {
+    api = startApiProxy(stack.cp.server, stack.cp.caCertPem);
+    const kubeconfig = await api.rewriteKubeconfig(await operatorKubeconfig(stack.cp));
+    const proxy = api;
+    return {
+      stack,
+      api: proxy,
+      get operator() {
+        return operator;
+      },
+      async startOperator({ waitReady = true } = {}) {
+        if (operator) {
+          const t = performance.now();
+          await operator.stop();
+          progress(`operator stopped in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+        }
+        operator = undefined;
+        const op = await startOperatorUnderTest({
+          command: opts.operatorCmd,
+          kubeconfig,
+          ociRegistry: `${stack.proxy.host}/${stack.prefix}`,
+        });
+        operator = op;
+        if (waitReady) {
+          await op.waitReady();
+          progress(`operator ready in ${((performance.now() - op.spawnedAt) / 1000).toFixed(1)} s`);
+        }
+        return op;
+      },
+      async waitQuiet(quietMs, timeoutMs) {
+        try {
+          await waitUntil(() => {
+            const last = proxy.requests.findLast((r) => r.verb !== "watch");
+            return performance.now() - (last?.at ?? 0) >= quietMs;
+          }, { what: `no operator request for ${quietMs} ms`, timeoutMs, intervalMs: 250 });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      stop,
+      [Symbol.asyncDispose]: stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
