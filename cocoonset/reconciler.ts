@@ -9,13 +9,20 @@
  * leftover hibernate requests → main drift → create main → wait for the main to be Ready →
  * sub-agents → toolboxes → status.
  */
+import { getLogger } from "@logtape/logtape";
 import type { Client, Reader } from "../kube/client.ts";
 import { type Clock, realClock } from "../kube/clock.ts";
 import { controllerManagedBy } from "../kube/builder.ts";
 import { Pods } from "../kube/core.ts";
 import { addFinalizer, containsFinalizer } from "../kube/controllerutil.ts";
 import { patchObject } from "../kube/client_patch.ts";
-import { isAlreadyExists, isNotFound, wrapError } from "../kube/errors.ts";
+import {
+  errorMessage,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  wrapError,
+} from "../kube/errors.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Manager } from "../kube/manager.ts";
 import { generationChanged } from "../kube/predicates.ts";
@@ -51,6 +58,8 @@ import {
   reportNameConflict,
 } from "./conflict.ts";
 
+const conflictLog = getLogger(["cocoon-operator", "cocoonset"]);
+
 /** Normal reason: the failed main is Ready again. */
 export const ReasonRecoveredFromFailure = "RecoveredFromFailure";
 /** How often to look again while the main is not Ready or an old pod still terminates (ms). */
@@ -74,6 +83,24 @@ export class CocoonSetReconciler implements Reconciler {
   }
 
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
+    try {
+      return await this.#reconcile(req, signal);
+    } catch (err) {
+      // A write computed from a cached copy the server has moved past (status writes and the
+      // finalizer are optimistically locked): look again from a fresh read, without an error.
+      if (isConflict(err)) {
+        conflictLog.debug("conflict writing {namespace}/{cocoonset}, looking again: {error}", {
+          namespace: req.namespace,
+          cocoonset: req.name,
+          error: errorMessage(err),
+        });
+        return { requeue: true };
+      }
+      throw err;
+    }
+  }
+
+  async #reconcile(req: Request, signal: AbortSignal): Promise<Result> {
     const { deps } = this;
     let cs: CocoonSet;
     try {

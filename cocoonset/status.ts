@@ -231,6 +231,12 @@ export function buildConditions(
  * timestamps of unflipped ones), compares with what is stored and, when different, patches the
  * status subresource. cs is refreshed in place from the server's answer. Returns whether a write
  * was made.
+ *
+ * The patch carries cs's resourceVersion: a merge patch holds only the fields that differ from
+ * cs, so against a stale cached copy it would merge this pass's fields into a newer status
+ * written meanwhile (phase Scaling next to conditions saying Running), and status writes wake no
+ * pass to put that right. Against a stale copy the server answers Conflict instead, and the
+ * reconciler looks again from a fresh read. (The Go operator merged without the lock.)
  */
 export async function writeStatus(
   client: Writer,
@@ -247,7 +253,7 @@ export async function writeStatus(
   if (statusEqual(cs.status, status)) return false;
   await patchStatus(client, CocoonSets, cs, (c) => {
     c.status = status;
-  }, { signal });
+  }, { signal, optimisticLock: true });
   return true;
 }
 
