@@ -155,15 +155,21 @@ export interface KillRecord {
 
 /**
  * SIGKILLs replica i — the `deno run … main.ts` process itself, checked through /proc before
- * the signal — waits for it to be reaped, and starts a fresh process in its place.
+ * the signal, not a wrapper — and waits for it to be reaped; returns when the signal was sent.
  */
-export async function killAndRestart(stack: Stack, i: number): Promise<KillRecord> {
+export async function sigkillOperator(stack: Stack, i: number): Promise<number> {
   const op = stack.operators[i];
   const cmdline = await Deno.readTextFile(`/proc/${op.proc.pid}/cmdline`);
   assert.match(cmdline.replaceAll("\0", " "), /\bmain\.ts\b/, "the killed process runs main.ts");
   const at = Date.now();
   const status = await stack.killOperator(i, "SIGKILL");
   assert.equal(status.signal, "SIGKILL", `replica ${i} died of SIGKILL`);
+  return at;
+}
+
+/** sigkillOperator, then a fresh process in its place (ready when this resolves). */
+export async function killAndRestart(stack: Stack, i: number): Promise<KillRecord> {
+  const at = await sigkillOperator(stack, i);
   const started = Date.now();
   await stack.restartOperator(i);
   return { at, restartMs: Date.now() - started };
