@@ -2,6 +2,7 @@
 import type { Reader } from "../kube/client.ts";
 import { type Pod, Pods } from "../kube/core.ts";
 import { isControlledBy } from "../kube/controllerutil.ts";
+import { isValidLabelValue } from "../kube/selector.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { LabelCocoonSet } from "../common/meta/mod.ts";
 
@@ -24,9 +25,14 @@ export async function listOwnedPods(
   signal?: AbortSignal,
   opts: ListOwnedOptions = {},
 ): Promise<Pod[]> {
+  const name = cs.metadata.name ?? "";
+  // A set name over 63 characters is a valid object name but no label value: no pod carries it
+  // (the API server refuses such a label), and a selector on it is refused. Listing would fail
+  // every pass, teardown included, and the set could never be deleted.
+  if (!isValidLabelValue(name)) return [];
   const list = await reader.list(Pods, {
     namespace: cs.metadata.namespace,
-    labelSelector: { [LabelCocoonSet]: cs.metadata.name ?? "" },
+    labelSelector: { [LabelCocoonSet]: name },
     signal,
     ...(opts.unsafeDisableDeepCopy ? { unsafeDisableDeepCopy: true } : {}),
   });

@@ -19,6 +19,15 @@ const keyPattern =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const valuePattern = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 
+/**
+ * Whether value can be a label value (at most 63 characters of alphanumerics, '-', '_' and '.',
+ * starting and ending alphanumeric, or empty): the API server stores no other, and refuses a
+ * selector naming one.
+ */
+export function isValidLabelValue(value: string): boolean {
+  return value.length <= 63 && valuePattern.test(value);
+}
+
 /** Splits on commas that are not inside parentheses. */
 function splitTerms(text: string): string[] {
   const terms: string[] = [];
@@ -49,7 +58,7 @@ function checkKey(key: string, source: string): string {
 }
 
 function checkValue(value: string, source: string): string {
-  if (!valuePattern.test(value) || value.length > 63) {
+  if (!isValidLabelValue(value)) {
     throw new Error(`invalid label selector "${source}": bad value "${value}"`);
   }
   return value;

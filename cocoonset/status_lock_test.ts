@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import type { Client } from "../kube/client.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { Pods } from "../kube/core.ts";
+import { buildAgentPod } from "./pods.ts";
+import { CocoonSetReconciler } from "./reconciler.ts";
+import {
+  conditionOf,
+  editPod,
+  getSet,
+  livePod,
+  newCocoonSet,
+  newTestEnv,
+  reconcileSet,
+  seedSet,
+  type TestEnv,
+  testNamespace,
+  withFinalizer,
+} from "./_test_support.ts";
+
+/** The fake, except that CocoonSet reads answer with `stale` (a cache that missed writes). */
+function lagging(env: TestEnv, stale: CocoonSet): Client {
+  return new Proxy(env.fake, {
+    get(target, prop, receiver) {
+      if (prop === "get") {
+        return (rt: unknown, ...rest: unknown[]) =>
+          rt === CocoonSets
+            ? Promise.resolve(structuredClone(stale))
+            : (target.get as (...a: unknown[]) => unknown).call(target, rt, ...rest);
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  }) as Client;
+}
+
+/** Phase and the Progressing condition's message, which names the phase it was built for. */
+async function phaseAndProgressing(env: TestEnv): Promise<[string, string]> {
+  const cs = await getSet(env.fake, "demo");
+  return [cs.status?.phase ?? "", conditionOf(cs, "Progressing")?.message ?? ""];
+}
+
+Deno.test("a status computed against a stale copy of the set is refused, not merged into the newer one", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => (c.spec.agent.replicas = 1));
+  const main = livePod(buildAgentPod(cs, 0));
+  const vm = main.metadata.annotations?.["vm.cocoonstack.io/name"] ?? "";
+  seedSet(env, cs, [main, livePod(buildAgentPod(cs, 1, vm, "node-a"))]);
+  await reconcileSet(env, "demo");
+  assert.deepEqual(await phaseAndProgressing(env), ["Running", "Running"]);
+
+  // Scaled to 2: a lagging cache holds this copy (new spec, the old Running status) while the
+  // passes below write Scaling, a write it never sees.
+  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+    spec: { agent: { replicas: 2 } },
+  });
+  const stale = await getSet(env.fake, "demo");
+  await reconcileSet(env, "demo"); // creates slot 2
+  await reconcileSet(env, "demo"); // slot 2 not ready yet: Scaling
+  assert.deepEqual(await phaseAndProgressing(env), ["Scaling", "Scaling"]);
+  await editPod(env, "demo-2", (p) => livePod(p, "node-a"));
+
+  // A pass reading the stale copy computes Running 3/3. A merge patch against that copy leaves
+  // out the phase (Running there already) and would leave phase Scaling next to Running
+  // conditions, a status that no later pass would look at again.
+  const behind = new CocoonSetReconciler({
+    client: lagging(env, stale),
+    apiReader: env.fake,
+    registry: env.registry,
+    recorder: env.recorder,
+    clock: env.clock,
+  });
+  assert.deepEqual(
+    await behind.reconcile(
+      { namespace: testNamespace, name: "demo" },
+      new AbortController().signal,
+    ),
+    { requeue: true },
+    "refused as a conflict and looked at again",
+  );
+  assert.deepEqual(await phaseAndProgressing(env), ["Scaling", "Scaling"], "nothing was merged");
+
+  // The retry, with the cache caught up, writes the whole status.
+  await reconcileSet(env, "demo");
+  assert.deepEqual(await phaseAndProgressing(env), ["Running", "Running"]);
+  assert.equal((await getSet(env.fake, "demo")).status?.readyAgents, 3);
+  assert.equal((await env.fake.list(Pods, { namespace: testNamespace })).items.length, 3);
+});
