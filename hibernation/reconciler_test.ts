@@ -1,6 +1,6 @@
 /**
  * The reconciler on the fake API: the counterparts of the Go operator's hibernation tests (named
- * after them in tests/parity/hibernation.md) and the behaviour this port adds.
+ * after them in tests/PARITY.md) and the behaviour this port adds.
  */
 import assert from "node:assert/strict";
 import {
