@@ -10,7 +10,7 @@
  * without it skips these tests with the reason in the test name; with CI set they fail instead.
  */
 import assert from "node:assert/strict";
-import { loadYaml } from "@kubernetes/client-node/dist/yaml.js";
+import { load as loadYaml } from "js-yaml";
 import {
   leaderElectionMasterStatus,
   reconcileErrors,

@@ -6,7 +6,8 @@
  * - listeningMs: the first HTTP answer (any status) on the probe port, polled every 2 ms;
  * - readyzMs: the first /readyz 200;
  * - cachesSyncedMs: the manager's "caches synced" log line reaching us;
- * - workersStartedMs: the second "Starting workers" line (both controllers, CocoonSet and
+ * - workersStartedMs: the second "Starting … workers" line (ours says "Starting 4 workers of
+ *   cocoonset", controller-runtime "Starting workers"; both controllers, CocoonSet and
  *   CocoonHibernation, run their workers), the point the issue compares: the Go original's
  *   workers run at 253 ms on these machines and its /readyz answers at 48 ms, before its caches
  *   sync (controller-runtime serves probes at once; ours answers /readyz only once started);
@@ -71,7 +72,10 @@ async function measureOnce(op: OperatorUnderTest): Promise<StartupRun> {
     msWhen(pollHttp(`${op.probeUrl}/healthz`, () => true), t0),
     msWhen(pollHttp(`${op.probeUrl}/readyz`, (s) => s === 200), t0),
     msWhen(op.proc.waitForOutput(/caches synced/i, DEADLINE_MS), t0),
-    msWhen(op.proc.waitForOutput(/Starting workers[\s\S]*Starting workers/, DEADLINE_MS), t0),
+    msWhen(
+      op.proc.waitForOutput(/Starting (\d+ )?workers[\s\S]*Starting (\d+ )?workers/, DEADLINE_MS),
+      t0,
+    ),
   ]);
   const [root, end] = await Promise.all([readStat(op.proc.pid), readStat(await op.pid())]);
   return {
