@@ -21,7 +21,7 @@ import {
   readLifecycleStatus,
 } from "../common/meta/lifecycle.ts";
 import type { Pod } from "../kube/core.ts";
-import { errorMessage } from "../kube/errors.ts";
+import { wrapError } from "../kube/errors.ts";
 import type { Result } from "../kube/reconcile.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import type { Pass, StepDeps } from "./pass.ts";
@@ -45,9 +45,7 @@ export async function reconcileHibernate(deps: StepDeps, pass: Pass): Promise<Re
   try {
     await patchHibernateState(deps.client, pod, true, signal);
   } catch (err) {
-    throw new Error(`set hibernate annotation on pod ${pod.metadata.name}: ${errorMessage(err)}`, {
-      cause: err,
-    });
+    throw wrapError(`set hibernate annotation on pod ${pod.metadata.name}`, err);
   }
   const expired = () =>
     phaseDeadlineExceeded(

@@ -30,7 +30,7 @@ import type { Client, Reader } from "../kube/client.ts";
 import { type Clock, realClock } from "../kube/clock.ts";
 import { addFinalizer, removeFinalizer } from "../kube/controllerutil.ts";
 import { type Pod, Pods } from "../kube/core.ts";
-import { errorMessage, isConflict, isNotFound } from "../kube/errors.ts";
+import { errorMessage, isConflict, isNotFound, wrapError } from "../kube/errors.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Reconciler, Request, Result } from "../kube/reconcile.ts";
 import type { Registry } from "../snapshot/registry.ts";
@@ -43,6 +43,7 @@ import { REQUEUE_INTERVAL_MS } from "./status.ts";
 import { PhaseTransitions } from "./transitions.ts";
 import { StripedLock } from "./vm_lock.ts";
 import { reconcileWake } from "./wake.ts";
+import { dropHibernateTag } from "./tag.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);
 
@@ -108,9 +109,7 @@ export class HibernationReconciler implements Reconciler {
       hib = await this.#client.get(CocoonHibernations, req.namespace, req.name, { signal });
     } catch (err) {
       if (isNotFound(err)) return {};
-      throw new Error(`get hibernation ${req.namespace}/${req.name}: ${errorMessage(err)}`, {
-        cause: err,
-      });
+      throw wrapError(`get hibernation ${req.namespace}/${req.name}`, err);
     }
     if (hib.metadata.deletionTimestamp) {
       await this.#finalize(hib, signal);
@@ -189,9 +188,7 @@ export class HibernationReconciler implements Reconciler {
         return await reader.get(Pods, namespace, name, { signal });
       } catch (err) {
         if (!isNotFound(err)) {
-          throw new Error(`get target pod ${namespace}/${name}: ${errorMessage(err)}`, {
-            cause: err,
-          });
+          throw wrapError(`get target pod ${namespace}/${name}`, err);
         }
       }
     }
@@ -220,17 +217,7 @@ export class HibernationReconciler implements Reconciler {
             hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
           });
         } else {
-          try {
-            await this.#registry.deleteManifest(vmName, HibernateSnapshotTag, signal);
-          } catch (err) {
-            signal.throwIfAborted();
-            log.error("delete hibernate snapshot {vm}:{tag}: {error}", {
-              vm: vmName,
-              tag: HibernateSnapshotTag,
-              error: errorMessage(err),
-              hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
-            });
-          }
+          await dropHibernateTag(this.#registry, vmName, hib, signal);
         }
       }
       await patchObject(this.#client, CocoonHibernations, hib, (h) => {

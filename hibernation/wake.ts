@@ -9,23 +9,20 @@
  *
  * @module
  */
-import { getLogger } from "@logtape/logtape";
 import {
   CocoonHibernationPhaseActive,
   CocoonHibernationPhaseWaking,
 } from "../common/apis/v1/mod.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
-import { HibernateSnapshotTag } from "../common/meta/keys.ts";
 import { isContainerRunning } from "../common/meta/pod.ts";
 import { parseVMRuntime } from "../common/meta/vmruntime.ts";
 import type { Pod } from "../kube/core.ts";
-import { errorMessage } from "../kube/errors.ts";
+import { wrapError } from "../kube/errors.ts";
 import type { Result } from "../kube/reconcile.ts";
 import type { Pass, StepDeps } from "./pass.ts";
+import { dropHibernateTag } from "./tag.ts";
 import { phaseDeadlineExceeded, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./status.ts";
-
-const log = getLogger(["cocoon-operator", "hibernation"]);
 
 /** Whether the pod runs a restored VM: a running container and a VM id. */
 export function vmLive(pod: Pod): boolean {
@@ -43,24 +40,11 @@ export async function reconcileWake(deps: StepDeps, pass: Pass): Promise<Result>
     try {
       await patchHibernateState(deps.client, pod, false, signal);
     } catch (err) {
-      throw new Error(
-        `clear hibernate annotation on pod ${pod.metadata.name}: ${errorMessage(err)}`,
-        { cause: err },
-      );
+      throw wrapError(`clear hibernate annotation on pod ${pod.metadata.name}`, err);
     }
   }
   if (vmLive(pod)) {
-    try {
-      await deps.registry.deleteManifest(vmName, HibernateSnapshotTag, signal);
-    } catch (err) {
-      signal.throwIfAborted();
-      log.error("delete hibernate snapshot {vm}:{tag}: {error}", {
-        vm: vmName,
-        tag: HibernateSnapshotTag,
-        error: errorMessage(err),
-        hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
-      });
-    }
+    await dropHibernateTag(deps.registry, vmName, hib, signal);
     await deps.transitions.enter(hib, CocoonHibernationPhaseActive, vmName, signal);
     return {};
   }

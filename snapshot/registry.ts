@@ -5,7 +5,7 @@
  * (written by vk-cocoon when a VM is hibernated, read back at wake) and `latest`.
  */
 
-import { errorMessage } from "../kube/errors.ts";
+import { wrapError } from "../kube/errors.ts";
 
 /**
  * Tag of the snapshot vk-cocoon pushes on hibernate and restores from at wake.
@@ -40,6 +40,6 @@ export async function hasHibernateSnapshot(
   try {
     return await reg.hasManifest(vmName, HIBERNATE_SNAPSHOT_TAG, signal);
   } catch (err) {
-    throw new Error(`probe hibernate snapshot ${vmName}: ${errorMessage(err)}`, { cause: err });
+    throw wrapError(`probe hibernate snapshot ${vmName}`, err);
   }
 }
