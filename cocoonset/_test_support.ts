@@ -32,7 +32,7 @@ import {
   readCocoonSetGeneration,
 } from "../common/meta/mod.ts";
 import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
-import { FakeRegistry } from "../snapshot/fake.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { finalizerName } from "./delete.ts";
 import { type CocoonSetDeps, logFor, type Pass } from "./pass.ts";
 import { classifyPods } from "./pods.ts";

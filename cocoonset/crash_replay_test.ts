@@ -66,7 +66,7 @@ import {
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
-import { FakeRegistry } from "../snapshot/fake.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { podRelevantChange } from "./predicate.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
 import { counterValue, poolNode, testNamespace as ns } from "./_test_support.ts";

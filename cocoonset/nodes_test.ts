@@ -17,7 +17,7 @@ import {
   markRestoreFromHibernate,
   readHibernateState,
 } from "../common/meta/mod.ts";
-import { FakeRegistry } from "../snapshot/fake.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import {
   depsOf,
   newCocoonSet,

@@ -5,7 +5,7 @@ import { FakeClient } from "../kube/testing/fake.ts";
 import { waitFor } from "../kube/testing/wait.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { HibernateSnapshotTag, readRestoreFromHibernate } from "../common/meta/mod.ts";
-import { FakeRegistry } from "../snapshot/fake.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import {
   actionsOf,
   findSet,

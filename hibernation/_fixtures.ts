@@ -29,7 +29,7 @@ import { FakeClient } from "../kube/testing/fake.ts";
 import { FakeClock } from "../kube/testing/fake_clock.ts";
 import { rfc3339 } from "../kube/time.ts";
 import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
-import { FakeRegistry } from "../snapshot/fake.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { HIBERNATION_FINALIZER, HibernationReconciler } from "./reconciler.ts";
 
 export const NS = "ns";

@@ -23,7 +23,7 @@ import type { KubeObject } from "../kube/object.ts";
 import { metricValue } from "../kube/testing/metrics.ts";
 import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
 import { parseRfc3339 } from "../kube/time.ts";
-import { FakeRegistry } from "../snapshot/fake.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, NS, POD, ready, request, VM, vmPod } from "./_fixtures.ts";
 import { HIBERNATION_FINALIZER } from "./reconciler.ts";
 import { HIBERNATE_TIMEOUT_MS, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./status.ts";

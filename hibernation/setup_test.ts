@@ -15,7 +15,7 @@ import { FakeClient } from "../kube/testing/fake.ts";
 import { FakeClock } from "../kube/testing/fake_clock.ts";
 import { metricValue } from "../kube/testing/metrics.ts";
 import { waitUntil } from "../kube/testing/wait.ts";
-import { FakeRegistry } from "../snapshot/fake.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { NS, request, T0, vmPod } from "./_fixtures.ts";
 import { HIBERNATION_CONTROLLER, setupHibernationController } from "./setup.ts";
 import { POD_REF_INDEX } from "./watch.ts";

@@ -9,8 +9,8 @@
  * anonymous). A failed probe throws a {@link RegistryError} or {@link DeadlineError}, never
  * "absent", so a reconciler retries instead of acting on a guess.
  *
- * The in-memory fake for reconciler tests (`snapshot/fake.ts`) and the scripted HTTP stub
- * (`snapshot/stub_registry.ts`) are test doubles and not exported here.
+ * The in-memory fake for reconciler tests (`snapshot/testing/fake.ts`) and the scripted HTTP stub
+ * (`snapshot/testing/stub_registry.ts`) are test doubles and not exported here.
  *
  * @example Checking for a hibernate snapshot before waking a VM
  * ```ts

@@ -6,7 +6,7 @@ import { envFrom } from "./auth/env.ts";
 import { DeadlineError } from "./deadline.ts";
 import { RegistryError } from "./errors.ts";
 import { buildRegistry, MANIFEST_ACCEPT, newOciRegistry } from "./oci.ts";
-import { startStubRegistry, type StubOptions, type StubRegistry } from "./stub_registry.ts";
+import { startStubRegistry, type StubOptions, type StubRegistry } from "./testing/stub_registry.ts";
 
 const USER = "robot";
 const PASSWORD = "pw-0f1e2d3c-never-log-me";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DefaultSnapshotTag, HibernateSnapshotTag } from "../common/meta/keys.ts";
-import { FakeRegistry } from "./fake.ts";
+import { FakeRegistry } from "./testing/fake.ts";
 import { DEFAULT_SNAPSHOT_TAG, hasHibernateSnapshot, HIBERNATE_SNAPSHOT_TAG } from "./registry.ts";
 
 Deno.test("tags match the cocoon-common contract (and common/meta)", () => {

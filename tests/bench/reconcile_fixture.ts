@@ -18,7 +18,7 @@ import type { EventRecorder } from "../../kube/events.ts";
 import type { CocoonHibernation } from "../../common/apis/v1/cocoonhibernation_types.ts";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../../common/apis/v1/resources.ts";
-import { FakeRegistry } from "../../snapshot/fake.ts";
+import { FakeRegistry } from "../../snapshot/testing/fake.ts";
 import { CocoonSetReconciler } from "../../cocoonset/reconciler.ts";
 import { finalizerName } from "../../cocoonset/delete.ts";
 

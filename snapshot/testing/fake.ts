@@ -4,7 +4,7 @@
  * on one VM is serialized.
  */
 
-import type { Registry } from "./registry.ts";
+import type { Registry } from "../registry.ts";
 
 /** The two registry operations, as recorded and as targeted by fault injection. */
 export type FakeOp = "hasManifest" | "deleteManifest";
