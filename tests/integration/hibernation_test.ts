@@ -30,6 +30,7 @@ import { parseRfc3339, rfc3339 } from "../../kube/time.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { startSandboxedOperator } from "../harness/sandboxed_operator.ts";
+import { sampleSum } from "../harness/prom_text.ts";
 import { registryAvailable, startRegistry, type TestRegistry } from "../harness/registry.ts";
 import { type RegistryProxy, startRegistryProxy } from "../harness/registry_proxy.ts";
 import { waitUntil } from "../harness/wait.ts";
@@ -195,20 +196,6 @@ async function metricsText(w: World): Promise<string> {
   return await res.text();
 }
 
-/** Sum of every sample of name whose labels include labels. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    const m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([^ ]+)$/);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries(
-      [...(m[2] ?? "").matchAll(/([a-zA-Z_]+)="([^"]*)"/g)].map((x) => [x[1], x[2]]),
-    );
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
-  }
-  return sum;
-}
-
 /** One pass of a request, as the operator's debug log records its start. */
 interface LoggedPass {
   desire: string;
@@ -332,7 +319,7 @@ Deno.test({
             await waitEvent(w, "man", "Hibernated");
             const text = await metricsText(w);
             assert.ok(
-              sample(text, "cocoon_operator_hibernate_phase_duration_seconds_count", {
+              sampleSum(text, "cocoon_operator_hibernate_phase_duration_seconds_count", {
                 result: "ok",
               }) >= 2,
             );
@@ -351,7 +338,7 @@ Deno.test({
           assert.deepEqual(await tags(w, "man-0"), []);
           await waitEvent(w, "man", "WokenActive");
           assert.ok(
-            sample(await metricsText(w), "cocoon_operator_wake_phase_duration_seconds_count", {
+            sampleSum(await metricsText(w), "cocoon_operator_wake_phase_duration_seconds_count", {
               result: "ok",
             }) >= 1,
           );
@@ -384,7 +371,7 @@ Deno.test({
               "a fresh 3-minute clock",
             );
             assert.ok(
-              sample(
+              sampleSum(
                 await metricsText(w),
                 "cocoon_operator_hibernate_phase_duration_seconds_count",
                 {
@@ -467,7 +454,7 @@ Deno.test({
             await createRequest(w, "down", "down-0", "Hibernate");
             await waitPhase(w, "down", "Hibernating");
             await vkPushed(w, "down-0");
-            const errorsBefore = sample(
+            const errorsBefore = sampleSum(
               await metricsText(w),
               "controller_runtime_reconcile_errors_total",
               {
@@ -480,7 +467,7 @@ Deno.test({
               await waitUntil(
                 async () =>
                   proxy.requestsFor(repo, "HEAD").filter((r) => r.status === 503).length >= 2 &&
-                  sample(await metricsText(w), "controller_runtime_reconcile_errors_total", {
+                  sampleSum(await metricsText(w), "controller_runtime_reconcile_errors_total", {
                       controller: CONTROLLER,
                     }) >= errorsBefore + 2,
                 { what: "failing probes retried with backoff", timeoutMs: 30_000, intervalMs: 100 },

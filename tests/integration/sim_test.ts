@@ -6,6 +6,7 @@
  * (`deno task sim`) registers its nodes and exits cleanly on SIGTERM.
  */
 import assert from "node:assert/strict";
+import { taskPermissionFlags } from "../harness/tasks.ts";
 import { ApiClient } from "../../kube/api_client.ts";
 import { Namespaces, type Node, Nodes, type Pod, Pods } from "../../kube/core.ts";
 import { isNotFound } from "../../kube/errors.ts";
@@ -32,12 +33,6 @@ const PREFIX = "cocoon";
 
 function ann(pod: Pod, key: string): string | undefined {
   return pod.metadata.annotations?.[key];
-}
-
-/** The permission flags of the sim task, read from deno.json so the test cannot drift. */
-async function simTaskFlags(): Promise<string[]> {
-  const config = JSON.parse(await Deno.readTextFile(`${repoRoot}deno.json`));
-  return String(config.tasks.sim).split(/\s+/).filter((w) => w.startsWith("--allow-"));
 }
 
 Deno.test({
@@ -219,7 +214,7 @@ Deno.test({
     const proc = await runProcess([
       "deno",
       "run",
-      ...(await simTaskFlags()),
+      ...(await taskPermissionFlags("sim")),
       `${repoRoot}sim/main.ts`,
       "--registry=127.0.0.1:5000/cocoon",
       "--node=proc-a:default:2",
