@@ -21,7 +21,6 @@ import { waitUntil } from "../harness/wait.ts";
 import {
   CONVERGE_MS,
   createSet,
-  e2eSuite,
   eventCount,
   getSet,
   inPhase,
@@ -30,7 +29,8 @@ import {
   waitMetric,
   waitPod,
   waitSet,
-} from "./_support.ts";
+} from "../harness/stack_objects.ts";
+import { e2eSuite } from "./_support.ts";
 
 const NS = "e2e-hibernation";
 const HIBERNATE = "cocoon_operator_hibernate_phase_duration_seconds_count";

@@ -16,7 +16,6 @@ import { recordTimeline } from "../harness/timeline.ts";
 import {
   conditionOf,
   createSet,
-  e2eSuite,
   eventsWith,
   inPhase,
   livePodsOf,
@@ -24,7 +23,8 @@ import {
   waitEvent,
   waitPod,
   waitSet,
-} from "./_support.ts";
+} from "../harness/stack_objects.ts";
+import { e2eSuite } from "./_support.ts";
 
 const NS = "e2e-invalid";
 const TOOLS = "ghcr.io/cocoonstack/cocoon/toolbox:1";

@@ -13,7 +13,8 @@ import type { Stack } from "../harness/stack.ts";
 import { OPERATOR_NAMESPACE } from "../harness/stack.ts";
 import { recordTimeline, type Timeline } from "../harness/timeline.ts";
 import { waitUntil } from "../harness/wait.ts";
-import { createSet, e2eSuite, inPhase, livePodsOf, waitSet } from "./_support.ts";
+import { createSet, inPhase, livePodsOf, waitSet } from "../harness/stack_objects.ts";
+import { e2eSuite } from "./_support.ts";
 
 const MASTER = "leader_election_master_status";
 const RECONCILES = "controller_runtime_reconcile_total";

@@ -36,7 +36,6 @@ import type { Stack } from "../harness/stack.ts";
 import {
   conditionOf,
   createSet,
-  e2eSuite,
   getSet,
   IMAGE,
   inPhase,
@@ -47,7 +46,8 @@ import {
   waitGone,
   waitMetric,
   waitSet,
-} from "./_support.ts";
+} from "../harness/stack_objects.ts";
+import { e2eSuite } from "./_support.ts";
 
 const NS = "e2e-lifecycle";
 const TOOLS_IMAGE = "ghcr.io/cocoonstack/cocoon/toolbox:1";

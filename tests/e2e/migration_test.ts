@@ -19,14 +19,14 @@ import { recordTimeline } from "../harness/timeline.ts";
 import { waitUntil } from "../harness/wait.ts";
 import {
   createSet,
-  e2eSuite,
   inPhase,
   livePodsOf,
   patchSpec,
   vmOf,
   waitPod,
   waitSet,
-} from "./_support.ts";
+} from "../harness/stack_objects.ts";
+import { e2eSuite } from "./_support.ts";
 
 const NS = "e2e-migrate";
 const VM = vmOf(NS, "mig", 0);

@@ -23,7 +23,6 @@ import { waitUntil } from "../harness/wait.ts";
 import {
   conditionOf,
   createSet,
-  e2eSuite,
   eventCount,
   eventsWith,
   inPhase,
@@ -32,7 +31,8 @@ import {
   waitMetric,
   waitPod,
   waitSet,
-} from "./_support.ts";
+} from "../harness/stack_objects.ts";
+import { e2eSuite } from "./_support.ts";
 
 const NS = "e2e-rebuild";
 const HISTORY = "cocoonset.cocoonstack.io/rebuild-history";

@@ -19,7 +19,6 @@ import { recordTimeline, type Timeline } from "../harness/timeline.ts";
 import { waitUntil } from "../harness/wait.ts";
 import {
   createSet,
-  e2eSuite,
   eventsWith,
   inPhase,
   livePodsOf,
@@ -29,7 +28,8 @@ import {
   waitMetric,
   waitPod,
   waitSet,
-} from "./_support.ts";
+} from "../harness/stack_objects.ts";
+import { e2eSuite } from "./_support.ts";
 
 const NS = "e2e-release";
 const VM = vmOf(NS, "rel", 0);

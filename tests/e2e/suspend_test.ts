@@ -27,14 +27,14 @@ import { recordTimeline, type Timeline } from "../harness/timeline.ts";
 import { waitUntil } from "../harness/wait.ts";
 import {
   createSet,
-  e2eSuite,
   getSet,
   inPhase,
   livePodsOf,
   patchSpec,
   vmOf,
   waitSet,
-} from "./_support.ts";
+} from "../harness/stack_objects.ts";
+import { e2eSuite } from "./_support.ts";
 
 const NS = "e2e-suspend";
 const MEMBERS = [0, 1, 2, "tb"] as const;

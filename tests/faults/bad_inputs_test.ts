@@ -45,7 +45,7 @@ import {
   patchSpec,
   waitGone,
   waitSet,
-} from "../e2e/_support.ts";
+} from "../harness/stack_objects.ts";
 import { faultSuite } from "./_support.ts";
 
 const NS = "faults-bad";

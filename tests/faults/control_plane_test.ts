@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { LabelRole } from "../../common/meta/keys.ts";
 import { waitUntil } from "../harness/wait.ts";
-import { createSet, inPhase, patchSpec, waitSet } from "../e2e/_support.ts";
+import { createSet, inPhase, patchSpec, waitSet } from "../harness/stack_objects.ts";
 import { faultSuite, operatorLog, watchSystem } from "./_support.ts";
 
 const NS = "faults-cp";

@@ -13,7 +13,7 @@ import { type Lease, Leases } from "../../kube/core.ts";
 import { leaderElectionId } from "../../config.ts";
 import { OPERATOR_NAMESPACE, type Stack } from "../harness/stack.ts";
 import { waitUntil } from "../harness/wait.ts";
-import { createSet, inPhase, waitSet } from "../e2e/_support.ts";
+import { createSet, inPhase, waitSet } from "../harness/stack_objects.ts";
 import { faultSuite, killAndRestart, sigkillOperator } from "./_support.ts";
 
 const NS = "faults-leader";

@@ -24,7 +24,15 @@ import {
 import { type Pod, Pods } from "../../kube/core.ts";
 import type { Stack } from "../harness/stack.ts";
 import { waitUntil } from "../harness/wait.ts";
-import { createSet, getSet, inPhase, patchSpec, podsOf, vmOf, waitGone } from "../e2e/_support.ts";
+import {
+  createSet,
+  getSet,
+  inPhase,
+  patchSpec,
+  podsOf,
+  vmOf,
+  waitGone,
+} from "../harness/stack_objects.ts";
 import {
   faultSeed,
   faultSuite,

@@ -23,7 +23,15 @@ import { AnnotationRestoreFromHibernate } from "../../common/meta/keys.ts";
 import { Pods } from "../../kube/core.ts";
 import type { Stack } from "../harness/stack.ts";
 import { waitUntil } from "../harness/wait.ts";
-import { createSet, getSet, inPhase, patchSpec, vmOf, waitGone, waitSet } from "../e2e/_support.ts";
+import {
+  createSet,
+  getSet,
+  inPhase,
+  patchSpec,
+  vmOf,
+  waitGone,
+  waitSet,
+} from "../harness/stack_objects.ts";
 import { faultSuite, type Figure, operatorLog, type SystemWatch, watchSystem } from "./_support.ts";
 import type { Observation } from "./_observer.ts";
 
