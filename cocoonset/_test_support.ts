@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Reader } from "../kube/client.ts";
+import type { Client, Reader } from "../kube/client.ts";
 import { type Node, Nodes, type Pod, Pods } from "../kube/core.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { type FakeAction, FakeClient } from "../kube/testing/fake.ts";
@@ -206,6 +206,50 @@ export function newTestPass(
     log: logFor(cs),
     problems: [],
   };
+}
+
+/** What a lagging cache still shows: a stale copy of the set, the pods as they were. */
+export interface CacheLag {
+  /** Every CocoonSet read answers with this copy. */
+  set?: CocoonSet;
+  /** Every pod list answers with these pods. */
+  pods?: readonly Pod[];
+}
+
+/**
+ * The fake as a cache that missed writes: reads of the set and lists of pods answer from lag (a
+ * fresh copy each time), everything else (other reads, every write) reaches the fake.
+ */
+export function laggingCache(fake: FakeClient, lag: CacheLag): Client {
+  return new Proxy(fake, {
+    get(target, prop, receiver) {
+      if (prop === "get" && lag.set) {
+        return (rt: unknown, ...rest: unknown[]) =>
+          rt === CocoonSets
+            ? Promise.resolve(structuredClone(lag.set))
+            : (target.get as (...a: unknown[]) => unknown).call(target, rt, ...rest);
+      }
+      if (prop === "list" && lag.pods) {
+        return (rt: unknown, ...rest: unknown[]) =>
+          rt === Pods
+            ? Promise.resolve({ metadata: {}, items: structuredClone(lag.pods) })
+            : (target.list as (...a: unknown[]) => unknown).call(target, rt, ...rest);
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  }) as Client;
+}
+
+/** A reconciler like env's whose cached reads go through client (the uncached reader stays). */
+export function reconcilerWith(env: TestEnv, client: Client): CocoonSetReconciler {
+  return new CocoonSetReconciler({
+    client,
+    apiReader: env.fake,
+    registry: env.registry,
+    recorder: env.recorder,
+    clock: env.clock,
+  });
 }
 
 /** Runs one reconcile of ns/name. */

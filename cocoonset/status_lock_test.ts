@@ -1,39 +1,22 @@
 import assert from "node:assert/strict";
-import type { Client } from "../kube/client.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { Pods } from "../kube/core.ts";
 import { buildAgentPod } from "./pods.ts";
-import { CocoonSetReconciler } from "./reconciler.ts";
 import {
   conditionOf,
   editPod,
   getSet,
+  laggingCache,
   livePod,
   newCocoonSet,
   newTestEnv,
+  reconcilerWith,
   reconcileSet,
   seedSet,
   type TestEnv,
   testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
-
-/** The fake, except that CocoonSet reads answer with `stale` (a cache that missed writes). */
-function lagging(env: TestEnv, stale: CocoonSet): Client {
-  return new Proxy(env.fake, {
-    get(target, prop, receiver) {
-      if (prop === "get") {
-        return (rt: unknown, ...rest: unknown[]) =>
-          rt === CocoonSets
-            ? Promise.resolve(structuredClone(stale))
-            : (target.get as (...a: unknown[]) => unknown).call(target, rt, ...rest);
-      }
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  }) as Client;
-}
 
 /** Phase and the Progressing condition's message, which names the phase it was built for. */
 async function phaseAndProgressing(env: TestEnv): Promise<[string, string]> {
@@ -64,13 +47,7 @@ Deno.test("a status computed against a stale copy of the set is refused, not mer
   // A pass reading the stale copy computes Running 3/3. A merge patch against that copy leaves
   // out the phase (Running there already) and would leave phase Scaling next to Running
   // conditions, a status that no later pass would look at again.
-  const behind = new CocoonSetReconciler({
-    client: lagging(env, stale),
-    apiReader: env.fake,
-    registry: env.registry,
-    recorder: env.recorder,
-    clock: env.clock,
-  });
+  const behind = reconcilerWith(env, laggingCache(env.fake, { set: stale }));
   assert.deepEqual(
     await behind.reconcile(
       { namespace: testNamespace, name: "demo" },

@@ -5,10 +5,7 @@
  * kept, `:latest`) of every VM, pushed or not.
  */
 import assert from "node:assert/strict";
-import type { Client } from "../kube/client.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import type { KubeObject, ObjectList } from "../kube/object.ts";
-import type { ResourceType } from "../kube/resource.ts";
+import { Pods } from "../kube/core.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
@@ -22,10 +19,12 @@ import {
   editPod,
   findSet,
   getSet,
+  laggingCache,
   livePod,
   newCocoonSet,
   newHibernation,
   newTestEnv,
+  reconcilerWith,
   reconcileSet,
   seedSet,
   type TestEnv,
@@ -33,7 +32,6 @@ import {
   withFinalizer,
 } from "./_test_support.ts";
 import { buildAgentPod } from "./pods.ts";
-import { CocoonSetReconciler } from "./reconciler.ts";
 import {
   AnnotationSnapshotLedger,
   encodeLedger,
@@ -231,28 +229,6 @@ Deno.test("teardown records what terminating pods and CocoonHibernations show be
   ]);
 });
 
-/** A client whose pod lists keep answering with the pods as they were at the first list. */
-function frozenPodLists(env: TestEnv): Client {
-  const fake = env.fake;
-  let frozen: ObjectList<Pod> | undefined;
-  return {
-    get: (rt, ns, name, opts) => fake.get(rt, ns, name, opts),
-    async list<T extends KubeObject>(rt: ResourceType<T>, opts?: Parameters<Client["list"]>[1]) {
-      if (rt !== (Pods as unknown as ResourceType<T>)) return await fake.list(rt, opts);
-      frozen ??= await fake.list(Pods, opts);
-      return structuredClone(frozen) as unknown as ObjectList<T>;
-    },
-    watch: (rt, opts) => fake.watch(rt, opts),
-    create: (rt, obj, opts) => fake.create(rt, obj, opts),
-    update: (rt, obj, opts) => fake.update(rt, obj, opts),
-    updateStatus: (rt, obj, opts) => fake.updateStatus(rt, obj, opts),
-    patch: (rt, ns, name, type, body, opts) => fake.patch(rt, ns, name, type, body, opts),
-    delete: (rt, ns, name, opts) => fake.delete(rt, ns, name, opts),
-    createSubresource: (rt, ns, name, sub, body, opts) =>
-      fake.createSubresource(rt, ns, name, sub, body, opts),
-  };
-}
-
 Deno.test("teardown sends one DELETE per pod even while the cache still shows them undeleted", async () => {
   const env = newTestEnv();
   const cs = seedSet(
@@ -265,13 +241,9 @@ Deno.test("teardown sends one DELETE per pod even while the cache still shows th
   }
   await deleteSet(env);
   env.fake.actions.length = 0;
-  const reconciler = new CocoonSetReconciler({
-    client: frozenPodLists(env),
-    apiReader: env.fake,
-    registry: env.registry,
-    recorder: env.recorder,
-    clock: env.clock,
-  });
+  // The pod cache keeps showing the pods as they were before any DELETE.
+  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const reconciler = reconcilerWith(env, laggingCache(env.fake, { pods }));
   const pass = () =>
     reconciler.reconcile({ namespace: testNamespace, name: "demo" }, new AbortController().signal);
 
