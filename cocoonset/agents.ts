@@ -140,6 +140,7 @@ async function triageSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Triag
   }
   if (podIsTerminal(pod)) return await rebuildSubAgent(pass, pod, slot);
   if (!podSpecMatchesAgent(pod, pass.cs, slot)) {
+    await ensureSpecBuildable(pass);
     pass.log.info("sub-agent {pod} slot {slot} drifted from the spec, deleting to recreate", {
       pod: podRef(pod),
       slot,
@@ -156,6 +157,7 @@ async function triageSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Triag
  */
 async function rebuildDeadLetteredOnDrift(pass: Pass, pod: Pod, slot: number): Promise<Triage> {
   if (podSpecMatchesAgent(pod, pass.cs, slot)) return { ...keep, deadLettered: true };
+  await ensureSpecBuildable(pass);
   const history = readRebuildHistory(pass.cs);
   if (history.has(slot)) {
     const next = new Map(history);

@@ -107,8 +107,12 @@ export async function reconcileMigration(pass: Pass): Promise<Handled> {
   return await advanceMigration(pass, vmName, desired);
 }
 
-/** Quiesces the main on the wrong node; Migrating is written first. */
+/**
+ * Quiesces the main on the wrong node; Migrating is written first. Not for a spec the server
+ * would refuse: the quiesced main could never be recreated.
+ */
 async function startMigration(pass: Pass, main: Pod, desired: string): Promise<Handled> {
+  await ensureSpecBuildable(pass);
   if (!readHibernateState(main)) {
     pass.log.info("migrating main from {from} to {to}: hibernating it", {
       from: main.spec?.nodeName ?? "",

@@ -190,6 +190,8 @@ export class CocoonSetReconciler implements Reconciler {
     await applyUnsuspend(pass);
 
     if (main && !podSpecMatchesAgent(main, cs, 0)) {
+      // Never replace a running main with one the server would refuse.
+      await ensureSpecBuildable(pass);
       pass.log.info("main agent {pod} drifted from the spec, deleting to recreate", {
         pod: podRef(main),
       });
@@ -233,6 +235,7 @@ async function handleFailedMain(pass: Pass, reason: string): Promise<Result> {
   const { cs } = pass;
   const main = pass.classified.main!;
   if (!podSpecMatchesAgent(main, cs, 0)) {
+    await ensureSpecBuildable(pass);
     await deletePod(pass, main, "failed, drifted main agent");
     return { requeue: true };
   }

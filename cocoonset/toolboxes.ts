@@ -122,6 +122,7 @@ async function triageToolbox(pass: Pass, pod: Pod, tb: ToolboxSpec): Promise<boo
   if (podIsTerminal(pod)) {
     why = `failed (phase ${pod.status?.phase ?? ""}, lifecycle ${readLifecycleState(pod)})`;
   } else if (!podSpecMatchesToolbox(pod, pass.cs, tb)) {
+    await ensureSpecBuildable(pass);
     why = "drifted from the spec";
   } else {
     return false;

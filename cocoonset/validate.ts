@@ -1,13 +1,15 @@
 /**
  * Specs the API server accepts but no pod can be built from (a negative storage quantity,
  * requests above limits, a label value over 63 characters from a long set or toolbox name):
- * before the first pod of a generation is created, every pod shape the spec implies is
- * dry-run created, and a refusal stops the pass with the server's own message — Ready=False with
- * reason InvalidSpec, a Warning Event, and a retry with backoff. The Go operator only logged the
- * failing create and retried it in a loop; nothing on the object said why.
+ * before the first pod of a generation is created — and before a pod is deleted to be replaced
+ * for drift, or a migration quiesces the main, so that an edit no pod can be built from never
+ * takes a running VM down — every pod shape the spec implies is dry-run created, and a refusal
+ * stops the pass with the server's own message: Ready=False with reason InvalidSpec, a Warning
+ * Event, and a retry with backoff. The Go operator only logged the failing create and retried it
+ * in a loop (after deleting the drifted pod); nothing on the object said why.
  *
  * A generation is checked once per process (the answer cannot change until the spec does), and
- * only when something is about to be created, so sets at rest cost nothing.
+ * only when something is about to be created or replaced, so sets at rest cost nothing.
  */
 import { Pods } from "../kube/core.ts";
 import { apiErrorOf, errorMessage, isAlreadyExists, isInvalid } from "../kube/errors.ts";

@@ -8,6 +8,7 @@ import {
   conditionOf,
   findSet,
   getPod,
+  livePod,
   newCocoonSet,
   newTestEnv,
   reconcileSet,
@@ -16,6 +17,8 @@ import {
   testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
+import { readHibernateState } from "../common/meta/mod.ts";
+import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import { InvalidSpecError, ReasonInvalidSpec } from "./validate.ts";
 
 const refusal = 'Pod "demo-0" is invalid: spec.containers[0].resources.limits: Invalid value';
@@ -120,4 +123,76 @@ Deno.test("a dry run that meets an existing pod of that name counts as valid", a
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   assert.ok(await getPod(env.fake, "demo-0"));
   assert.equal(env.recorder.withReason(ReasonInvalidSpec).length, 0);
+});
+
+Deno.test("an edit no pod can be built from leaves the running main in place: InvalidSpec, no drift delete", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => c.metadata.generation = 1);
+  seedSet(env, cs, [livePod(buildAgentPod(cs, 0))]);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Running");
+
+  // The edit drifts the main, and the server refuses its new shape.
+  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+    spec: { agent: { image: "ghcr.io/cocoonstack/cocoon/ubuntu:26.04" } },
+  });
+  refuseCreatesOf(env, "demo-0");
+  env.fake.actions.length = 0;
+
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+
+  assert.equal(actionsOf(env, "delete", Pods).length, 0, "the running main is not deleted");
+  assert.equal((await getPod(env.fake, "demo-0"))?.metadata.deletionTimestamp, undefined);
+  const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
+  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
+  assert.equal(ready?.message, `main agent: ${refusal}`);
+});
+
+Deno.test("an edit that drifts a toolbox into a shape the server refuses keeps the toolbox", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => {
+    c.metadata.generation = 1;
+    c.spec.toolboxes = [{ name: "tb", image: "img:1" }];
+  });
+  seedSet(env, cs, [
+    livePod(buildAgentPod(cs, 0)),
+    livePod(buildToolboxPod(cs, cs.spec.toolboxes![0])),
+  ]);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+
+  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+    spec: { toolboxes: [{ name: "tb", image: "img:2" }] },
+  });
+  refuseCreatesOf(env, "demo-tb");
+  env.fake.actions.length = 0;
+
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+
+  assert.equal(actionsOf(env, "delete", Pods).length, 0, "the toolbox is not deleted");
+  const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
+  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
+  assert.match(ready?.message ?? "", /^toolbox tb: /);
+});
+
+Deno.test("a migration does not start toward a spec no pod can be built from", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => c.metadata.generation = 1);
+  seedSet(env, cs, [livePod(buildAgentPod(cs, 0), "node-a")]);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+
+  // Pinned elsewhere, with resources the server refuses: the main would be quiesced, deleted and
+  // then never recreated.
+  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+    spec: { nodeName: "node-b", agent: { image: "ghcr.io/cocoonstack/cocoon/ubuntu:26.04" } },
+  });
+  refuseCreatesOf(env, "demo-0");
+  env.fake.actions.length = 0;
+
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+
+  const main = await getPod(env.fake, "demo-0");
+  assert.equal(readHibernateState(main!), false, "the main is not asked to hibernate");
+  const stored = await findSet(env.fake, "demo");
+  assert.equal(stored?.status?.phase, "Running", "no Migrating");
+  assert.equal(conditionOf(stored, "Ready")?.reason, ReasonInvalidSpec);
 });
