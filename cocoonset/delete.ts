@@ -19,7 +19,8 @@ import {
   addToLedger,
   AnnotationSnapshotLedger,
   encodeLedger,
-  hibernatedVMsOf,
+  type LedgerAddition,
+  ledgerEvidence,
   readLedger,
   teardownTags,
 } from "./snapshot_ledger.ts";
@@ -52,7 +53,7 @@ export async function reconcileDelete(pass: Pass): Promise<Result> {
   }
   try {
     // An unknown ledger cleans every tag anyway: no evidence to gather.
-    const evidence = readLedger(cs) ? await hibernationEvidence(pass, owned) : [];
+    const evidence = readLedger(cs) ? await teardownEvidence(pass, owned) : {};
     await stashDeleteVMNames(pass, owned, evidence);
   } catch (err) {
     throw wrapError("stash vm names", err);
@@ -106,13 +107,18 @@ function forgetTeardown(pass: Pass): void {
 }
 
 /**
- * The set's VMs that may hold `:hibernate` by what teardown can still see: owned pods (also
- * terminating ones) showing a hibernation, and pods a CocoonHibernation of the namespace names.
+ * What teardown can still see for the ledger: the policies the owned pods (also terminating
+ * ones) carry, the VMs they show a hibernation for, and the pods a CocoonHibernation of the
+ * namespace names.
  */
-async function hibernationEvidence(pass: Pass, owned: readonly Pod[]): Promise<string[]> {
+async function teardownEvidence(pass: Pass, owned: readonly Pod[]): Promise<LedgerAddition> {
   const ns = pass.cs.metadata.namespace ?? "";
   const named = await hibernationPodNames(pass.deps, ns, () => true, pass.signal);
-  return [...hibernatedVMsOf(owned), ...[...named].map((pod) => vmNameForPod(ns, pod))];
+  const seen = ledgerEvidence(owned);
+  return {
+    policies: seen.policies,
+    hibernated: [...seen.hibernated, ...[...named].map((pod) => vmNameForPod(ns, pod))],
+  };
 }
 
 /** Whether the live CocoonSet still exists with our finalizer (an uncached read). */
@@ -167,14 +173,15 @@ async function cleanRegistry(pass: Pass): Promise<void> {
 
 /**
  * Records the union of the VM names in the status, in the previous annotation and on the live
- * pods, and adds hibernated (VMs that may hold `:hibernate`) of those names to a known snapshot
- * ledger, in one patch written only when something changes (under the optimistic lock when the
- * ledger changes, as every ledger write is).
+ * pods, and adds evidence (the policies pods carry, and those of its VMs that may hold
+ * `:hibernate` that are among these names) to a known snapshot ledger, in one patch written only
+ * when something changes (under the optimistic lock when the ledger changes, as every ledger
+ * write is).
  */
 export async function stashDeleteVMNames(
   pass: Pass,
   owned: readonly Pod[],
-  hibernated: readonly string[] = [],
+  evidence: LedgerAddition = {},
 ): Promise<void> {
   const { cs } = pass;
   const have = new Set<string>([
@@ -186,8 +193,10 @@ export async function stashDeleteVMNames(
     if (vm) have.add(vm);
   }
   const ledger = readLedger(cs);
-  const nextLedger = ledger &&
-    addToLedger(ledger, { hibernated: hibernated.filter((vm) => have.has(vm)) });
+  const nextLedger = ledger && addToLedger(ledger, {
+    policies: evidence.policies,
+    hibernated: evidence.hibernated?.filter((vm) => have.has(vm)),
+  });
   const joined = [...have].sort().join(",");
   const namesChanged = have.size > 0 &&
     cs.metadata.annotations?.[AnnotationDeleteVMNames] !== joined;

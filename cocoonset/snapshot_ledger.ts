@@ -6,19 +6,21 @@
  * Who pushes what (the contract: cocoon-common meta.ShouldSnapshotVM, vk-cocoon's delete and
  * hibernate paths):
  * - `:latest` is pushed by vk-cocoon when it deletes a pod whose VM exists and whose own
- *   `cocoonset.cocoonstack.io/snapshot-policy` annotation snapshots it: `always` (or absent)
- *   every VM, `main-only` the main only (v0.3.0 decides by role; the vk-cocoon build in use by
- *   the VM name's trailing number being 0, which a toolbox named `x-0` also matches), `never`
- *   none. A pod carries the policy of the spec it was built from, so a VM can have `:latest` only
- *   if some pod of the set was created under a policy that snapshots it — including pods long
- *   gone (drift, scale-down, rebuilds, a person's `kubectl delete`).
+ *   `cocoonset.cocoonstack.io/snapshot-policy` annotation snapshots it: `never` none,
+ *   `main-only` the main only (v0.3.0 decides by role; the vk-cocoon build in use by the VM
+ *   name's trailing number being 0, which a toolbox named `x-0` also matches), anything else
+ *   (`always`, absent, unknown) every VM. A pod carries the policy of the spec it was built from
+ *   unless someone edits the annotation (which also drifts it, so it is deleted), so a VM can have
+ *   `:latest` only if some pod of the set carried a policy that snapshots it — including pods
+ *   long gone (drift, scale-down, rebuilds, a person's `kubectl delete`).
  * - `:hibernate` is pushed only when a pod of the VM is asked to hibernate
  *   (`vm.cocoonstack.io/hibernate=true`: suspend, migration, a CocoonHibernation). The flows that
  *   wake a VM drop it again, but a retain unsuspend and a pod deleted while hibernated leave it.
  *
- * So the ledger records (a) every snapshot policy pods of the set were created under: written
- * with the finalizer before the first pod, and again whenever the spec's policy is new, always
- * before the pass that may create pods under it; and (b) the VMs that may hold `:hibernate`:
+ * So the ledger records (a) every snapshot policy pods of the set carried: written with the
+ * finalizer before the first pod, again whenever the spec's policy is new, always before the
+ * pass that may create pods under it, and whenever a pass sees a pod carrying another one (an
+ * edited annotation), before that pass may delete it; and (b) the VMs that may hold `:hibernate`:
  * written before this operator asks a pod to hibernate (suspend records every VM as `*`, a
  * migration the main), and whenever a pass sees a pod showing that someone else did (the
  * hibernate request, a hibernating/hibernated lifecycle, a restore from `:hibernate`). Teardown
@@ -43,9 +45,13 @@ import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   isValidSnapshotPolicy,
   type SnapshotPolicy,
+  SnapshotPolicyAlways,
+  SnapshotPolicyMainOnly,
+  SnapshotPolicyNever,
   snapshotPolicyOrDefault,
 } from "../common/apis/v1/enums.ts";
 import {
+  AnnotationSnapshotPolicy,
   DefaultSnapshotTag,
   extractAgentSlot,
   HibernateSnapshotTag,
@@ -65,7 +71,7 @@ export const EveryVM = "*";
 
 /** What the ledger knows. */
 export interface SnapshotLedger {
-  /** Snapshot policies (defaulted) some pod of the set may have been created under; sorted. */
+  /** Snapshot policies (as vk-cocoon reads them) some pod of the set may have carried; sorted. */
   policies: SnapshotPolicy[];
   /** VMs that may hold `:hibernate`, or EveryVM; sorted. */
   hibernated: string[];
@@ -117,14 +123,29 @@ export function startLedger(cs: CocoonSet): void {
 }
 
 /**
- * Adds the spec's current policy and the VMs the given pods show hibernate evidence for, and
- * writes the ledger when that changes it. A pass calls this before it may create a pod.
+ * Adds the spec's current policy and what the given pods show (ledgerEvidence), and writes the
+ * ledger when that changes it. A pass calls this before it may create or delete a pod.
  */
-export async function syncLedger(pass: Pass, pods: Iterable<Pod>): Promise<void> {
+export async function syncLedger(pass: Pass, pods: readonly Pod[]): Promise<void> {
+  const seen = ledgerEvidence(pods);
   await recordInLedger(pass, {
-    policy: snapshotPolicyOrDefault(pass.cs.spec.snapshotPolicy),
-    hibernated: hibernatedVMsOf(pods),
+    policies: [snapshotPolicyOrDefault(pass.cs.spec.snapshotPolicy), ...seen.policies],
+    hibernated: seen.hibernated,
   });
+}
+
+/** What pods show for the ledger: the policies they carry, the VMs that may hold `:hibernate`. */
+export function ledgerEvidence(pods: readonly Pod[]): Required<LedgerAddition> {
+  return { policies: pods.map(podSnapshotPolicy), hibernated: hibernatedVMsOf(pods) };
+}
+
+/**
+ * The policy vk-cocoon applies when it deletes pod: its snapshot-policy annotation, where
+ * anything but `never` and `main-only` (absent included) snapshots every VM.
+ */
+export function podSnapshotPolicy(pod: Pod): SnapshotPolicy {
+  const p = pod.metadata.annotations?.[AnnotationSnapshotPolicy];
+  return p === SnapshotPolicyNever || p === SnapshotPolicyMainOnly ? p : SnapshotPolicyAlways;
 }
 
 /**
@@ -137,7 +158,7 @@ export async function recordHibernation(pass: Pass, vms: readonly string[]): Pro
 
 /** What to add to a ledger. */
 export interface LedgerAddition {
-  policy?: SnapshotPolicy;
+  policies?: readonly SnapshotPolicy[];
   hibernated?: readonly string[];
 }
 
@@ -146,8 +167,9 @@ export function addToLedger(l: SnapshotLedger, add: LedgerAddition): SnapshotLed
   const policies = new Set(l.policies);
   const hibernated = new Set(l.hibernated);
   let changed = false;
-  if (add.policy && !policies.has(add.policy)) {
-    policies.add(add.policy);
+  for (const p of add.policies ?? []) {
+    if (policies.has(p)) continue;
+    policies.add(p);
     changed = true;
   }
   if (!hibernated.has(EveryVM)) {
@@ -190,7 +212,7 @@ export function showsHibernation(pod: Pod): boolean {
 }
 
 /** The VM names of the pods that show hibernate evidence. */
-export function hibernatedVMsOf(pods: Iterable<Pod>): string[] {
+export function hibernatedVMsOf(pods: readonly Pod[]): string[] {
   const out: string[] = [];
   for (const pod of pods) {
     if (!showsHibernation(pod)) continue;

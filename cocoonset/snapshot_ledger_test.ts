@@ -5,6 +5,7 @@ import {
   AnnotationHibernate,
   AnnotationLifecycleState,
   AnnotationRestoreFromHibernate,
+  AnnotationSnapshotPolicy,
 } from "../common/meta/mod.ts";
 import { buildAgentPod } from "./pods.ts";
 import {
@@ -13,6 +14,7 @@ import {
   encodeLedger,
   EveryVM,
   hibernatedVMsOf,
+  podSnapshotPolicy,
   readLedger,
   type SnapshotLedger,
   startLedger,
@@ -68,8 +70,8 @@ Deno.test("ledger: a new set starts with its defaulted policy; a set reconciled 
 
 Deno.test("ledger: additions only grow it, and * absorbs single VMs", () => {
   const l: SnapshotLedger = { policies: ["never"], hibernated: [] };
-  assert.equal(addToLedger(l, { policy: "never", hibernated: [] }), undefined, "nothing new");
-  assert.deepEqual(addToLedger(l, { policy: "always", hibernated: ["vk-ns-demo-0", ""] }), {
+  assert.equal(addToLedger(l, { policies: ["never"], hibernated: [] }), undefined, "nothing new");
+  assert.deepEqual(addToLedger(l, { policies: ["always"], hibernated: ["vk-ns-demo-0", ""] }), {
     policies: ["always", "never"],
     hibernated: ["vk-ns-demo-0"],
   });
@@ -167,6 +169,25 @@ Deno.test("teardownTags: only tags the ledger says may exist and the policy does
         Object.keys(c.want).map((vm) => [vm, teardownTags(cs, c.ledger, vm)]),
       );
       assert.deepEqual(got, c.want);
+    });
+  }
+});
+
+Deno.test("ledger: a pod's policy is what vk-cocoon reads from its annotation (absent or unknown snapshots every VM)", async (t) => {
+  const cs = newCocoonSet("demo");
+  const cases: [string, string | undefined, SnapshotPolicy][] = [
+    ["never", "never", "never"],
+    ["main-only", "main-only", "main-only"],
+    ["always", "always", "always"],
+    ["absent", undefined, "always"],
+    ["unknown", "sometimes", "always"],
+  ];
+  for (const [name, annotation, want] of cases) {
+    await t.step(name, () => {
+      const pod = buildAgentPod(cs, 0);
+      if (annotation === undefined) delete pod.metadata.annotations![AnnotationSnapshotPolicy];
+      else pod.metadata.annotations![AnnotationSnapshotPolicy] = annotation;
+      assert.equal(podSnapshotPolicy(pod), want);
     });
   }
 });

@@ -5,12 +5,13 @@
  * kept, `:latest`) of every VM, pushed or not.
  */
 import assert from "node:assert/strict";
-import { Pods } from "../kube/core.ts";
+import { type Pod, Pods } from "../kube/core.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   AnnotationHibernate,
   AnnotationLifecycleState,
+  AnnotationSnapshotPolicy,
   DefaultSnapshotTag,
   HibernateSnapshotTag,
 } from "../common/meta/mod.ts";
@@ -255,4 +256,60 @@ Deno.test("teardown sends one DELETE per pod even while the cache still shows th
     "demo-2",
     "demo-3",
   ]);
+});
+
+/** The main of cs, live, whose snapshot-policy annotation a person changed to policy. */
+function mainWithEditedPolicy(cs: CocoonSet, policy: string): Pod {
+  const main = livePod(buildAgentPod(cs, 0));
+  main.metadata.annotations![AnnotationSnapshotPolicy] = policy;
+  return main;
+}
+
+Deno.test("a pod whose policy annotation was edited is recorded under that policy before its drift delete", async () => {
+  const env = newTestEnv();
+  const cs = seedSet(
+    env,
+    ledgered({ policies: ["never"], hibernated: [] }, (c) => {
+      c.spec.snapshotPolicy = "never";
+      c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
+    }),
+  );
+  // vk-cocoon reads the pod's own annotation when it deletes it: this one pushes :latest.
+  env.fake.seed(Pods, mainWithEditedPolicy(cs, "always"));
+  env.fake.actions.length = 0;
+
+  await reconcileSet(env, "demo");
+  const ledgerAt = firstAction(env, ledgerPatch);
+  const deleteAt = firstAction(env, (a) => a.verb === "delete" && a.resource === Pods);
+  assert.ok(ledgerAt >= 0 && deleteAt > ledgerAt, "recorded before the drifted main goes");
+  assert.deepEqual(readLedger(await getSet(env.fake, "demo"))?.policies, ["always", "never"]);
+
+  env.registry.put("vk-ns-demo-0", DefaultSnapshotTag);
+  await finalizePods(env);
+  await deleteSet(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DefaultSnapshotTag}`]);
+});
+
+Deno.test("teardown records the policy each pod carries before deleting it", async () => {
+  const env = newTestEnv();
+  const cs = seedSet(
+    env,
+    ledgered({ policies: ["never"], hibernated: [] }, (c) => c.spec.snapshotPolicy = "never"),
+  );
+  // Absent or unknown, vk-cocoon snapshots every VM.
+  const main = mainWithEditedPolicy(cs, "");
+  delete main.metadata.annotations![AnnotationSnapshotPolicy];
+  env.fake.seed(Pods, main);
+  await deleteSet(env);
+  env.fake.actions.length = 0;
+
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
+  const ledgerAt = firstAction(env, ledgerPatch);
+  const deleteAt = firstAction(env, (a) => a.verb === "delete" && a.resource === Pods);
+  assert.ok(ledgerAt >= 0 && deleteAt > ledgerAt, "recorded before the pod goes");
+
+  await finalizePods(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DefaultSnapshotTag}`]);
 });
