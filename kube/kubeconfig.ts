@@ -213,7 +213,9 @@ export function loadKubeconfig(
   for (const path of paths) {
     let doc: unknown;
     try {
-      doc = loadYaml(read(path));
+      const text = read(path);
+      // client-go reads an empty (or comment-only, or null) file as an empty config.
+      doc = isBlankYaml(text) ? {} : loadYaml(text) ?? {};
     } catch (err) {
       if (err instanceof Deno.errors.NotCapable) {
         throw new KubeconfigError(`cannot read kubeconfig ${path}: no read permission`);
@@ -321,6 +323,11 @@ export async function readMaterial(m: Material | undefined): Promise<string | un
     }
     throw new KubeconfigError(`cannot read ${m.file}: ${firstLine(err)}`);
   }
+}
+
+/** Whether a YAML text holds no document: only blank lines and comments. */
+function isBlankYaml(text: string): boolean {
+  return text.split("\n").every((line) => /^\s*(#.*)?$/.test(line));
 }
 
 function arrayOf(v: unknown): Doc[] {

@@ -182,3 +182,34 @@ Deno.test("clusterAccess in cluster: token and CA files, nothing else", () => {
   assert.equal(access.tokenFile, "/sa/token");
   assert.deepEqual(access.ca, { file: "/sa/ca.crt" });
 });
+
+Deno.test("loadKubeconfig: an empty or comment-only file in the list is an empty config (client-go)", () => {
+  const docs: Record<string, string> = {
+    "/empty": "",
+    "/comments": "# kept for later\n\n",
+    "/null": "~\n",
+    "/main": kubeconfigYaml(),
+  };
+  const access = loadKubeconfig(
+    { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/empty", "/comments", "/null", "/main"] },
+    (p) => docs[p],
+  );
+  assert.equal(access.server, "https://127.0.0.1:6443");
+  assert.deepEqual(access.files, [
+    "/empty",
+    "/comments",
+    "/null",
+    "/main",
+    "/ca.crt",
+    "/keys/u1.key",
+  ]);
+  // Only empty files: no current context, said as such rather than as a parse error.
+  assert.throws(
+    () =>
+      loadKubeconfig(
+        { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/empty"] },
+        (p) => docs[p],
+      ),
+    /kubeconfig \/empty has no current-context/,
+  );
+});
