@@ -16,7 +16,11 @@
 import type { Config } from "./config.ts";
 import { type ClusterAccess, inClusterApiHost, serviceAccountDir } from "./kube/kubeconfig.ts";
 import { parseBindAddress } from "./kube/servers.ts";
-import { GOOGLE_TOKEN_URL, isGoogleHost } from "./snapshot/auth/google.ts";
+import {
+  credentialsTokenEndpoint,
+  GOOGLE_TOKEN_URL,
+  isGoogleHost,
+} from "./snapshot/auth/google.ts";
 import { parseRegistryBase } from "./snapshot/reference.ts";
 
 /** One flag's worth of grants. */
@@ -135,6 +139,11 @@ export interface NeedsInput {
   cluster: Pick<ClusterAccess, "server" | "files" | "source">;
   /** The environment as the operator reads it (ungranted variables unset). */
   env: (name: string) => string | undefined;
+  /**
+   * Reads a credentials file to learn its token endpoint (default: the file system; a failure
+   * means nothing is learnt, the read itself is already a need).
+   */
+  readText?: (path: string) => string;
 }
 
 /**
@@ -166,8 +175,7 @@ export function operatorNeeds(input: NeedsInput): Need[] {
       net(bind.port === 0 ? name : `${name}:${bind.port}`, why);
     }
   }
-  const api = new URL(cluster.server);
-  net(`${api.hostname}:${api.port || (api.protocol === "http:" ? "80" : "443")}`, "API server");
+  net(hostPort(new URL(cluster.server)), "API server");
   for (const f of cluster.files) read(f, "API server credentials");
   if (
     cluster.source.kind === "in-cluster" && config.leaderElect && !config.leaderElectionNamespace
@@ -178,20 +186,25 @@ export function operatorNeeds(input: NeedsInput): Need[] {
   const { registry } = parseRegistryBase(config.ociRegistry);
   net(registry, "OCI_REGISTRY");
   const google = isGoogleHost(registry.replace(/:\d+$/, ""));
+  const home = env("HOME")?.replace(/\/+$/, "");
   if (google) {
     const metadata = env("GCE_METADATA_HOST");
     net(metadata ? withPort(metadata, 80) : gceMetadataEndpoint, "Google credentials");
     net(googleTokenEndpoint, "Google credentials");
+    // The file the credential chain exchanges at its own token_uri: the named key, else gcloud's.
     const key = env("GOOGLE_APPLICATION_CREDENTIALS");
-    if (key) read(key, "GOOGLE_APPLICATION_CREDENTIALS");
-  }
-  const home = env("HOME")?.replace(/\/+$/, "");
-  if (home) {
-    read(`${home}/.docker/config.json`, "Docker config");
-    if (google) {
-      read(`${home}/.config/gcloud/application_default_credentials.json`, "gcloud credentials");
+    const [file, why] = key
+      ? [key, "GOOGLE_APPLICATION_CREDENTIALS"]
+      : home
+      ? [`${home}/.config/gcloud/application_default_credentials.json`, "gcloud credentials"]
+      : [];
+    if (file && why) {
+      read(file, why);
+      const endpoint = tokenEndpointIn(file, input.readText ?? Deno.readTextFileSync);
+      if (endpoint) net(endpoint, `token_uri of ${why}`);
     }
   }
+  if (home) read(`${home}/.docker/config.json`, "Docker config");
   const dockerConfig = env("DOCKER_CONFIG")?.replace(/\/+$/, "");
   if (dockerConfig) read(`${dockerConfig}/config.json`, "DOCKER_CONFIG");
   const authFile = env("REGISTRY_AUTH_FILE");
@@ -241,6 +254,28 @@ export function describeMissing(missing: readonly Need[]): string {
   });
   return `missing Deno permissions: ${parts.join("; ")}; ` +
     "the permission set is described in docs/configuration.md";
+}
+
+/** `host:port` of the token endpoint a credentials file names, if it can be read and parsed. */
+function tokenEndpointIn(path: string, readText: (path: string) => string): string | undefined {
+  let text: string;
+  try {
+    text = readText(path);
+  } catch {
+    return undefined;
+  }
+  const uri = credentialsTokenEndpoint(text);
+  if (!uri) return undefined;
+  try {
+    return hostPort(new URL(uri));
+  } catch {
+    return undefined;
+  }
+}
+
+/** `host:port` of a URL, the port spelled out (80 for http, else 443). */
+function hostPort(url: URL): string {
+  return `${url.hostname}:${url.port || (url.protocol === "http:" ? "80" : "443")}`;
 }
 
 function withPort(hostPort: string, port: number): string {
