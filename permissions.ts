@@ -82,25 +82,39 @@ const defaultListeners = ["0.0.0.0:8080", "0.0.0.0:8081"];
 
 /**
  * The set baked into the in-cluster binary: API server as kubernetes.default.svc:443, the given
- * registry hosts, Google's token endpoints, the default listeners; the service-account folder
- * and the two credential Secret mount points; operatorEnv.
+ * registry hosts, the default listeners; the service-account folder and the Docker config
+ * Secret mount point; operatorEnv. Google's token endpoints and the key Secret mount point only
+ * when a registry host entry may name a Google registry: the credential chain asks Google for
+ * nothing else.
  */
 export function inClusterPermissionSet(
   registryHosts: readonly string[] = defaultRegistryHosts,
 ): PermissionSet {
   if (registryHosts.length === 0) throw new Error("at least one registry host is required");
   for (const h of registryHosts) checkNetEntry(h);
+  const google = registryHosts.some(mayNameGoogleHost);
   return {
     net: [
       `${inClusterApiHost}:443`,
       ...registryHosts,
-      gceMetadataEndpoint,
-      googleTokenEndpoint,
+      ...(google ? [gceMetadataEndpoint, googleTokenEndpoint] : []),
       ...defaultListeners,
     ],
-    read: [serviceAccountDir, googleKeyDir, dockerConfigDir],
+    read: [serviceAccountDir, ...(google ? [googleKeyDir] : []), dockerConfigDir],
     env: [...operatorEnv],
   };
+}
+
+/** Google registry domains (snapshot/auth/google.ts isGoogleHost), for wildcard entries. */
+const googleRegistryDomains = ["gcr.io", "pkg.dev", "google.com"];
+
+/** Whether an `--allow-net` entry (`host`, `host:port`, `*.domain`) admits a Google host. */
+function mayNameGoogleHost(entry: string): boolean {
+  const host = entry.replace(/:\d+$/, "").toLowerCase();
+  if (!host.startsWith("*.")) return isGoogleHost(host);
+  const domain = host.slice(2);
+  return isGoogleHost(domain) ||
+    googleRegistryDomains.some((g) => g === domain || g.endsWith(`.${domain}`));
 }
 
 /** The `--allow-*` flags for a set (the order of entries is kept; duplicates dropped). */

@@ -237,3 +237,33 @@ Deno.test("a key file's own token_uri is a need: an old key's endpoint is named,
   });
   assert.ok(local.net.includes("oauth2.example.com:8443"), local.net.join(","));
 });
+
+Deno.test("a build for registries that are never Google's gets no Google endpoint or key folder", () => {
+  const other = inClusterPermissionSet(["registry.example.com", "*.example.org:5000"]);
+  assert.deepEqual(other.net, [
+    "kubernetes.default.svc:443",
+    "registry.example.com",
+    "*.example.org:5000",
+    "0.0.0.0:8080",
+    "0.0.0.0:8081",
+  ]);
+  assert.deepEqual(other.read, [
+    "/var/run/secrets/kubernetes.io/serviceaccount",
+    "/var/run/secrets/docker",
+  ]);
+  // The operator needs nothing more for such a registry.
+  assert.deepEqual(
+    missingPermissions(
+      operatorNeeds(podInput({}, "registry.example.com/vms")),
+      grantedBy(other),
+    ),
+    [],
+  );
+  // Any entry that may name a Google host keeps them: the host itself or a wider wildcard.
+  for (const hosts of [["gcr.io"], ["eu.gcr.io:443"], ["*.pkg.dev"], ["*.dev"], ["*.google.com"]]) {
+    const set = inClusterPermissionSet(["registry.example.com", ...hosts]);
+    assert.ok(set.net.includes("169.254.169.254:80"), hosts.join());
+    assert.ok(set.net.includes("oauth2.googleapis.com:443"), hosts.join());
+    assert.ok(set.read.includes("/var/run/secrets/gcp"), hosts.join());
+  }
+});
