@@ -120,3 +120,29 @@ Deno.test("main: an API server that cannot be reached is one line, exit 2", asyn
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("main: a kubeconfig server that is no URL is one line, exit 2", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const kubeconfig = `${dir}/config`;
+    await Deno.writeTextFile(
+      kubeconfig,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: "https://" } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    const { code, errors } = await run(["--leader-elect=false"], {
+      KUBECONFIG: kubeconfig,
+      OCI_REGISTRY: "127.0.0.1:5000/c",
+    });
+    assert.equal(code, 2);
+    assert.deepEqual(plainLines(errors), [
+      'cocoon-operator: kubeconfig cluster c has server "https://", which is not an http(s) URL',
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

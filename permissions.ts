@@ -16,7 +16,11 @@
 import type { Config } from "./config.ts";
 import { type ClusterAccess, inClusterApiHost, serviceAccountDir } from "./kube/kubeconfig.ts";
 import { parseBindAddress } from "./kube/servers.ts";
-import { GOOGLE_TOKEN_URL, isGoogleHost } from "./snapshot/auth/google.ts";
+import {
+  credentialsTokenEndpoint,
+  GOOGLE_TOKEN_URL,
+  isGoogleHost,
+} from "./snapshot/auth/google.ts";
 import { parseRegistryBase } from "./snapshot/reference.ts";
 
 /** One flag's worth of grants. */
@@ -78,25 +82,39 @@ const defaultListeners = ["0.0.0.0:8080", "0.0.0.0:8081"];
 
 /**
  * The set baked into the in-cluster binary: API server as kubernetes.default.svc:443, the given
- * registry hosts, Google's token endpoints, the default listeners; the service-account folder
- * and the two credential Secret mount points; operatorEnv.
+ * registry hosts, the default listeners; the service-account folder and the Docker config
+ * Secret mount point; operatorEnv. Google's token endpoints and the key Secret mount point only
+ * when a registry host entry may name a Google registry: the credential chain asks Google for
+ * nothing else.
  */
 export function inClusterPermissionSet(
   registryHosts: readonly string[] = defaultRegistryHosts,
 ): PermissionSet {
   if (registryHosts.length === 0) throw new Error("at least one registry host is required");
   for (const h of registryHosts) checkNetEntry(h);
+  const google = registryHosts.some(mayNameGoogleHost);
   return {
     net: [
       `${inClusterApiHost}:443`,
       ...registryHosts,
-      gceMetadataEndpoint,
-      googleTokenEndpoint,
+      ...(google ? [gceMetadataEndpoint, googleTokenEndpoint] : []),
       ...defaultListeners,
     ],
-    read: [serviceAccountDir, googleKeyDir, dockerConfigDir],
+    read: [serviceAccountDir, ...(google ? [googleKeyDir] : []), dockerConfigDir],
     env: [...operatorEnv],
   };
+}
+
+/** Google registry domains (snapshot/auth/google.ts isGoogleHost), for wildcard entries. */
+const googleRegistryDomains = ["gcr.io", "pkg.dev", "google.com"];
+
+/** Whether an `--allow-net` entry (`host`, `host:port`, `*.domain`) admits a Google host. */
+function mayNameGoogleHost(entry: string): boolean {
+  const host = entry.replace(/:\d+$/, "").toLowerCase();
+  if (!host.startsWith("*.")) return isGoogleHost(host);
+  const domain = host.slice(2);
+  return isGoogleHost(domain) ||
+    googleRegistryDomains.some((g) => g === domain || g.endsWith(`.${domain}`));
 }
 
 /** The `--allow-*` flags for a set (the order of entries is kept; duplicates dropped). */
@@ -135,6 +153,11 @@ export interface NeedsInput {
   cluster: Pick<ClusterAccess, "server" | "files" | "source">;
   /** The environment as the operator reads it (ungranted variables unset). */
   env: (name: string) => string | undefined;
+  /**
+   * Reads a credentials file to learn its token endpoint (default: the file system; a failure
+   * means nothing is learnt, the read itself is already a need).
+   */
+  readText?: (path: string) => string;
 }
 
 /**
@@ -166,8 +189,7 @@ export function operatorNeeds(input: NeedsInput): Need[] {
       net(bind.port === 0 ? name : `${name}:${bind.port}`, why);
     }
   }
-  const api = new URL(cluster.server);
-  net(`${api.hostname}:${api.port || (api.protocol === "http:" ? "80" : "443")}`, "API server");
+  net(hostPort(new URL(cluster.server)), "API server");
   for (const f of cluster.files) read(f, "API server credentials");
   if (
     cluster.source.kind === "in-cluster" && config.leaderElect && !config.leaderElectionNamespace
@@ -178,20 +200,25 @@ export function operatorNeeds(input: NeedsInput): Need[] {
   const { registry } = parseRegistryBase(config.ociRegistry);
   net(registry, "OCI_REGISTRY");
   const google = isGoogleHost(registry.replace(/:\d+$/, ""));
+  const home = env("HOME")?.replace(/\/+$/, "");
   if (google) {
     const metadata = env("GCE_METADATA_HOST");
     net(metadata ? withPort(metadata, 80) : gceMetadataEndpoint, "Google credentials");
     net(googleTokenEndpoint, "Google credentials");
+    // The file the credential chain exchanges at its own token_uri: the named key, else gcloud's.
     const key = env("GOOGLE_APPLICATION_CREDENTIALS");
-    if (key) read(key, "GOOGLE_APPLICATION_CREDENTIALS");
-  }
-  const home = env("HOME")?.replace(/\/+$/, "");
-  if (home) {
-    read(`${home}/.docker/config.json`, "Docker config");
-    if (google) {
-      read(`${home}/.config/gcloud/application_default_credentials.json`, "gcloud credentials");
+    const [file, why] = key
+      ? [key, "GOOGLE_APPLICATION_CREDENTIALS"]
+      : home
+      ? [`${home}/.config/gcloud/application_default_credentials.json`, "gcloud credentials"]
+      : [];
+    if (file && why) {
+      read(file, why);
+      const endpoint = tokenEndpointIn(file, input.readText ?? Deno.readTextFileSync);
+      if (endpoint) net(endpoint, `token_uri of ${why}`);
     }
   }
+  if (home) read(`${home}/.docker/config.json`, "Docker config");
   const dockerConfig = env("DOCKER_CONFIG")?.replace(/\/+$/, "");
   if (dockerConfig) read(`${dockerConfig}/config.json`, "DOCKER_CONFIG");
   const authFile = env("REGISTRY_AUTH_FILE");
@@ -241,6 +268,28 @@ export function describeMissing(missing: readonly Need[]): string {
   });
   return `missing Deno permissions: ${parts.join("; ")}; ` +
     "the permission set is described in docs/configuration.md";
+}
+
+/** `host:port` of the token endpoint a credentials file names, if it can be read and parsed. */
+function tokenEndpointIn(path: string, readText: (path: string) => string): string | undefined {
+  let text: string;
+  try {
+    text = readText(path);
+  } catch {
+    return undefined;
+  }
+  const uri = credentialsTokenEndpoint(text);
+  if (!uri) return undefined;
+  try {
+    return hostPort(new URL(uri));
+  } catch {
+    return undefined;
+  }
+}
+
+/** `host:port` of a URL, the port spelled out (80 for http, else 443). */
+function hostPort(url: URL): string {
+  return `${url.hostname}:${url.port || (url.protocol === "http:" ? "80" : "443")}`;
 }
 
 function withPort(hostPort: string, port: number): string {

@@ -182,3 +182,88 @@ Deno.test("the baked flags, checked by Deno itself: a pod needs nothing more, ot
     results: { "http://127.0.0.1:49151/": "NotCapable" },
   });
 });
+
+Deno.test("a key file's own token_uri is a need: an old key's endpoint is named, not hit at run time", () => {
+  const oldKey = JSON.stringify({
+    type: "service_account",
+    client_email: "op@p.iam.gserviceaccount.com",
+    private_key: "-----BEGIN PRIVATE KEY-----\n...",
+    token_uri: "https://accounts.google.com/o/oauth2/token",
+  });
+  const keyPath = "/var/run/secrets/gcp/key.json";
+  const input = (text: string): NeedsInput => ({
+    ...podInput({ GOOGLE_APPLICATION_CREDENTIALS: keyPath }),
+    readText: (path) => {
+      assert.equal(path, keyPath);
+      return text;
+    },
+  });
+  const missing = missingPermissions(
+    operatorNeeds(input(oldKey)),
+    grantedBy(inClusterPermissionSet()),
+  );
+  assert.deepEqual(missing.map((n) => `${n.kind}:${n.value} (${n.why})`), [
+    "net:accounts.google.com:443 (token_uri of GOOGLE_APPLICATION_CREDENTIALS)",
+  ]);
+  // A current key names Google's default endpoint, which the baked set has.
+  const current = oldKey.replace("accounts.google.com/o/oauth2", "oauth2.googleapis.com");
+  assert.deepEqual(
+    missingPermissions(operatorNeeds(input(current)), grantedBy(inClusterPermissionSet())),
+    [],
+  );
+  // An unreadable or broken file adds nothing beyond the read need itself.
+  const unreadable: NeedsInput = {
+    ...podInput({ GOOGLE_APPLICATION_CREDENTIALS: keyPath }),
+    readText: () => {
+      throw new Deno.errors.NotCapable("no");
+    },
+  };
+  assert.deepEqual(
+    missingPermissions(operatorNeeds(unreadable), grantedBy(inClusterPermissionSet())),
+    [],
+  );
+  // Locally, gcloud's ADC file is the one the chain reads when no key file is named.
+  const adc = "/home/dev/.config/gcloud/application_default_credentials.json";
+  const local = localPermissionSet({
+    ...podInput({ HOME: "/home/dev" }),
+    readText: (path) => {
+      assert.equal(path, adc);
+      return JSON.stringify({
+        type: "authorized_user",
+        refresh_token: "r",
+        token_uri: "https://oauth2.example.com:8443/token",
+      });
+    },
+  });
+  assert.ok(local.net.includes("oauth2.example.com:8443"), local.net.join(","));
+});
+
+Deno.test("a build for registries that are never Google's gets no Google endpoint or key folder", () => {
+  const other = inClusterPermissionSet(["registry.example.com", "*.example.org:5000"]);
+  assert.deepEqual(other.net, [
+    "kubernetes.default.svc:443",
+    "registry.example.com",
+    "*.example.org:5000",
+    "0.0.0.0:8080",
+    "0.0.0.0:8081",
+  ]);
+  assert.deepEqual(other.read, [
+    "/var/run/secrets/kubernetes.io/serviceaccount",
+    "/var/run/secrets/docker",
+  ]);
+  // The operator needs nothing more for such a registry.
+  assert.deepEqual(
+    missingPermissions(
+      operatorNeeds(podInput({}, "registry.example.com/vms")),
+      grantedBy(other),
+    ),
+    [],
+  );
+  // Any entry that may name a Google host keeps them: the host itself or a wider wildcard.
+  for (const hosts of [["gcr.io"], ["eu.gcr.io:443"], ["*.pkg.dev"], ["*.dev"], ["*.google.com"]]) {
+    const set = inClusterPermissionSet(["registry.example.com", ...hosts]);
+    assert.ok(set.net.includes("169.254.169.254:80"), hosts.join());
+    assert.ok(set.net.includes("oauth2.googleapis.com:443"), hosts.join());
+    assert.ok(set.read.includes("/var/run/secrets/gcp"), hosts.join());
+  }
+});

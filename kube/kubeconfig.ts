@@ -213,7 +213,9 @@ export function loadKubeconfig(
   for (const path of paths) {
     let doc: unknown;
     try {
-      doc = loadYaml(read(path));
+      const text = read(path);
+      // client-go reads an empty (or comment-only, or null) file as an empty config.
+      doc = isBlankYaml(text) ? {} : loadYaml(text) ?? {};
     } catch (err) {
       if (err instanceof Deno.errors.NotCapable) {
         throw new KubeconfigError(`cannot read kubeconfig ${path}: no read permission`);
@@ -244,8 +246,8 @@ export function loadKubeconfig(
   if (!cluster) {
     throw new KubeconfigError(`kubeconfig ${where}: cluster ${clusterName} not found`);
   }
-  const server = str(cluster.entry, "server")?.replace(/\/+$/, "");
-  if (!server) {
+  const rawServer = str(cluster.entry, "server");
+  if (!rawServer) {
     throw new KubeconfigError(`kubeconfig ${where}: cluster ${clusterName} has no server`);
   }
   for (const unsupported of ["insecure-skip-tls-verify", "tls-server-name", "proxy-url"]) {
@@ -287,11 +289,18 @@ export function loadKubeconfig(
     files.push(abs);
     return { file: abs };
   };
+  const ca = material(
+    cluster.entry,
+    cluster.dir,
+    "certificate-authority",
+    "certificate-authority-data",
+  );
+  const cert = material(user, userDir, "client-certificate", "client-certificate-data");
   const access: ClusterAccess = {
     source,
-    server,
-    ca: material(cluster.entry, cluster.dir, "certificate-authority", "certificate-authority-data"),
-    cert: material(user, userDir, "client-certificate", "client-certificate-data"),
+    server: serverUrl(clusterName, rawServer, ca !== undefined || cert !== undefined),
+    ca,
+    cert,
     key: material(user, userDir, "client-key", "client-key-data"),
     files,
   };
@@ -321,6 +330,35 @@ export async function readMaterial(m: Material | undefined): Promise<string | un
     }
     throw new KubeconfigError(`cannot read ${m.file}: ${firstLine(err)}`);
   }
+}
+
+/**
+ * The cluster's server as an http(s) URL without a trailing slash. A server written without a
+ * scheme gets client-go's default (rest.DefaultServerURL): https when the connection has TLS
+ * material (a CA or a client certificate), http otherwise.
+ */
+function serverUrl(clusterName: string, server: string, tls: boolean): string {
+  const withScheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(server)
+    ? server
+    : `${tls ? "https" : "http"}://${server}`;
+  let url: URL | undefined;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== "https:" && url.protocol !== "http:") || url.hostname === "") {
+    throw new KubeconfigError(
+      `kubeconfig cluster ${clusterName} has server ${JSON.stringify(server)}, ` +
+        "which is not an http(s) URL",
+    );
+  }
+  return withScheme.replace(/\/+$/, "");
+}
+
+/** Whether a YAML text holds no document: only blank lines and comments. */
+function isBlankYaml(text: string): boolean {
+  return text.split("\n").every((line) => /^\s*(#.*)?$/.test(line));
 }
 
 function arrayOf(v: unknown): Doc[] {

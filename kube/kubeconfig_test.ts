@@ -182,3 +182,65 @@ Deno.test("clusterAccess in cluster: token and CA files, nothing else", () => {
   assert.equal(access.tokenFile, "/sa/token");
   assert.deepEqual(access.ca, { file: "/sa/ca.crt" });
 });
+
+Deno.test("loadKubeconfig: an empty or comment-only file in the list is an empty config (client-go)", () => {
+  const docs: Record<string, string> = {
+    "/empty": "",
+    "/comments": "# kept for later\n\n",
+    "/null": "~\n",
+    "/main": kubeconfigYaml(),
+  };
+  const access = loadKubeconfig(
+    { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/empty", "/comments", "/null", "/main"] },
+    (p) => docs[p],
+  );
+  assert.equal(access.server, "https://127.0.0.1:6443");
+  assert.deepEqual(access.files, [
+    "/empty",
+    "/comments",
+    "/null",
+    "/main",
+    "/ca.crt",
+    "/keys/u1.key",
+  ]);
+  // Only empty files: no current context, said as such rather than as a parse error.
+  assert.throws(
+    () =>
+      loadKubeconfig(
+        { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/empty"] },
+        (p) => docs[p],
+      ),
+    /kubeconfig \/empty has no current-context/,
+  );
+});
+
+Deno.test("loadKubeconfig: a server without scheme gets client-go's default; a bad one is a KubeconfigError", () => {
+  const load = (cluster: string, user = "{token: t}") =>
+    loadKubeconfig({ kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] }, () =>
+      [
+        "current-context: x",
+        `clusters: [{name: c, cluster: ${cluster}}]`,
+        `users: [{name: u, user: ${user}}]`,
+        "contexts: [{name: x, context: {cluster: c, user: u}}]",
+      ].join("\n"));
+  // With TLS material (a CA, or a client certificate) client-go says https, else http.
+  assert.equal(
+    load(`{server: "127.0.0.1:6443", certificate-authority-data: ${btoa("CA")}}`).server,
+    "https://127.0.0.1:6443",
+  );
+  assert.equal(
+    load(`{server: "localhost:6443"}`, "{client-certificate: c.crt, client-key: c.key}").server,
+    "https://localhost:6443",
+  );
+  assert.equal(load(`{server: "localhost:6443"}`).server, "http://localhost:6443");
+  for (const bad of ["ftp://10.0.0.1", "https://", "https://exa mple.com"]) {
+    assert.throws(
+      () => load(`{server: "${bad}"}`),
+      (e: unknown) =>
+        e instanceof KubeconfigError &&
+        e.message === `kubeconfig cluster c has server ${JSON.stringify(bad)}, ` +
+            "which is not an http(s) URL",
+      bad,
+    );
+  }
+});

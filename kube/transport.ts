@@ -1,3 +1,4 @@
+import { getLogger } from "@logtape/logtape";
 import { permittedEnv } from "../common/env.ts";
 import {
   type ClusterAccess,
@@ -8,7 +9,10 @@ import {
   readMaterial,
 } from "./kubeconfig.ts";
 import { realClock, sleep } from "./clock.ts";
+import { errorMessage } from "./errors.ts";
 import { restClientRequests } from "./metrics.ts";
+
+const log = getLogger(["cocoon-operator", "transport"]);
 
 /** A signal that never aborts, for waits nobody can cancel. */
 const neverAborted = new AbortController().signal;
@@ -68,7 +72,7 @@ export async function restConfigFor(source: ClusterSource | ClusterAccess): Prom
     const header = `Bearer ${access.token}`;
     authorization = () => Promise.resolve(header);
   } else if (access.tokenFile) {
-    authorization = fileToken(access.tokenFile);
+    authorization = fileTokenSource(access.tokenFile);
   } else if (access.basic) {
     const header = `Basic ${btoa(`${access.basic.username}:${access.basic.password}`)}`;
     authorization = () => Promise.resolve(header);
@@ -82,14 +86,33 @@ export async function restConfigFor(source: ClusterSource | ClusterAccess): Prom
   };
 }
 
-/** A bearer token re-read from a file at most once a minute, so rotated tokens are picked up. */
-function fileToken(path: string): () => Promise<string | undefined> {
+/**
+ * A bearer token re-read from a file at most once a minute, so rotated tokens (projected
+ * service-account tokens, a kubeconfig's tokenFile) are picked up. As client-go's caching token
+ * source, a failed re-read keeps serving the last token and tries again on the next call; only
+ * the first read's failure is an error.
+ */
+export function fileTokenSource(
+  path: string,
+  now: () => number = Date.now,
+): () => Promise<string | undefined> {
   let cached: { at: number; value: string } | undefined;
   return async () => {
-    const now = Date.now();
-    if (cached && now - cached.at < tokenRefreshMs) return cached.value;
-    const token = (await Deno.readTextFile(path)).trim();
-    cached = { at: now, value: `Bearer ${token}` };
+    const at = now();
+    if (cached && at - cached.at < tokenRefreshMs) return cached.value;
+    let token: string;
+    try {
+      token = (await Deno.readTextFile(path)).trim();
+      if (token === "") throw new Error(`token file ${path} is empty`);
+    } catch (err) {
+      if (!cached) throw err;
+      log.warn("cannot re-read the API token from {path}, using the last one: {error}", {
+        path,
+        error: errorMessage(err),
+      });
+      return cached.value;
+    }
+    cached = { at, value: `Bearer ${token}` };
     return cached.value;
   };
 }

@@ -295,6 +295,26 @@ export function credentialsFromJson(
   }
 }
 
+/**
+ * The token endpoint a credentials JSON text would be exchanged at (its token_uri, else
+ * Google's), or undefined when the text is no service-account or authorized-user file. The
+ * permission check uses it to name that host before any exchange is tried.
+ */
+export function credentialsTokenEndpoint(text: string): string | undefined {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(doc) || (doc.type !== "service_account" && doc.type !== "authorized_user")) {
+    return undefined;
+  }
+  return typeof doc.token_uri === "string" && doc.token_uri !== ""
+    ? doc.token_uri
+    : GOOGLE_TOKEN_URL;
+}
+
 /** Wraps a token source as the Basic `_token:<access token>` credential Google registries take. */
 export function tokenAuthenticator(source: string, tokens: TokenSource): Authenticator {
   return {

@@ -14,18 +14,20 @@ const repoRoot = new URL("../../", import.meta.url).pathname;
  * requests changes this table and config/rbac/role.yaml together.
  */
 const operatorRequests: Record<string, string[]> = {
-  // Reconcilers read through informers (list, watch), patch spec/metadata and finalizers, and
-  // write status through the subresource.
-  "cocoonset.cocoonstack.io/cocoonsets": ["get", "list", "watch", "update", "patch"],
-  "cocoonset.cocoonstack.io/cocoonhibernations": ["get", "list", "watch", "update", "patch"],
-  "cocoonset.cocoonstack.io/cocoonsets/status": ["get", "update", "patch"],
-  "cocoonset.cocoonstack.io/cocoonhibernations/status": ["get", "update", "patch"],
-  // Owner references with blockOwnerDeletion on the pods.
+  // Reconcilers read through informers (list, watch) and write with merge patches only
+  // (kube/client_patch.ts: patchObject, patchStatus, patchAnnotations), never update (PUT).
+  // cocoonset/delete.ts reads the live CocoonSet (get); CocoonHibernations are only cached.
+  "cocoonset.cocoonstack.io/cocoonsets": ["get", "list", "watch", "patch"],
+  "cocoonset.cocoonstack.io/cocoonhibernations": ["list", "watch", "patch"],
+  "cocoonset.cocoonstack.io/cocoonsets/status": ["patch"],
+  "cocoonset.cocoonstack.io/cocoonhibernations/status": ["patch"],
+  // Owner references with blockOwnerDeletion on the pods (cocoonset/pods.ts; only CocoonSets
+  // own pods).
   "cocoonset.cocoonstack.io/cocoonsets/finalizers": ["update"],
-  "cocoonset.cocoonstack.io/cocoonhibernations/finalizers": ["update"],
+  // Live gets: cocoonset/conflict.ts, cocoonset/slot_release.ts, hibernation/reconciler.ts.
   "/pods": ["get", "list", "watch", "create", "delete", "patch"],
-  // cocoonset/nodes.ts reads nodes from the cache (list, watch; get for the read-only set).
-  "/nodes": ["get", "list", "watch"],
+  // cocoonset/nodes.ts reads nodes from the cache only (kube/cache.ts never falls back to a get).
+  "/nodes": ["list", "watch"],
   // kube/events.ts: create, then merge-patch the count of a repeated Event.
   "/events": ["create", "patch"],
   // kube/leader.ts: get, create, update; standbys watch the Lease.
