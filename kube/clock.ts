@@ -19,8 +19,9 @@ export interface Clock {
 /** The process clock: Date.now() and the global timers. */
 export const realClock: Clock = {
   now: () => Date.now(),
-  // Deno's timers return numbers; Node typings (pulled in by npm packages) say otherwise.
-  setTimeout: (fn, ms) => setTimeout(fn, ms) as unknown as TimerId,
+  // Deno's timers return numbers; Node typings (pulled in by npm packages) say otherwise. A
+  // deadline already past is due now (Deno warns on a negative delay).
+  setTimeout: (fn, ms) => setTimeout(fn, Math.max(0, ms)) as unknown as TimerId,
   clearTimeout: (id) => clearTimeout(id),
 };
 

@@ -254,9 +254,12 @@ function roundPhases(stack: Stack, watch: SystemWatch, ns: string): Phase[] {
   ];
 }
 
-/** Sleeps ms: places a fault at a chosen moment (not a synchronisation). */
+/**
+ * Sleeps ms: places a fault at a chosen moment (not a synchronisation). A moment already past
+ * (the trigger took longer than the offset) fires at once.
+ */
 function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
 
 faultSuite("operator SIGKILL at random points", {
