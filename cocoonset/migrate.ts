@@ -188,7 +188,10 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
 
   if (readHibernateState(main) && (desired === "" || node === desired)) {
     // Quiesced where it should be (re-targeted back, or an unsuspend raced the tag; CR-owned
-    // hibernation was excluded before the probe): wake it in place.
+    // hibernation was excluded before the probe): wake it in place — once vk-cocoon has torn the
+    // old VM down. It pushes the tag before it removes the VM, so until then the pod still shows
+    // that VM live, which after a wake would pass for the restored one and drop the snapshot.
+    if (vmLive(main)) return await markMigrating(pass);
     pass.log.info("waking {pod} in place", { pod: podRef(main) });
     try {
       await patchHibernateState(deps.client, main, false, pass.signal);

@@ -12,6 +12,7 @@ import {
 import { reconcileMigration } from "./migrate.ts";
 import {
   depsOf,
+  editPod,
   getPod,
   getSet,
   newHibernation,
@@ -308,4 +309,49 @@ Deno.test("migration persists Migrating before it recreates a missing main", asy
       : `${a.verb} ${a.resource.plural}`
   );
   assert.deepEqual(steps, ["status Migrating", "create pods"]);
+});
+
+// vk-cocoon pushes :hibernate before it removes the VM and clears the VM id: for a moment the
+// snapshot exists while the pod still shows the old VM live. Woken then, the next pass took that
+// old VM for the restored one and dropped the snapshot vk-cocoon was about to restore from.
+Deno.test("migration re-targeted back wakes the main only once its VM is down, so the tag outlives the old VM", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b", migrating));
+  env.fake.seed(
+    Pods,
+    withHibernate(mainPod(cs, { node: "node-b", vmID: "vmid-1", running: true })),
+  );
+  const pass = async () =>
+    await reconcileMigration(
+      newTestPass(depsOf(env), await getSet(env.fake, seatSetName), [
+        (await getPod(env.fake, "demo-0"))!,
+      ]),
+    );
+
+  // vk-cocoon has pushed the snapshot but not yet torn the VM down.
+  await pass();
+  await pass();
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag), "the tag is kept");
+  assert.ok(readHibernateState((await getPod(env.fake, "demo-0"))!), "not woken yet");
+
+  // The VM is down (no id, no running container): woken in place, the tag kept.
+  await editPod(env, "demo-0", (p) => {
+    const down = withHibernate(mainPod(cs, { node: "node-b" }));
+    p.metadata.annotations = down.metadata.annotations;
+    p.status = {};
+  });
+  await pass();
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false, "woken");
+  await pass();
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag), "kept until it runs");
+
+  // Restored from the snapshot: now the tag goes.
+  await editPod(env, "demo-0", (p) => {
+    const up = mainPod(cs, { node: "node-b", vmID: "vmid-2", running: true });
+    p.metadata.annotations = up.metadata.annotations;
+    p.status = up.status;
+  });
+  await pass();
+  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
 });
