@@ -137,6 +137,9 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
 
   if (main && desired !== "" && node !== "" && node !== desired) {
     if (!readHibernateState(main)) {
+      // A main whose VM is not up may be restoring from this very tag (a wake in place, then a
+      // re-target): wait for it to run before the tag counts as a leftover.
+      if (!vmLive(main)) return await markMigrating(pass);
       // A tag this controller never asked for is a leftover (suspend/unsuspend keep tags);
       // restoring it would roll the VM back. Drop it, keep the live pod.
       pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {

@@ -355,3 +355,43 @@ Deno.test("migration re-targeted back wakes the main only once its VM is down, s
   await pass();
   assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
 });
+
+// The tag a wake in place restores from is no leftover: while the woken VM is not up yet,
+// pointing spec.nodeName at another node again must not drop it (the Go original did, so
+// vk-cocoon's restore found no snapshot and the VM's state was gone).
+Deno.test("migration re-targeted forward while a wake in place restores keeps the tag until that VM runs", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, migSet("node-b", migrating));
+  env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-a" }))); // quiesced, VM down
+  const retarget = (node: string) =>
+    env.fake.patch(CocoonSets, "ns", seatSetName, "merge", { spec: { nodeName: node } });
+  const pass = async () =>
+    await reconcileMigration(
+      newTestPass(depsOf(env), await getSet(env.fake, seatSetName), [
+        (await getPod(env.fake, "demo-0"))!,
+      ]),
+    );
+
+  await retarget("node-a");
+  await pass();
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false, "woken in place");
+
+  // Re-targeted forward before vk-cocoon restored the VM from the tag.
+  await retarget("node-b");
+  await pass();
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag), "the restore's tag is kept");
+  const pod = await getPod(env.fake, "demo-0");
+  assert.ok(pod && !pod.metadata.deletionTimestamp, "and its pod");
+
+  // Restored and running: now the tag is a leftover; dropped before the migration starts again.
+  await editPod(env, "demo-0", (p) => {
+    const up = mainPod(cs, { node: "node-a", vmID: "vmid-2", running: true });
+    p.metadata.annotations = up.metadata.annotations;
+    p.status = up.status;
+  });
+  await pass();
+  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
+  await pass();
+  assert.ok(readHibernateState((await getPod(env.fake, "demo-0"))!), "quiesced for node-b");
+});
