@@ -39,6 +39,8 @@ export const requeueTeardownMs = 5_000;
 /** Runs one teardown pass of a CocoonSet that has a deletionTimestamp. */
 export async function reconcileDelete(pass: Pass): Promise<Result> {
   const { cs, deps, signal } = pass;
+  // A set being deleted gets no more status writes.
+  deps.writtenStatuses.delete(cs.metadata.uid ?? "");
   if (!cs.metadata.finalizers?.includes(finalizerName)) {
     forgetTeardown(pass);
     return {};

@@ -11,7 +11,7 @@ import { type Pod, Pods } from "../kube/core.ts";
 import { isNotFound, wrapError } from "../kube/errors.ts";
 import type { Clock } from "../kube/clock.ts";
 import type { EventRecorder, EventType } from "../kube/events.ts";
-import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import type { ClassifiedPods } from "./pods.ts";
@@ -35,6 +35,11 @@ export interface CocoonSetDeps {
    * that has not shown a deletion yet never causes a second DELETE.
    */
   teardownDeletes: Map<string, Set<string>>;
+  /**
+   * CocoonSet UID → the status this process last wrote (status.ts), so a cached copy that has
+   * not caught up with that write is noticed even when nothing differs from it.
+   */
+  writtenStatuses: Map<string, CocoonSetStatus>;
 }
 
 /** What a step that may own the pass returns: handled=false hands back to the normal flow. */

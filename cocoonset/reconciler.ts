@@ -93,6 +93,7 @@ export class CocoonSetReconciler implements Reconciler {
       clock: opts.clock ?? realClock,
       validGenerations: new Map(),
       teardownDeletes: new Map(),
+      writtenStatuses: new Map(),
     };
   }
 

@@ -236,6 +236,11 @@ export function buildConditions(
  * that equals cs, so one computed from a cached copy older than the stored status would keep the
  * stored phase next to this pass's conditions. Such a write fails with Conflict instead, and the
  * pass is retried from fresh data.
+ *
+ * A status equal to cs sends no write, so the lock alone cannot see a cs older than this
+ * process's own last write (written, by set UID): when cs shows something else than that write,
+ * an empty patch carrying cs's resourceVersion asks the server whether cs is current, and a
+ * Conflict retries the pass from fresh data.
  */
 export async function writeStatus(
   client: Writer,
@@ -243,16 +248,27 @@ export async function writeStatus(
   next: CocoonSetStatus,
   now: () => Date,
   signal?: AbortSignal,
+  written?: Map<string, CocoonSetStatus>,
 ): Promise<boolean> {
   const merged = deepCopy(cs.status?.conditions ?? []);
   for (const c of next.conditions ?? []) setStatusCondition(merged, c, now);
   const status: CocoonSetStatus = { ...next };
   if (merged.length > 0) status.conditions = merged;
   else delete status.conditions;
-  if (statusEqual(cs.status, status)) return false;
+  const uid = cs.metadata.uid ?? "";
+  if (statusEqual(cs.status, status)) {
+    const mine = written?.get(uid);
+    if (mine === undefined || statusEqual(mine, status)) return false;
+    await client.patch(CocoonSets, cs.metadata.namespace ?? "", cs.metadata.name ?? "", "merge", {
+      metadata: { resourceVersion: cs.metadata.resourceVersion },
+    }, { subresource: "status", signal });
+    written?.delete(uid);
+    return false;
+  }
   await patchStatus(client, CocoonSets, cs, (c) => {
     c.status = status;
   }, { optimisticLock: true, signal });
+  written?.set(uid, deepCopy(cs.status ?? {}));
   return true;
 }
 
@@ -305,5 +321,6 @@ export function writeSetStatus(pass: Pass, phase: CocoonSetPhase | "" = ""): Pro
     buildStatus(pass.cs, pass.classified, phase, pass.problems),
     nowOf(pass),
     pass.signal,
+    pass.deps.writtenStatuses,
   );
 }

@@ -64,3 +64,48 @@ Deno.test("a status computed against a stale copy of the set is refused, not mer
   assert.equal((await getSet(env.fake, "demo")).status?.readyAgents, 3);
   assert.equal((await env.fake.list(Pods, { namespace: testNamespace })).items.length, 3);
 });
+
+// The other half of the lock: a status equal to a stale copy sends nothing, so the lock never
+// sees that copy. After this process wrote Scaling, a cache still showing the Running before it
+// made a pass that computes Running again skip the write: Scaling stayed stored next to three
+// ready agents, and with status writes waking no pass, nothing put it right.
+Deno.test("a status equal to a stale copy, but not to what this process last wrote, is checked against the server", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => (c.spec.agent.replicas = 1));
+  const main = livePod(buildAgentPod(cs, 0));
+  const vm = main.metadata.annotations?.["vm.cocoonstack.io/name"] ?? "";
+  seedSet(env, cs, [main, livePod(buildAgentPod(cs, 1, vm, "node-a"))]);
+  await reconcileSet(env, "demo");
+  assert.deepEqual(await phaseAndProgressing(env), ["Running", "Running"]);
+  const running = await getSet(env.fake, "demo");
+
+  await editPod(
+    env,
+    "demo-1",
+    (p) => (p.status!.conditions = [{ type: "Ready", status: "False" }]),
+  );
+  await reconcileSet(env, "demo");
+  assert.deepEqual(await phaseAndProgressing(env), ["Scaling", "Scaling"]);
+
+  // Ready again, seen by a pass of this process whose cache still holds the Running copy.
+  await editPod(env, "demo-1", (p) => livePod(p, "node-a"));
+  const deps = env.reconciler.deps;
+  const cache = deps.client;
+  deps.client = laggingCache(env.fake, { set: running });
+  try {
+    assert.deepEqual(
+      await reconcileSet(env, "demo"),
+      { requeue: true },
+      "refused as a conflict and looked at again",
+    );
+  } finally {
+    deps.client = cache;
+  }
+
+  await reconcileSet(env, "demo");
+  assert.deepEqual(await phaseAndProgressing(env), ["Running", "Running"]);
+  // Caught up: the same observation sends nothing at all.
+  env.fake.actions.length = 0;
+  await reconcileSet(env, "demo");
+  assert.deepEqual(env.fake.actions.filter((a) => a.verb === "patch"), []);
+});
