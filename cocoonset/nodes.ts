@@ -64,7 +64,7 @@ export async function migrationTargetProblem(pass: Pass, name: string): Promise<
  * Progressing=False with reason MigrationTargetUnknown in this pass's status.
  */
 export function reportUnknownTarget(pass: Pass, problem: string): void {
-  const message = `spec.nodeName: ${problem}; the main agent stays where it is`;
+  const message = `spec.nodeName: ${problem}; nothing is moved toward it`;
   emit(pass, "Warning", ReasonMigrationTargetUnknown, message);
   pass.problems.push({
     condition: ConditionTypeProgressing,
