@@ -40,7 +40,7 @@ import { benchDeleteAtScale } from "./delete_at_scale.ts";
 import { startupFromFlags } from "./startup.ts";
 import { convergenceFromFlags } from "./convergence.ts";
 import { memoryAtScaleFromFlags } from "./memory_at_scale.ts";
-import { parseBenchFlags } from "./flags.ts";
+import { benchFlagsOrExit } from "./flags.ts";
 import { progress } from "./load.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -311,7 +311,7 @@ if (Deno.args[0] === "--cache-memory-child") {
   Deno.exit(0);
 }
 
-const flags = parseBenchFlags(Deno.args);
+const flags = benchFlagsOrExit(Deno.args);
 const began = performance.now();
 const summary: Record<string, unknown> = { gcExposed: !!gc };
 for (const usePriorityQueue of [true, false]) {

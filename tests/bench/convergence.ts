@@ -25,7 +25,7 @@
  */
 import { realClock, sleep } from "../../kube/clock.ts";
 import type { ApiProxy } from "./api_proxy.ts";
-import { type BenchFlags, parseBenchFlags } from "./flags.ts";
+import { type BenchFlags, benchFlagsOrExit } from "./flags.ts";
 import { createSets, nodesFor, PODS_PER_SET, progress, waitConverged } from "./load.ts";
 import { memoryReport } from "./operator_under_test.ts";
 import { countByResource, countByVerb, isWrite } from "./request_info.ts";
@@ -127,6 +127,6 @@ export function convergenceFromFlags(flags: BenchFlags): Promise<Record<string, 
 }
 
 if (import.meta.main) {
-  const convergence = await convergenceFromFlags(parseBenchFlags(Deno.args));
+  const convergence = await convergenceFromFlags(benchFlagsOrExit(Deno.args));
   console.log(JSON.stringify({ convergence }, null, 2));
 }

@@ -208,9 +208,29 @@ export async function benchDeleteAtScale(replicas = 1000): Promise<DeleteAtScale
   }
 }
 
+/** The replica count of `--replicas N`: a whole number of at least 1, else undefined. */
+export function parseReplicas(args: string[]): number | undefined {
+  try {
+    const { values } = parseArgs({
+      args,
+      options: { replicas: { type: "string", default: "1000" } },
+      strict: true,
+      allowPositionals: false,
+    });
+    const n = Number(values.replicas);
+    return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 if (import.meta.main) {
-  const { values } = parseArgs({ options: { replicas: { type: "string", default: "1000" } } });
-  const r = await benchDeleteAtScale(Number(values.replicas));
+  const replicas = parseReplicas(Deno.args);
+  if (replicas === undefined) {
+    console.error("usage: deno run -A tests/bench/delete_at_scale.ts [--replicas N] (N ≥ 1)");
+    Deno.exit(2);
+  }
+  const r = await benchDeleteAtScale(replicas);
   console.log(JSON.stringify({ bench: "delete_at_scale", create: r.create, delete: r.delete }));
   console.log(JSON.stringify({ deleteAtScale: r.summary }));
 }

@@ -14,19 +14,59 @@ export interface BenchFlags {
   operatorCmd: string;
 }
 
-/** Parses the flags; unknown flags are an error, so a typo does not silently run the default. */
-export function parseBenchFlags(args: string[]): BenchFlags {
-  const { values } = parseArgs({
-    args,
-    options: {
-      quick: { type: "boolean", default: false },
-      "operator-cmd": { type: "string", default: DEFAULT_OPERATOR_CMD },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
+/** What `--help` prints, and what follows a refused command line. */
+export const benchUsage = `usage: deno task bench[:<name>] [--quick] [--operator-cmd "<command>"]
+  --quick                 smaller N and shorter windows
+  --operator-cmd <cmd>    the operator under test (default: ${DEFAULT_OPERATOR_CMD})`;
+
+/** A command line the benchmarks refuse; the message is one line. */
+export class BenchFlagsError extends Error {
+  override name = "BenchFlagsError";
+}
+
+/**
+ * Parses the flags; unknown flags are an error, so a typo does not silently run the default.
+ * Returns "help" for `--help`.
+ */
+export function parseBenchFlags(args: string[]): BenchFlags | "help" {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        quick: { type: "boolean", default: false },
+        "operator-cmd": { type: "string", default: DEFAULT_OPERATOR_CMD },
+        help: { type: "boolean", short: "h", default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    throw new BenchFlagsError(err instanceof Error ? err.message : String(err));
+  }
+  if (values.help) return "help";
   return {
     quick: values.quick,
     operatorCmd: values["operator-cmd"],
   };
+}
+
+/**
+ * The flags of a benchmark run from the command line: `--help` prints the usage and exits 0, a
+ * refused command line prints one line and the usage and exits 2.
+ */
+export function benchFlagsOrExit(args: string[]): BenchFlags {
+  let flags;
+  try {
+    flags = parseBenchFlags(args);
+  } catch (err) {
+    if (!(err instanceof BenchFlagsError)) throw err;
+    console.error(`bench: ${err.message}\n${benchUsage}`);
+    Deno.exit(2);
+  }
+  if (flags === "help") {
+    console.log(benchUsage);
+    Deno.exit(0);
+  }
+  return flags;
 }

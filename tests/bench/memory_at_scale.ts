@@ -23,7 +23,7 @@
  *
  * @module
  */
-import { type BenchFlags, parseBenchFlags } from "./flags.ts";
+import { type BenchFlags, benchFlagsOrExit } from "./flags.ts";
 import {
   createSets,
   createUnrelatedPods,
@@ -166,5 +166,5 @@ export async function memoryAtScaleFromFlags(flags: BenchFlags): Promise<{
 }
 
 if (import.meta.main) {
-  console.log(JSON.stringify(await memoryAtScaleFromFlags(parseBenchFlags(Deno.args)), null, 2));
+  console.log(JSON.stringify(await memoryAtScaleFromFlags(benchFlagsOrExit(Deno.args)), null, 2));
 }

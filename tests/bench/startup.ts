@@ -24,7 +24,7 @@
  *
  * @module
  */
-import { type BenchFlags, parseBenchFlags } from "./flags.ts";
+import { type BenchFlags, benchFlagsOrExit } from "./flags.ts";
 import { progress } from "./load.ts";
 import type { OperatorUnderTest } from "./operator_under_test.ts";
 import { readStat } from "./proc_stats.ts";
@@ -147,6 +147,6 @@ export function startupFromFlags(flags: BenchFlags): Promise<Record<string, unkn
 }
 
 if (import.meta.main) {
-  const startup = await startupFromFlags(parseBenchFlags(Deno.args));
+  const startup = await startupFromFlags(benchFlagsOrExit(Deno.args));
   console.log(JSON.stringify({ startup }, null, 2));
 }
