@@ -16,8 +16,8 @@
  * from the network unless DENORT_BIN names a local copy; where that download cannot happen the
  * script says so in one message and exits 3, after every earlier step has run.
  */
-import { parseArgs } from "node:util";
 import { defaultRegistryHosts, inClusterPermissionSet, permissionFlags } from "../permissions.ts";
+import { parseArgsOrExit } from "./cli.ts";
 
 const repoRoot = new URL("../", import.meta.url);
 const repoPath = repoRoot.pathname.replace(/\/$/, "");
@@ -207,7 +207,9 @@ export function graphProblem(graph: unknown, stampedModule: string): string | un
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({
+  const usage = "usage: deno task compile [--dry-run] [--registry-hosts a,b] " +
+    "[--output <path>] [--target <triple>]";
+  const { values } = parseArgsOrExit("compile", usage, {
     args: Deno.args,
     options: {
       "dry-run": { type: "boolean" },

@@ -5,9 +5,9 @@
  *   deno task crds --check    exit 1 (and name the files) when the committed files are stale
  *   --dir <path>              use another folder than config/crd/bases (tests)
  */
-import { parseArgs } from "node:util";
 import { allCRDs } from "../common/apis/v1/crd.ts";
 import { toYamlDocument } from "../common/k8s/yaml.ts";
+import { parseArgsOrExit } from "./cli.ts";
 
 /** Where the generated manifests live, relative to the repository root. */
 export const CRD_DIR = new URL("../config/crd/bases/", import.meta.url);
@@ -44,10 +44,11 @@ export async function writeCrdFiles(dir: URL = CRD_DIR): Promise<string[]> {
 }
 
 async function main(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: { check: { type: "boolean", default: false }, dir: { type: "string" } },
-  });
+  const { values } = parseArgsOrExit(
+    "crds",
+    "usage: deno task crds [--check] [--dir <path>]",
+    { args, options: { check: { type: "boolean", default: false }, dir: { type: "string" } } },
+  );
   const dir = values.dir === undefined
     ? CRD_DIR
     : new URL(`file://${Deno.realPathSync(values.dir).replace(/\/?$/, "/")}`);
