@@ -537,6 +537,39 @@ Deno.test("wake: VM live → tag dropped, Active, WokenActive and histogram ok o
   await h.close();
 });
 
+// vk-cocoon pushes `:hibernate` before it tears the VM down and clears its id; the contract has it
+// report lifecycle-state=hibernating meanwhile. A wake landing in that window saw the old VM
+// still "live", dropped the snapshot and went Active — and then vk-cocoon removed the VM and found
+// no snapshot to restore it from.
+Deno.test("wake: a VM vk-cocoon is still hibernating is not live; the tag outlives it", async () => {
+  const registry = new FakeRegistry();
+  const h = Harness.create([
+    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseActive, vmName: VM } }),
+    // A suspend raced the Wake: vk-cocoon has pushed the snapshot, the old VM still shows.
+    vmPod({
+      hibernate: true,
+      vmID: "vmid-old",
+      running: true,
+      lifecycle: { state: "hibernating" },
+    }),
+  ], { registry });
+  registry.put(VM, "hibernate");
+  assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
+  assert.equal(readHibernateState(await h.pod()), false, "the hibernate request is withdrawn");
+  assert.equal(registry.contains(VM, "hibernate"), true, "the snapshot is kept");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseWaking);
+
+  // The hibernation completes (VM gone), then vk-cocoon restores from the snapshot.
+  h.api.seed(Pods, vmPod({ lifecycle: hibernatedLifecycle }));
+  await h.reconcile("hib");
+  assert.equal(registry.contains(VM, "hibernate"), true, "kept until the restored VM runs");
+  h.api.seed(Pods, vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }));
+  assert.deepEqual(await h.reconcile("hib"), {});
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal(registry.contains(VM, "hibernate"), false);
+  await h.close();
+});
+
 Deno.test("wake: a failing tag delete is logged and the wake still completes", async () => {
   const registry = new FakeRegistry();
   registry.put(VM, "hibernate");

@@ -5,7 +5,9 @@
  * "Running again" means a running container AND a VM id on the pod: vk-cocoon clears the id when
  * it hibernates a VM and writes a fresh one once the restore succeeded, while container statuses
  * can briefly show running during a pod recreate. The tag goes only after both, so the snapshot
- * survives until the VM it restores is live.
+ * survives until the VM it restores is live. Nor does a pod count whose lifecycle-state says
+ * `hibernating`: vk-cocoon pushes the snapshot before it tears the VM down and clears the id, so
+ * until then the VM the pod shows is the one going away, and the snapshot is what restores it.
  *
  * @module
  */
@@ -15,6 +17,7 @@ import {
 } from "../common/apis/v1/mod.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
+import { LifecycleStateHibernating, readLifecycleState } from "../common/meta/lifecycle.ts";
 import { isContainerRunning } from "../common/meta/pod.ts";
 import { parseVMRuntime } from "../common/meta/vmruntime.ts";
 import type { Pod } from "../kube/core.ts";
@@ -24,9 +27,13 @@ import type { Pass, StepDeps } from "./pass.ts";
 import { dropHibernateTag } from "./tag.ts";
 import { phaseDeadlineExceeded, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./status.ts";
 
-/** Whether the pod runs a restored VM: a running container and a VM id. */
+/**
+ * Whether the pod runs a restored VM: a running container and a VM id, on a VM vk-cocoon is not
+ * hibernating.
+ */
 export function vmLive(pod: Pod): boolean {
-  return isContainerRunning(pod) && parseVMRuntime(pod).vmID !== "";
+  return isContainerRunning(pod) && parseVMRuntime(pod).vmID !== "" &&
+    readLifecycleState(pod) !== LifecycleStateHibernating;
 }
 
 /**
