@@ -20,6 +20,7 @@
 import { getLogger } from "@logtape/logtape";
 import {
   type CocoonHibernation,
+  CocoonHibernationPhaseWaking,
   CocoonHibernations,
   HibernationDesireHibernate,
 } from "../common/apis/v1/mod.ts";
@@ -42,7 +43,7 @@ import { specProblem } from "./spec_check.ts";
 import { REQUEUE_INTERVAL_MS } from "./status.ts";
 import { PhaseTransitions } from "./transitions.ts";
 import { StripedLock } from "./vm_lock.ts";
-import { reconcileWake } from "./wake.ts";
+import { reconcileWake, vmLive } from "./wake.ts";
 import { dropHibernateTag } from "./tag.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);
@@ -196,8 +197,24 @@ export class HibernationReconciler implements Reconciler {
   }
 
   /**
+   * Whether a request deleted while Waking leaves vk-cocoon restoring vmName from its `:hibernate`
+   * tag: the hibernate annotation is withdrawn, and the pod's VM does not run yet. Dropping the
+   * tag then would fail the restore for good; left behind, it is collected with the CocoonSet.
+   */
+  async #restoreInFlight(
+    hib: CocoonHibernation,
+    vmName: string,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    if (hib.status?.phase !== CocoonHibernationPhaseWaking) return false;
+    const pod = await this.#targetPod(hib.metadata.namespace ?? "", hib.spec.podRef.name, signal);
+    return pod !== undefined && parseVMSpec(pod).vmName === vmName && !vmLive(pod);
+  }
+
+  /**
    * The finalizer: drops the `:hibernate` tag of the VM this request recorded, unless another
-   * live request still tracks that VM, then lets the request go. A registry failure is logged at
+   * live request still tracks that VM or a wake in flight restores from it, then lets the request
+   * go. A registry failure is logged at
    * error level and never holds the deletion (the snapshot may then be left behind).
    */
   async #finalize(hib: CocoonHibernation, signal: AbortSignal): Promise<void> {
@@ -212,6 +229,12 @@ export class HibernationReconciler implements Reconciler {
         });
         if (vmHeldByAnother(hib, peers.items)) {
           log.info("keeping {vm}:{tag}: another CocoonHibernation still tracks it", {
+            vm: vmName,
+            tag: HibernateSnapshotTag,
+            hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
+          });
+        } else if (await this.#restoreInFlight(hib, vmName, signal)) {
+          log.warn("keeping {vm}:{tag}: the wake in flight restores from it", {
             vm: vmName,
             tag: HibernateSnapshotTag,
             hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,

@@ -122,6 +122,48 @@ Deno.test("delete keeps the tag for a duplicate that has not reconciled yet (pod
   await h.close();
 });
 
+// A Waking request has withdrawn the hibernate annotation: vk-cocoon is restoring the VM from
+// `:hibernate`. Its finalizer dropped that tag under the restore, which then failed for good.
+Deno.test("delete while Waking keeps the tag until the restored VM runs", async (t) => {
+  const waking: CocoonHibernationStatus = { vmName: VM, phase: CocoonHibernationPhaseWaking };
+  await t.step("restore in flight: the tag stays, the finalizer goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Wake", { deleting: true, status: waking }),
+      vmPod({ lifecycle: hibernatedLifecycle }),
+    ], { registry });
+    assert.deepEqual(await h.reconcile("hib"), {});
+    assert.equal(await h.gone("hib"), true);
+    assert.equal(registry.contains(VM, "hibernate"), true);
+    assert.equal(registry.callsOf("deleteManifest").length, 0);
+    await h.close();
+  });
+  await t.step("the VM already runs again: the tag goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Wake", { deleting: true, status: waking }),
+      vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }),
+    ], { registry });
+    await h.reconcile("hib");
+    assert.equal(await h.gone("hib"), true);
+    assert.equal(registry.contains(VM, "hibernate"), false);
+    await h.close();
+  });
+  await t.step("the pod is gone: the tag goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([request("hib", "Wake", { deleting: true, status: waking })], {
+      registry,
+    });
+    await h.reconcile("hib");
+    assert.equal(await h.gone("hib"), true);
+    assert.equal(registry.contains(VM, "hibernate"), false);
+    await h.close();
+  });
+});
+
 // --- pending -----------------------------------------------------------------------------------
 
 Deno.test("a missing pod parks the request on Pending and requeues in 5 s", async () => {
