@@ -25,6 +25,7 @@ import {
   HibernationDesireHibernate,
 } from "../common/apis/v1/mod.ts";
 import { AnnotationVMName, HibernateSnapshotTag } from "../common/meta/keys.ts";
+import { readHibernateState } from "../common/meta/hibernate.ts";
 import { parseVMSpec } from "../common/meta/vmspec.ts";
 import { patchObject } from "../kube/client_patch.ts";
 import type { Client, Reader } from "../kube/client.ts";
@@ -197,25 +198,28 @@ export class HibernationReconciler implements Reconciler {
   }
 
   /**
-   * Whether a request deleted while Waking leaves vk-cocoon restoring vmName from its `:hibernate`
-   * tag: the hibernate annotation is withdrawn, and the pod's VM does not run yet. Dropping the
-   * tag then would fail the restore for good; left behind, it is collected with the CocoonSet.
+   * Whether the target pod still needs vmName's `:hibernate` tag when this request goes: the pod
+   * (same VM) is still asked to hibernate, so the VM's state is, or is about to be, only in that
+   * tag; or the request was Waking and the VM does not run yet, so vk-cocoon is restoring from it.
+   * Dropped then, the VM's state would be lost for good; kept, it is collected with the CocoonSet
+   * (whose ledger notes the hibernation) or by the request that wakes the pod later.
    */
-  async #restoreInFlight(
+  async #podStillNeedsTag(
     hib: CocoonHibernation,
     vmName: string,
     signal: AbortSignal,
   ): Promise<boolean> {
-    if (hib.status?.phase !== CocoonHibernationPhaseWaking) return false;
     const pod = await this.#targetPod(hib.metadata.namespace ?? "", hib.spec.podRef.name, signal);
-    return pod !== undefined && parseVMSpec(pod).vmName === vmName && !vmLive(pod);
+    if (pod === undefined || parseVMSpec(pod).vmName !== vmName) return false;
+    if (readHibernateState(pod)) return true;
+    return hib.status?.phase === CocoonHibernationPhaseWaking && !vmLive(pod);
   }
 
   /**
    * The finalizer: drops the `:hibernate` tag of the VM this request recorded, unless another
-   * live request still tracks that VM or a wake in flight restores from it, then lets the request
-   * go. A registry failure is logged at
-   * error level and never holds the deletion (the snapshot may then be left behind).
+   * live request still tracks that VM or its pod still needs it (#podStillNeedsTag), then lets
+   * the request go. A registry failure is logged at error level and never holds the deletion
+   * (the snapshot may then be left behind).
    */
   async #finalize(hib: CocoonHibernation, signal: AbortSignal): Promise<void> {
     const vmName = hib.status?.vmName ?? "";
@@ -233,8 +237,9 @@ export class HibernationReconciler implements Reconciler {
             tag: HibernateSnapshotTag,
             hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
           });
-        } else if (await this.#restoreInFlight(hib, vmName, signal)) {
-          log.warn("keeping {vm}:{tag}: the wake in flight restores from it", {
+        } else if (await this.#podStillNeedsTag(hib, vmName, signal)) {
+          log.warn("keeping {vm}:{tag}: pod {pod} is hibernated or restoring from it", {
+            pod: hib.spec.podRef.name,
             vm: vmName,
             tag: HibernateSnapshotTag,
             hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,

@@ -164,6 +164,57 @@ Deno.test("delete while Waking keeps the tag until the restored VM runs", async 
   });
 });
 
+Deno.test("delete keeps the tag while the pod is still asked to hibernate (its VM's state is only there)", async (t) => {
+  const phases: [string, CocoonHibernationStatus][] = [
+    ["Hibernated", { vmName: VM, phase: CocoonHibernationPhaseHibernated }],
+    ["Hibernating", { vmName: VM, phase: CocoonHibernationPhaseHibernating }],
+  ];
+  for (const [name, status] of phases) {
+    await t.step(`${name}: the tag stays, the finalizer goes`, async () => {
+      const registry = new FakeRegistry();
+      registry.put(VM, "hibernate");
+      const h = Harness.create([
+        request("hib", "Hibernate", { deleting: true, status }),
+        vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+      ], { registry });
+      assert.deepEqual(await h.reconcile("hib"), {});
+      assert.equal(await h.gone("hib"), true);
+      assert.equal(registry.contains(VM, "hibernate"), true);
+      assert.equal(registry.callsOf("deleteManifest").length, 0);
+      await h.close();
+    });
+  }
+  await t.step("the pod was woken by hand and runs: the tag goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Hibernate", {
+        deleting: true,
+        status: { vmName: VM, phase: CocoonHibernationPhaseHibernated },
+      }),
+      vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }),
+    ], { registry });
+    await h.reconcile("hib");
+    assert.equal(await h.gone("hib"), true);
+    assert.equal(registry.contains(VM, "hibernate"), false);
+    await h.close();
+  });
+  await t.step("the pod now runs another VM: the recorded VM's tag goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Hibernate", {
+        deleting: true,
+        status: { vmName: VM, phase: CocoonHibernationPhaseHibernated },
+      }),
+      vmPod({ vmName: "vk-other", hibernate: true }),
+    ], { registry });
+    await h.reconcile("hib");
+    assert.equal(registry.contains(VM, "hibernate"), false);
+    await h.close();
+  });
+});
+
 // --- pending -----------------------------------------------------------------------------------
 
 Deno.test("a missing pod parks the request on Pending and requeues in 5 s", async () => {

@@ -436,6 +436,9 @@ Deno.test({
               await waitGone(w, "pair-a");
               assert.deepEqual(await tags(w, "pair-0"), ["hibernate"], "pair-b still holds it");
               assert.deepEqual(proxy.requestsFor(repo, "DELETE"), []);
+              // The pod gone, nothing needs the snapshot any more (while the hibernated pod is
+              // there it keeps it: see the differences below).
+              await client.delete(Pods, NS, "pair-0", { gracePeriodSeconds: 0 });
               await client.delete(CocoonHibernations, NS, "pair-b");
               await waitGone(w, "pair-b");
               assert.deepEqual(await tags(w, "pair-0"), []);
@@ -498,6 +501,34 @@ Deno.test({
         );
 
         // --- Differences from the Go operator (each fails on the original's behaviour) ---------
+
+        await t.step(
+          "deleting a Hibernated request keeps the snapshot its pod still needs; a later Wake restores from it",
+          async () => {
+            const repo = `${PREFIX}/${vmOf("keep-0")}`;
+            await createVmPod(w, "keep-0");
+            await createRequest(w, "keep", "keep-0", "Hibernate");
+            await waitPhase(w, "keep", "Hibernating");
+            await vkPushed(w, "keep-0");
+            await vkHibernated(w, "keep-0", 0);
+            await waitPhase(w, "keep", "Hibernated");
+
+            // The original deletes the tag here, leaving a hibernated VM nothing to restore from.
+            await client.delete(CocoonHibernations, NS, "keep");
+            await waitGone(w, "keep");
+            assert.deepEqual(await tags(w, "keep-0"), ["hibernate"]);
+            assert.deepEqual(proxy.requestsFor(repo, "DELETE"), []);
+            const pod = await client.get(Pods, NS, "keep-0");
+            assert.equal(pod.metadata.annotations?.[AnnotationHibernate], "true", "still asked");
+
+            await createRequest(w, "keep-wake", "keep-0", "Wake");
+            await waitPhase(w, "keep-wake", "Waking");
+            assert.deepEqual(await tags(w, "keep-0"), ["hibernate"], "kept while the VM is down");
+            await vkRunning(w, "keep-0", "vmid-keep-1");
+            await waitPhase(w, "keep-wake", "Active");
+            assert.deepEqual(await tags(w, "keep-0"), []);
+          },
+        );
 
         await t.step(
           "opposite requests: the later one is refused (Conflict), the VM keeps the earlier one's state, no churn",
