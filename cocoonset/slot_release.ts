@@ -150,12 +150,16 @@ export async function reconcileWake(pass: Pass): Promise<Handled> {
   }
 
   if (waking) {
-    // Live: the snapshot has done its job.
+    // Live: the snapshot has done its job — unless the VM was asked to hibernate again (a
+    // CocoonHibernation, a person): vk-cocoon pushes that round's tag before it removes the VM,
+    // so the tag may already be the only copy of it. The request's owner drops it on its wake.
     const vmName = parseVMSpec(main).vmName;
-    try {
-      await deps.registry.deleteManifest(vmName, HibernateSnapshotTag, pass.signal);
-    } catch (err) {
-      throw wrapError(`wake: drop hibernate snapshot ${vmName}`, err);
+    if (!readHibernateState(main)) {
+      try {
+        await deps.registry.deleteManifest(vmName, HibernateSnapshotTag, pass.signal);
+      } catch (err) {
+        throw wrapError(`wake: drop hibernate snapshot ${vmName}`, err);
+      }
     }
     // The hint marks a wake in flight; a re-entry on a stale status arrives without it and must
     // not score the landing a second time.

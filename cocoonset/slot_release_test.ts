@@ -596,3 +596,24 @@ Deno.test("wake of a pod that is merely pending scheduling records no WakeNoCapa
   assert.deepEqual(env.recorder.events, []);
   assert.equal(await counterValue(wakeUnschedulableTotal, setLabels) - before, 0);
 });
+
+// Not in the Go tests: a CocoonHibernation (or a person) may ask the restored main to hibernate
+// while the wake still reads Waking. vk-cocoon pushes the new `:hibernate` before it removes the
+// VM, so in that window the pod still shows the VM live; dropping the tag then would leave the
+// VM removed with no snapshot at all.
+Deno.test("wake keeps the snapshot when the restored main is asked to hibernate again", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
+  const main = env.fake.seed(
+    Pods,
+    withHibernate(
+      restoreMarked(mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true })),
+    ),
+  );
+
+  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+});
