@@ -110,8 +110,9 @@ const notHandled: Handled = { handled: false };
 /**
  * The wake of a set coming back from a released (pod-less) suspend. It engages on the phase
  * (Waking; Suspended; Suspending with the node hint set) or on an unfinished wake (a
- * restore-marked, non-hibernating main while the hint is still set), never on the current
- * policy: switching to retain while released must still restore.
+ * restore-marked, non-hibernating main while the hint is still set; no main while Failed with
+ * the hint set), never on the current policy: switching to retain while released must still
+ * restore.
  */
 export async function reconcileWake(pass: Pass): Promise<Handled> {
   const { cs, classified, deps } = pass;
@@ -126,7 +127,10 @@ export async function reconcileWake(pass: Pass): Promise<Handled> {
   const cleanupPending = main !== undefined && readRestoreFromHibernate(main) &&
     !readHibernateState(main) && hint !== "";
   const waking = phase === "Waking" || cleanupPending;
-  if ((!waking && !suspended && !suspending) || !deps.registry) return notHandled;
+  // A failed restore pod makes the set Failed over Waking; once that pod is gone, the hint is
+  // all that says the wake is unfinished, and the normal flow would boot fresh over the snapshot.
+  const failedWake = phase === "Failed" && hint !== "" && main === undefined;
+  if ((!waking && !suspended && !suspending && !failedWake) || !deps.registry) return notHandled;
 
   if (!main) return await startReleasedWake(pass);
 

@@ -24,6 +24,8 @@ import {
   getSet,
   newTestEnv,
   newTestPass,
+  reconcileSet,
+  setSeed,
   type TestEnv,
 } from "./_test_support.ts";
 import {
@@ -616,4 +618,21 @@ Deno.test("wake keeps the snapshot when the restored main is asked to hibernate 
 
   assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
   assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+});
+
+// Not in the Go tests: a restore pod that fails (its pull of `:hibernate` failed in a registry
+// outage) turns the set Failed, which replaces Waking; the hint still says the wake is unfinished.
+// Once that pod is gone (deleted by a person, or as drifted), the main must restore again, not
+// boot fresh over the snapshot.
+Deno.test("wake restores again after a failed restore pod is gone, not a fresh boot", async () => {
+  const env = newTestEnv([setSeed(wakeSet("Failed", "node-a"))]);
+  putHibernateTag(env);
+
+  await reconcileSet(env, seatSetName);
+
+  const pod = await getPod(env.fake, "demo-0");
+  assert.ok(pod, "the main is recreated");
+  assert.ok(readRestoreFromHibernate(pod), "from its snapshot, never fresh over it");
+  assert.equal((await storedSet(env)).status?.phase, "Waking");
+  assert.deepEqual(tagDeletes(env), []);
 });
