@@ -63,6 +63,7 @@ export async function reconcileSuspendRelease(pass: Pass): Promise<Result> {
     await writeSetStatus(pass, "Suspending");
     return { requeueAfter: requeueSuspendPollMs };
   }
+  const generation = cs.metadata.generation;
   // Stash before the first delete: teardown needs the VM names once the status is empty, and the
   // wake needs the node.
   try {
@@ -76,6 +77,10 @@ export async function reconcileSuspendRelease(pass: Pass): Promise<Result> {
       [AnnotationHibernatedOnNode]: main.spec.nodeName,
     }, { signal: pass.signal });
   }
+  // The writes above answer with the stored set. An edit this pass did not see (an unsuspend)
+  // may not show the hint to a cache that shows the edit, and a pass that sees no hint and no
+  // main boots it fresh: release only for the spec that was checked, else look again.
+  if (cs.metadata.generation !== generation) return { requeue: true };
   for (const pod of podsByName(classified)) {
     pass.signal.throwIfAborted();
     // A failed pod has no VM state to keep; it stays for triage after the wake.

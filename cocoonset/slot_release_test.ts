@@ -22,11 +22,14 @@ import {
   depsOf,
   getPod,
   getSet,
+  laggingCache,
   newTestEnv,
   newTestPass,
+  reconcilerWith,
   reconcileSet,
   setSeed,
   type TestEnv,
+  withFinalizer,
 } from "./_test_support.ts";
 import {
   hibernatedMainPod,
@@ -635,4 +638,34 @@ Deno.test("wake restores again after a failed restore pod is gone, not a fresh b
   assert.ok(readRestoreFromHibernate(pod), "from its snapshot, never fresh over it");
   assert.equal((await storedSet(env)).status?.phase, "Waking");
   assert.deepEqual(tagDeletes(env), []);
+});
+
+// Not in the Go tests: a pass working from a copy of the set older than an unsuspend still
+// releases the seat. The node hint it writes is what tells a later pass that the pods went; a
+// cache that shows the unsuspend but not yet that hint sees no main and no hint, and boots the
+// main fresh over its snapshot. The hint write returns the stored set: it must be heeded.
+Deno.test("release suspend deletes nothing when the set it re-read has moved past the pass", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  env.fake.seed(CocoonSets, relSet(withFinalizer, (c) => c.status = { phase: "Suspending" }));
+  const stale = await storedSet(env);
+  const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(stale, "node-a")));
+  await env.fake.patch(CocoonSets, "ns", seatSetName, "merge", { spec: { suspend: false } });
+  const unsuspended = await storedSet(env); // what a cache shows before the hint lands
+
+  await reconcileSuspendRelease(newTestPass(depsOf(env), stale, [main]));
+  // vk-cocoon finishes whatever pod delete was sent.
+  if ((await getPod(env.fake, "demo-0"))?.metadata.deletionTimestamp) {
+    await env.fake.delete(Pods, "ns", "demo-0", { gracePeriodSeconds: 0 });
+  }
+  const behind = reconcilerWith(env, laggingCache(env.fake, { set: unsuspended }));
+  await behind.reconcile({ namespace: "ns", name: seatSetName }, new AbortController().signal);
+
+  const now = await getPod(env.fake, "demo-0");
+  assert.ok(
+    now && (now.metadata.uid === main.metadata.uid || readRestoreFromHibernate(now)),
+    "never a main booted fresh over the snapshot",
+  );
+  assert.equal(now.metadata.uid, main.metadata.uid, "the hibernated main is woken in place");
+  assert.equal(now.metadata.deletionTimestamp, undefined);
 });
