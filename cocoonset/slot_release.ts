@@ -163,7 +163,7 @@ export async function reconcileWake(pass: Pass): Promise<Handled> {
     // CocoonHibernation, a person): vk-cocoon pushes that round's tag before it removes the VM,
     // so the tag may already be the only copy of it. The request's owner drops it on its wake.
     const vmName = parseVMSpec(main).vmName;
-    if (!readHibernateState(main)) {
+    if (!await hibernateRequested(pass, main)) {
       try {
         await deps.registry.deleteManifest(vmName, HibernateSnapshotTag, pass.signal);
       } catch (err) {
@@ -232,6 +232,26 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
     node: hint,
   });
   return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
+}
+
+/**
+ * Whether the main carries a hibernate request, in the cache or on the stored pod: the cache may
+ * not show yet a request vk-cocoon already acts on. A main that is gone carries none.
+ */
+async function hibernateRequested(pass: Pass, main: Pod): Promise<boolean> {
+  if (readHibernateState(main)) return true;
+  try {
+    const live = await pass.deps.apiReader.get(
+      Pods,
+      main.metadata.namespace ?? "",
+      main.metadata.name ?? "",
+      { signal: pass.signal },
+    );
+    return readHibernateState(live);
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw wrapError(`wake: read ${podRef(main)}`, err);
+  }
 }
 
 /**

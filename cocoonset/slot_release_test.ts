@@ -20,6 +20,7 @@ import { ReasonWakeNoCapacity, reconcileSuspendRelease, reconcileWake } from "./
 import {
   counterValue,
   depsOf,
+  editPod,
   getPod,
   getSet,
   laggingCache,
@@ -668,4 +669,22 @@ Deno.test("release suspend deletes nothing when the set it re-read has moved pas
   );
   assert.equal(now.metadata.uid, main.metadata.uid, "the hibernated main is woken in place");
   assert.equal(now.metadata.deletionTimestamp, undefined);
+});
+
+// The same window seen through a lagging pod cache: the request is on the stored pod, the cached
+// copy the pass works from predates it.
+Deno.test("wake keeps the snapshot when only the stored main carries the new hibernate request", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
+  const cached = env.fake.seed(
+    Pods,
+    restoreMarked(mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true })),
+  );
+  await editPod(env, "demo-0", withHibernate);
+
+  await reconcileWake(newTestPass(depsOf(env), cs, [cached]));
+
+  assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
 });
