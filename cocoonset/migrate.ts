@@ -23,7 +23,7 @@ import {
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import { deletePod, type Handled, type Pass, podRef } from "./pass.ts";
-import { vmLive } from "./pod_state.ts";
+import { vmLive, vmUp } from "../common/meta/vm_liveness.ts";
 import { migrationTargetProblem, reportUnknownTarget, warnIfPoolEmpty } from "./nodes.ts";
 import { buildAgentPod, LabelHostname } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
@@ -194,7 +194,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
     // hibernation was excluded before the probe): wake it in place — once vk-cocoon has torn the
     // old VM down. It pushes the tag before it removes the VM, so until then the pod still shows
     // that VM live, which after a wake would pass for the restored one and drop the snapshot.
-    if (vmLive(main)) return await markMigrating(pass);
+    if (vmUp(main)) return await markMigrating(pass);
     pass.log.info("waking {pod} in place", { pod: podRef(main) });
     try {
       await patchHibernateState(deps.client, main, false, pass.signal);

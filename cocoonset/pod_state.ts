@@ -1,16 +1,10 @@
 /**
  * Pod states the reconciler branches on. A managed pod counts as failed on either of two
  * signals: vk-cocoon's lifecycle annotation (`failed`, usually seen first) or the pod phase the
- * kubelet reports. Its VM counts as live once vk-cocoon wrote its id and a container runs.
+ * kubelet reports. Whether its VM runs is common/meta/vm_liveness.ts.
  */
 import type { Pod } from "../kube/core.ts";
-import {
-  isContainerRunning,
-  isPodTerminal,
-  LifecycleStateFailed,
-  parseVMRuntime,
-  readLifecycleState,
-} from "../common/meta/mod.ts";
+import { isPodTerminal, LifecycleStateFailed, readLifecycleState } from "../common/meta/mod.ts";
 
 /** Warning reason when vk-cocoon reports the main VM's lifecycle as failed. */
 export const ReasonPodLifecycleFailed = "PodLifecycleFailed";
@@ -30,12 +24,4 @@ export function mainPodFailedReason(pod: Pod): string {
 /** Whether the pod is terminal by either signal. */
 export function podIsTerminal(pod: Pod): boolean {
   return mainPodFailedReason(pod) !== "";
-}
-
-/**
- * A VM is live when vk-cocoon assigned it an id AND a container runs. Both matter: a container
- * can show running for a moment before vk-cocoon has restored the snapshot and written the id.
- */
-export function vmLive(pod: Pod): boolean {
-  return parseVMRuntime(pod).vmID !== "" && isContainerRunning(pod);
 }

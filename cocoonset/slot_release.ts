@@ -30,7 +30,8 @@ import {
   slotReleaseWakeUnschedulableTotal,
 } from "../metrics/metrics.ts";
 import { stashDeleteVMNames } from "./delete.ts";
-import { podIsTerminal, vmLive } from "./pod_state.ts";
+import { podIsTerminal } from "./pod_state.ts";
+import { vmLive } from "../common/meta/vm_liveness.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
 import { deletePod, emit, type Handled, type Pass, podRef } from "./pass.ts";
 import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";

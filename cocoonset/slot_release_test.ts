@@ -5,11 +5,13 @@ import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   AnnotationHibernatedOnNode,
   AnnotationKeepSnapshotOnDelete,
+  AnnotationLifecycleState,
   applyHibernateState,
   applyLifecycleStatus,
   HibernateSnapshotTag,
   LabelSnapshotCompatibilityClass,
   LifecycleStateFailed,
+  LifecycleStateHibernating,
   markRestoreFromHibernate,
   readHibernateState,
   readKeepSnapshotOnDelete,
@@ -444,6 +446,22 @@ Deno.test("wake drops the snapshot and the node hint once the restored VM is liv
     await counterValue(wakeTotal, { ...setLabels, placement: "hint-node" }) - hintNode,
     0,
   );
+});
+
+Deno.test("wake keeps the snapshot while vk-cocoon is hibernating the restored main (pushed, VM not yet removed)", async () => {
+  const env = newTestEnv();
+  putHibernateTag(env);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
+  const main = mainPod(cs, { node: "node-a", vmID: "vmid-old", running: true });
+  main.metadata.annotations![AnnotationLifecycleState] = LifecycleStateHibernating;
+  env.fake.seed(Pods, main);
+
+  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(tagDeletes(env), []);
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.equal((await storedSet(env)).status?.phase, "Waking");
 });
 
 Deno.test("wake never engages from Running: a stale tag is not trusted", async () => {

@@ -26,6 +26,7 @@ import {
 } from "../common/apis/v1/mod.ts";
 import { AnnotationVMName, HibernateSnapshotTag } from "../common/meta/keys.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
+import { vmLive } from "../common/meta/vm_liveness.ts";
 import { parseVMSpec } from "../common/meta/vmspec.ts";
 import { patchObject } from "../kube/client_patch.ts";
 import type { Client, Reader } from "../kube/client.ts";
@@ -44,7 +45,7 @@ import { specProblem } from "./spec_check.ts";
 import { REQUEUE_INTERVAL_MS } from "./status.ts";
 import { PhaseTransitions } from "./transitions.ts";
 import { StripedLock } from "./vm_lock.ts";
-import { reconcileWake, vmLive } from "./wake.ts";
+import { reconcileWake } from "./wake.ts";
 import { dropHibernateTag } from "./tag.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);

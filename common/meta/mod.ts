@@ -10,6 +10,7 @@ export * from "./keys.ts";
 export * from "./lifecycle.ts";
 export * from "./owner.ts";
 export * from "./pod.ts";
+export * from "./vm_liveness.ts";
 export * from "./vmname.ts";
 export * from "./vmruntime.ts";
 export * from "./vmspec.ts";

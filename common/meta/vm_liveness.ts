@@ -1,0 +1,31 @@
+/**
+ * Whether the VM a pod shows runs, read from what vk-cocoon writes (the VM id, the container
+ * state, the lifecycle annotation). Two questions with different answers while vk-cocoon
+ * hibernates a VM: it pushes `:hibernate` first, then removes the VM, then clears the id, so for
+ * that whole stretch the pod still shows the old VM up, but the snapshot is the only copy that
+ * will survive it.
+ *
+ * Not part of cocoon-common: both reconcilers of this operator decide on these.
+ *
+ * @module
+ */
+import type { Pod } from "../../kube/core.ts";
+import { LifecycleStateHibernating, readLifecycleState } from "./lifecycle.ts";
+import { isContainerRunning } from "./pod.ts";
+import { parseVMRuntime } from "./vmruntime.ts";
+
+/**
+ * Whether the pod still shows a VM: vk-cocoon wrote its id and a container runs (a container can
+ * show running for a moment before the restore wrote the id). False means the VM is down.
+ */
+export function vmUp(pod: Pod): boolean {
+  return parseVMRuntime(pod).vmID !== "" && isContainerRunning(pod);
+}
+
+/**
+ * Whether the pod's VM is up and not being hibernated: only then may a `:hibernate` tag it was
+ * restored from go, or a restore in flight count as done.
+ */
+export function vmLive(pod: Pod): boolean {
+  return vmUp(pod) && readLifecycleState(pod) !== LifecycleStateHibernating;
+}

@@ -1,0 +1,52 @@
+import assert from "node:assert/strict";
+import type { Pod } from "../../kube/core.ts";
+import { AnnotationLifecycleState, AnnotationVMID } from "./keys.ts";
+import { vmLive, vmUp } from "./vm_liveness.ts";
+
+/** A pod with the given annotations and, when running, one running container. */
+function pod(annotations: Record<string, string>, running: boolean): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "p", namespace: "ns", annotations },
+    spec: { containers: [{ name: "agent", image: "x" }] },
+    status: running
+      ? {
+        phase: "Running",
+        containerStatuses: [{
+          name: "agent",
+          ready: true,
+          restartCount: 0,
+          image: "x",
+          imageID: "",
+          state: { running: {} },
+        }],
+      }
+      : { phase: "Pending" },
+  };
+}
+
+Deno.test("vmUp / vmLive: what vk-cocoon shows while a VM runs, restores and hibernates", async (t) => {
+  const cases: [string, Record<string, string>, boolean, boolean, boolean][] = [
+    // name, annotations, container running, vmUp, vmLive
+    ["running", { [AnnotationVMID]: "v1", [AnnotationLifecycleState]: "ready" }, true, true, true],
+    ["running, no lifecycle annotation", { [AnnotationVMID]: "v1" }, true, true, true],
+    ["container up before the restore wrote the id", {}, true, false, false],
+    ["id but no running container", { [AnnotationVMID]: "v1" }, false, false, false],
+    [
+      "hibernating: snapshot pushed, VM not yet removed",
+      { [AnnotationVMID]: "v1", [AnnotationLifecycleState]: "hibernating" },
+      true,
+      true,
+      false,
+    ],
+    ["hibernated: id cleared", { [AnnotationLifecycleState]: "hibernated" }, true, false, false],
+  ];
+  for (const [name, annotations, running, up, live] of cases) {
+    await t.step(name, () => {
+      const p = pod(annotations, running);
+      assert.equal(vmUp(p), up, "vmUp");
+      assert.equal(vmLive(p), live, "vmLive");
+    });
+  }
+});
