@@ -4,12 +4,11 @@
  * reason NameConflict, a Warning naming the other object) and keeps reconciling everything else.
  * The Go operator instead waited forever for the pod to "finish terminating".
  */
-import { type Pod, Pods } from "../kube/core.ts";
+import type { Pod } from "../kube/core.ts";
 import { isControlledBy } from "../kube/controllerutil.ts";
-import { isNotFound, wrapError } from "../kube/errors.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { LabelRole } from "../common/meta/mod.ts";
-import { emit, type Pass, podRef } from "./pass.ts";
+import { emit, type Pass, podRef, readStoredPod } from "./pass.ts";
 import type { Result } from "../kube/reconcile.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { agentPodName } from "./pods.ts";
@@ -31,13 +30,8 @@ export type NameClash =
  */
 export async function classifyNameClash(pass: Pass, podName: string): Promise<NameClash> {
   const ns = pass.cs.metadata.namespace ?? "";
-  let live: Pod;
-  try {
-    live = await pass.deps.apiReader.get(Pods, ns, podName, { signal: pass.signal });
-  } catch (err) {
-    if (isNotFound(err)) return { kind: "gone" };
-    throw wrapError(`get existing pod ${ns}/${podName}`, err);
-  }
+  const live = await readStoredPod(pass, ns, podName, "get existing pod");
+  if (!live) return { kind: "gone" };
   return isControlledBy(live, pass.cs)
     ? { kind: "ours", pod: live }
     : { kind: "foreign", pod: live };

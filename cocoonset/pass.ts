@@ -84,6 +84,24 @@ export function podRef(pod: { metadata: { namespace?: string; name?: string } })
 }
 
 /**
+ * Reads a pod from the API server, past the cache (which may lag this process's own writes or
+ * not hold the pod at all); undefined when it does not exist. The error names what was read.
+ */
+export async function readStoredPod(
+  pass: Pass,
+  namespace: string,
+  name: string,
+  what: string,
+): Promise<Pod | undefined> {
+  try {
+    return await pass.deps.apiReader.get(Pods, namespace, name, { signal: pass.signal });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw wrapError(`${what} ${namespace}/${name}`, err);
+  }
+}
+
+/**
  * Deletes an owned pod; a pod already gone is fine. Returns whether a delete was issued. The
  * error names what was deleted and why.
  */

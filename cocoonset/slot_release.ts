@@ -11,7 +11,7 @@
 import type { Result } from "../kube/reconcile.ts";
 import { type Pod, Pods } from "../kube/core.ts";
 import { patchAnnotations } from "../kube/client_patch.ts";
-import { isAlreadyExists, isNotFound, wrapError } from "../kube/errors.ts";
+import { isAlreadyExists, wrapError } from "../kube/errors.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchKeepSnapshotOnDelete } from "../common/k8s/client_patch.ts";
 import {
@@ -33,7 +33,7 @@ import { stashDeleteVMNames } from "./delete.ts";
 import { podIsTerminal } from "./pod_state.ts";
 import { vmLive } from "../common/meta/vm_liveness.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
-import { deletePod, emit, type Handled, type Pass, podRef } from "./pass.ts";
+import { deletePod, emit, type Handled, type Pass, podRef, readStoredPod } from "./pass.ts";
 import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
@@ -241,18 +241,8 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
  */
 async function hibernateRequested(pass: Pass, main: Pod): Promise<boolean> {
   if (readHibernateState(main)) return true;
-  try {
-    const live = await pass.deps.apiReader.get(
-      Pods,
-      main.metadata.namespace ?? "",
-      main.metadata.name ?? "",
-      { signal: pass.signal },
-    );
-    return readHibernateState(live);
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw wrapError(`wake: read ${podRef(main)}`, err);
-  }
+  const live = await readStoredMain(pass, main, "wake: read");
+  return live !== undefined && readHibernateState(live);
 }
 
 /**
@@ -261,19 +251,14 @@ async function hibernateRequested(pass: Pass, main: Pod): Promise<boolean> {
  * the normal flow.
  */
 async function confirmReleasedDelete(pass: Pass, main: Pod): Promise<Handled> {
-  try {
-    const live = await pass.deps.apiReader.get(
-      Pods,
-      main.metadata.namespace ?? "",
-      main.metadata.name ?? "",
-      { signal: pass.signal },
-    );
-    if (live.metadata.deletionTimestamp) {
-      return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
-    }
-    return notHandled;
-  } catch (err) {
-    if (isNotFound(err)) return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
-    throw wrapError(`wake: confirm delete of ${podRef(main)}`, err);
+  const live = await readStoredMain(pass, main, "wake: confirm delete of");
+  if (live === undefined || live.metadata.deletionTimestamp) {
+    return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
   }
+  return notHandled;
+}
+
+/** The stored copy of main (past the cache), or undefined when it is gone. */
+function readStoredMain(pass: Pass, main: Pod, what: string): Promise<Pod | undefined> {
+  return readStoredPod(pass, main.metadata.namespace ?? "", main.metadata.name ?? "", what);
 }
