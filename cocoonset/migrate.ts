@@ -19,11 +19,12 @@ import {
   parseVMSpec,
   readHibernateState,
   readRestoreFromHibernate,
+  vmLive,
   vmNameForDeployment,
+  vmUp,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import { deletePod, type Handled, type Pass, podRef } from "./pass.ts";
-import { vmLive, vmUp } from "../common/meta/vm_liveness.ts";
 import { migrationTargetProblem, reportUnknownTarget, warnIfPoolEmpty } from "./nodes.ts";
 import { buildAgentPod, LabelHostname } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";

@@ -21,6 +21,7 @@ import {
   parseVMSpec,
   readHibernateState,
   readRestoreFromHibernate,
+  vmLive,
   vmNameForDeployment,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
@@ -31,7 +32,6 @@ import {
 } from "../metrics/metrics.ts";
 import { stashDeleteVMNames } from "./delete.ts";
 import { podIsTerminal } from "./pod_state.ts";
-import { vmLive } from "../common/meta/vm_liveness.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
 import { deletePod, emit, type Handled, type Pass, podRef, readStoredPod } from "./pass.ts";
 import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";
