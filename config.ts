@@ -19,6 +19,11 @@ export interface Config {
   /** healthz/readyz listener ("0" disables it). */
   healthProbeBindAddress: string;
   leaderElect: boolean;
+  /**
+   * --kubeconfig (controller-runtime's flag): one kubeconfig file tried before KUBECONFIG and
+   * in-cluster; undefined = not given or empty.
+   */
+  kubeconfig?: string;
   /** Lease namespace; undefined = the pod's service-account namespace file. */
   leaderElectionNamespace?: string;
   cocoonSetConcurrency: number;
@@ -63,6 +68,7 @@ const options = {
   "cocoonset-concurrency": { type: "string" },
   "hibernation-concurrency": { type: "string" },
   "leader-election-namespace": { type: "string" },
+  kubeconfig: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 } as const;
@@ -149,6 +155,9 @@ export function parseConfig(args: string[], env: Env): Config {
     );
   }
 
+  // controller-runtime ignores an empty --kubeconfig.
+  const kubeconfig = str("kubeconfig") || undefined;
+
   const rawLevel = envValue(env, "OPERATOR_LOG_LEVEL");
   let logLevel: LogLevelName = defaults.logLevel;
   if (rawLevel !== undefined) {
@@ -164,6 +173,7 @@ export function parseConfig(args: string[], env: Env): Config {
     healthProbeBindAddress,
     leaderElect,
     leaderElectionNamespace,
+    kubeconfig,
     cocoonSetConcurrency,
     hibernationConcurrency,
     ociRegistry,
@@ -192,6 +202,7 @@ Flags (a flag overrides its environment variable):
                                      env COCOONSET_CONCURRENCY, default 4
   --hibernation-concurrency N        concurrent CocoonHibernation reconciles, at least 1
                                      env HIBERNATION_CONCURRENCY, default 4
+  --kubeconfig PATH                  kubeconfig file, tried before KUBECONFIG and in-cluster
   -h, --help                         print this text and exit
   --version                          print the version and exit
 

@@ -22,6 +22,7 @@ Deno.test("defaults match the Go operator", () => {
     healthProbeBindAddress: ":8081",
     leaderElect: true,
     leaderElectionNamespace: undefined,
+    kubeconfig: undefined,
     cocoonSetConcurrency: 4,
     hibernationConcurrency: 4,
     ociRegistry: "example.com/proj/repo",
@@ -180,4 +181,13 @@ Deno.test("--help and --version short-circuit validation", () => {
   ) {
     assert.ok(text.includes(flag), flag);
   }
+});
+
+// controller-runtime registers --kubeconfig on the Go binary's command line; manifests and
+// scripts written for it pass that flag.
+Deno.test("--kubeconfig is accepted like the Go binary's (controller-runtime's flag)", () => {
+  assert.equal(parse(["--kubeconfig", "/etc/k/config"]).kubeconfig, "/etc/k/config");
+  assert.equal(parse(["-kubeconfig=/etc/k/config"]).kubeconfig, "/etc/k/config");
+  assert.equal(parse(["--kubeconfig="]).kubeconfig, undefined);
+  assert.match(usage(), /--kubeconfig PATH/);
 });

@@ -59,7 +59,7 @@ export async function connect(
 ): Promise<Transport> {
   let access: ClusterAccess;
   try {
-    access = clusterAccess(locateCluster(env));
+    access = clusterAccess(locateCluster(env, undefined, config.kubeconfig));
   } catch (err) {
     if (err instanceof NoClusterError || err instanceof KubeconfigError) {
       throw new PreflightError(err.message);

@@ -36,8 +36,11 @@ export type FileProbe = (path: string) => "present" | "missing" | "denied";
 export type ClusterSource =
   | {
     kind: "kubeconfig";
-    /** What pointed at the files: the KUBECONFIG variable or the home-directory default. */
-    origin: "KUBECONFIG" | "~/.kube/config";
+    /**
+     * What pointed at the files: the --kubeconfig flag, the KUBECONFIG variable or the
+     * home-directory default.
+     */
+    origin: "--kubeconfig" | "KUBECONFIG" | "~/.kube/config";
     /** Kubeconfig files in precedence order (existing ones only). */
     paths: string[];
   }
@@ -82,8 +85,25 @@ export const probeFile: FileProbe = (path: string): "present" | "missing" | "den
 /**
  * Picks the connection source. Throws NoClusterError naming what was tried (and why each did not
  * apply) when none does; an explicit KUBECONFIG whose files all are missing is not skipped.
+ * explicitPath is the --kubeconfig flag: one file that, as in controller-runtime, comes before
+ * everything else and must exist.
  */
-export function locateCluster(env: EnvLookup, probe: FileProbe = probeFile): ClusterSource {
+export function locateCluster(
+  env: EnvLookup,
+  probe: FileProbe = probeFile,
+  explicitPath?: string,
+): ClusterSource {
+  if (explicitPath) {
+    const state = probe(explicitPath);
+    if (state === "present") {
+      return { kind: "kubeconfig", origin: "--kubeconfig", paths: [explicitPath] };
+    }
+    throw new NoClusterError(
+      `no Kubernetes cluster configured: --kubeconfig=${explicitPath} ` +
+        (state === "denied" ? "cannot be read (no read permission)" : "names no existing file") +
+        `; ${devHint}`,
+    );
+  }
   const tried: string[] = [];
   const list = env("KUBECONFIG");
   if (list) {

@@ -43,6 +43,24 @@ Deno.test("locateCluster: KUBECONFIG, then in-cluster, then ~/.kube/config", () 
   });
 });
 
+Deno.test("locateCluster: --kubeconfig comes first and must exist (controller-runtime)", () => {
+  const all = files(["/k/a", "/k/flag", token, "/home/u/.kube/config"]);
+  const env = vars({ KUBECONFIG: "/k/a", KUBERNETES_SERVICE_HOST: "10.0.0.1", HOME: "/home/u" });
+  assert.deepEqual(locateCluster(env, all, "/k/flag"), {
+    kind: "kubeconfig",
+    origin: "--kubeconfig",
+    paths: ["/k/flag"],
+  });
+  assert.throws(
+    () => locateCluster(env, all, "/k/gone"),
+    /^NoClusterError: no Kubernetes cluster configured: --kubeconfig=\/k\/gone names no existing file; /,
+  );
+  assert.throws(
+    () => locateCluster(env, files([], ["/k/secret"]), "/k/secret"),
+    /--kubeconfig=\/k\/secret cannot be read/,
+  );
+});
+
 Deno.test("locateCluster: nothing configured names every place tried on one line", () => {
   const err = assert.throws(
     () => locateCluster(vars({ HOME: "/home/u" }), files([])),

@@ -23,8 +23,8 @@ export type LaunchPlan =
   | { ok: false; message: string };
 
 /**
- * The `deno` arguments for the operator and the environment changes (KUBECONFIG made absolute,
- * so the operator needs no permission to learn its working directory).
+ * The `deno` arguments for the operator and the environment changes (KUBECONFIG and --kubeconfig
+ * made absolute, so the operator needs no permission to learn its working directory).
  */
 export function launchPlan(
   operatorArgs: string[],
@@ -40,12 +40,18 @@ export function launchPlan(
   const view = { ...env, ...overrides };
   const lookup = (name: string) => view[name] || undefined;
   let flags: string[];
+  let args = operatorArgs;
   try {
-    const config = parseConfig(operatorArgs, view);
+    let config = parseConfig(args, view);
+    if (config.kubeconfig && !isAbsolute(config.kubeconfig)) {
+      // Made absolute like KUBECONFIG; the last --kubeconfig wins, as in Go's flag package.
+      args = [...args, `--kubeconfig=${resolve(cwd, config.kubeconfig)}`];
+      config = parseConfig(args, view);
+    }
     if (config.help || config.version) {
       flags = [];
     } else {
-      const cluster = clusterAccess(locateCluster(lookup));
+      const cluster = clusterAccess(locateCluster(lookup, undefined, config.kubeconfig));
       flags = permissionFlags(localPermissionSet({ config, cluster, env: lookup }));
     }
   } catch (err) {
@@ -53,7 +59,7 @@ export function launchPlan(
   }
   return {
     ok: true,
-    args: ["run", "--no-prompt", ...denoFlags, ...flags, mainModule, ...operatorArgs],
+    args: ["run", "--no-prompt", ...denoFlags, ...flags, mainModule, ...args],
     env: overrides,
   };
 }

@@ -40,6 +40,33 @@ Deno.test("start: the operator gets exactly the local set for this kubeconfig", 
   }
 });
 
+Deno.test("start: a relative --kubeconfig is made absolute and its files granted", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/flagged`,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:7443" } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    const plan = launchPlan(["--leader-elect=false", "--kubeconfig", "flagged"], {
+      KUBECONFIG: "/nonexistent/config",
+      OCI_REGISTRY: "registry.example.com:5000/vms",
+      PROBE_ADDR: "0",
+      METRICS_ADDR: "0",
+    }, dir);
+    assert.ok(plan.ok, plan.ok ? "" : plan.message);
+    assert.ok(plan.args.includes(`--allow-read=${dir}/flagged`), plan.args.join(" "));
+    assert.ok(plan.args.some((a) => a.startsWith("--allow-net=") && a.includes("127.0.0.1:7443")));
+    assert.equal(plan.args.at(-1), `--kubeconfig=${dir}/flagged`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("start: bad input and no cluster are reasons, not plans", () => {
   const noCluster = launchPlan([], { OCI_REGISTRY: "r.example.com/x", HOME: "/nonexistent" }, "/");
   assert.ok(!noCluster.ok);
