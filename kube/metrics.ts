@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { registerProcessMetrics } from "./process_metrics.ts";
 
 /**
  * The controller-runtime / client-go metric families, with the same names, labels and buckets,
@@ -181,3 +182,6 @@ export const restClientRequests = new Counter({
   labelNames: ["code", "method", "host"] as const,
   registers: [registry],
 });
+
+// controller-runtime installs the process collector on its registry; so does this port.
+registerProcessMetrics(registry);

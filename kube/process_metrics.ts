@@ -1,0 +1,49 @@
+/**
+ * The process families a Go operator serves from client_golang's process collector (which
+ * controller-runtime installs on its registry): CPU time, resident memory and start time, so
+ * restart, CPU and memory panels built for Go operators work here. Only what Deno reports without
+ * extra permissions: the file-descriptor and virtual-memory families would need `/proc` reads.
+ */
+import process from "node:process";
+import { Counter, Gauge, type Registry } from "prom-client";
+
+/** Wall-clock start of this process in seconds since the epoch; fixed at module load. */
+const startSeconds = (Date.now() - performance.now()) / 1000;
+
+/** Families that read the process at scrape time; not registered anywhere until register(). */
+const families = [
+  new Counter({
+    name: "process_cpu_seconds_total",
+    help: "User and system CPU time this process has used, in seconds.",
+    registers: [],
+    collect() {
+      const { user, system } = process.cpuUsage();
+      this.reset();
+      this.inc((user + system) / 1e6);
+    },
+  }),
+  new Gauge({
+    name: "process_resident_memory_bytes",
+    help: "Resident set size of this process, in bytes.",
+    registers: [],
+    collect() {
+      this.set(Deno.memoryUsage().rss);
+    },
+  }),
+  new Gauge({
+    name: "process_start_time_seconds",
+    help: "When this process started, in seconds since the Unix epoch.",
+    registers: [],
+    collect() {
+      this.set(startSeconds);
+    },
+  }),
+];
+
+/** Adds the process families to reg (once per registry). */
+export function registerProcessMetrics(reg: Registry): void {
+  for (const metric of families) {
+    const name = (metric as unknown as { name: string }).name;
+    if (!reg.getSingleMetric(name)) reg.registerMetric(metric);
+  }
+}
