@@ -208,7 +208,8 @@ Flags (a flag overrides its environment variable):
 
 Environment:
   OCI_REGISTRY        required: OCI registry base for snapshot manifests
-  OPERATOR_LOG_LEVEL  debug, info, warn or error (default info)
+  OPERATOR_LOG_LEVEL  debug, info, warn or error (default info); trace, fatal,
+                      panic and disabled as the Go build names them
   KUBECONFIG          kubeconfig path when running outside the cluster
 
 ADDR is ":PORT", "HOST:PORT" or "[IPv6]:PORT". BOOL is true or false, written as Go's

@@ -29,15 +29,24 @@ export class LogConfigError extends Error {
   }
 }
 
+/**
+ * The Go operator's level names are zerolog's: besides the four it takes trace (mapped to debug,
+ * the most this operator logs) and fatal, panic and disabled (mapped to error, the least it logs),
+ * so a Deployment written for the Go operator still starts.
+ */
 const levelAliases: Record<string, LogLevelName> = {
+  trace: "debug",
   debug: "debug",
   info: "info",
   warn: "warn",
   warning: "warn",
   error: "error",
+  fatal: "error",
+  panic: "error",
+  disabled: "error",
 };
 
-/** Parses a level name case-insensitively ("warning" is accepted for "warn"). */
+/** Parses a level name case-insensitively ("warning" is accepted for "warn"; see levelAliases). */
 export function parseLogLevelName(value: string): LogLevelName {
   const level = levelAliases[value.trim().toLowerCase()];
   if (!level) {

@@ -21,6 +21,11 @@ Deno.test("parseLogLevelName accepts the four levels and rejects others", () => 
   assert.equal(parseLogLevelName("warning"), "warn");
   assert.equal(parseLogLevelName(" error "), "error");
   assert.throws(() => parseLogLevelName("verbose"), LogConfigError);
+  // zerolog's other names, which the Go operator's OPERATOR_LOG_LEVEL takes.
+  assert.equal(parseLogLevelName("trace"), "debug");
+  assert.equal(parseLogLevelName("fatal"), "error");
+  assert.equal(parseLogLevelName("panic"), "error");
+  assert.equal(parseLogLevelName("disabled"), "error");
   assert.throws(() => parseLogLevelName(""), /invalid log level "": want one of/);
   assert.equal(parseLogFormat("JSON"), "json");
   assert.throws(() => parseLogFormat("xml"), LogConfigError);
