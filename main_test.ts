@@ -82,6 +82,18 @@ Deno.test("main: no cluster configured is one line naming what was tried, exit 2
   ]);
 });
 
+Deno.test("main: --kubeconfig naming no file is one line naming the flag, exit 2", async () => {
+  const { code, errors } = await run(["--leader-elect=false", "--kubeconfig=/nonexistent/kc"], {
+    KUBECONFIG: "/also/not/used",
+    OCI_REGISTRY: "127.0.0.1:5000/c",
+  });
+  assert.equal(code, 2);
+  assert.deepEqual(plainLines(errors), [
+    "cocoon-operator: no Kubernetes cluster configured: --kubeconfig=/nonexistent/kc names no " +
+    "existing file; for a local sandbox cluster run `deno task dev`",
+  ]);
+});
+
 Deno.test("main: an API server that cannot be reached is one line, exit 2", async () => {
   // A port that was free a moment ago: nothing listens there.
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
