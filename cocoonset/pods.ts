@@ -297,18 +297,16 @@ export function podSpecMatchesToolbox(pod: Pod, cs: CocoonSet, tb: ToolboxSpec):
 
 /**
  * CPU and memory by value. ephemeral-storage is left out (it comes from storage, and defaulting
- * copies it around); requests default to the limits, as Guaranteed-QoS defaulting does on the
- * server.
+ * copies it around). A request the spec leaves out is compared with its limit: the server
+ * defaults each missing request to the limit of that resource, also when other requests are set
+ * (comparing with "no request" would see drift on every pass and replace the pod forever).
  */
 function resourcesMatch(pod: Pod, want: VMResourceRequirements | undefined): boolean {
   const got = pod.spec?.containers?.[0]?.resources ?? {};
-  const wantLimits = want?.limits;
-  const wantRequests = want?.requests && Object.keys(want.requests).length > 0
-    ? want.requests
-    : wantLimits;
   for (const name of ["cpu", "memory"]) {
-    if (!quantityEqual(got.limits?.[name], wantLimits?.[name])) return false;
-    if (!quantityEqual(got.requests?.[name], wantRequests?.[name])) return false;
+    const wantLimit = want?.limits?.[name];
+    if (!quantityEqual(got.limits?.[name], wantLimit)) return false;
+    if (!quantityEqual(got.requests?.[name], want?.requests?.[name] ?? wantLimit)) return false;
   }
   return true;
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Pod } from "../kube/core.ts";
+import { type Pod, Pods } from "../kube/core.ts";
 import type { CocoonSet, ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
 import {
   AgentModeClone,
@@ -27,7 +27,17 @@ import {
   RoleSubAgent,
   TolerationKey,
 } from "../common/meta/mod.ts";
-import { newCocoonSet, testUID, withReplicas } from "./_test_support.ts";
+import {
+  actionsOf,
+  livePod,
+  newCocoonSet,
+  newTestEnv,
+  podSeed,
+  reconcileSet,
+  setSeed,
+  testUID,
+  withReplicas,
+} from "./_test_support.ts";
 import {
   buildAgentPod,
   buildToolboxPod,
@@ -259,6 +269,46 @@ Deno.test("resources compare by value, and missing requests default to the limit
   assert.ok(podSpecMatchesAgent(pod, cs, 0));
   pod.spec!.containers[0].resources!.requests!.cpu = "500m";
   assert.equal(podSpecMatchesAgent(pod, cs, 0), false);
+});
+
+/**
+ * The pod as the API server stores it: for every resource with a limit and no request, the
+ * request defaults to that limit (per resource, not only when requests are empty).
+ */
+function serverDefaulted(pod: Pod): Pod {
+  const r = pod.spec!.containers[0].resources!;
+  if (r.limits) r.requests = { ...r.limits, ...r.requests };
+  return pod;
+}
+
+Deno.test("a request the spec leaves out defaults to its limit, also when other requests are set", () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.spec.agent.resources = { requests: { cpu: "1" }, limits: { cpu: "2", memory: "4Gi" } };
+  });
+  const pod = serverDefaulted(buildAgentPod(cs, 0));
+  assert.equal(pod.spec!.containers[0].resources!.requests!.memory, "4Gi");
+  assert.ok(podSpecMatchesAgent(pod, cs, 0));
+  const tb: ToolboxSpec = {
+    name: "tb",
+    image: toolboxImage,
+    mode: ToolboxModeRun,
+    resources: { requests: { memory: "1Gi" }, limits: { cpu: "1", memory: "2Gi" } },
+  };
+  assert.ok(podSpecMatchesToolbox(serverDefaulted(buildToolboxPod(cs, tb)), cs, tb));
+  // A request the spec does name is still compared with it.
+  pod.spec!.containers[0].resources!.requests!.cpu = "2";
+  assert.equal(podSpecMatchesAgent(pod, cs, 0), false);
+});
+
+Deno.test("a running main whose spec sets some requests and more limits is not deleted as drifted", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 1;
+    c.spec.agent.resources = { requests: { cpu: "1" }, limits: { cpu: "2", memory: "4Gi" } };
+  });
+  const env = newTestEnv([setSeed(cs), podSeed(serverDefaulted(livePod(buildAgentPod(cs, 0))))]);
+
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.deepEqual(actionsOf(env, "delete", Pods), []);
 });
 
 Deno.test("setting an agent probe port is drift", () => {
