@@ -333,8 +333,17 @@ function schedulingMatches(pod: Pod, cs: CocoonSet): boolean {
   return cls === want || (cls === "" && !podIsTerminal(pod));
 }
 
-/** Semantic equality of two lists where absent and empty are the same. */
+/**
+ * Semantic equality of two lists where absent and empty are the same, and so are an empty
+ * string and a missing one: the server's encoder leaves empty strings out of a pod (an envFrom
+ * `prefix: ""` from the spec is gone from the stored pod), where Go's typed comparison sees ""
+ * on both sides.
+ */
 function sameList(a: readonly unknown[] | undefined, b: readonly unknown[] | undefined): boolean {
   if ((a?.length ?? 0) === 0 && (b?.length ?? 0) === 0) return true;
-  return jsonEqual(JSON.parse(JSON.stringify(a ?? [])), JSON.parse(JSON.stringify(b ?? [])));
+  const normalize = (list: readonly unknown[] | undefined) =>
+    JSON.parse(JSON.stringify(list ?? []), function (this: unknown, _key, value) {
+      return value === "" && !Array.isArray(this) ? undefined : value;
+    });
+  return jsonEqual(normalize(a), normalize(b));
 }

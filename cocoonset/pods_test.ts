@@ -354,6 +354,34 @@ Deno.test("an envFrom change is drift", () => {
   assert.equal(podSpecMatchesAgent(pod, newCocoonSet("demo", envFrom("cm-b")), 0), false);
 });
 
+/** The stored pod's envFrom: the server's encoder leaves out empty prefixes and names. */
+function storedEnvFrom(pod: Pod): Pod {
+  pod.spec!.containers[0].envFrom = [{ configMapRef: { name: "cm" } }];
+  return pod;
+}
+
+Deno.test("an empty envFrom prefix in the spec matches the stored pod, which leaves it out", () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.spec.agent.envFrom = [{ prefix: "", configMapRef: { name: "cm" } }];
+  });
+  assert.ok(podSpecMatchesAgent(storedEnvFrom(buildAgentPod(cs, 0)), cs, 0));
+  const prefixed = newCocoonSet("demo", (c) => {
+    c.spec.agent.envFrom = [{ prefix: "APP_", configMapRef: { name: "cm" } }];
+  });
+  assert.equal(podSpecMatchesAgent(storedEnvFrom(buildAgentPod(cs, 0)), prefixed, 0), false);
+});
+
+Deno.test("a running main whose spec has an empty envFrom prefix is not deleted as drifted", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 1;
+    c.spec.agent.envFrom = [{ prefix: "", configMapRef: { name: "cm" } }];
+  });
+  const env = newTestEnv([setSeed(cs), podSeed(storedEnvFrom(livePod(buildAgentPod(cs, 0))))]);
+
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.deepEqual(actionsOf(env, "delete", Pods), []);
+});
+
 Deno.test("a node pool change is drift for an agent", () => {
   const pool = (p: string) => (c: CocoonSet) => {
     c.spec.nodePool = p;
