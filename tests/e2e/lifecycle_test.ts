@@ -109,7 +109,11 @@ async function createFullSet(stack: Stack): Promise<World> {
     agent: {
       replicas: 3,
       storage: "10Gi",
-      resources: { limits: { cpu: "2", memory: "4Gi" } },
+      // Some requests and more limits, and an empty envFrom prefix: the API server defaults
+      // the missing memory request from its limit and leaves the empty prefix out, and neither
+      // may read as drift (the "at rest" step below would see the pods replaced on every pass).
+      resources: { requests: { cpu: "1" }, limits: { cpu: "2", memory: "4Gi" } },
+      envFrom: [{ prefix: "", configMapRef: { name: "agent-env", optional: true } }],
     },
     toolboxes: [
       { name: "tools", image: TOOLS_IMAGE },
@@ -145,7 +149,14 @@ async function createFullSet(stack: Stack): Promise<World> {
     memory: "4Gi",
     "ephemeral-storage": "10Gi",
   });
-  assert.equal(main.spec?.containers[0].resources?.requests?.["ephemeral-storage"], "10Gi");
+  assert.deepEqual(main.spec?.containers[0].resources?.requests, {
+    cpu: "1",
+    memory: "4Gi",
+    "ephemeral-storage": "10Gi",
+  }, "the memory request defaulted from its limit by the server");
+  assert.deepEqual(main.spec?.containers[0].envFrom, [
+    { configMapRef: { name: "agent-env", optional: true } },
+  ], "the empty prefix left out by the server");
   for (const slot of [1, 2, 3]) {
     const sub = pods.get(`full-${slot}`)!;
     assertPodShape(sub, cs, "sub-agent", String(slot));
