@@ -296,17 +296,23 @@ export function podSpecMatchesToolbox(pod: Pod, cs: CocoonSet, tb: ToolboxSpec):
 }
 
 /**
- * CPU and memory by value. ephemeral-storage is left out (it comes from storage, and defaulting
- * copies it around). A request the spec leaves out is compared with its limit: the server
- * defaults each missing request to the limit of that resource, also when other requests are set
- * (comparing with "no request" would see drift on every pass and replace the pod forever).
+ * CPU and memory by value, as far as the spec names them. ephemeral-storage is left out (it
+ * comes from storage, and defaulting copies it around). A request the spec leaves out is compared
+ * with its limit: the server defaults each missing request to the limit of that resource, also
+ * when other requests are set. A value the spec names neither way is not compared at all: a
+ * namespace's LimitRange fills it in at admission (a default limit, a default request), and
+ * comparing it with "none" would replace the pod on every pass, forever. The price: removing a
+ * limit or request from the spec alone is not drift; the pods pick it up when they are next made.
  */
 function resourcesMatch(pod: Pod, want: VMResourceRequirements | undefined): boolean {
   const got = pod.spec?.containers?.[0]?.resources ?? {};
   for (const name of ["cpu", "memory"]) {
     const wantLimit = want?.limits?.[name];
-    if (!quantityEqual(got.limits?.[name], wantLimit)) return false;
-    if (!quantityEqual(got.requests?.[name], want?.requests?.[name] ?? wantLimit)) return false;
+    const wantRequest = want?.requests?.[name] ?? wantLimit;
+    if (wantLimit !== undefined && !quantityEqual(got.limits?.[name], wantLimit)) return false;
+    if (wantRequest !== undefined && !quantityEqual(got.requests?.[name], wantRequest)) {
+      return false;
+    }
   }
   return true;
 }

@@ -300,6 +300,43 @@ Deno.test("a request the spec leaves out defaults to its limit, also when other 
   assert.equal(podSpecMatchesAgent(pod, cs, 0), false);
 });
 
+/** The pod after a namespace LimitRange filled in the values its container leaves out. */
+function limitRanged(pod: Pod, limits: Record<string, string>, requests: Record<string, string>) {
+  const r = pod.spec!.containers[0].resources ??= {};
+  r.limits = { ...limits, ...r.limits };
+  r.requests = { ...requests, ...r.requests };
+  return pod;
+}
+
+Deno.test("values a namespace LimitRange fills in where the spec names none are not drift", () => {
+  const defaults = [{ cpu: "1", memory: "512Mi" }, { cpu: "500m", memory: "256Mi" }] as const;
+  // No resources at all: every value comes from the LimitRange.
+  const bare = newCocoonSet("demo");
+  assert.ok(podSpecMatchesAgent(limitRanged(buildAgentPod(bare, 0), ...defaults), bare, 0));
+  // Only a memory limit: cpu comes from the LimitRange, the memory request from the limit.
+  const memOnly = newCocoonSet("demo", (c) => {
+    c.spec.agent.resources = { limits: { memory: "4Gi" } };
+  });
+  const pod = limitRanged(serverDefaulted(buildAgentPod(memOnly, 0)), ...defaults);
+  assert.equal(pod.spec!.containers[0].resources!.limits!.cpu, "1");
+  assert.equal(pod.spec!.containers[0].resources!.requests!.memory, "4Gi");
+  assert.ok(podSpecMatchesAgent(pod, memOnly, 0));
+  const tb: ToolboxSpec = { name: "tb", image: toolboxImage, mode: ToolboxModeRun };
+  assert.ok(
+    podSpecMatchesToolbox(limitRanged(buildToolboxPod(bare, tb), ...defaults), bare, tb),
+  );
+  // What the spec does name is still compared: a new memory limit is drift.
+  const bigger = newCocoonSet("demo", (c) => {
+    c.spec.agent.resources = { limits: { memory: "8Gi" } };
+  });
+  assert.equal(podSpecMatchesAgent(pod, bigger, 0), false);
+  // So is a limit added where the LimitRange had filled one in.
+  const cpuLimit = newCocoonSet("demo", (c) => {
+    c.spec.agent.resources = { limits: { cpu: "2", memory: "4Gi" } };
+  });
+  assert.equal(podSpecMatchesAgent(pod, cpuLimit, 0), false);
+});
+
 Deno.test("a running main whose spec sets some requests and more limits is not deleted as drifted", async () => {
   const cs = newCocoonSet("demo", (c) => {
     c.metadata.generation = 1;

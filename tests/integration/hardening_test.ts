@@ -19,13 +19,15 @@ import assert from "node:assert/strict";
 import { ApiClient } from "../../kube/api_client.ts";
 import { Events, Namespaces, Pods } from "../../kube/core.ts";
 import { isNotFound } from "../../kube/errors.ts";
+import type { KubeObject } from "../../kube/object.ts";
+import { resourceType } from "../../kube/resource.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import { AnnotationHibernate, LabelCocoonSet } from "../../common/meta/keys.ts";
 import { startSimulator } from "../../sim/simulator.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
-import { countDelta, requestsByMethod } from "../harness/operator_metrics.ts";
+import { countDelta, reconcilesOf, requestsByMethod } from "../harness/operator_metrics.ts";
 import { registryAvailable, startRegistry } from "../harness/registry.ts";
 import { startRegistryProxy } from "../harness/registry_proxy.ts";
 import { startSandboxedOperator } from "../harness/sandboxed_operator.ts";
@@ -34,6 +36,16 @@ import { waitUntil } from "../harness/wait.ts";
 const NS = "harden";
 const PREFIX = "cocoon";
 const IMAGE = "ghcr.io/cocoonstack/cocoon/ubuntu:24.04";
+
+/** The core LimitRange kind, for the one case that needs a namespace default. */
+const LimitRanges = resourceType<KubeObject>({
+  group: "",
+  version: "v1",
+  kind: "LimitRange",
+  plural: "limitranges",
+  namespaced: true,
+  statusSubresource: false,
+});
 
 function vmOf(set: string, slot: number | string): string {
   return `vk-${NS}-${set}-${slot}`;
@@ -253,6 +265,57 @@ Deno.test({
           await client.delete(CocoonSets, NS, "past");
           await gone("past");
           for (const vm of vms) assert.deepEqual(await registry.tagsOf(`${PREFIX}/${vm}`), []);
+          await stillHealthy();
+        },
+      );
+
+      await t.step(
+        "values a namespace LimitRange fills in are not drift: the pods are made once",
+        async () => {
+          await client.create(LimitRanges, {
+            apiVersion: "v1",
+            kind: "LimitRange",
+            metadata: { name: "defaults", namespace: NS },
+            spec: {
+              limits: [{
+                type: "Container",
+                default: { cpu: "1", memory: "512Mi" },
+                defaultRequest: { cpu: "500m", memory: "256Mi" },
+              }],
+            },
+          } as KubeObject);
+          try {
+            await create("ranged", { agent: { image: IMAGE, replicas: 1 } });
+            await running("ranged", 2);
+            const before = await main("ranged");
+            const resources = before.spec?.containers[0].resources;
+            assert.equal(resources?.limits?.memory, "512Mi", "the LimitRange applied");
+            assert.equal(resources?.requests?.cpu, "500m", "the LimitRange applied");
+            const uids = async () =>
+              (await client.list(Pods, {
+                namespace: NS,
+                labelSelector: { [LabelCocoonSet]: "ranged" },
+              }))
+                .items.map((p) => `${p.metadata.name}/${p.metadata.uid}`).sort();
+            const made = await uids();
+            // Two more passes over the set (a pod label change wakes it), then look again.
+            const passes = reconcilesOf(await op.metrics(), "cocoonset");
+            for (const i of [1, 2]) {
+              await client.patch(Pods, NS, "ranged-0", "merge", {
+                metadata: { labels: { "test.cocoonstack.io/nudge": String(i) } },
+              });
+            }
+            await waitUntil(
+              async () => reconcilesOf(await op.metrics(), "cocoonset") >= passes + 2,
+              { what: "two more passes", timeoutMs: 30_000, intervalMs: 100 },
+            );
+            assert.deepEqual(await uids(), made, "no pod replaced");
+            assert.equal((await main("ranged")).metadata.deletionTimestamp, undefined);
+            await client.delete(CocoonSets, NS, "ranged");
+            await gone("ranged");
+          } finally {
+            await client.delete(LimitRanges, NS, "defaults");
+          }
           await stillHealthy();
         },
       );
