@@ -177,8 +177,9 @@ async function cleanRegistry(pass: Pass): Promise<void> {
  * Records the union of the VM names in the status, in the previous annotation and on the live
  * pods, and adds evidence (the policies pods carry, and those of its VMs that may hold
  * `:hibernate` that are among these names) to a known snapshot ledger, in one patch written only
- * when something changes (under the optimistic lock when the ledger changes, as every ledger
- * write is).
+ * when something changes, always under the optimistic lock: both are unions with what cs shows,
+ * so a copy older than an earlier write would write less, and those VMs' tags would never be
+ * cleaned.
  */
 export async function stashDeleteVMNames(
   pass: Pass,
@@ -209,7 +210,7 @@ export async function stashDeleteVMNames(
       ...(namesChanged ? { [AnnotationDeleteVMNames]: joined } : {}),
       ...(nextLedger ? { [AnnotationSnapshotLedger]: encodeLedger(nextLedger) } : {}),
     };
-  }, { signal: pass.signal, optimisticLock: nextLedger !== undefined });
+  }, { signal: pass.signal, optimisticLock: true });
 }
 
 /** The non-empty VM names recorded in the status: agents, then toolboxes. */

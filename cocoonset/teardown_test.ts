@@ -32,6 +32,7 @@ import {
   testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
+import { AnnotationDeleteVMNames } from "./delete.ts";
 import { buildAgentPod } from "./pods.ts";
 import {
   AnnotationSnapshotLedger,
@@ -312,4 +313,33 @@ Deno.test("teardown records the policy each pod carries before deleting it", asy
   await finalizePods(env);
   assert.deepEqual(await reconcileSet(env, "demo"), {});
   assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DefaultSnapshotTag}`]);
+});
+
+Deno.test("a teardown pass from a copy older than its own stash cannot shrink the stashed VM names", async () => {
+  const env = newTestEnv();
+  const cs = seedSet(env, newCocoonSet("demo", withFinalizer, (c) => c.spec.agent.replicas = 1));
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 0)));
+  const sub = env.fake.seed(Pods, livePod(buildAgentPod(cs, 1, "vk-ns-demo-0", "node-a")));
+  await deleteSet(env);
+  const beforeStash = await getSet(env.fake, "demo");
+
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
+  const stashed = "vk-ns-demo-0,vk-ns-demo-1";
+  assert.equal(
+    (await getSet(env.fake, "demo")).metadata.annotations?.[AnnotationDeleteVMNames],
+    stashed,
+  );
+  // vk-cocoon finishes the main first; a pass then works from a cache that shows the set as it
+  // was before the stash, and only the sub-agent.
+  await env.fake.delete(Pods, testNamespace, "demo-0", { gracePeriodSeconds: 0 });
+  const lagging = laggingCache(env.fake, { set: beforeStash, pods: [sub] });
+  const pass = await reconcilerWith(env, lagging)
+    .reconcile({ namespace: testNamespace, name: "demo" }, new AbortController().signal);
+  assert.deepEqual(pass, { requeue: true }, "refused as stale, looked at again from fresh data");
+
+  assert.equal(
+    (await getSet(env.fake, "demo")).metadata.annotations?.[AnnotationDeleteVMNames],
+    stashed,
+    "the main's VM is still named, so its tags are still cleaned",
+  );
 });
