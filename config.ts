@@ -9,8 +9,8 @@
  * default the operator did not ask for. Empty env values still count as unset, as in Go.
  */
 import { parseArgs } from "node:util";
-import { type LogLevelName, parseLogLevelName } from "./common/log.ts";
-import { parseBindAddress } from "./kube/servers.ts";
+import { type LogLevelName, parseLogLevelName } from "./common/log_level.ts";
+import { parseBindAddress } from "./kube/bind_address.ts";
 
 /** Everything main.ts needs to start the operator. */
 export interface Config {

@@ -15,12 +15,12 @@
  */
 import type { Config } from "./config.ts";
 import { type ClusterAccess, inClusterApiHost, serviceAccountDir } from "./kube/kubeconfig.ts";
-import { parseBindAddress } from "./kube/servers.ts";
+import { parseBindAddress } from "./kube/bind_address.ts";
 import {
   credentialsTokenEndpoint,
   GOOGLE_TOKEN_URL,
   isGoogleHost,
-} from "./snapshot/auth/google.ts";
+} from "./snapshot/auth/google_endpoints.ts";
 import { parseRegistryBase } from "./snapshot/reference.ts";
 
 /** One flag's worth of grants. */

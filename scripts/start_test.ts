@@ -149,3 +149,18 @@ Deno.test("deno task start with an API server that does not answer: one line on 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("start: the launcher's module graph leaves out the metrics stack and the logger", async () => {
+  // The launcher runs before every operator start; prom-client and LogTape would double its cost.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", new URL("./start.ts", import.meta.url).pathname],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    modules: { specifier: string }[];
+  };
+  const npm = graph.modules.map((m) => m.specifier).filter((s) => s.startsWith("npm:"));
+  assert.deepEqual(npm.map((s) => s.replace(/^npm:\/?/, "").replace(/@[^@]*$/, "")), ["js-yaml"]);
+});

@@ -17,6 +17,9 @@
 
 import { getLogger } from "@logtape/logtape";
 import { isRecord } from "../errors.ts";
+import { GOOGLE_TOKEN_URL, isGoogleHost } from "./google_endpoints.ts";
+
+export { credentialsTokenEndpoint, GOOGLE_TOKEN_URL, isGoogleHost } from "./google_endpoints.ts";
 import { abortable, withDeadline } from "../deadline.ts";
 import { type EnvGetter, processEnv, readFile, readIfExists, type TextFileReader } from "./env.ts";
 import { importRs256Key, signRs256 } from "./jwt.ts";
@@ -34,18 +37,10 @@ const logger = getLogger(["cocoon-operator", "snapshot"]);
 
 /** OAuth scope requested for registry access. */
 export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
-/** Default token endpoint for key files without token_uri. */
-export const GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token";
 /** Username Google registries expect alongside an access token. */
 export const GOOGLE_TOKEN_USERNAME = "_token";
 const METADATA_IP = "169.254.169.254";
 const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
-
-/** Whether host is served by Google's registries (port of go-containerregistry's isGoogle). */
-export function isGoogleHost(host: string): boolean {
-  return host === "gcr.io" || host.endsWith(".gcr.io") || host.endsWith(".pkg.dev") ||
-    host.endsWith(".google.com");
-}
 
 /** Options of the Google credential sources (all injectable for tests). */
 export interface GoogleOptions extends TokenEndpointOptions {
@@ -293,26 +288,6 @@ export function credentialsFromJson(
         `google: credentials file ${path} has unsupported type ${JSON.stringify(doc.type)}`,
       );
   }
-}
-
-/**
- * The token endpoint a credentials JSON text would be exchanged at (its token_uri, else
- * Google's), or undefined when the text is no service-account or authorized-user file. The
- * permission check uses it to name that host before any exchange is tried.
- */
-export function credentialsTokenEndpoint(text: string): string | undefined {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!isRecord(doc) || (doc.type !== "service_account" && doc.type !== "authorized_user")) {
-    return undefined;
-  }
-  return typeof doc.token_uri === "string" && doc.token_uri !== ""
-    ? doc.token_uri
-    : GOOGLE_TOKEN_URL;
 }
 
 /** Wraps a token source as the Basic `_token:<access token>` credential Google registries take. */
