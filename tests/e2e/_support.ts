@@ -5,8 +5,7 @@
  *
  * @module
  */
-import { registryAvailable } from "../harness/registry.ts";
-import { type Stack, type StackOptions, startStack } from "../harness/stack.ts";
+import { type Stack, type StackOptions, stackTest } from "../harness/stack.ts";
 
 /** Runs one named step; a failed step stops the suite (later steps build on it). */
 export type Step = (name: string, fn: () => Promise<void>) => Promise<void>;
@@ -21,26 +20,11 @@ export function e2eSuite(
   opts: StackOptions,
   body: (stack: Stack, step: Step) => Promise<void>,
 ): void {
-  Deno.test({
-    name: `e2e: ${name}`,
-    ignore: !registryAvailable(),
-    sanitizeResources: false,
-    sanitizeOps: false,
-    async fn(t) {
-      const stack = await startStack(opts);
-      try {
-        const step: Step = async (stepName, fn) => {
-          if (!(await t.step(stepName, fn))) throw new Error(`step failed: ${stepName}`);
-        };
-        await body(stack, step);
-        await stack.assertOperatorsHealthy();
-      } catch (err) {
-        const logs = Object.entries(stack.logFiles()).map(([k, v]) => `${k}: ${v}`).join("\n");
-        console.error(`--- e2e ${name}: process logs ---\n${logs}`);
-        throw err;
-      } finally {
-        await stack.stop();
-      }
-    },
+  stackTest(`e2e: ${name}`, opts, async (stack, t) => {
+    const step: Step = async (stepName, fn) => {
+      if (!(await t.step(stepName, fn))) throw new Error(`step failed: ${stepName}`);
+    };
+    await body(stack, step);
+    await stack.assertOperatorsHealthy();
   });
 }

@@ -16,8 +16,7 @@ import {
   CocoonSets,
 } from "../../common/apis/v1/mod.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
-import { registryAvailable } from "../harness/registry.ts";
-import { type Stack, type StackOptions, startStack } from "../harness/stack.ts";
+import { type Stack, type StackOptions, stackTest } from "../harness/stack.ts";
 import { type Observation, observe, type Observer } from "./_observer.ts";
 import { SlotLedger } from "./_pod_slots.ts";
 import { collectSimEvents, type SimLog } from "./_sim_log.ts";
@@ -50,53 +49,38 @@ export function faultSuite(
   opts: StackOptions,
   body: (stack: Stack, scenario: Scenario, health: SuiteHealth) => Promise<void>,
 ): void {
-  Deno.test({
-    name: `faults: ${name}`,
-    ignore: !registryAvailable(),
-    sanitizeResources: false,
-    sanitizeOps: false,
-    async fn(t) {
-      const stack = await startStack(opts);
-      try {
-        const scenario: Scenario = async (stepName, fn) => {
-          const ok = await t.step(stepName, async () => {
-            const fig: Figure = {};
-            const started = Date.now();
-            let error: unknown;
-            try {
-              await fn(fig);
-            } catch (err) {
-              error = err;
-              throw err;
-            } finally {
-              printFigure(stepName, fig, Date.now() - started, error);
-            }
-          });
-          if (!ok) throw new Error(`scenario failed: ${stepName}`);
-        };
-        const tolerated = new Map<number, number>();
-        const health: SuiteHealth = {
-          async tolerateForbiddenSoFar(why) {
-            for (const [i, op] of stack.operators.entries()) {
-              if (!stack.alive(i)) continue;
-              const n = await op.forbiddenRequests();
-              if (n > 0) {
-                console.error(`faults ${name}: ${n} 403s of replica ${i} tolerated: ${why}`);
-              }
-              tolerated.set(i, n);
-            }
-          },
-        };
-        await body(stack, scenario, health);
-        await assertHealthy(stack, tolerated);
-      } catch (err) {
-        const logs = Object.entries(stack.logFiles()).map(([k, v]) => `${k}: ${v}`).join("\n");
-        console.error(`--- faults ${name}: process logs ---\n${logs}`);
-        throw err;
-      } finally {
-        await stack.stop();
-      }
-    },
+  stackTest(`faults: ${name}`, opts, async (stack, t) => {
+    const scenario: Scenario = async (stepName, fn) => {
+      const ok = await t.step(stepName, async () => {
+        const fig: Figure = {};
+        const started = Date.now();
+        let error: unknown;
+        try {
+          await fn(fig);
+        } catch (err) {
+          error = err;
+          throw err;
+        } finally {
+          printFigure(stepName, fig, Date.now() - started, error);
+        }
+      });
+      if (!ok) throw new Error(`scenario failed: ${stepName}`);
+    };
+    const tolerated = new Map<number, number>();
+    const health: SuiteHealth = {
+      async tolerateForbiddenSoFar(why) {
+        for (const [i, op] of stack.operators.entries()) {
+          if (!stack.alive(i)) continue;
+          const n = await op.forbiddenRequests();
+          if (n > 0) {
+            console.error(`faults ${name}: ${n} 403s of replica ${i} tolerated: ${why}`);
+          }
+          tolerated.set(i, n);
+        }
+      },
+    };
+    await body(stack, scenario, health);
+    await assertHealthy(stack, tolerated);
   });
 }
 

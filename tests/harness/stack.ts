@@ -46,7 +46,7 @@ import type { SimNode } from "../../sim/nodes.ts";
 import { type ControlPlane, startControlPlane } from "./control_plane.ts";
 import { operatorKubeconfig } from "./operator_identity.ts";
 import { sampleSum } from "./prom_text.ts";
-import { startRegistry, type TestRegistry } from "./registry.ts";
+import { registryAvailable, startRegistry, type TestRegistry } from "./registry.ts";
 import { type RegistryProxy, startRegistryProxy } from "./registry_proxy.ts";
 import { type SandboxedOperator, startSandboxedOperator } from "./sandboxed_operator.ts";
 import { type SimProcess, startSimProcess } from "./sim_process.ts";
@@ -283,4 +283,34 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     await stopAll().catch(() => {});
     throw err;
   }
+}
+
+/**
+ * Declares a test that runs body on one stack of its own: skipped (saying why) when the registry
+ * binary is missing, the process log files named on stderr when the body fails, and the stack
+ * stopped in any case. The e2e and fault suites build their steps on it.
+ */
+export function stackTest(
+  name: string,
+  opts: StackOptions,
+  body: (stack: Stack, t: Deno.TestContext) => Promise<void>,
+): void {
+  Deno.test({
+    name,
+    ignore: !registryAvailable(),
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn(t) {
+      const stack = await startStack(opts);
+      try {
+        await body(stack, t);
+      } catch (err) {
+        const logs = Object.entries(stack.logFiles()).map(([k, v]) => `${k}: ${v}`).join("\n");
+        console.error(`--- ${name}: process logs ---\n${logs}`);
+        throw err;
+      } finally {
+        await stack.stop();
+      }
+    },
+  });
 }
