@@ -44,3 +44,37 @@ export function roleForPod(pod: Pod, vmName: string): string {
   const cocoonSet = cocoonSetOwnerName(pod.metadata.ownerReferences);
   return inferRoleFromAgentSlot(extractAgentSlot(pod.metadata.namespace ?? "", cocoonSet, vmName));
 }
+
+/**
+ * Every (namespace, rest) pair that `vk-<namespace>-<rest>` could have been built from: one per
+ * dash after the prefix. `vk-team-x-prod-0` yields team / x-prod-0, team-x / prod-0 and
+ * team-x-prod / 0, which is how two namespaces can end up sharing one VM name.
+ */
+export function vmNameSplits(vmName: string): { namespace: string; rest: string }[] {
+  if (!vmName.startsWith("vk-")) return [];
+  const body = vmName.slice(3);
+  const out: { namespace: string; rest: string }[] = [];
+  for (let i = body.indexOf("-"); i > 0; i = body.indexOf("-", i + 1)) {
+    const namespace = body.slice(0, i);
+    const rest = body.slice(i + 1);
+    if (rest !== "") out.push({ namespace, rest });
+  }
+  return out;
+}
+
+/**
+ * Whether a CocoonSet can own vmName by its own namespace and name: an agent slot
+ * `vk-<ns>-<set>-<slot>`, or one of the named toolboxes `vk-<ns>-<set>-<toolbox>`.
+ */
+export function setDerivesVMName(
+  namespace: string,
+  cocoonSet: string,
+  toolboxNames: Iterable<string>,
+  vmName: string,
+): boolean {
+  if (extractAgentSlot(namespace, cocoonSet, vmName) >= 0) return true;
+  for (const tb of toolboxNames) {
+    if (vmName === vmNameForPod(namespace, `${cocoonSet}-${tb}`)) return true;
+  }
+  return false;
+}

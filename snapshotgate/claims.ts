@@ -1,0 +1,206 @@
+/**
+ * Who still needs a VM's registry tag: the claimant table of docs/cocoonset.md "Snapshot
+ * safety", evaluated over fresh (uncached) reads. A VM name `vk-<ns>-<rest>` can have been built
+ * from several (namespace, rest) pairs (common/meta vmNameSplits), so every one of them is
+ * searched: a claimant in a namespace the acting object does not own is a name collision.
+ *
+ * @module
+ */
+import type { Reader } from "../kube/client.ts";
+import { type Pod, Pods } from "../kube/core.ts";
+import { isForbidden, isNotFound, wrapError } from "../kube/errors.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
+import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
+import {
+  AnnotationHibernatedOnNode,
+  extractAgentSlot,
+  HibernateSnapshotTag,
+  readHibernateState,
+  readRestoreFromHibernate,
+  setDerivesVMName,
+  vmLive,
+  vmNameForPod,
+  vmNameSplits,
+} from "../common/meta/mod.ts";
+
+/** The kind of object that holds a claim on a tag. */
+export type ClaimHolder = "Pod" | "CocoonSet" | "CocoonHibernation";
+
+/** One reason a tag may not go now. */
+export interface Claim {
+  holder: ClaimHolder;
+  namespace: string;
+  name: string;
+  /** Why this object needs the tag, in a few words. */
+  reason: string;
+  /** The holder lives in another namespace that derives the same VM name. */
+  collision?: boolean;
+}
+
+/** The object on whose behalf a tag is deleted (or a VM hibernated or woken). */
+export type Actor =
+  | {
+    kind: "CocoonSet";
+    namespace: string;
+    name: string;
+    uid?: string;
+    /** Toolbox names of the set (spec and status): toolbox VMs are derived from them. */
+    toolboxNames: readonly string[];
+  }
+  | {
+    kind: "CocoonHibernation";
+    namespace: string;
+    name: string;
+    uid?: string;
+    /** The request's target pod (spec.podRef.name). */
+    podName: string;
+  };
+
+/** Set phases in which the set's own flow still reads the VM's `:hibernate` tag. */
+const setPhasesHoldingTag: ReadonlySet<string> = new Set(["Suspending", "Suspended", "Waking"]);
+/** Request phases in which the request's VM state is, or is being restored from, the tag. */
+const requestPhasesHoldingTag: ReadonlySet<string> = new Set([
+  "Hibernating",
+  "Hibernated",
+  "Waking",
+]);
+
+/** Whether the actor can derive vmName from its own namespace and names. */
+export function actorDerives(actor: Actor, vmName: string): boolean {
+  if (actor.kind === "CocoonSet") {
+    return setDerivesVMName(actor.namespace, actor.name, actor.toolboxNames, vmName);
+  }
+  return vmName === vmNameForPod(actor.namespace, actor.podName);
+}
+
+function isActor(actor: Actor | undefined, kind: ClaimHolder, ns: string, name: string): boolean {
+  return actor !== undefined && actor.kind === kind && actor.namespace === ns &&
+    actor.name === name;
+}
+
+/** A pod's claims on vmName's tag (the pod already derives or names vmName). */
+function podClaims(pod: Pod, tag: string): string[] {
+  const out: string[] = [];
+  if (tag !== HibernateSnapshotTag) {
+    // `:latest` is written by vk-cocoon when a pod of the VM goes: any pod of it needs it kept.
+    out.push("a pod of the VM exists");
+    return out;
+  }
+  if (pod.metadata.deletionTimestamp) out.push("terminating (vk-cocoon may still push)");
+  if (readHibernateState(pod)) out.push("asked to hibernate");
+  if (readRestoreFromHibernate(pod) && !vmLive(pod)) out.push("restoring from the tag");
+  return out;
+}
+
+function setToolboxNames(cs: CocoonSet): string[] {
+  return [
+    ...(cs.spec?.toolboxes ?? []).map((t) => t.name),
+    ...(cs.status?.toolboxes ?? []).map((t) => t.name),
+  ].filter((n): n is string => typeof n === "string" && n !== "");
+}
+
+/** A set's claims on vmName's tag (the set derives vmName). */
+function setClaims(cs: CocoonSet, vmName: string, tag: string): string[] {
+  const out: string[] = [];
+  if (cs.metadata.deletionTimestamp) out.push("being torn down (its teardown decides)");
+  if (tag !== HibernateSnapshotTag) {
+    if (out.length === 0) out.push("owns the VM");
+    return out;
+  }
+  const main = extractAgentSlot(cs.metadata.namespace ?? "", cs.metadata.name ?? "", vmName) === 0;
+  const phase = cs.status?.phase ?? "";
+  if (main && (cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "") !== "") {
+    out.push("released seat (node hint set)");
+  }
+  if (main && phase === "Migrating") out.push("migration in flight");
+  if (cs.spec?.suspend) out.push("suspended");
+  if (setPhasesHoldingTag.has(phase)) out.push(`phase ${phase}`);
+  return out;
+}
+
+/** A request's claims on vmName's tag (the request targets or recorded vmName). */
+function requestClaims(h: CocoonHibernation, tag: string): string[] {
+  if (h.metadata.deletionTimestamp || tag !== HibernateSnapshotTag) return [];
+  const out: string[] = [];
+  if (h.spec?.desire === "Hibernate") out.push("asks for hibernation");
+  const phase = h.status?.phase ?? "";
+  if (requestPhasesHoldingTag.has(phase)) out.push(`phase ${phase}`);
+  return out;
+}
+
+async function getOrUndefined<T>(read: () => Promise<T>, what: string): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    // Forbidden: a namespace this operator may not read holds nothing it could act on either.
+    if (isNotFound(err) || isForbidden(err)) return undefined;
+    throw wrapError(what, err);
+  }
+}
+
+/**
+ * Every claim on `<vmName>:<tag>` except the actor's own, read past the cache. Also reports, as
+ * a claim with `collision`, any object in another namespace that derives the same VM name.
+ */
+export async function tagClaims(
+  reader: Reader,
+  vmName: string,
+  tag: string,
+  actor: Actor | undefined,
+  signal?: AbortSignal,
+): Promise<Claim[]> {
+  const claims: Claim[] = [];
+  const add = (holder: ClaimHolder, ns: string, name: string, reasons: string[]) => {
+    const collision = actor !== undefined && ns !== actor.namespace;
+    if (collision) reasons = reasons.length > 0 ? reasons : ["derives the same VM name"];
+    for (const reason of reasons) {
+      claims.push({ holder, namespace: ns, name, reason, ...(collision ? { collision } : {}) });
+    }
+  };
+  const namespaces = new Map<string, string[]>();
+  for (const { namespace, rest } of vmNameSplits(vmName)) {
+    namespaces.set(namespace, [...(namespaces.get(namespace) ?? []), rest]);
+  }
+  for (const [ns, rests] of namespaces) {
+    signal?.throwIfAborted();
+    for (const rest of rests) {
+      const pod = await getOrUndefined(
+        () => reader.get(Pods, ns, rest, { signal }),
+        `read pod ${ns}/${rest} for ${vmName}`,
+      );
+      // The request's own target counts too: a request never owns the VM, it only asks.
+      if (pod) add("Pod", ns, rest, podClaims(pod, tag));
+    }
+    const sets = await getOrUndefined(
+      () => reader.list(CocoonSets, { namespace: ns, signal }),
+      `list cocoonsets in ${ns} for ${vmName}`,
+    );
+    for (const cs of sets?.items ?? []) {
+      const name = cs.metadata.name ?? "";
+      if (!setDerivesVMName(ns, name, setToolboxNames(cs), vmName)) continue;
+      if (isActor(actor, "CocoonSet", ns, name)) continue;
+      add("CocoonSet", ns, name, setClaims(cs, vmName, tag));
+    }
+    const requests = await getOrUndefined(
+      () => reader.list(CocoonHibernations, { namespace: ns, signal }),
+      `list cocoonhibernations in ${ns} for ${vmName}`,
+    );
+    for (const h of requests?.items ?? []) {
+      const name = h.metadata.name ?? "";
+      const targets = vmNameForPod(ns, h.spec?.podRef?.name ?? "") === vmName ||
+        (h.status?.vmName ?? "") === vmName;
+      if (!targets || isActor(actor, "CocoonHibernation", ns, name)) continue;
+      if (actor?.uid && h.metadata.uid === actor.uid) continue;
+      // Only a live request of another namespace is a collision; a deleted one claims nothing.
+      if (h.metadata.deletionTimestamp) continue;
+      add("CocoonHibernation", ns, name, requestClaims(h, tag));
+    }
+  }
+  return claims;
+}
+
+/** "Pod ns/name (reason); CocoonSet ns/name (reason)": for logs and Events. */
+export function describeClaims(claims: readonly Claim[]): string {
+  return claims.map((c) => `${c.holder} ${c.namespace}/${c.name} (${c.reason})`).join("; ");
+}

@@ -1,0 +1,11 @@
+/**
+ * Snapshot safety: the single gate for every registry tag delete (gate.ts) and the claimant
+ * table it evaluates (claims.ts). Both reconcilers import this module; it imports only common/,
+ * snapshot/ and kube/.
+ *
+ * @module
+ */
+export type { Actor, Claim, ClaimHolder } from "./claims.ts";
+export { actorDerives, describeClaims, tagClaims } from "./claims.ts";
+export type { GateDeps, RefusalKind, Verdict } from "./gate.ts";
+export { actingRefusal, deleteTagIfAllowed, mayDeleteTag } from "./gate.ts";
