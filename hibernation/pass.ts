@@ -5,7 +5,7 @@
  * @module
  */
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
-import type { Writer } from "../kube/client.ts";
+import type { Reader, Writer } from "../kube/client.ts";
 import type { Clock } from "../kube/clock.ts";
 import type { Pod } from "../kube/core.ts";
 import type { Registry } from "../snapshot/registry.ts";
@@ -23,6 +23,8 @@ export interface Pass {
 export interface StepDeps {
   client: Writer;
   registry: Registry;
+  /** Uncached reads: the snapshot gate looks for claimants past the cache. */
+  reader: Reader;
   transitions: PhaseTransitions;
   clock: Clock;
 }

@@ -46,7 +46,9 @@ import { REQUEUE_INTERVAL_MS } from "./status.ts";
 import { PhaseTransitions } from "./transitions.ts";
 import { StripedLock } from "./vm_lock.ts";
 import { reconcileWake } from "./wake.ts";
-import { dropHibernateTag } from "./tag.ts";
+import { dropHibernateTag, requestActor } from "./tag.ts";
+import { clearYielded, drivingSet, markYielded } from "./precedence.ts";
+import { actingRefusal } from "../snapshotgate/mod.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);
 
@@ -74,6 +76,7 @@ export class HibernationReconciler implements Reconciler {
   readonly #client: Client;
   readonly #apiReader: Reader;
   readonly #registry: Registry;
+  readonly #recorder: EventRecorder;
   readonly #clock: Clock;
   readonly #transitions: PhaseTransitions;
   readonly #locks = new StripedLock();
@@ -82,6 +85,7 @@ export class HibernationReconciler implements Reconciler {
     this.#client = deps.client;
     this.#apiReader = deps.apiReader;
     this.#registry = deps.registry;
+    this.#recorder = deps.recorder;
     this.#clock = deps.clock ?? realClock;
     this.#transitions = new PhaseTransitions({
       client: deps.client,
@@ -148,6 +152,14 @@ export class HibernationReconciler implements Reconciler {
       );
       return { requeueAfter: REQUEUE_INTERVAL_MS };
     }
+    // Tenancy: act only under the name the request derives from its own namespace and target
+    // pod, and never through a name another namespace derives too.
+    const refusal = await actingRefusal(this.#apiReader, requestActor(hib), vmName, signal);
+    if (refusal) {
+      this.#warn(hib, "VMNameRefused", refusal.message);
+      await this.#transitions.fail(hib, refusal.message, signal);
+      return {};
+    }
     const release = await this.#locks.lock(vmName, signal);
     try {
       log.debug("reconcile {hibernation} desire={desire} phase={phase} vm={vm}", {
@@ -162,6 +174,15 @@ export class HibernationReconciler implements Reconciler {
         await this.#transitions.conflict(hib, winner, vmName, signal);
         return { requeueAfter: REQUEUE_INTERVAL_MS };
       }
+      // The set that owns the pod wins while it drives the VM (precedence.ts).
+      const driver = await drivingSet(this.#apiReader, pod, hib, signal);
+      if (driver) {
+        const message = `CocoonSet ${namespace}/${driver.set.metadata.name} ${driver.drive}: ` +
+          `this request to ${hib.spec.desire} pod ${podName} waits and does not touch VM ${vmName}`;
+        await markYielded(this.#client, this.#recorder, hib, message, this.#clock.now(), signal);
+        return { requeueAfter: REQUEUE_INTERVAL_MS };
+      }
+      await clearYielded(this.#client, hib, this.#clock.now(), signal);
       return await this.#step({ hib, pod, vmName, signal });
     } finally {
       release();
@@ -173,6 +194,7 @@ export class HibernationReconciler implements Reconciler {
     const deps: StepDeps = {
       client: this.#client,
       registry: this.#registry,
+      reader: this.#apiReader,
       transitions: this.#transitions,
       clock: this.#clock,
     };
@@ -199,21 +221,23 @@ export class HibernationReconciler implements Reconciler {
   }
 
   /**
-   * Whether the target pod still needs vmName's `:hibernate` tag when this request goes: the pod
-   * (same VM) is still asked to hibernate, so the VM's state is, or is about to be, only in that
-   * tag; or the request was Waking and the VM does not run yet, so vk-cocoon is restoring from it.
-   * Dropped then, the VM's state would be lost for good; kept, it is collected with the CocoonSet
-   * (whose ledger notes the hibernation) or by the request that wakes the pod later.
+   * The request's own claim on the tag, which the gate leaves to it: it was Waking and the VM of
+   * its pod does not run yet, so vk-cocoon is restoring from the tag. Every other claimant (a
+   * hibernated or restoring pod, a set, another request) is the gate's.
    */
-  async #podStillNeedsTag(
+  async #ownWakeNeedsTag(
     hib: CocoonHibernation,
     vmName: string,
     signal: AbortSignal,
   ): Promise<boolean> {
+    if (hib.status?.phase !== CocoonHibernationPhaseWaking) return false;
     const pod = await this.#targetPod(hib.metadata.namespace ?? "", hib.spec.podRef.name, signal);
     if (pod === undefined || parseVMSpec(pod).vmName !== vmName) return false;
-    if (readHibernateState(pod)) return true;
-    return hib.status?.phase === CocoonHibernationPhaseWaking && !vmLive(pod);
+    return !vmLive(pod);
+  }
+
+  #warn(hib: CocoonHibernation, reason: string, message: string): void {
+    this.#recorder.event({ object: hib, resource: CocoonHibernations }, "Warning", reason, message);
   }
 
   /**
@@ -238,15 +262,25 @@ export class HibernationReconciler implements Reconciler {
             tag: HibernateSnapshotTag,
             hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
           });
-        } else if (await this.#podStillNeedsTag(hib, vmName, signal)) {
-          log.warn("keeping {vm}:{tag}: pod {pod} is hibernated or restoring from it", {
+        } else if (await this.#ownWakeNeedsTag(hib, vmName, signal)) {
+          log.warn("keeping {vm}:{tag}: pod {pod} is restoring from it", {
             pod: hib.spec.podRef.name,
             vm: vmName,
             tag: HibernateSnapshotTag,
             hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
           });
         } else {
-          await dropHibernateTag(this.#registry, vmName, hib, signal);
+          // The gate keeps the tag for any claimant (a released seat, a migration, a hibernated
+          // pod), whoever's: that claimant's own flow drops it once done.
+          const verdict = await dropHibernateTag(
+            { reader: this.#apiReader, registry: this.#registry },
+            vmName,
+            hib,
+            signal,
+          );
+          if (verdict && !verdict.allowed && verdict.kind !== "claimed") {
+            this.#warn(hib, "VMNameRefused", verdict.message);
+          }
         }
       }
       await patchObject(this.#client, CocoonHibernations, hib, (h) => {

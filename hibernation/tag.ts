@@ -1,32 +1,75 @@
 /**
- * Dropping a VM's `:hibernate` tag once nothing needs it (a woken VM, a deleted last request).
- * Best effort: a failure is logged at error level (a registry that refuses deletes leaks
- * snapshots and someone should know) but never fails the step that asked for it.
+ * Dropping a VM's `:hibernate` tag on behalf of a CocoonHibernation (a woken VM, a deleted
+ * request), always through the snapshot gate (snapshotgate/): the tag goes only when the request
+ * derives the VM name from its own namespace and target pod and no other claimant still needs it.
+ * A refusal is logged with the claimants (who keep the tag and drop it in their own flow);
+ * a registry failure is logged at error level (a registry that refuses deletes leaks snapshots)
+ * but never fails the step that asked for it.
  */
 import { getLogger } from "@logtape/logtape";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { HibernateSnapshotTag } from "../common/meta/keys.ts";
+import type { Reader } from "../kube/client.ts";
 import { errorMessage } from "../kube/errors.ts";
 import type { Registry } from "../snapshot/registry.ts";
+import { type Actor, deleteTagIfAllowed, type Verdict } from "../snapshotgate/mod.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);
 
-/** Deletes `<vmName>:hibernate`, logging (not throwing) a failure; an abort still throws. */
+/** What a gated tag drop reads and deletes with. */
+export interface TagDeps {
+  /** Uncached reads for the gate. */
+  reader: Reader;
+  registry: Registry;
+}
+
+/** The gate's actor for a request: its namespace, name and target pod. */
+export function requestActor(hib: CocoonHibernation): Actor {
+  return {
+    kind: "CocoonHibernation",
+    namespace: hib.metadata.namespace ?? "",
+    name: hib.metadata.name ?? "",
+    uid: hib.metadata.uid,
+    podName: hib.spec?.podRef?.name ?? "",
+  };
+}
+
+/**
+ * Deletes `<vmName>:hibernate` when the gate allows it, logging (not throwing) a refusal or a
+ * failure; an abort still throws. The verdict is returned (undefined after a registry failure).
+ */
 export async function dropHibernateTag(
-  registry: Registry,
+  deps: TagDeps,
   vmName: string,
   hib: CocoonHibernation,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<Verdict | undefined> {
+  const hibernation = `${hib.metadata.namespace}/${hib.metadata.name}`;
   try {
-    await registry.deleteManifest(vmName, HibernateSnapshotTag, signal);
+    const verdict = await deleteTagIfAllowed(
+      deps,
+      requestActor(hib),
+      vmName,
+      HibernateSnapshotTag,
+      signal,
+    );
+    if (!verdict.allowed) {
+      log.warn("keeping {vm}:{tag}: {reason}", {
+        vm: vmName,
+        tag: HibernateSnapshotTag,
+        reason: verdict.message,
+        hibernation,
+      });
+    }
+    return verdict;
   } catch (err) {
     signal.throwIfAborted();
     log.error("delete hibernate snapshot {vm}:{tag}: {error}", {
       vm: vmName,
       tag: HibernateSnapshotTag,
       error: errorMessage(err),
-      hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
+      hibernation,
     });
+    return undefined;
   }
 }

@@ -37,7 +37,7 @@ export async function reconcileWake(deps: StepDeps, pass: Pass): Promise<Result>
     }
   }
   if (vmLive(pod)) {
-    await dropHibernateTag(deps.registry, vmName, hib, signal);
+    await dropHibernateTag(deps, vmName, hib, signal);
     await deps.transitions.enter(hib, CocoonHibernationPhaseActive, vmName, signal);
     return {};
   }

@@ -16,6 +16,7 @@ import {
   AnnotationHibernatedOnNode,
   extractAgentSlot,
   HibernateSnapshotTag,
+  parseVMSpec,
   readHibernateState,
   readRestoreFromHibernate,
   setDerivesVMName,
@@ -170,7 +171,9 @@ export async function tagClaims(
         `read pod ${ns}/${rest} for ${vmName}`,
       );
       // The request's own target counts too: a request never owns the VM, it only asks.
-      if (pod) add("Pod", ns, rest, podClaims(pod, tag));
+      // A pod that names another VM (vk-cocoon wrote it) runs that VM, not this one.
+      const names = pod ? parseVMSpec(pod).vmName : "";
+      if (pod && (names === "" || names === vmName)) add("Pod", ns, rest, podClaims(pod, tag));
     }
     const sets = await getOrUndefined(
       () => reader.list(CocoonSets, { namespace: ns, signal }),

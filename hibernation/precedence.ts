@@ -1,0 +1,154 @@
+/**
+ * Precedence between a CocoonSet and a CocoonHibernation on the same VM: the set wins. While the
+ * set that owns the target pod drives its VM — torn down, migrating, waking a released seat, a
+ * seat released, or suspending/suspended against a request to wake — the request does not touch
+ * the pod or the registry: it gets a Warning Event and the condition `Blocked=True` naming the
+ * set (written once, so at most one write per requeue interval), and looks again in 5 s. A request
+ * that asks what the set does anyway (Hibernate while the set suspends) goes on.
+ *
+ * Why the set: its flows delete and recreate the pod and drop the tag at their own end; a request
+ * that toggled the annotation under them would turn a suspend into a wake (a hot loop with a
+ * finished Wake request) or drop the tag a migration is about to restore from.
+ *
+ * @module
+ */
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
+import {
+  CocoonHibernations,
+  CocoonSets,
+  HibernationDesireHibernate,
+} from "../common/apis/v1/mod.ts";
+import { findStatusCondition, setStatusCondition } from "../common/k8s/condition.ts";
+import {
+  AnnotationHibernatedOnNode,
+  cocoonSetOwnerName,
+  extractAgentSlot,
+  parseVMSpec,
+} from "../common/meta/mod.ts";
+import type { Reader, Writer } from "../kube/client.ts";
+import { patchStatus } from "../kube/client_patch.ts";
+import type { Pod } from "../kube/core.ts";
+import { isNotFound, wrapError } from "../kube/errors.ts";
+import type { EventRecorder } from "../kube/events.ts";
+import { direction } from "./direction.ts";
+
+/** Condition type a request carries while it yields to a CocoonSet. */
+export const ConditionTypeBlocked = "Blocked";
+/** Reason of Blocked=True and of the Warning Event: the set that owns the pod drives the VM. */
+export const ReasonYieldedToCocoonSet = "YieldedToCocoonSet";
+/** Reason of Blocked=False once the set lets go. */
+export const ReasonNotBlocked = "NotBlocked";
+
+/** What the set that owns pod is doing with its VM that a request must not cross; "" for nothing. */
+export function setDrive(cs: CocoonSet, pod: Pod, hib: CocoonHibernation): string {
+  const ns = cs.metadata.namespace ?? "";
+  const main = extractAgentSlot(ns, cs.metadata.name ?? "", parseVMSpec(pod).vmName) === 0;
+  const phase = cs.status?.phase ?? "";
+  if (cs.metadata.deletionTimestamp) return "is being deleted";
+  if (phase === "Migrating") return "is migrating its main";
+  if (phase === "Waking") return "is waking its released seat";
+  if (main && (cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "") !== "") {
+    return "has released its seat";
+  }
+  const suspending = cs.spec?.suspend || phase === "Suspending" || phase === "Suspended";
+  if (suspending && direction(hib) !== HibernationDesireHibernate) return "is suspended";
+  return "";
+}
+
+/** The set owning pod and what it drives, read past the cache; undefined when it drives nothing. */
+export async function drivingSet(
+  reader: Reader,
+  pod: Pod,
+  hib: CocoonHibernation,
+  signal: AbortSignal,
+): Promise<{ set: CocoonSet; drive: string } | undefined> {
+  const owner = cocoonSetOwnerName(pod.metadata.ownerReferences);
+  if (owner === "") return undefined;
+  let cs: CocoonSet;
+  try {
+    cs = await reader.get(CocoonSets, pod.metadata.namespace ?? "", owner, { signal });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw wrapError(`read cocoonset ${pod.metadata.namespace}/${owner}`, err);
+  }
+  const drive = setDrive(cs, pod, hib);
+  return drive === "" ? undefined : { set: cs, drive };
+}
+
+/**
+ * Records that hib yields to set: Blocked=True with the message, and a Warning Event when that
+ * condition is newly written. Nothing is written when the stored condition already says so.
+ */
+export async function markYielded(
+  client: Writer,
+  recorder: EventRecorder,
+  hib: CocoonHibernation,
+  message: string,
+  nowMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  const changed = await writeBlocked(
+    client,
+    hib,
+    "True",
+    ReasonYieldedToCocoonSet,
+    message,
+    nowMs,
+    signal,
+  );
+  if (changed) {
+    recorder.event(
+      { object: hib, resource: CocoonHibernations },
+      "Warning",
+      ReasonYieldedToCocoonSet,
+      message,
+    );
+  }
+}
+
+/** Turns a stored Blocked=True to False once the set lets go; nothing otherwise. */
+export async function clearYielded(
+  client: Writer,
+  hib: CocoonHibernation,
+  nowMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  if (findStatusCondition(hib.status?.conditions, ConditionTypeBlocked)?.status !== "True") return;
+  await writeBlocked(
+    client,
+    hib,
+    "False",
+    ReasonNotBlocked,
+    "no CocoonSet drives the VM",
+    nowMs,
+    signal,
+  );
+}
+
+async function writeBlocked(
+  client: Writer,
+  hib: CocoonHibernation,
+  status: "True" | "False",
+  reason: string,
+  message: string,
+  nowMs: number,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const conditions = structuredClone(hib.status?.conditions ?? []);
+  const changed = setStatusCondition(conditions, {
+    type: ConditionTypeBlocked,
+    status,
+    reason,
+    message,
+    observedGeneration: hib.metadata.generation ?? 0,
+    lastTransitionTime: "",
+  }, () => new Date(nowMs));
+  if (!changed) return false;
+  await patchStatus(client, CocoonHibernations, hib, (h) => {
+    h.status = { ...h.status, conditions };
+  }, { optimisticLock: true, signal });
+  // The stored copy now carries it: a later pass in this process reads it from the answer.
+  hib.status = { ...hib.status, conditions };
+  return true;
+}

@@ -1,0 +1,175 @@
+/**
+ * Issue 18 on the fake API: a CocoonHibernation never drops a tag a CocoonSet still needs, yields
+ * to the set that drives the VM, and acts only under a name it derives from its own namespace.
+ */
+import assert from "node:assert/strict";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import {
+  CocoonHibernationPhaseActive,
+  CocoonHibernationPhaseFailed,
+  CocoonHibernationPhaseHibernated,
+  CocoonHibernations,
+  CocoonSets,
+} from "../common/apis/v1/mod.ts";
+import { AnnotationHibernatedOnNode, readHibernateState } from "../common/meta/mod.ts";
+import { Events, type Pod, Pods } from "../kube/core.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
+import { Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
+import { ConditionTypeBlocked, ReasonYieldedToCocoonSet } from "./precedence.ts";
+
+function set(name: string, mod: (cs: CocoonSet) => void, namespace = NS): CocoonSet {
+  const cs = {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { namespace, name, uid: `uid-${namespace}-${name}`, generation: 1 },
+    spec: { agent: { image: "img" } },
+  } as unknown as CocoonSet;
+  mod(cs);
+  return cs;
+}
+
+function ownedBy(pod: Pod, setName: string): Pod {
+  pod.metadata.ownerReferences = [{
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    name: setName,
+    uid: `uid-${NS}-${setName}`,
+    controller: true,
+  }];
+  return pod;
+}
+
+const livePod = (hibernate: boolean) =>
+  ownedBy(
+    vmPod({ vmID: "vmid-1", running: true, lifecycle: { state: "ready" }, hibernate }),
+    "demo",
+  );
+
+Deno.test("finding 1: a request deleted while its pod is gone keeps the tag a CocoonSet needs", async (t) => {
+  for (
+    const [name, mod] of [
+      ["released seat (node hint)", (cs: CocoonSet) => {
+        cs.metadata.annotations = { [AnnotationHibernatedOnNode]: "node-a" };
+        cs.status = { phase: "Suspended" } as CocoonSet["status"];
+      }],
+      ["migration gap (old main deleted, restored main not created)", (cs: CocoonSet) => {
+        cs.spec.nodeName = "node-b";
+        cs.status = { phase: "Migrating" } as CocoonSet["status"];
+      }],
+    ] as const
+  ) {
+    await t.step(name, async () => {
+      const registry = new FakeRegistry();
+      registry.put(VM, "hibernate");
+      const h = Harness.create([
+        request("hib", "Hibernate", {
+          deleting: true,
+          status: { vmName: VM, phase: CocoonHibernationPhaseHibernated },
+        }),
+      ], { registry });
+      h.api.seed(CocoonSets, set("demo", mod));
+      await h.reconcile("hib");
+      assert.equal(await h.gone("hib"), true, "the request still goes");
+      assert.equal(registry.contains(VM, "hibernate"), true, "the set's snapshot is kept");
+      assert.equal(registry.callsOf("deleteManifest").length, 0);
+      await h.close();
+    });
+  }
+});
+
+Deno.test("finding 2: a finished Wake request yields to a retain suspend, once, without a loop", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Wake", { status: { vmName: VM, phase: CocoonHibernationPhaseActive } }),
+    // The set asked the VM to hibernate; vk-cocoon pushed the tag and has not removed it yet.
+    livePod(true),
+  ], { registry });
+  h.api.seed(
+    CocoonSets,
+    set("demo", (cs) => {
+      cs.spec.suspend = true;
+      cs.status = { phase: "Suspending" } as CocoonSet["status"];
+    }),
+  );
+  assert.deepEqual(await h.reconcile("hib"), { requeueAfter: 5_000 });
+  assert.equal(readHibernateState(await h.pod()), true, "the suspend's request stays");
+  assert.equal(registry.contains(VM, "hibernate"), true, "the just-pushed tag stays");
+  const got = await h.hib("hib");
+  const blocked = got.status?.conditions?.find((c) => c.type === ConditionTypeBlocked);
+  assert.equal(blocked?.status, "True");
+  assert.match(blocked?.message ?? "", /CocoonSet ns\/demo is suspended/);
+  assert.equal(got.status?.phase, CocoonHibernationPhaseActive);
+  assert.deepEqual(await h.reasons("hib"), [ReasonYieldedToCocoonSet]);
+  // Passes on: no write at all (one per requeue interval at most), no second Event.
+  const writes = h.writes();
+  await h.reconcile("hib");
+  await h.reconcile("hib");
+  assert.equal(h.writes(), writes);
+  assert.deepEqual(await h.reasons("hib"), [ReasonYieldedToCocoonSet]);
+  await h.close();
+});
+
+Deno.test("finding 2: a live Hibernate request does not drive a main the set migrates", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([request("hib", "Hibernate"), livePod(false)], { registry });
+  h.api.seed(
+    CocoonSets,
+    set("demo", (cs) => {
+      cs.spec.nodeName = "node-b";
+      cs.status = { phase: "Migrating" } as CocoonSet["status"];
+    }),
+  );
+  await h.reconcile("hib");
+  assert.equal(readHibernateState(await h.pod()), false, "the migration's restored main runs on");
+  assert.deepEqual(await h.reasons("hib"), [ReasonYieldedToCocoonSet]);
+  // Once the set lets go, the request acts and says it is no longer blocked.
+  const cs = await h.api.get(CocoonSets, NS, "demo");
+  cs.status = { phase: "Running" } as CocoonSet["status"];
+  await h.api.updateStatus(CocoonSets, cs);
+  await h.reconcile("hib");
+  assert.equal(readHibernateState(await h.pod()), true);
+  const blocked = (await h.hib("hib")).status?.conditions?.find((c) =>
+    c.type === ConditionTypeBlocked
+  );
+  assert.equal(blocked?.status, "False");
+  await h.close();
+});
+
+Deno.test("tenancy: a pod annotation naming another namespace's VM is refused with a Warning", async () => {
+  const registry = new FakeRegistry();
+  registry.put("vk-victim-app-0", "hibernate");
+  const h = Harness.create([
+    request("hib", "Wake"),
+    vmPod({ vmName: "vk-victim-app-0", vmID: "x", running: true, lifecycle: { state: "ready" } }),
+  ], { registry });
+  await h.reconcile("hib");
+  const got = await h.hib("hib");
+  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.deepEqual(await h.reasons("hib"), ["VMNameRefused"]);
+  const ev = (await h.events()).find((e) => e.reason === "VMNameRefused");
+  assert.match(ev?.message ?? "", /vk-victim-app-0/);
+  assert.equal(registry.contains("vk-victim-app-0", "hibernate"), true);
+  await h.close();
+});
+
+Deno.test("tenancy: team / x-prod-0 and team-x / prod-0 share a VM name; the request is refused naming both", async () => {
+  const vm = "vk-team-x-prod-0";
+  const registry = new FakeRegistry();
+  registry.put(vm, "hibernate");
+  const hib = request("hib", "Hibernate", { pod: "x-prod-0" });
+  hib.metadata.namespace = "team";
+  const pod = vmPod({ name: "x-prod-0", vmName: vm, vmID: "x", running: true });
+  pod.metadata.namespace = "team";
+  const h = Harness.create([hib, pod], { registry });
+  h.api.seed(CocoonSets, set("prod", () => {}, "team-x"));
+  await h.reconciler.reconcile({ namespace: "team", name: "hib" }, new AbortController().signal);
+  const got = await h.api.get(CocoonHibernations, "team", "hib");
+  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  await h.recorder.flush();
+  const ev = (await h.api.list(Events)).items.find((e) => e.reason === "VMNameRefused");
+  assert.match(ev?.message ?? "", /CocoonHibernation team\/hib.*CocoonSet team-x\/prod/);
+  assert.equal(readHibernateState(await h.api.get(Pods, "team", "x-prod-0")), false);
+  await h.close();
+});
