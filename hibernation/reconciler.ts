@@ -25,7 +25,6 @@ import {
   HibernationDesireHibernate,
 } from "../common/apis/v1/mod.ts";
 import { AnnotationVMName, HibernateSnapshotTag } from "../common/meta/keys.ts";
-import { readHibernateState } from "../common/meta/hibernate.ts";
 import { vmLive } from "../common/meta/vm_liveness.ts";
 import { parseVMSpec } from "../common/meta/vmspec.ts";
 import { patchObject } from "../kube/client_patch.ts";
