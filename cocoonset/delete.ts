@@ -25,6 +25,7 @@ import {
   teardownTags,
 } from "./snapshot_ledger.ts";
 import { forgetSpecCheck } from "./validate.ts";
+import { dropTag } from "./tag_gate.ts";
 
 /** The CocoonSet's finalizer: held until its pods are gone and its registry tags cleaned. */
 export const finalizerName = "cocoonset.cocoonstack.io/finalizer";
@@ -161,7 +162,8 @@ async function cleanRegistry(pass: Pass): Promise<void> {
   for (const vm of names) {
     for (const tag of teardownTags(cs, ledger, vm)) {
       try {
-        await deps.registry.deleteManifest(vm, tag, signal);
+        // Only names the set derives itself: the stash is an editable annotation.
+        await dropTag(pass, vm, tag);
       } catch (err) {
         pass.log.error("delete snapshot {vm}:{tag} failed: {error}", {
           vm,

@@ -32,6 +32,7 @@ import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
+import { dropTag } from "./tag_gate.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -147,7 +148,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
         vm: vmName,
       });
       try {
-        await deps.registry!.deleteManifest(vmName, HibernateSnapshotTag, pass.signal);
+        await dropTag(pass, vmName, HibernateSnapshotTag);
       } catch (err) {
         throw wrapError(`migrate: drop stale hibernate snapshot ${vmName}`, err);
       }
@@ -227,7 +228,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
 
   pass.log.info("main restored on {node}, dropping the migration snapshot", { node });
   try {
-    await deps.registry!.deleteManifest(vmName, HibernateSnapshotTag, pass.signal);
+    await dropTag(pass, vmName, HibernateSnapshotTag);
   } catch (err) {
     throw wrapError(`migrate: drop hibernate snapshot ${vmName}`, err);
   }

@@ -1108,9 +1108,11 @@ Deno.test("C15: teardown stashes the sorted union of status, previous and live V
     await env.fake.delete(Pods, testNamespace, name, { gracePeriodSeconds: 0 });
   }
   assert.deepEqual(await reconcileSet(env, "demo"), {});
+  // Issue 18 (tenancy): vk-ns-old-9 is only in the editable annotation and is not a name this
+  // set derives, so the snapshot gate refuses it (Go, and this port before the gate, deleted it).
   assert.deepEqual(
     env.registry.callsOf("deleteManifest").map((c) => c.name),
-    ["vk-ns-demo-0", "vk-ns-demo-1", "vk-ns-demo-tb", "vk-ns-old-9"],
+    ["vk-ns-demo-0", "vk-ns-demo-1", "vk-ns-demo-tb"],
   );
   assert.equal(await findSet(env.fake, "demo"), undefined);
 });

@@ -40,6 +40,7 @@ import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./su
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
+import { dropTag } from "./tag_gate.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
 export const ReasonWakeNoCapacity = "WakeNoCapacity";
@@ -166,7 +167,7 @@ export async function reconcileWake(pass: Pass): Promise<Handled> {
     const vmName = parseVMSpec(main).vmName;
     if (!await hibernateRequested(pass, main)) {
       try {
-        await deps.registry.deleteManifest(vmName, HibernateSnapshotTag, pass.signal);
+        await dropTag(pass, vmName, HibernateSnapshotTag);
       } catch (err) {
         throw wrapError(`wake: drop hibernate snapshot ${vmName}`, err);
       }
