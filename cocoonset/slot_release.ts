@@ -12,8 +12,8 @@ import type { Result } from "../kube/reconcile.ts";
 import { type Pod, Pods } from "../kube/core.ts";
 import { patchAnnotations } from "../kube/client_patch.ts";
 import { isAlreadyExists, wrapError } from "../kube/errors.ts";
-import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { patchKeepSnapshotOnDelete } from "../common/k8s/client_patch.ts";
+import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
+import { patchHibernateState, patchKeepSnapshotOnDelete } from "../common/k8s/client_patch.ts";
 import {
   AnnotationHibernatedOnNode,
   HibernateSnapshotTag,
@@ -137,11 +137,16 @@ export async function reconcileWake(pass: Pass): Promise<Handled> {
   // A failed restore pod makes the set Failed over Waking; once that pod is gone, the hint is
   // all that says the wake is unfinished, and the normal flow would boot fresh over the snapshot.
   const failedWake = phase === "Failed" && hint !== "" && main === undefined;
+  if (hint !== "" && main && await clearStaleHint(pass, main)) return notHandled;
   if ((!waking && !suspended && !suspending && !failedWake) || !deps.registry) return notHandled;
 
   if (!main) return await startReleasedWake(pass);
 
   if (waking && !vmLive(main)) {
+    // A hibernate request on the restore pod that nobody owns (its CocoonHibernation deleted, a
+    // suspend pass from a stale copy that lost its status write) would keep the VM down and the
+    // set Waking for ever: withdraw it.
+    await withdrawOrphanHibernate(pass, main);
     const msg = unschedulableMessage(main);
     if (msg !== "") {
       slotReleaseWakeUnschedulableTotal.labels({
@@ -262,4 +267,79 @@ async function confirmReleasedDelete(pass: Pass, main: Pod): Promise<Handled> {
 /** The stored copy of main (past the cache), or undefined when it is gone. */
 function readStoredMain(pass: Pass, main: Pod, what: string): Promise<Pod | undefined> {
   return readStoredPod(pass, main.metadata.namespace ?? "", main.metadata.name ?? "", what);
+}
+
+/** Event reason: the restore pod's hibernate request had no owner and was withdrawn. */
+export const ReasonOrphanHibernateWithdrawn = "OrphanHibernateWithdrawn";
+/** Event reason: a node hint older than the main's run in place was cleared. */
+export const ReasonStaleHintCleared = "StaleNodeHintCleared";
+
+/**
+ * Clears the hibernate request of a restore pod in a released-seat wake when nothing owns it: the
+ * set is not suspended and no CocoonHibernation (read past the cache) asks to hibernate the pod.
+ */
+async function withdrawOrphanHibernate(pass: Pass, main: Pod): Promise<void> {
+  const { cs, deps } = pass;
+  if (cs.spec.suspend || !readHibernateState(main)) return;
+  const ns = main.metadata.namespace ?? "";
+  let owned: boolean;
+  try {
+    const requests = await deps.apiReader.list(CocoonHibernations, {
+      namespace: ns,
+      signal: pass.signal,
+    });
+    owned = requests.items.some((h) =>
+      !h.metadata.deletionTimestamp && h.spec?.podRef?.name === main.metadata.name &&
+      (h.spec?.desire === "Hibernate" || h.status?.phase === "Hibernating")
+    );
+  } catch (err) {
+    throw wrapError("wake: list cocoonhibernations", err);
+  }
+  if (owned) return;
+  pass.log.warn("wake: withdrawing the hibernate request on {pod}, which nothing owns", {
+    pod: podRef(main),
+  });
+  emit(
+    pass,
+    "Warning",
+    ReasonOrphanHibernateWithdrawn,
+    `restore pod ${main.metadata.name} carried a hibernate request no CocoonHibernation or ` +
+      `suspend owns; withdrawn so the wake can finish`,
+  );
+  try {
+    await patchHibernateState(deps.client, main, false, pass.signal);
+  } catch (err) {
+    throw wrapError(`wake: clear hibernate on ${podRef(main)}`, err);
+  }
+}
+
+/**
+ * A node hint while the main, not restored from it, runs live in place (an aborted release, a
+ * kill between the hint write and the deletes) is older than that run: cleared, so a failed main
+ * deleted later is never restored from the stale tag. The stored pod decides, as a stale cache
+ * could still show a main the release already deleted. True when the hint was cleared.
+ */
+async function clearStaleHint(pass: Pass, main: Pod): Promise<boolean> {
+  const { cs, deps } = pass;
+  // Waking is the set's own wake: its completion clears the hint and scores the landing.
+  if (cs.status?.phase === "Waking") return false;
+  if (cs.spec.suspend || readRestoreFromHibernate(main) || readHibernateState(main)) return false;
+  if (!vmLive(main)) return false;
+  const live = await readStoredMain(pass, main, "wake: confirm in-place run of");
+  if (
+    !live || live.metadata.deletionTimestamp || readHibernateState(live) ||
+    readRestoreFromHibernate(live) || !vmLive(live)
+  ) return false;
+  const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
+  pass.log.info("main runs in place: clearing the stale node hint {node}", { node: hint });
+  emit(
+    pass,
+    "Normal",
+    ReasonStaleHintCleared,
+    `main ${main.metadata.name} runs in place; node hint ${hint} from an unfinished release cleared`,
+  );
+  await patchAnnotations(deps.client, CocoonSets, cs, { [AnnotationHibernatedOnNode]: "" }, {
+    signal: pass.signal,
+  });
+  return true;
 }

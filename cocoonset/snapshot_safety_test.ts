@@ -1,0 +1,155 @@
+/**
+ * Issue 18 on the fake API, the CocoonSet side: every released-seat wake ends, a stale node hint
+ * never restores a failed main, migration deletes the old main only on the VM's own confirmation,
+ * and teardown deletes tags only under names the set derives and no other namespace shares.
+ */
+import assert from "node:assert/strict";
+import { type Pod, Pods } from "../kube/core.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
+import {
+  AnnotationHibernatedOnNode,
+  AnnotationVMName,
+  applyHibernateState,
+  HibernateSnapshotTag,
+  markRestoreFromHibernate,
+  readHibernateState,
+} from "../common/meta/mod.ts";
+import { AnnotationDeleteVMNames } from "./delete.ts";
+import { ReasonOrphanHibernateWithdrawn, reconcileWake } from "./slot_release.ts";
+import { ReasonSnapshotDeleteRefused } from "./tag_gate.ts";
+import {
+  depsOf,
+  getPod,
+  getSet,
+  newCocoonSet,
+  newHibernation,
+  newTestEnv,
+  newTestPass,
+  reconcileSet,
+  seedSet,
+  testNamespace,
+  withFinalizer,
+} from "./_test_support.ts";
+import { mainPod, mainVMName, seatSet, seatSetName } from "./_seats_test_support.ts";
+
+function wakeSet(phase: string, hint: string): CocoonSet {
+  return seatSet((cs) => {
+    cs.spec.hibernatePolicy = "release";
+    cs.status = { phase } as CocoonSet["status"];
+    if (hint) cs.metadata.annotations = { [AnnotationHibernatedOnNode]: hint };
+  });
+}
+
+function withHibernate(pod: Pod): Pod {
+  applyHibernateState(true, pod);
+  return pod;
+}
+
+function restoreMarked(pod: Pod): Pod {
+  markRestoreFromHibernate(pod);
+  return pod;
+}
+
+Deno.test("finding 3: a released-seat wake withdraws a hibernate request nobody owns and finishes", async () => {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
+  // The restore pod carries a hibernate request whose CocoonHibernation is gone.
+  const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
+
+  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
+  assert.equal(env.recorder.withReason(ReasonOrphanHibernateWithdrawn).length, 1);
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag), "the restore still needs it");
+});
+
+Deno.test("finding 3: a hibernate request a CocoonHibernation owns is left on the restore pod", async () => {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernating"));
+  const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
+  const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
+
+  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true);
+  assert.equal(env.recorder.withReason(ReasonOrphanHibernateWithdrawn).length, 0);
+});
+
+Deno.test("finding 4: a stale node hint is cleared once the main runs in place; a failed main is then not restored from it", async () => {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  // An aborted release left the hint (and the tag); the main runs in place.
+  const cs = env.fake.seed(CocoonSets, wakeSet("Running", "node-a"));
+  const main = env.fake.seed(
+    Pods,
+    mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }),
+  );
+  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  let stored = await getSet(env.fake, seatSetName);
+  assert.equal(stored.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "", "");
+
+  // Weeks later the main fails and the user deletes it: the normal flow boots it, no restore.
+  await env.fake.delete(Pods, testNamespace, "demo-0", { gracePeriodSeconds: 0 });
+  stored = await getSet(env.fake, seatSetName);
+  stored.status = { phase: "Failed" } as CocoonSet["status"];
+  stored = await env.fake.updateStatus(CocoonSets, stored);
+  const got = await reconcileWake(newTestPass(depsOf(env), stored, []));
+  assert.equal(got.handled, false);
+  assert.equal(await getPod(env.fake, "demo-0"), undefined, "no restore pod from the stale tag");
+});
+
+async function seedDeleting(env: ReturnType<typeof newTestEnv>, cs: CocoonSet): Promise<void> {
+  withFinalizer(cs);
+  seedSet(env, cs, []);
+  await env.fake.delete(CocoonSets, cs.metadata.namespace ?? "", cs.metadata.name ?? "");
+}
+
+Deno.test("tenancy: teardown never deletes a name taken from delete-vm-names alone", async () => {
+  const env = newTestEnv();
+  env.registry.put("vk-victim-app-0", HibernateSnapshotTag);
+  env.registry.put("vk-victim-app-0", "latest");
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.annotations = { [AnnotationDeleteVMNames]: "vk-ns-demo-0,vk-victim-app-0" };
+  });
+  await seedDeleting(env, cs);
+  await reconcileSet(env, "demo");
+  assert.ok(env.registry.contains("vk-victim-app-0", HibernateSnapshotTag));
+  assert.ok(env.registry.contains("vk-victim-app-0", "latest"));
+  assert.equal(
+    env.registry.callsOf("deleteManifest").filter((c) => c.name === "vk-victim-app-0").length,
+    0,
+  );
+  const refused = env.recorder.withReason(ReasonSnapshotDeleteRefused);
+  assert.ok(refused.length > 0);
+  assert.match(refused[0].message, /vk-victim-app-0/);
+  assert.equal((await env.fake.list(CocoonSets)).items.length, 0, "teardown still finishes");
+});
+
+Deno.test("tenancy: teardown of team-x/prod keeps vk-team-x-prod-0, which team/x-prod-0 shares, naming both", async () => {
+  const env = newTestEnv();
+  const vm = "vk-team-x-prod-0";
+  env.registry.put(vm, "latest");
+  env.registry.put(vm, HibernateSnapshotTag);
+  const other = mainPod(newCocoonSet("x-prod"));
+  other.metadata.namespace = "team";
+  other.metadata.name = "x-prod-0";
+  other.metadata.annotations = { ...other.metadata.annotations, [AnnotationVMName]: vm };
+  env.fake.seed(Pods, other);
+  const cs = newCocoonSet("prod", (c) => {
+    c.metadata.namespace = "team-x";
+    c.status = { agents: [{ slot: 0, role: "main", podName: "prod-0", vmName: vm }] };
+  });
+  await seedDeleting(env, cs);
+  await env.reconciler.reconcile(
+    { namespace: "team-x", name: "prod" },
+    new AbortController().signal,
+  );
+  assert.ok(env.registry.contains(vm, "latest"));
+  assert.ok(env.registry.contains(vm, HibernateSnapshotTag));
+  const refused = env.recorder.withReason(ReasonSnapshotDeleteRefused);
+  assert.ok(refused.length > 0);
+  assert.match(refused[0].message, /CocoonSet team-x\/prod.*Pod team\/x-prod-0/);
+});
