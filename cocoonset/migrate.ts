@@ -19,6 +19,7 @@ import {
   parseVMSpec,
   readHibernateState,
   readRestoreFromHibernate,
+  vmHibernationConfirmed,
   vmLive,
   vmNameForDeployment,
   vmUp,
@@ -154,6 +155,9 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
       }
       return await markMigrating(pass);
     }
+    // The tag alone is no proof: vk-cocoon pushes it before it removes the VM, and rolls it back
+    // when the removal fails. Only the VM's own confirmation makes it final.
+    if (!vmHibernationConfirmed(main)) return await markMigrating(pass);
     // The snapshot landed: tear down the old pod. The node check spares a restore pod that is
     // not scheduled yet, which would otherwise be deleted and recreated in a loop.
     pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {

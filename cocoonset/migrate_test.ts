@@ -96,9 +96,11 @@ Deno.test("migration deletes the quiesced old main once its snapshot landed, kee
   const env = newTestEnv();
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
+  // Issue 18: the VM confirmed its hibernation the way vk-cocoon of today does (it cleared the
+  // VM id after push and removal); before the gate a running VM with the tag was deleted too.
   const main = env.fake.seed(
     Pods,
-    withHibernate(mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true })),
+    withHibernate(mainPod(cs, { node: "node-a" })),
   );
 
   const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));

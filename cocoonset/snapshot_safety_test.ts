@@ -9,8 +9,10 @@ import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   AnnotationHibernatedOnNode,
+  AnnotationVMID,
   AnnotationVMName,
   applyHibernateState,
+  applyLifecycleStatus,
   HibernateSnapshotTag,
   markRestoreFromHibernate,
   readHibernateState,
@@ -18,6 +20,7 @@ import {
 import { AnnotationDeleteVMNames } from "./delete.ts";
 import { ReasonOrphanHibernateWithdrawn, reconcileWake } from "./slot_release.ts";
 import { ReasonSnapshotDeleteRefused } from "./tag_gate.ts";
+import { reconcileMigration } from "./migrate.ts";
 import {
   depsOf,
   getPod,
@@ -152,4 +155,62 @@ Deno.test("tenancy: teardown of team-x/prod keeps vk-team-x-prod-0, which team/x
   const refused = env.recorder.withReason(ReasonSnapshotDeleteRefused);
   assert.ok(refused.length > 0);
   assert.match(refused[0].message, /CocoonSet team-x\/prod.*Pod team\/x-prod-0/);
+});
+
+async function migrationStep(
+  env: ReturnType<typeof newTestEnv>,
+  edit: (pod: Pod) => void,
+): Promise<boolean> {
+  const cs = await getSet(env.fake, seatSetName);
+  let main = await getPod(env.fake, "demo-0");
+  if (!main) return true;
+  edit(main);
+  main = await env.fake.update(Pods, main);
+  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const after = await getPod(env.fake, "demo-0");
+  return after === undefined || after.metadata.deletionTimestamp !== undefined;
+}
+
+Deno.test("finding 5: migration deletes the old main only on the VM's own confirmation", async (t) => {
+  const seed = () => {
+    const env = newTestEnv();
+    env.registry.put(mainVMName, HibernateSnapshotTag);
+    const cs = env.fake.seed(
+      CocoonSets,
+      seatSet((c) => {
+        c.spec.nodeName = "node-b";
+        c.status = { phase: "Migrating" } as CocoonSet["status"];
+      }),
+    );
+    // The migration asked the VM to hibernate; vk-cocoon pushed the tag, the VM still runs.
+    env.fake.seed(
+      Pods,
+      withHibernate(mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true })),
+    );
+    return env;
+  };
+  await t.step("vk-cocoon of today (no lifecycle annotations): pushed, not removed", async () => {
+    const env = seed();
+    assert.equal(await migrationStep(env, () => {}), false, "the tag alone is no confirmation");
+    // The removal done, vk-cocoon clears the VM id: that is its confirmation.
+    assert.equal(
+      await migrationStep(env, (p) => {
+        delete p.metadata.annotations![AnnotationVMID];
+        p.status = { phase: "Pending" };
+      }),
+      true,
+    );
+  });
+  await t.step(
+    "a vk-cocoon that writes lifecycle annotations: hibernating, then hibernated",
+    async () => {
+      const env = seed();
+      const lifecycle = (state: string) => (p: Pod) =>
+        applyLifecycleStatus({ state, observedGeneration: 1, message: "" }, p);
+      assert.equal(await migrationStep(env, lifecycle("hibernating")), false);
+      // A push rolled back after a failed removal: the VM runs on, reports ready again.
+      assert.equal(await migrationStep(env, lifecycle("ready")), false);
+      assert.equal(await migrationStep(env, lifecycle("hibernated")), true);
+    },
+  );
 });

@@ -10,7 +10,14 @@
  * @module
  */
 import type { Pod } from "../../kube/core.ts";
-import { LifecycleStateHibernating, readLifecycleState } from "./lifecycle.ts";
+import { readHibernateState } from "./hibernate.ts";
+import {
+  LifecycleStateHibernated,
+  LifecycleStateHibernating,
+  readCocoonSetGeneration,
+  readLifecycleObservedGeneration,
+  readLifecycleState,
+} from "./lifecycle.ts";
 import { isContainerRunning } from "./pod.ts";
 import { parseVMRuntime } from "./vmruntime.ts";
 
@@ -28,4 +35,22 @@ export function vmUp(pod: Pod): boolean {
  */
 export function vmLive(pod: Pod): boolean {
   return vmUp(pod) && readLifecycleState(pod) !== LifecycleStateHibernating;
+}
+
+/**
+ * Whether the VM itself confirmed the hibernation the pod asks for, so its `:hibernate` tag is
+ * final. A vk-cocoon that writes lifecycle annotations confirms with `hibernated` at the pod's
+ * generation stamp; the vk-cocoon of today writes none and hibernates as save → push → remove,
+ * clearing the VM id only after the removal (a failed removal rolls the pushed tag back and keeps
+ * the id), so there the cleared id is the confirmation. The tag alone never is: it exists from
+ * the push on, while the VM still runs and may still roll it back.
+ */
+export function vmHibernationConfirmed(pod: Pod): boolean {
+  if (!readHibernateState(pod)) return false;
+  const state = readLifecycleState(pod);
+  if (state !== "") {
+    return state === LifecycleStateHibernated &&
+      readLifecycleObservedGeneration(pod) >= readCocoonSetGeneration(pod);
+  }
+  return parseVMRuntime(pod).vmID === "";
 }
