@@ -29,6 +29,10 @@ export interface SimConfig {
   fail?: FailMode;
   failMessage?: string;
   pushFail: boolean;
+  /** Play vk-cocoon HEAD: no lifecycle annotations, save → push → remove. */
+  silentLifecycle: boolean;
+  /** With silentLifecycle: ms between the `:hibernate` push and the VM's removal. */
+  removeDelayMs: number;
   scheduler: boolean;
   workers: number;
   removeNodesOnStop: boolean;
@@ -64,6 +68,8 @@ const options = {
   fail: { type: "string" },
   "fail-message": { type: "string" },
   "push-fail": { type: "boolean" },
+  "silent-lifecycle": { type: "boolean" },
+  "remove-delay-ms": { type: "string" },
   "no-scheduler": { type: "boolean" },
   workers: { type: "string" },
   "remove-nodes-on-stop": { type: "boolean" },
@@ -96,6 +102,9 @@ usage: deno task sim [flags]
   --fail MODE              fail every VM: lifecycle | pod-failed
   --fail-message TEXT      message of those failures
   --push-fail              refuse every registry push
+  --silent-lifecycle       play vk-cocoon as it is today: no lifecycle annotations, and a
+                           hibernation as save, push, then remove (the VM id cleared last)
+  --remove-delay-ms MS     with --silent-lifecycle: time from the push to the removal (default 0)
   --no-scheduler           do not bind pods (a real scheduler does)
   --workers N              concurrent VM workers (default 32)
   --remove-nodes-on-stop   delete the Node objects on exit
@@ -105,7 +114,7 @@ usage: deno task sim [flags]
   -h, --help               this text
 
 Per-pod knobs: annotations sim.cocoonstack.io/fail, fail-message, boot-delay-ms,
-hibernate-delay-ms, push-fail.`;
+hibernate-delay-ms, push-fail, lifecycle (silent | annotated), remove-delay-ms.`;
 }
 
 function count(flag: string, raw: string | undefined, fallback: number, min = 0): number {
@@ -188,6 +197,8 @@ export function parseSimConfig(args: string[], env: Record<string, string | unde
     fail,
     failMessage: values["fail-message"],
     pushFail: values["push-fail"] ?? false,
+    silentLifecycle: values["silent-lifecycle"] ?? false,
+    removeDelayMs: count("remove-delay-ms", values["remove-delay-ms"], 0),
     scheduler: !(values["no-scheduler"] ?? false),
     workers: count("workers", values.workers, 32, 1),
     removeNodesOnStop: values["remove-nodes-on-stop"] ?? false,

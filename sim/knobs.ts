@@ -23,8 +23,21 @@ export const AnnotationSimHibernateDelayMs = "sim.cocoonstack.io/hibernate-delay
 /** Pod annotation: "true" makes every registry push for this VM fail. */
 export const AnnotationSimPushFail = "sim.cocoonstack.io/push-fail";
 
+/**
+ * Pod annotation: "silent" plays vk-cocoon as it is today (cocoonstack/vk-cocoon HEAD): no
+ * lifecycle annotations at all, and a hibernation as save → push → remove, the VM id and ip
+ * cleared only after the removal (`remove-delay-ms` after the push).
+ */
+export const AnnotationSimLifecycle = "sim.cocoonstack.io/lifecycle";
+/** Pod annotation: in silent mode, how long the VM stays up after its `:hibernate` push (ms). */
+export const AnnotationSimRemoveDelayMs = "sim.cocoonstack.io/remove-delay-ms";
+
 /** The knobs of one VM; absent fields fall back to the next source, then to the defaults. */
 export interface Knobs {
+  /** Write no lifecycle annotations and hibernate as save → push → remove (vk-cocoon HEAD). */
+  silentLifecycle?: boolean;
+  /** With silentLifecycle: the time between the `:hibernate` push and the VM's removal (ms). */
+  removeDelayMs?: number;
   fail?: FailMode;
   failMessage?: string;
   bootDelayMs?: number;
@@ -63,6 +76,7 @@ export function knobsFromAnnotations(pod: Pod): { knobs: Knobs; invalid: string[
     const [key, field] of [
       [AnnotationSimBootDelayMs, "bootDelayMs"],
       [AnnotationSimHibernateDelayMs, "hibernateDelayMs"],
+      [AnnotationSimRemoveDelayMs, "removeDelayMs"],
     ] as const
   ) {
     if (a[key] === undefined) continue;
@@ -71,6 +85,12 @@ export function knobsFromAnnotations(pod: Pod): { knobs: Knobs; invalid: string[
     else knobs[field] = ms;
   }
   if (a[AnnotationSimPushFail] !== undefined) knobs.pushFail = a[AnnotationSimPushFail] === "true";
+  const lifecycle = a[AnnotationSimLifecycle];
+  if (lifecycle === "silent" || lifecycle === "annotated") {
+    knobs.silentLifecycle = lifecycle === "silent";
+  } else if (lifecycle !== undefined && lifecycle !== "") {
+    invalid.push(`${AnnotationSimLifecycle}=${lifecycle}`);
+  }
   return { knobs, invalid };
 }
 

@@ -306,10 +306,18 @@ export class Kubelet {
     runtime: Record<string, string | null> = {},
   ): Promise<void> {
     const generation = readCocoonSetGeneration(pod);
+    // vk-cocoon of today writes no lifecycle annotations: only the runtime ones go out.
+    const silent = this.#knobs(pod).silentLifecycle === true;
     const annotations = {
       ...runtime,
-      ...lifecycleAnnotations({ state, observedGeneration: generation, message }),
+      ...(silent ? {} : lifecycleAnnotations({ state, observedGeneration: generation, message })),
     };
+    if (silent && Object.keys(annotations).length === 0) {
+      rec.state = state;
+      rec.echoed = generation;
+      rec.message = message;
+      return;
+    }
     await this.#opts.client.patch(Pods, rec.namespace, rec.name, "merge", {
       metadata: { annotations },
     });
@@ -509,13 +517,23 @@ export class Kubelet {
   }
 
   async #completeHibernate(key: string, pod: Pod, rec: VmRecord, knobs: Knobs): Promise<void> {
-    try {
-      await this.#push(pod, rec, HibernateSnapshotTag, knobs);
-    } catch (err) {
-      this.#pushFailed.add(key);
-      throw err;
+    if (!rec.hibernatePushed) {
+      try {
+        await this.#push(pod, rec, HibernateSnapshotTag, knobs);
+      } catch (err) {
+        this.#pushFailed.add(key);
+        throw err;
+      }
+      this.#pushFailed.delete(key);
+      const removeDelay = knobs.silentLifecycle ? knobs.removeDelayMs ?? 0 : 0;
+      if (removeDelay > 0) {
+        // Save → push → remove: the tag is in the registry while the VM still runs.
+        rec.hibernatePushed = true;
+        rec.dueAt = this.#opts.clock.now() + removeDelay;
+        return this.#later(key, removeDelay);
+      }
     }
-    this.#pushFailed.delete(key);
+    rec.hibernatePushed = false;
     await this.#writeLifecycle(pod, rec, LifecycleStateHibernated, "", {
       [AnnotationVMID]: null,
       [AnnotationIP]: null,

@@ -594,3 +594,46 @@ Deno.test("kubelet: API errors are retried with backoff and never block other po
     await t.close();
   }
 });
+
+Deno.test("knobs: lifecycle=silent plays vk-cocoon HEAD: no lifecycle annotations, save → push → remove", async () => {
+  const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
+  const t = await startFakeSim({ clock });
+  const vm = vmNameOf(NS, "quiet", 0);
+  try {
+    await t.fake.create(
+      Pods,
+      operatorPod({
+        namespace: NS,
+        cocoonSet: "quiet",
+        slot: 0,
+        annotations: {
+          "sim.cocoonstack.io/lifecycle": "silent",
+          "sim.cocoonstack.io/remove-delay-ms": "60000",
+        },
+      }),
+    );
+    const booted = await podWhen(() => t.fake.get(Pods, NS, "quiet-0"), "ready", isPodReady);
+    assert.ok(ann(booted, AnnotationVMID), "the VM id is written");
+    await t.fake.patch(Pods, NS, "quiet-0", "merge", {
+      metadata: { annotations: { [AnnotationHibernate]: "true" } },
+    });
+    // Pushed, not yet removed: the tag exists while the pod still shows the VM.
+    await waitFor(
+      "hibernate pushed",
+      () => t.stub.tagsOf(t.repo(vm)).includes("hibernate"),
+      30_000,
+    );
+    assert.ok(ann(await t.fake.get(Pods, NS, "quiet-0"), AnnotationVMID));
+    clock.advance(60_000);
+    await podWhen(
+      () => t.fake.get(Pods, NS, "quiet-0"),
+      "VM id cleared after the removal",
+      (p) => ann(p, AnnotationVMID) === undefined,
+    );
+    const pod = await t.fake.get(Pods, NS, "quiet-0");
+    assert.equal(ann(pod, AnnotationLifecycleState), undefined);
+    assert.deepEqual(lifecycleWrites(t.fake.actions, "quiet-0"), []);
+  } finally {
+    await t.close();
+  }
+});

@@ -63,6 +63,9 @@ export async function main(
         ...(config.fail ? { fail: config.fail } : {}),
         ...(config.failMessage ? { failMessage: config.failMessage } : {}),
         ...(config.pushFail ? { pushFail: true } : {}),
+        ...(config.silentLifecycle
+          ? { silentLifecycle: true, removeDelayMs: config.removeDelayMs }
+          : {}),
       },
       scheduler: config.scheduler,
       workers: config.workers,

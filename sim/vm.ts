@@ -51,6 +51,8 @@ export interface VmRecord {
   vncPort: number;
   /** Clock time when the step in progress completes. */
   dueAt: number;
+  /** Silent mode: the `:hibernate` push is done and the removal is due at dueAt. */
+  hibernatePushed?: boolean;
   /** Lifecycle state last written, with the generation echoed next to it. */
   state: string;
   echoed?: number;
