@@ -51,6 +51,12 @@ import { actingRefusal } from "../snapshotgate/mod.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);
 
+/**
+ * Warning reason: the VM name the target pod shows is not `vk-<namespace>-<pod>` of this
+ * request, or another namespace derives it too; the request does not act (or delete) under it.
+ */
+export const ReasonVMNameRefused = "VMNameRefused";
+
 /** Keeps a request until its VM's `:hibernate` tag has been dealt with. */
 export const HIBERNATION_FINALIZER = "cocoonhibernation.cocoonset.cocoonstack.io/finalizer";
 
@@ -155,7 +161,7 @@ export class HibernationReconciler implements Reconciler {
     // pod, and never through a name another namespace derives too.
     const refusal = await actingRefusal(this.#apiReader, requestActor(hib), vmName, signal);
     if (refusal) {
-      this.#warn(hib, "VMNameRefused", refusal.message);
+      this.#refuseName(hib, refusal.message);
       await this.#transitions.fail(hib, refusal.message, signal);
       return {};
     }
@@ -235,8 +241,14 @@ export class HibernationReconciler implements Reconciler {
     return !vmLive(pod);
   }
 
-  #warn(hib: CocoonHibernation, reason: string, message: string): void {
-    this.#recorder.event({ object: hib, resource: CocoonHibernations }, "Warning", reason, message);
+  /** A Warning naming a VM name this request may not act or delete under. */
+  #refuseName(hib: CocoonHibernation, message: string): void {
+    this.#recorder.event(
+      { object: hib, resource: CocoonHibernations },
+      "Warning",
+      ReasonVMNameRefused,
+      message,
+    );
   }
 
   /**
@@ -278,7 +290,7 @@ export class HibernationReconciler implements Reconciler {
             signal,
           );
           if (verdict && !verdict.allowed && verdict.kind !== "claimed") {
-            this.#warn(hib, "VMNameRefused", verdict.message);
+            this.#refuseName(hib, verdict.message);
           }
         }
       }

@@ -1,0 +1,231 @@
+/**
+ * Issue 18 "snapshot safety" on the real system (operator, simulator, registry and control plane
+ * as separate processes): a CocoonHibernation deleted while its pod is gone keeps the tag a
+ * released seat needs, a finished Wake request yields to a suspend instead of fighting it, a
+ * released-seat wake withdraws a hibernate request nobody owns, and teardown deletes no tag under
+ * a name the set does not derive or another namespace shares.
+ */
+import assert from "node:assert/strict";
+import { type CocoonHibernation, CocoonHibernations } from "../../common/apis/v1/mod.ts";
+import { CocoonSets } from "../../common/apis/v1/resources.ts";
+import { findStatusCondition } from "../../common/k8s/condition.ts";
+import { AnnotationHibernate, AnnotationVMName } from "../../common/meta/keys.ts";
+import { Pods } from "../../kube/core.ts";
+import { isNotFound } from "../../kube/errors.ts";
+import type { Stack } from "../harness/stack.ts";
+import { waitUntil } from "../harness/wait.ts";
+import {
+  createSet,
+  eventCount,
+  getSet,
+  inPhase,
+  patchSpec,
+  vmOf,
+  waitEvent,
+  waitGone,
+  waitPod,
+  waitSet,
+} from "../harness/stack_objects.ts";
+import { e2eSuite } from "./_support.ts";
+
+const NS = "e2e-safety";
+
+async function createRequest(
+  stack: Stack,
+  namespace: string,
+  name: string,
+  pod: string,
+  desire: "Hibernate" | "Wake",
+): Promise<CocoonHibernation> {
+  return await stack.admin.create(CocoonHibernations, {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonHibernation",
+    metadata: { name, namespace },
+    spec: { podRef: { name: pod }, desire },
+  });
+}
+
+async function waitRequest(
+  stack: Stack,
+  namespace: string,
+  name: string,
+  what: string,
+  ok: (h: CocoonHibernation) => boolean,
+): Promise<CocoonHibernation> {
+  return await waitUntil(async () => {
+    const h = await stack.admin.get(CocoonHibernations, namespace, name);
+    return ok(h) ? h : undefined;
+  }, { what: `${namespace}/${name} ${what}`, timeoutMs: 60_000, intervalMs: 100 });
+}
+
+function deleteRequests(stack: Stack, vm: string) {
+  return stack.proxy.requestsFor(`${stack.prefix}/${vm}`, "DELETE");
+}
+
+e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (stack, step) => {
+  await stack.namespace(NS);
+
+  await step(
+    "finding 1: a request deleted while its pod is gone keeps the released seat's :hibernate",
+    async () => {
+      let cs = await createSet(stack, NS, "rel", { hibernatePolicy: "release" });
+      cs = await waitSet(stack, cs, "Running", inPhase("Running"));
+      await createRequest(stack, NS, "keep", "rel-0", "Hibernate");
+      await waitRequest(stack, NS, "keep", "Hibernated", (h) => h.status?.phase === "Hibernated");
+      // The seat is released with the request's hibernation in the tag: the pod goes.
+      cs = await patchSpec(stack, cs, { suspend: true });
+      cs = await waitSet(stack, cs, "Suspended", inPhase("Suspended"));
+      await waitGone("rel-0", () => stack.admin.get(Pods, NS, "rel-0"));
+      const vm = vmOf(NS, "rel", 0);
+      const digest = await stack.registry.digestOf(`${stack.prefix}/${vm}`, "hibernate");
+      assert.ok(digest, "the released seat's snapshot exists");
+
+      await stack.admin.delete(CocoonHibernations, NS, "keep");
+      await waitGone("keep", () => stack.admin.get(CocoonHibernations, NS, "keep"));
+      assert.deepEqual(await stack.tagsOf(vm), ["hibernate"], "the set still needs it");
+      assert.deepEqual(deleteRequests(stack, vm), [], "no DELETE was sent for it");
+
+      // The unsuspend restores the VM from that very snapshot, then drops it.
+      cs = await patchSpec(stack, cs, { suspend: false });
+      await waitUntil(async () => (await stack.sim.vm(NS, "rel-0"))?.phase === "running", {
+        what: "rel-0 running again",
+        timeoutMs: 60_000,
+      });
+      assert.equal((await stack.sim.vm(NS, "rel-0"))?.restoredFrom, digest);
+      await waitUntil(async () => (await stack.tagsOf(vm)).length === 0, {
+        what: `${vm}:hibernate dropped after the wake`,
+        timeoutMs: 60_000,
+      });
+    },
+  );
+
+  await step(
+    "finding 2: a finished Wake request yields to a retain suspend (one Warning, Blocked, Suspended)",
+    async () => {
+      let cs = await createSet(stack, NS, "ret", {});
+      cs = await waitSet(stack, cs, "Running", inPhase("Running"));
+      await createRequest(stack, NS, "woke", "ret-0", "Wake");
+      await waitRequest(stack, NS, "woke", "Active", (h) => h.status?.phase === "Active");
+      cs = await patchSpec(stack, cs, { suspend: true });
+      cs = await waitSet(stack, cs, "Suspended", inPhase("Suspended"));
+      const hib = await waitRequest(
+        stack,
+        NS,
+        "woke",
+        "Blocked",
+        (h) => findStatusCondition(h.status?.conditions, "Blocked")?.status === "True",
+      );
+      assert.match(
+        findStatusCondition(hib.status?.conditions, "Blocked")?.message ?? "",
+        /CocoonSet e2e-safety\/ret is suspended/,
+      );
+      await waitEvent(stack, hib, "YieldedToCocoonSet", /CocoonSet e2e-safety\/ret/);
+      // Suspended holds: the request never cleared the suspend's annotation.
+      const pod = await stack.admin.get(Pods, NS, "ret-0");
+      assert.equal(pod.metadata.annotations?.[AnnotationHibernate], "true");
+      assert.deepEqual(await stack.tagsOf(vmOf(NS, "ret", 0)), ["hibernate"]);
+      assert.equal(await eventCount(stack, hib, "YieldedToCocoonSet"), 1, "no loop of Warnings");
+      assert.equal((await getSet(stack, cs)).status?.phase, "Suspended");
+      await stack.admin.delete(CocoonHibernations, NS, "woke");
+    },
+  );
+
+  await step(
+    "finding 3: a released-seat wake withdraws a hibernate request nobody owns and finishes",
+    async () => {
+      let cs = await createSet(stack, NS, "orph", { hibernatePolicy: "release" });
+      cs = await waitSet(stack, cs, "Running", inPhase("Running"));
+      cs = await patchSpec(stack, cs, { suspend: true });
+      cs = await waitSet(stack, cs, "Suspended", inPhase("Suspended"));
+      await waitGone("orph-0", () => stack.admin.get(Pods, NS, "orph-0"));
+      cs = await patchSpec(stack, cs, { suspend: false });
+      // The restore pod gets a hibernate request from nobody the operator knows (a stale pass).
+      await waitPod(stack, NS, "orph-0", "created", () => true);
+      await stack.admin.patch(Pods, NS, "orph-0", "merge", {
+        metadata: { annotations: { [AnnotationHibernate]: "true" } },
+      });
+      await waitEvent(stack, cs, "OrphanHibernateWithdrawn", /orph-0/);
+      cs = await waitSet(stack, cs, "Running", inPhase("Running"));
+      assert.equal((await stack.sim.vm(NS, "orph-0"))?.phase, "running");
+    },
+  );
+
+  await step(
+    "tenancy: teardown deletes no tag under a name from delete-vm-names alone",
+    async () => {
+      const victim = vmOf("e2e-victim", "app", 0);
+      await stack.namespace("e2e-victim");
+      await stack.registry.pushManifest(`${stack.prefix}/${victim}`, "hibernate", '{"v":1}');
+      let cs = await createSet(stack, NS, "thief", {});
+      cs = await waitSet(stack, cs, "Running", inPhase("Running"));
+      cs = await stack.admin.patch(CocoonSets, NS, "thief", "merge", {
+        metadata: {
+          annotations: { "cocoonset.cocoonstack.io/delete-vm-names": `${victim}` },
+        },
+      });
+      await stack.admin.delete(CocoonSets, NS, "thief");
+      await waitEvent(stack, cs, "SnapshotDeleteRefused", new RegExp(victim));
+      await waitGone("thief", () => stack.admin.get(CocoonSets, NS, "thief"));
+      assert.deepEqual(await stack.tagsOf(victim), ["hibernate"]);
+      assert.deepEqual(deleteRequests(stack, victim), []);
+    },
+  );
+
+  await step(
+    "tenancy: a request acts only under its own pod's name; team/x-prod-0 vs team-x/prod collide",
+    async () => {
+      // A pod whose editable annotation names another namespace's VM.
+      const victim = vmOf("e2e-victim", "app", 0);
+      await stack.admin.create(Pods, {
+        metadata: { name: "bare-0", namespace: NS, annotations: { [AnnotationVMName]: victim } },
+        spec: { containers: [{ name: "c", image: "x" }], nodeName: "no-such-node" },
+      });
+      await createRequest(stack, NS, "steal", "bare-0", "Wake");
+      const refused = await waitRequest(
+        stack,
+        NS,
+        "steal",
+        "Failed",
+        (h) => h.status?.phase === "Failed",
+      );
+      await waitEvent(stack, refused, "VMNameRefused", new RegExp(victim));
+      assert.deepEqual(await stack.tagsOf(victim), ["hibernate"]);
+
+      // Two namespaces derive vk-e2e-team-x-prod-0: e2e-team / x-prod-0 and e2e-team-x / prod-0.
+      await stack.namespace("e2e-team");
+      let cs = await createSet(stack, "e2e-team-x", "prod", {});
+      cs = await waitSet(stack, cs, "Running", inPhase("Running"));
+      const shared = vmOf("e2e-team-x", "prod", 0);
+      await stack.admin.create(Pods, {
+        metadata: {
+          name: "x-prod-0",
+          namespace: "e2e-team",
+          annotations: { [AnnotationVMName]: shared },
+        },
+        spec: { containers: [{ name: "c", image: "x" }], nodeName: "no-such-node" },
+      });
+      await stack.registry.pushManifest(`${stack.prefix}/${shared}`, "hibernate", '{"s":1}');
+      await createRequest(stack, "e2e-team", "shared", "x-prod-0", "Hibernate");
+      const collided = await waitRequest(
+        stack,
+        "e2e-team",
+        "shared",
+        "Failed",
+        (h) => h.status?.phase === "Failed",
+      );
+      await waitEvent(stack, collided, "VMNameRefused", /CocoonSet e2e-team-x\/prod/);
+      const setPod = await stack.admin.get(Pods, "e2e-team-x", "prod-0");
+      assert.equal(setPod.metadata.annotations?.[AnnotationHibernate], undefined);
+      await stack.admin.delete(CocoonSets, "e2e-team-x", "prod");
+      await waitEvent(stack, cs, "SnapshotDeleteRefused", /Pod e2e-team\/x-prod-0/);
+      await waitGone("prod", () => stack.admin.get(CocoonSets, "e2e-team-x", "prod"));
+      assert.ok((await stack.tagsOf(shared)).includes("hibernate"));
+      assert.deepEqual(deleteRequests(stack, shared), []);
+      for (const [ns, name] of [[NS, "steal"], ["e2e-team", "shared"]]) {
+        await stack.admin.delete(CocoonHibernations, ns, name).catch((err) => {
+          if (!isNotFound(err)) throw err;
+        });
+      }
+    },
+  );
+});
