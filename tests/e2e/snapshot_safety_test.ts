@@ -27,6 +27,7 @@ import {
   waitSet,
 } from "../harness/stack_objects.ts";
 import { e2eSuite } from "./_support.ts";
+import { AnnotationSnapshotLedger } from "../../cocoonset/snapshot_ledger.ts";
 
 const NS = "e2e-safety";
 
@@ -160,7 +161,12 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       cs = await waitSet(stack, cs, "Running", inPhase("Running"));
       cs = await stack.admin.patch(CocoonSets, NS, "thief", "merge", {
         metadata: {
-          annotations: { "cocoonset.cocoonstack.io/delete-vm-names": `${victim}` },
+          // Both editable: a name list naming another namespace's VM, and no ledger (which
+          // makes teardown try every tag of every listed name).
+          annotations: {
+            "cocoonset.cocoonstack.io/delete-vm-names": `${victim}`,
+            [AnnotationSnapshotLedger]: null,
+          },
         },
       });
       await stack.admin.delete(CocoonSets, NS, "thief");
@@ -216,6 +222,10 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       await waitEvent(stack, collided, "VMNameRefused", /CocoonSet e2e-team-x\/prod/);
       const setPod = await stack.admin.get(Pods, "e2e-team-x", "prod-0");
       assert.equal(setPod.metadata.annotations?.[AnnotationHibernate], undefined);
+      // No ledger: teardown tries every tag of the set's VMs.
+      await stack.admin.patch(CocoonSets, "e2e-team-x", "prod", "merge", {
+        metadata: { annotations: { [AnnotationSnapshotLedger]: null } },
+      });
       await stack.admin.delete(CocoonSets, "e2e-team-x", "prod");
       await waitEvent(stack, cs, "SnapshotDeleteRefused", /Pod e2e-team\/x-prod-0/);
       await waitGone("prod", () => stack.admin.get(CocoonSets, "e2e-team-x", "prod"));
