@@ -1,0 +1,102 @@
+/**
+ * The model-based test of snapshot safety (issue 18, deliverable 6): both reconcilers against the
+ * fake API with a model of vk-cocoon (today's HEAD, and one that writes the lifecycle
+ * annotations), random interleavings of passes, random cache lag, random user actions and random
+ * crash points, all drawn from one seed. See _world.ts for what a run does and checks.
+ *
+ * Knobs (environment, or arguments after `--`):
+ *
+ * - `MODEL_SEEDS=n` / `--seeds n`: how many seeds (default 2000), from `MODEL_SEED_BASE`
+ *   (default 1) on;
+ * - `MODEL_SEED=n` / `--seed n`: replay that one seed and print its whole step trace;
+ * - `MODEL_VK=head|contract`: force the vk-cocoon mode (default: drawn from the seed).
+ *
+ * A failure prints every finding grouped by kind with example seeds, and the step trace of the
+ * first failing seed; `MODEL_SEED=<seed>` replays it exactly.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { ModelRun, type RunOutcome } from "./_world.ts";
+import type { VkMode } from "./_vk_model.ts";
+
+const args = parseArgs({
+  args: Deno.args,
+  options: { seeds: { type: "string" }, seed: { type: "string" } },
+  strict: false,
+}).values;
+
+function env(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+function intKnob(arg: unknown, envName: string): number | undefined {
+  const raw = typeof arg === "string" ? arg : env(envName);
+  if (raw === undefined || raw === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${envName}: not a whole number: ${raw}`);
+  return n;
+}
+
+const single = intKnob(args.seed, "MODEL_SEED");
+const count = intKnob(args.seeds, "MODEL_SEEDS") ?? 2000;
+const base = intKnob(undefined, "MODEL_SEED_BASE") ?? 1;
+const modeKnob = env("MODEL_VK");
+if (modeKnob !== undefined && modeKnob !== "head" && modeKnob !== "contract") {
+  throw new Error(`MODEL_VK: want head or contract, got ${modeKnob}`);
+}
+const mode = modeKnob as VkMode | undefined;
+
+/** Runs the seeds and returns the outcomes. */
+async function runSeeds(seeds: number[]): Promise<RunOutcome[]> {
+  const out: RunOutcome[] = [];
+  for (const seed of seeds) out.push(await new ModelRun(seed, { mode }).run());
+  return out;
+}
+
+/** The findings grouped by kind, with example seeds and the first one's message. */
+export function summarize(outcomes: readonly RunOutcome[]): string {
+  const groups = new Map<string, RunOutcome[]>();
+  for (const o of outcomes) {
+    const kind = o.violations[0]?.kind;
+    if (!kind) continue;
+    groups.set(kind, [...groups.get(kind) ?? [], o]);
+  }
+  const lines: string[] = [];
+  for (const [kind, runs] of [...groups].sort((a, b) => b[1].length - a[1].length)) {
+    const modes = new Set(runs.map((r) => r.mode));
+    lines.push(
+      `${kind}: ${runs.length} seed(s) [vk ${[...modes].join("+")}], e.g. ` +
+        runs.slice(0, 5).map((r) => r.seed).join(", "),
+    );
+    lines.push(`    ${runs[0].violations[0].what}`);
+  }
+  return lines.join("\n");
+}
+
+Deno.test(`model: snapshot safety over ${single ?? count} seed(s)`, async () => {
+  const seeds = single !== undefined ? [single] : Array.from({ length: count }, (_, i) => base + i);
+  const outcomes = await runSeeds(seeds);
+  const failed = outcomes.filter((o) => o.violations.length > 0);
+  const stats = {
+    seeds: outcomes.length,
+    failed: failed.length,
+    writes: outcomes.reduce((n, o) => n + o.writes, 0),
+    kills: outcomes.reduce((n, o) => n + o.kills, 0),
+    staleReads: outcomes.reduce((n, o) => n + o.staleReads, 0),
+    contractGaps: outcomes.filter((o) => o.contractGaps > 0).length,
+  };
+  console.log(`model: ${JSON.stringify(stats)}`);
+  if (single !== undefined) console.log(outcomes[0].trace.join("\n"));
+  if (failed.length === 0) return;
+  const first = failed[0];
+  throw new Error(
+    `${failed.length} of ${outcomes.length} seeds broke an invariant:\n${summarize(outcomes)}\n\n` +
+      `trace of seed ${first.seed} (replay: MODEL_SEED=${first.seed}):\n` +
+      `${first.trace.join("\n")}\n!! ${first.violations.map((v) => v.what).join("\n!! ")}`,
+  );
+});
