@@ -38,6 +38,16 @@ export class Rng {
     return items[Math.floor(this.next() * items.length)];
   }
 
+  /** A shuffled copy of items (Fisher–Yates). */
+  shuffle<T>(items: readonly T[]): T[] {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = Math.floor(this.next() * (i + 1));
+      [out[i], out[j]] = [out[j], out[i]];
+    }
+    return out;
+  }
+
   /** One key of a weight table, chosen in proportion to its weight. */
   weighted<K extends string>(weights: Readonly<Record<K, number>>): K {
     const entries = Object.entries(weights) as [K, number][];

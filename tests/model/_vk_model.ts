@@ -189,7 +189,9 @@ export class VkModel {
       if (vm.frozen || readHibernateState(pod)) return true;
       return this.mode === "contract" && this.#stampMoved(pod);
     }
-    if (readHibernateState(pod)) return this.mode === "contract" && this.#stampMoved(pod);
+    if (readHibernateState(pod) && this.#admitted.has(uid)) {
+      return this.mode === "contract" && this.#stampMoved(pod);
+    }
     return true;
   }
 

@@ -50,6 +50,9 @@ import {
   vmUp,
 } from "../../common/meta/mod.ts";
 import { AnnotationDeleteVMNames } from "../../cocoonset/delete.ts";
+import { podRelevantChange } from "../../cocoonset/predicate.ts";
+import type { KubeObject } from "../../kube/object.ts";
+import type { ResourceType } from "../../kube/resource.ts";
 import { FakeRegistry } from "../../snapshot/testing/fake.ts";
 import { poolNode } from "../../cocoonset/_test_support.ts";
 import {
@@ -101,7 +104,7 @@ const REQUEUE_MS = 5_000;
 export class ModelRun {
   readonly rng: Rng;
   readonly mode: VkMode;
-  readonly clock = new FakeClock(Date.parse("2026-05-01T00:00:00Z"));
+  readonly clock = new FakeClock(T0);
   readonly fake = new FakeClient({ clock: this.clock });
   readonly registry = new FakeRegistry();
   readonly vk: VkModel;
@@ -118,6 +121,9 @@ export class ModelRun {
   staleReads = 0;
   contractGaps = 0;
   #hibCount = 0;
+  /** When each reconcile is due (fake time), by keyId; absent: nothing asked for one. */
+  readonly #due = new Map<string, number>();
+  readonly #podPredicate = podRelevantChange();
   #vkLogSeen = 0;
 
   constructor(readonly seed: number, readonly opts: RunOptions = {}) {
@@ -189,11 +195,20 @@ export class ModelRun {
     const what = this.rng.weighted({ set: 30, hib: 15, vk: 35, user: 13, clock: 7 });
     switch (what) {
       case "set":
-        await this.pass("set", this.rng.pick(this.sets), true);
+      case "hib": {
+        // Mostly a pass the controller would run now (requeue due, or an event); sometimes a
+        // pass nothing asked for (a resync, an event this model does not track).
+        const keys = what === "set" ? this.sets : this.hibKeys;
+        const due = keys.filter((k) => this.#isDue(what, k));
+        const key = due.length > 0 && this.rng.chance(0.85)
+          ? this.rng.pick(due)
+          : keys.length > 0 && this.rng.chance(0.3)
+          ? this.rng.pick(keys)
+          : undefined;
+        if (key) await this.pass(what, key, true);
+        else await this.vk.step();
         break;
-      case "hib":
-        if (this.hibKeys.length > 0) await this.pass("hib", this.rng.pick(this.hibKeys), true);
-        break;
+      }
       case "vk":
         await this.vk.step();
         break;
@@ -202,10 +217,23 @@ export class ModelRun {
         break;
       case "clock":
         this.clock.advance(REQUEUE_MS * this.rng.int(1, 6));
-        this.trace.push(`clock +${this.clock.now() - Date.parse("2026-05-01T00:00:00Z")} ms total`);
+        this.trace.push(`clock +${this.clock.now() - T0} ms total`);
         break;
     }
     await this.#refresh();
+  }
+
+  /** Whether the controller would reconcile key now. */
+  #isDue(which: "set" | "hib", key: { ns: string; name: string }): boolean {
+    const at = this.#due.get(keyId(which, key));
+    return at !== undefined && at <= this.clock.now();
+  }
+
+  /** Schedules key at fake time at (the earlier of two schedules wins). */
+  #schedule(which: "set" | "hib", key: { ns: string; name: string }, at: number): void {
+    const id = keyId(which, key);
+    const cur = this.#due.get(id);
+    if (cur === undefined || at < cur) this.#due.set(id, at);
   }
 
   /** One reconcile pass; with faults, maybe from a stale copy and maybe killed part-way. */
@@ -229,26 +257,36 @@ export class ModelRun {
       note += ` (dies after write ${n})`;
     }
     let result = "";
+    this.#due.delete(keyId(which, key));
+    const now = this.clock.now();
     try {
       const req = { namespace: key.ns, name: key.name };
       const r = which === "set"
         ? await proc.sets.reconcile(req, proc.signal)
         : await proc.hibernations.reconcile(req, proc.signal);
       result = r.requeueAfter ? `requeue ${r.requeueAfter} ms` : r.requeue ? "requeue" : "done";
+      if (r.requeueAfter) this.#schedule(which, key, now + r.requeueAfter);
+      else if (r.requeue) this.#schedule(which, key, now);
     } catch (err) {
       if (proc.dead || err instanceof Killed) {
         this.kills++;
         this.proc = new OperatorProcess(this.world);
         result = "killed; a fresh process takes over";
+        // The new process's informers list everything: every object is reconciled at start.
+        for (const k of this.sets) this.#schedule("set", k, now);
+        for (const k of this.hibKeys) this.#schedule("hib", k, now);
       } else {
         result = `error: ${errorMessage(err)}`;
+        this.#schedule(which, key, now);
       }
     } finally {
+      // The cache catching up delivers the events the stale copy hid: another pass follows.
+      if (proc.lag) this.#schedule(which, key, this.clock.now());
       proc.lag = undefined;
       proc.armKill(0);
     }
     const wrote = this.world.writes.slice(before);
-    this.#flushVkLog();
+    await this.#refresh();
     this.trace.push(
       `${which === "set" ? "CocoonSet" : "CocoonHibernation"} ${key.ns}/${key.name} pass` +
         `${note}: ${result}${wrote.length ? `; wrote: ${wrote.join("; ")}` : ""}`,
@@ -339,46 +377,68 @@ export class ModelRun {
   }
 
   /**
-   * The quiet part: rounds of every reconciler and vk-cocoon until idle, 5 s of clock per round.
-   * Returns the round that reached a steady fixpoint, or undefined. With judge, a failure to
-   * converge is recorded as a violation (hot loop or stuck, with what it shows).
+   * The quiet part: rounds in which every reconcile the controller would run now (a requeue that
+   * is due, or an event it watches) runs once, in an order drawn from the seed, with vk-cocoon
+   * working until idle somewhere in between; a busy round moves the clock 1 s, an idle one jumps
+   * to the next requeue (or a minute when nothing is scheduled). Returns the round that found
+   * the world idle and steady, or undefined. With judge, a failure to converge is recorded as a
+   * violation: a hot loop (writes in every recent round, with their rate per 5 s requeue
+   * interval) or a world stuck in an unsteady state.
    */
   async quiet(rounds: number, judge: boolean): Promise<number | undefined> {
-    const writesPerRound: number[] = [];
+    const writesPerRound: { at: number; writes: number }[] = [];
     for (let round = 1; round <= rounds; round++) {
       let writes = 0;
-      for (const s of this.sets) writes += await this.pass("set", s, false);
-      for (const k of this.hibKeys) {
-        if (this.#find(CocoonHibernations, k.ns, k.name)) {
-          writes += await this.pass("hib", k, false);
-        }
-      }
       let vkMoves = 0;
-      while (vkMoves < 30 && await this.vk.step()) vkMoves++;
-      this.#flushVkLog();
-      await this.#refresh();
+      const due = [
+        ...this.sets.filter((k) => this.#isDue("set", k)).map((k) => ["set", k] as const),
+        ...this.hibKeys.filter((k) => this.#isDue("hib", k)).map((k) => ["hib", k] as const),
+      ];
+      const actors: (() => Promise<void>)[] = due.map(([which, k]) => async () => {
+        writes += await this.pass(which, k, false);
+      });
+      actors.push(async () => {
+        while (vkMoves < 30 && await this.vk.step()) vkMoves++;
+        await this.#refresh();
+      });
+      for (const actor of this.rng.shuffle(actors)) await actor();
       if (this.violations.length > 0) return undefined;
-      writesPerRound.push(writes);
-      if (writes === 0 && vkMoves === 0) {
+      writesPerRound.push({ at: this.clock.now(), writes });
+      if (due.length === 0 && vkMoves === 0) {
         const why = this.#unsteady();
         if (why === undefined) return round;
-        // Nothing moves: only time can (deadlines, requeues); jump ahead a minute.
-        this.clock.advance(60_000);
-        this.trace.push(`quiet round ${round}: idle but not steady (${why}); clock +60 s`);
+        const next = Math.min(...this.#due.values());
+        if (!Number.isFinite(next)) {
+          // Nothing is scheduled and nothing moves: no event or requeue will ever come.
+          if (judge) {
+            this.world.violations.push({
+              kind: "no convergence (stalled)",
+              vm: "",
+              what: `nothing left to trigger a reconcile, world not steady: ${why}`,
+            });
+          }
+          return undefined;
+        }
+        const jump = Math.max(next - this.clock.now(), 1_000);
+        this.clock.advance(jump);
+        this.trace.push(`quiet round ${round}: idle, not steady (${why}); clock +${jump} ms`);
       } else {
-        this.clock.advance(REQUEUE_MS);
+        this.clock.advance(1_000);
       }
     }
     if (judge) {
-      const recent = writesPerRound.slice(-10);
-      const busy = recent.every((w) => w > 0);
-      const lastWrites = this.world.writes.slice(-6).join("; ");
+      const recent = writesPerRound.slice(-20);
+      const busy = recent.every((r) => r.writes > 0);
+      const total = recent.reduce((n, r) => n + r.writes, 0);
+      const spanMs = Math.max(recent[recent.length - 1].at - recent[0].at, 1);
+      const per = (total * REQUEUE_MS / spanMs).toFixed(1);
+      const lastWrites = this.world.writes.slice(-4).join("; ");
       this.world.violations.push({
         kind: busy ? "hot loop" : "no convergence",
         vm: "",
         what: busy
-          ? `still writing after ${rounds} quiet rounds (${recent.join(",")} writes per 5 s ` +
-            `round), last writes: ${lastWrites}; ${this.#steadyText()}`
+          ? `still writing after ${rounds} quiet rounds: ${per} writes per 5 s requeue ` +
+            `interval; last writes: ${lastWrites}; world: ${this.#steadyText()}`
           : `not steady after ${rounds} quiet rounds: ${this.#steadyText()}`,
       });
     }
@@ -506,16 +566,79 @@ export class ModelRun {
   }
 
   async #refresh(): Promise<void> {
+    const before = this.view;
     this.view = await copyStore(this.fake);
     this.history.push(this.view);
     if (this.history.length > 6) this.history.shift();
     this.#flushVkLog();
+    this.#trigger(before, this.view);
+  }
+
+  /**
+   * The watch events between two copies of the store, as the controllers would hear them: a
+   * CocoonSet on its creation, deletion and generation change, and on its own pods' changes
+   * that the pod predicate lets through; a CocoonHibernation on any change of itself and of
+   * its target pod.
+   */
+  #trigger(before: StoreCopy, after: StoreCopy): void {
+    const now = this.clock.now();
+    const changed = <T extends KubeObject>(rt: ResourceType<T>) => {
+      const old = new Map((before.get(rt) ?? []).map((o) => [objectKey(o), o as T]));
+      const out: { old?: T; cur?: T }[] = [];
+      for (const o of (after.get(rt) ?? []) as T[]) {
+        const prev = old.get(objectKey(o));
+        old.delete(objectKey(o));
+        if (prev?.metadata.resourceVersion !== o.metadata.resourceVersion) {
+          out.push({ old: prev, cur: o });
+        }
+      }
+      for (const prev of old.values()) out.push({ old: prev });
+      return out;
+    };
+    for (const { old, cur } of changed(CocoonSets)) {
+      const obj = (cur ?? old)!;
+      if (!old || !cur || old.metadata.generation !== cur.metadata.generation) {
+        this.#schedule("set", refOf(obj), now);
+      }
+    }
+    for (const { old, cur } of changed(Pods)) {
+      const pod = (cur ?? old)!;
+      const owner = pod.metadata.labels?.[LabelCocoonSet];
+      const relevant = !old || !cur || this.#podPredicate.update(old, cur);
+      if (owner && relevant) {
+        this.#schedule("set", { ns: pod.metadata.namespace ?? "", name: owner }, now);
+      }
+      for (const k of this.hibKeys) {
+        const h = this.#find(CocoonHibernations, k.ns, k.name) as CocoonHibernation | undefined;
+        if (h && k.ns === pod.metadata.namespace && h.spec.podRef.name === pod.metadata.name) {
+          this.#schedule("hib", k, now);
+        }
+      }
+    }
+    for (const { old, cur } of changed(CocoonHibernations)) {
+      this.#schedule("hib", refOf((cur ?? old)!), now);
+    }
   }
 
   #flushVkLog(): void {
     const log = this.vk.log;
     for (; this.#vkLogSeen < log.length; this.#vkLogSeen++) this.trace.push(log[this.#vkLogSeen]);
   }
+}
+
+/** The fake clock's start. */
+const T0 = Date.parse("2026-05-01T00:00:00Z");
+
+function keyId(which: "set" | "hib", key: { ns: string; name: string }): string {
+  return `${which} ${key.ns}/${key.name}`;
+}
+
+function objectKey(o: KubeObject): string {
+  return `${o.metadata.namespace}/${o.metadata.name}`;
+}
+
+function refOf(o: KubeObject): { ns: string; name: string } {
+  return { ns: o.metadata.namespace ?? "", name: o.metadata.name ?? "" };
 }
 
 function ref(ns: string, name: string): SetRef {

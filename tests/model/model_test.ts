@@ -78,7 +78,14 @@ export function summarize(outcomes: readonly RunOutcome[]): string {
   return lines.join("\n");
 }
 
-Deno.test(`model: snapshot safety over ${single ?? count} seed(s)`, async () => {
+/** The last lines of a trace (a hot loop repeats itself). */
+function tail(trace: readonly string[], lines = 120): string {
+  if (trace.length <= lines) return trace.join("\n");
+  return [`... ${trace.length - lines} earlier lines (MODEL_SEED replays them all)`]
+    .concat(trace.slice(-lines)).join("\n");
+}
+
+Deno.test(`model: snapshot safety, ${single !== undefined ? `seed ${single}` : `${count} seeds`}`, async () => {
   const seeds = single !== undefined ? [single] : Array.from({ length: count }, (_, i) => base + i);
   const outcomes = await runSeeds(seeds);
   const failed = outcomes.filter((o) => o.violations.length > 0);
@@ -97,6 +104,6 @@ Deno.test(`model: snapshot safety over ${single ?? count} seed(s)`, async () => 
   throw new Error(
     `${failed.length} of ${outcomes.length} seeds broke an invariant:\n${summarize(outcomes)}\n\n` +
       `trace of seed ${first.seed} (replay: MODEL_SEED=${first.seed}):\n` +
-      `${first.trace.join("\n")}\n!! ${first.violations.map((v) => v.what).join("\n!! ")}`,
+      `${tail(first.trace)}\n!! ${first.violations.map((v) => v.what).join("\n!! ")}`,
   );
 });
