@@ -170,12 +170,12 @@ export class ModelRun {
       });
     }
     if (this.violations.length === 0) {
-      const steps = this.opts.actingSteps ?? this.rng.int(6, 18);
+      const steps = this.opts.actingSteps ?? this.rng.int(8, 24);
       for (let i = 0; i < steps && this.violations.length === 0; i++) await this.actingStep();
     }
     if (this.violations.length === 0) {
       this.trace.push("-- user stops acting --");
-      convergedAfter = await this.quiet(this.opts.quietRounds ?? 60, true);
+      convergedAfter = await this.quiet(this.opts.quietRounds ?? 120, true);
     }
     return {
       seed: this.seed,
@@ -192,7 +192,7 @@ export class ModelRun {
 
   /** One random step of the acting part. */
   async actingStep(): Promise<void> {
-    const what = this.rng.weighted({ set: 30, hib: 15, vk: 35, user: 13, clock: 7 });
+    const what = this.rng.weighted({ set: 30, hib: 15, vk: 30, user: 20, clock: 5 });
     switch (what) {
       case "set":
       case "hib": {
@@ -480,14 +480,17 @@ export class ModelRun {
       }
       if (phase === "Running" && main && vmUp(main)) continue;
       if (heldByRequest && ["Running", "Pending", "Suspended"].includes(phase)) continue;
+      // A set that lost to a request (or the other way round) says so in a condition.
+      if (set.status?.conditions?.some((c) => /Conflict|Precedence|HeldBy/i.test(c.reason ?? ""))) {
+        continue;
+      }
       return `${setText(s)} phase ${phase || "(none)"}${this.#mainText(main)}`;
     }
     for (const h of hibs) {
       if (h.metadata.deletionTimestamp) return `CocoonHibernation ${h.metadata.name} deleting`;
       const phase = h.status?.phase ?? "";
-      const failedConflict = phase === "Failed" &&
-        h.status?.conditions?.some((c) => c.reason === "Conflict");
-      if (failedConflict || phase === "Pending") continue;
+      // A refused request (it lost to an earlier request or to the set) rests in Failed.
+      if (phase === "Failed" || phase === "Pending") continue;
       if (h.spec.desire === "Wake" && phase === "Active") continue;
       if (h.spec.desire === "Hibernate" && phase === "Hibernated") continue;
       const pod = pods.find((p) =>

@@ -58,19 +58,39 @@ async function runSeeds(seeds: number[]): Promise<RunOutcome[]> {
   return out;
 }
 
-/** The findings grouped by kind, with example seeds and the first one's message. */
+/**
+ * The situation a finding arose in, read from its claimant text (what the store showed), so the
+ * summary separates, say, a tag lost in a migration's gap from one lost by a released seat.
+ */
+export function situation(what: string): string {
+  const tags: string[] = [];
+  if (/phase=Migrating|nodeName=/.test(what)) tags.push("migration");
+  if (/suspend=true\/release/.test(what)) tags.push("release suspend");
+  else if (/suspend=true/.test(what)) tags.push("retain suspend");
+  if (/no main pod/.test(what)) tags.push("no pod");
+  if (/hint=/.test(what)) tags.push("node hint");
+  if (/CR [^,]* Wake\/Active/.test(what)) tags.push("finished Wake request");
+  else if (/CR [^,]* Wake/.test(what)) tags.push("Wake request");
+  if (/CR [^,]* Hibernate\//.test(what)) tags.push("Hibernate request");
+  if (/deleting/.test(what)) tags.push("request deleted");
+  if (/annotate .*delete-vm-names|another tenant/.test(what)) tags.push("tenancy");
+  return tags.join(", ") || "plain";
+}
+
+/** The findings grouped by kind and situation, with example seeds and one message each. */
 export function summarize(outcomes: readonly RunOutcome[]): string {
   const groups = new Map<string, RunOutcome[]>();
   for (const o of outcomes) {
-    const kind = o.violations[0]?.kind;
-    if (!kind) continue;
-    groups.set(kind, [...groups.get(kind) ?? [], o]);
+    const v = o.violations[0];
+    if (!v) continue;
+    const key = `${v.kind} [${situation(v.what)}]`;
+    groups.set(key, [...groups.get(key) ?? [], o]);
   }
   const lines: string[] = [];
-  for (const [kind, runs] of [...groups].sort((a, b) => b[1].length - a[1].length)) {
+  for (const [key, runs] of [...groups].sort((a, b) => b[1].length - a[1].length)) {
     const modes = new Set(runs.map((r) => r.mode));
     lines.push(
-      `${kind}: ${runs.length} seed(s) [vk ${[...modes].join("+")}], e.g. ` +
+      `${key}: ${runs.length} seed(s), vk ${[...modes].sort().join("+")}, e.g. ` +
         runs.slice(0, 5).map((r) => r.seed).join(", "),
     );
     lines.push(`    ${runs[0].violations[0].what}`);
