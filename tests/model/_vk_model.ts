@@ -104,6 +104,8 @@ export class VkModel {
     readonly registry: FakeRegistry,
     readonly rng: Rng,
     readonly claimed: ClaimFn,
+    /** How often a Remove after the push fails (and the push is rolled back). */
+    readonly removeFailureRate = 0.1,
   ) {}
 
   /** The version `vm:tag` holds, or undefined when the tag is absent. */
@@ -207,10 +209,13 @@ export class VkModel {
     const name = `${pod.metadata.namespace}/${pod.metadata.name}`;
     const vmName = parseVMSpec(pod).vmName;
     const vm = this.#running.get(uid);
+    // A hibernation in flight finishes first (vk-cocoon handles one pod's updates in turn):
+    // a delete that arrives between the push and the Remove waits for the Remove, or for the
+    // rollback of the push when the Remove fails.
+    if (vm?.frozen) return await this.#remove(pod, vm);
     if (pod.metadata.deletionTimestamp) return await this.#finalize(pod, vm);
     if (!pod.spec?.nodeName) return await this.#bind(pod);
     if (vm) {
-      if (vm.frozen) return await this.#remove(pod, vm);
       if (readHibernateState(pod)) return await this.#startHibernate(pod, vm);
       return await this.#lifecycle(pod, LifecycleStateReady);
     }
@@ -277,7 +282,7 @@ export class VkModel {
   /** Remove after the push; a failed Remove rolls the tag back and the VM keeps running. */
   async #remove(pod: Pod, vm: RunningVM): Promise<void> {
     const uid = pod.metadata.uid ?? "";
-    if (this.rng.chance(0.1)) {
+    if (this.rng.chance(this.removeFailureRate)) {
       await this.registry.deleteManifest(vm.vm, HibernateSnapshotTag);
       vm.frozen = false;
       this.log.push(`vk: ${vm.pod} Remove failed, rolled ${vm.vm}:hibernate back, VM runs on`);

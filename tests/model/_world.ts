@@ -305,8 +305,8 @@ export class ModelRun {
       createCR: 16,
       deleteCR: 10,
       deletePod: 8,
-      deleteSet: 3,
-      stealNames: this.sets.length > 1 ? 3 : 0,
+      deleteSet: this.sets.length > 1 ? 8 : 3,
+      stealNames: this.sets.length > 1 ? 10 : 0,
     });
     if (!set || set.metadata.deletionTimestamp) return;
     const text = await this.#applyUser(action, s, set);

@@ -74,6 +74,11 @@ export function situation(what: string): string {
   if (/CR [^,]* Hibernate\//.test(what)) tags.push("Hibernate request");
   if (/deleting/.test(what)) tags.push("request deleted");
   if (/annotate .*delete-vm-names|another tenant/.test(what)) tags.push("tenancy");
+  const stuck = what.match(/not steady[^:]*: (\S+ \S+)[^,]*?phase (\S+)/);
+  if (stuck) {
+    tags.push(`${stuck[1].startsWith("CocoonHibernation") ? "request" : "set"} stuck ${stuck[2]}`);
+  }
+  if (/nothing left to trigger/.test(what)) tags.push("stalled");
   return tags.join(", ") || "plain";
 }
 
