@@ -399,6 +399,9 @@ export class VkModel {
   async #publish(pod: Pod, annotations: Record<string, string | null>, up: boolean) {
     const ns = pod.metadata.namespace ?? "";
     const name = pod.metadata.name ?? "";
+    // A terminating pod gets no status from vk-cocoon: it is about to be finalized (and the fake
+    // API server lets a terminating object without finalizers go on its next write).
+    if (pod.metadata.deletionTimestamp) return;
     await this.fake.patch(Pods, ns, name, "merge", { metadata: { annotations } });
     await this.fake.patch(Pods, ns, name, "merge", {
       status: {

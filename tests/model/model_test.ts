@@ -54,7 +54,24 @@ const mode = modeKnob as VkMode | undefined;
 /** Runs the seeds and returns the outcomes. */
 async function runSeeds(seeds: number[]): Promise<RunOutcome[]> {
   const out: RunOutcome[] = [];
-  for (const seed of seeds) out.push(await new ModelRun(seed, { mode }).run());
+  for (const seed of seeds) {
+    const run = new ModelRun(seed, { mode });
+    try {
+      out.push(await run.run());
+    } catch (err) {
+      // A model that breaks is reported with its seed like any finding, never as a bare throw.
+      out.push({
+        seed,
+        mode: run.mode,
+        violations: [{ kind: "model error", vm: "", what: String((err as Error).stack ?? err) }],
+        trace: run.trace,
+        writes: 0,
+        kills: 0,
+        staleReads: 0,
+        contractGaps: 0,
+      });
+    }
+  }
   return out;
 }
 
