@@ -188,13 +188,23 @@ export class VkModel {
     if (!pod.spec?.nodeName) return true;
     const vm = this.#running.get(uid);
     if (vm) {
-      if (vm.frozen || readHibernateState(pod)) return true;
+      if (vm.frozen || readHibernateState(pod) || this.#hibernating(pod)) return true;
       return this.mode === "contract" && this.#stampMoved(pod);
     }
     if (readHibernateState(pod) && this.#admitted.has(uid)) {
       return this.mode === "contract" && this.#stampMoved(pod);
     }
     return true;
+  }
+
+  /**
+   * Contract mode: `hibernating` is written inside the one hibernate call (Save → Push →
+   * Remove), so once written the hibernation runs to its end even if the request is withdrawn
+   * meanwhile; the withdrawal is handled afterwards as a wake.
+   */
+  #hibernating(pod: Pod): boolean {
+    return this.mode === "contract" &&
+      readLifecycleStatus(pod).state === LifecycleStateHibernating;
   }
 
   /** Contract mode: the generation stamp moved since the lifecycle pair was written. */
@@ -216,7 +226,9 @@ export class VkModel {
     if (pod.metadata.deletionTimestamp) return await this.#finalize(pod, vm);
     if (!pod.spec?.nodeName) return await this.#bind(pod);
     if (vm) {
-      if (readHibernateState(pod)) return await this.#startHibernate(pod, vm);
+      if (readHibernateState(pod) || this.#hibernating(pod)) {
+        return await this.#startHibernate(pod, vm);
+      }
       return await this.#lifecycle(pod, LifecycleStateReady);
     }
     if (readHibernateState(pod)) {

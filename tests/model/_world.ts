@@ -489,8 +489,14 @@ export class ModelRun {
     for (const h of hibs) {
       if (h.metadata.deletionTimestamp) return `CocoonHibernation ${h.metadata.name} deleting`;
       const phase = h.status?.phase ?? "";
-      // A refused request (it lost to an earlier request or to the set) rests in Failed.
+      // A refused request (it lost to an earlier request or to the set) rests in Failed, or
+      // in its phase with a condition naming what it yields to.
       if (phase === "Failed" || phase === "Pending") continue;
+      if (
+        h.status?.conditions?.some((c) =>
+          c.status === "True" && /Blocked|Conflict|Yield|Precedence/i.test(`${c.type} ${c.reason}`)
+        )
+      ) continue;
       if (h.spec.desire === "Wake" && phase === "Active") continue;
       if (h.spec.desire === "Hibernate" && phase === "Hibernated") continue;
       const pod = pods.find((p) =>
