@@ -75,6 +75,8 @@ export interface SetRef {
 /** How a run is shaped; drawn from the seed unless forced. */
 export interface RunOptions {
   mode?: VkMode;
+  /** Sets of the run: one, two namespaces, or two whose VM names collide. */
+  shape?: "one" | "two" | "collide";
   /** Steps of the acting part. */
   actingSteps?: number;
   /** Rounds the quiet part may take to converge. */
@@ -129,7 +131,14 @@ export class ModelRun {
   constructor(readonly seed: number, readonly opts: RunOptions = {}) {
     this.rng = new Rng(seed);
     this.mode = opts.mode ?? (this.rng.chance(0.5) ? "head" : "contract");
-    const shape = this.rng.next();
+    const draw = this.rng.next();
+    const shape = opts.shape === "one"
+      ? 0
+      : opts.shape === "two"
+      ? 0.9
+      : opts.shape === "collide"
+      ? 0.99
+      : draw;
     this.sets = shape < 0.85
       ? [ref("ns", "demo")]
       : shape < 0.97

@@ -9,7 +9,9 @@
  * - `MODEL_SEEDS=n` / `--seeds n`: how many seeds (default 2000), from `MODEL_SEED_BASE`
  *   (default 1) on;
  * - `MODEL_SEED=n` / `--seed n`: replay that one seed and print its whole step trace;
- * - `MODEL_VK=head|contract`: force the vk-cocoon mode (default: drawn from the seed).
+ * - `MODEL_VK=head|contract`: force the vk-cocoon mode (default: drawn from the seed);
+ * - `MODEL_SHAPE=one|two|collide`: force one set, two sets in two namespaces, or two whose VM
+ *   names collide (default: drawn from the seed).
  *
  * A failure prints every finding grouped by kind with example seeds, and the step trace of the
  * first failing seed; `MODEL_SEED=<seed>` replays it exactly.
@@ -50,12 +52,17 @@ if (modeKnob !== undefined && modeKnob !== "head" && modeKnob !== "contract") {
   throw new Error(`MODEL_VK: want head or contract, got ${modeKnob}`);
 }
 const mode = modeKnob as VkMode | undefined;
+const shapeKnob = env("MODEL_SHAPE");
+if (shapeKnob !== undefined && !["one", "two", "collide"].includes(shapeKnob)) {
+  throw new Error(`MODEL_SHAPE: want one, two or collide, got ${shapeKnob}`);
+}
+const shape = shapeKnob as "one" | "two" | "collide" | undefined;
 
 /** Runs the seeds and returns the outcomes. */
 async function runSeeds(seeds: number[]): Promise<RunOutcome[]> {
   const out: RunOutcome[] = [];
   for (const seed of seeds) {
-    const run = new ModelRun(seed, { mode });
+    const run = new ModelRun(seed, { mode, shape });
     try {
       out.push(await run.run());
     } catch (err) {
