@@ -76,6 +76,8 @@ export interface ProcessWorld {
   writes: string[];
   /** Violations the operator's writes committed (registry deletes judged before landing). */
   violations: Violation[];
+  /** The object whose pass is running ("CocoonSet ns/name"), for naming who deleted a tag. */
+  acting?: { kind: string; ns: string; name: string };
 }
 
 /** One operator process; see the module doc. */
@@ -103,6 +105,12 @@ export class OperatorProcess {
         const site = callerSite(new Error().stack ?? "");
         return this.write(`registry DELETE ${name}:${reference} (${site})`, async () => {
           const violation = world.vk.judgeTagDelete(name, reference, site);
+          const by = world.acting;
+          if (violation && by) {
+            violation.what += `; deleted by the pass of ${by.kind} ${by.ns}/${by.name}`;
+            // The contract's VM names start with vk-<namespace>-: another namespace's VM.
+            if (!name.startsWith(`vk-${by.ns}-`)) violation.kind += " of another namespace's VM";
+          }
           await world.registry.deleteManifest(name, reference, signal);
           if (violation) world.violations.push(violation);
         });

@@ -268,6 +268,11 @@ export class ModelRun {
     let result = "";
     this.#due.delete(keyId(which, key));
     const now = this.clock.now();
+    this.world.acting = {
+      kind: which === "set" ? "CocoonSet" : "CocoonHibernation",
+      ns: key.ns,
+      name: key.name,
+    };
     try {
       const req = { namespace: key.ns, name: key.name };
       const r = which === "set"
@@ -289,6 +294,7 @@ export class ModelRun {
         this.#schedule(which, key, now);
       }
     } finally {
+      this.world.acting = undefined;
       // The cache catching up delivers the events the stale copy hid: another pass follows.
       if (proc.lag) this.#schedule(which, key, this.clock.now());
       proc.lag = undefined;
