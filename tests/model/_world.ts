@@ -253,6 +253,7 @@ export class ModelRun {
   ): Promise<number> {
     const proc = this.proc;
     const before = this.world.writes.length;
+    const eventsBefore = proc.recorder.events.length;
     let note = "";
     if (faults && this.history.length > 1 && this.rng.chance(0.25)) {
       const back = this.rng.int(1, Math.min(4, this.history.length - 1));
@@ -301,10 +302,13 @@ export class ModelRun {
       proc.armKill(0);
     }
     const wrote = this.world.writes.slice(before);
+    const events = proc.recorder.events.slice(eventsBefore).filter((e) => e.type === "Warning")
+      .map((e) => `${e.reason}: ${e.message}`);
     await this.#refresh();
     this.trace.push(
       `${which === "set" ? "CocoonSet" : "CocoonHibernation"} ${key.ns}/${key.name} pass` +
-        `${note}: ${result}${wrote.length ? `; wrote: ${wrote.join("; ")}` : ""}`,
+        `${note}: ${result}${wrote.length ? `; wrote: ${wrote.join("; ")}` : ""}` +
+        (events.length ? `; Warning ${events.join("; ")}` : ""),
     );
     return wrote.length;
   }
