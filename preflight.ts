@@ -62,6 +62,11 @@ export async function connect(
     unreachableHint?: string;
     /** Grants beyond the operator's own set that are expected (e.g. one exec plugin to run). */
     allowedExtras?: ExtraPermissionAllowances;
+    /**
+     * Whether to refuse extra permissions (default true; a tool that only borrows this check,
+     * like `deno task dev` under -A, passes false).
+     */
+    checkExtraPermissions?: boolean;
     /** Asks Deno for a permission the operator must not hold (default: Deno itself). */
     queryExtra?: Parameters<typeof extraPermissions>[1];
   } = {},
@@ -115,7 +120,7 @@ export async function connect(
     await checkReachable(transport, access, opts.unreachableHint ?? devHint);
     // After the reachability check, so a run under `-A` still learns first whether its cluster
     // is there; before anything is reconciled.
-    if (!config.allowExtraPermissions) {
+    if (!config.allowExtraPermissions && opts.checkExtraPermissions !== false) {
       const extra = extraPermissions(opts.allowedExtras, opts.queryExtra);
       if (extra.length > 0) throw new PreflightError(describeExtra(extra));
     }
