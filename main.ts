@@ -70,7 +70,7 @@ export async function main(
       return 0;
     }
     if (envNotGranted.length > 0) throw new Error(describeMissing(envNotGranted));
-    registry = newOciRegistry(config.ociRegistry);
+    registry = newOciRegistry(config.ociRegistry, { plainHttpHosts: config.plainHttpHosts });
   } catch (err) {
     // Bad input fails before anything connects, with one line and exit code 2.
     const message = envNotGranted.length > 0
