@@ -14,7 +14,7 @@
  *
  * End-to-end tests start it with startSandboxedOperator(), drive CRs through an admin client, and
  * call assertNoForbidden() at the end: any 403 the API server gave the operator means
- * config/rbac/role.yaml lacks a verb the code uses.
+ * config/rbac (role.yaml, or leader_election_role.yaml for the Lease) lacks a verb the code uses.
  *
  * @module
  */
@@ -158,8 +158,9 @@ export async function startSandboxedOperator(
       const n = await forbiddenRequests();
       if (n > 0) {
         throw new Error(
-          `the API server answered 403 to ${n} operator request(s): config/rbac/role.yaml lacks ` +
-            `a verb the code uses\n${proc.output.slice(-3000)}`,
+          `the API server answered 403 to ${n} operator request(s): config/rbac/role.yaml or ` +
+            "config/rbac/leader_election_role.yaml lacks a verb the code uses\n" +
+            proc.output.slice(-3000),
         );
       }
     },
