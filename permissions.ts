@@ -106,6 +106,8 @@ export const googleTokenEndpoint = `${new URL(GOOGLE_TOKEN_URL).hostname}:443`;
 export const googleKeyDir = "/var/run/secrets/gcp";
 /** Where a Docker config Secret may be mounted (DOCKER_CONFIG=/var/run/secrets/docker). */
 export const dockerConfigDir = "/var/run/secrets/docker";
+/** Where config/manager mounts the (optional) metrics serving certificate Secret. */
+export const metricsCertDir = "/var/run/secrets/metrics-cert";
 
 /** The manager's listeners with the default flags (metrics :8080, probes :8081). */
 const defaultListeners = ["0.0.0.0:8080", "0.0.0.0:8081"];
@@ -143,7 +145,7 @@ export function inClusterPermissionSet(
       ...(extra.proxyHosts ?? []).map((h) => withPort(h, 80)),
       ...defaultListeners,
     ],
-    read: [serviceAccountDir, ...(google ? [googleKeyDir] : []), dockerConfigDir],
+    read: [serviceAccountDir, ...(google ? [googleKeyDir] : []), dockerConfigDir, metricsCertDir],
     env: [...operatorEnv],
   };
 }
@@ -203,6 +205,8 @@ export interface NeedsInput {
   readText?: (path: string) => string;
   /** Hosts (`host` or `host:port`) plain http is allowed to (--allow-plain-http). */
   plainHttpHosts?: readonly string[];
+  /** --metrics-cert-dir: the metrics server reads tls.crt and tls.key there. */
+  metricsCertDir?: string;
 }
 
 /**
@@ -233,6 +237,11 @@ export function operatorNeeds(input: NeedsInput): Need[] {
       // Port 0 lets the kernel pick: only the host can be granted then.
       net(bind.port === 0 ? name : `${name}:${bind.port}`, why);
     }
+  }
+  if (input.metricsCertDir) {
+    const dir = input.metricsCertDir.replace(/\/+$/, "");
+    read(`${dir}/tls.crt`, "--metrics-cert-dir");
+    read(`${dir}/tls.key`, "--metrics-cert-dir");
   }
   net(hostPort(new URL(cluster.server)), "API server");
   for (const f of cluster.files) read(f, "API server credentials");

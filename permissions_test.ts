@@ -80,6 +80,7 @@ Deno.test("in-cluster set: exactly API server, registry hosts, Google tokens, li
     "/var/run/secrets/kubernetes.io/serviceaccount",
     "/var/run/secrets/gcp",
     "/var/run/secrets/docker",
+    "/var/run/secrets/metrics-cert",
   ]);
   assert.deepEqual(set.env, [...operatorEnv]);
   assert.ok(!set.env.includes("HOME"));
@@ -253,6 +254,7 @@ Deno.test("a build for registries that are never Google's gets no Google endpoin
   assert.deepEqual(other.read, [
     "/var/run/secrets/kubernetes.io/serviceaccount",
     "/var/run/secrets/docker",
+    "/var/run/secrets/metrics-cert",
   ]);
   // The operator needs nothing more for such a registry.
   assert.deepEqual(

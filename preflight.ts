@@ -96,6 +96,7 @@ export async function connect(
       cluster: access,
       env,
       plainHttpHosts: config.plainHttpHosts,
+      metricsCertDir: config.metricsSecure ? config.metricsCertDir : undefined,
     });
   } catch (err) {
     if (err instanceof ProxyVariableError) throw new PreflightError(err.message);

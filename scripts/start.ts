@@ -159,7 +159,13 @@ export function launchPlan(
         config = parseConfig(args, view);
       }
       const cluster = clusterAccess(locateCluster(lookup, undefined, config.kubeconfig));
-      flags = permissionFlags(localPermissionSet({ config, cluster, env: lookup }));
+      flags = permissionFlags(localPermissionSet({
+        config,
+        cluster,
+        env: lookup,
+        plainHttpHosts: config.plainHttpHosts,
+        metricsCertDir: config.metricsSecure ? config.metricsCertDir : undefined,
+      }));
     }
   } catch (err) {
     return { ok: false, message: errorMessage(err).split("\n")[0] };
