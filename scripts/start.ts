@@ -73,6 +73,8 @@ export function operatorEnvironment(
     const v = overrides[name] ?? env[name];
     if (v !== undefined) out[name] = v;
   }
+  // The deno CLI checks dl.deno.land for a newer release on its own, outside --allow-net.
+  out.DENO_NO_UPDATE_CHECK = "1";
   return out;
 }
 
@@ -221,6 +223,15 @@ async function runDeno(args: string[], env: Record<string, string>): Promise<num
   return status.signal ? 128 + signalNumber(status.signal) : status.code;
 }
 
+/**
+ * env without the proxy variables unless COCOON_START_KEEP_PROXY=1: the second step's own deno
+ * runtime would otherwise reach out through them too.
+ */
+export function withoutProxies(env: Record<string, string>): Record<string, string> {
+  if (env.COCOON_START_KEEP_PROXY === "1") return env;
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !proxyVariables.includes(k)));
+}
+
 /** The variables of launcherEnv that are set. */
 function launcherEnvironment(): Record<string, string> {
   const out: Record<string, string> = {};
@@ -246,7 +257,7 @@ if (import.meta.main) {
       startModule,
       secondStepFlag,
       ...Deno.args,
-    ], { ...env, INIT_CWD: cwd });
+    ], { ...withoutProxies(env), INIT_CWD: cwd, DENO_NO_UPDATE_CHECK: "1" });
     Deno.exit(code);
   }
   const operatorArgs = Deno.args.slice(1);
