@@ -123,6 +123,7 @@ Deno.test({
               spec?: {
                 securityContext?: Record<string, unknown>;
                 containers?: {
+                  image?: string;
                   args?: string[];
                   env?: { name: string; value?: string }[];
                   securityContext?: Record<string, unknown>;
@@ -148,6 +149,10 @@ Deno.test({
         });
         assert.ok(c.resources && "requests" in c.resources && "limits" in c.resources);
         assert.ok(c.args?.includes("--leader-elect=true"));
+        // A version the kustomization sets, never :latest; metrics over HTTPS with review.
+        assert.match(c.image ?? "", /^cocoon-operator:\d+\.\d+\.\d+$/);
+        assert.ok(c.args?.includes("--metrics-secure=true"));
+        assert.ok(c.volumeMounts?.some((m) => m.mountPath === "/var/run/secrets/metrics-cert"));
         const env = new Map((c.env ?? []).map((e) => [e.name, e.value]));
         // Declared and empty (the API server drops the empty value): the operator stops at start.
         assert.ok(env.has("OCI_REGISTRY"));
@@ -181,6 +186,25 @@ Deno.test({
         const sorted = (o: Record<string, string[]>) =>
           Object.fromEntries(Object.entries(o).sort().map(([k, v]) => [k, [...new Set(v)].sort()]));
         assert.deepEqual(sorted(granted), sorted(operatorRequests));
+      });
+      await t.step("config/network-policy: an egress policy the API server accepts", async () => {
+        const r = await cp.kubectl([
+          "apply",
+          "--dry-run=server",
+          "-o",
+          "json",
+          "-k",
+          `${repoRoot}config/network-policy`,
+        ]);
+        assert.equal(r.code, 0, r.stderr);
+        const policy = JSON.parse(r.stdout) as {
+          kind: string;
+          spec: { policyTypes: string[]; egress: { ports?: { port: number }[] }[] };
+        };
+        assert.equal(policy.kind, "NetworkPolicy");
+        assert.deepEqual(policy.spec.policyTypes, ["Ingress", "Egress"]);
+        const ports = policy.spec.egress.flatMap((e) => (e.ports ?? []).map((p) => p.port));
+        assert.deepEqual([...new Set(ports)].sort((a, b) => a - b), [53, 443, 6443]);
       });
       await t.step(
         "the leader-election Role: one Lease by name, in cocoon-system only",
