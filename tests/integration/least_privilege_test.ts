@@ -10,7 +10,9 @@
  * - the launcher started with HTTP_PROXY / HTTPS_PROXY set runs the operator without them: it
  *   leads, and the proxy never sees a connection;
  * - a plain-http API server address is refused at start, and with the token it is refused even
- *   when plain http is allowed for the host: not one byte reaches it.
+ *   when plain http is allowed for the host: not one byte reaches it;
+ * - a real registry with Basic auth reached over plain http off loopback: https only unless the
+ *   host is allowed, and when allowed its credentials are refused, never sent.
  */
 import assert from "node:assert/strict";
 import { load as loadYaml } from "js-yaml";
@@ -22,6 +24,8 @@ import { startControlPlane } from "../harness/control_plane.ts";
 import { operatorKubeconfig } from "../harness/operator_identity.ts";
 import { type ProcessHandle, runProcess } from "../harness/process.ts";
 import { startRegistry } from "../harness/registry.ts";
+import { BASIC_PASSWORD, BASIC_USER } from "../harness/registry_htpasswd.ts";
+import { newOciRegistry } from "../../snapshot/oci.ts";
 import { startSandboxedOperator } from "../harness/sandboxed_operator.ts";
 import { nonLoopbackAddress, startTcpRecorder } from "../harness/tcp_recorder.ts";
 import { freePort, waitFor } from "../harness/wait.ts";
@@ -270,6 +274,61 @@ Deno.test({
           await Deno.remove(dir, { recursive: true });
         }
       });
+
+      await t.step(
+        "a registry over plain http off loopback never gets its credentials",
+        async () => {
+          const address = nonLoopbackAddress();
+          if (!address) {
+            console.error("least privilege: no non-loopback IPv4 address here; step skipped");
+            return;
+          }
+          const basic = await startRegistry({ auth: "basic" });
+          const relay = startTcpRecorder({ hostname: address, forwardTo: basic.host });
+          const dir = await Deno.makeTempDir();
+          try {
+            await Deno.writeTextFile(
+              `${dir}/config.json`,
+              JSON.stringify({
+                auths: { [relay.host]: { auth: btoa(`${BASIC_USER}:${BASIC_PASSWORD}`) } },
+              }),
+            );
+            const env = { DOCKER_CONFIG: dir };
+            // Not allowed by name: https only, so the plain-http registry does not answer.
+            const implicit = newOciRegistry(`${relay.host}/cocoon`, { env, timeoutMs: 10_000 });
+            await assert.rejects(() => implicit.hasManifest("vm", "hibernate"));
+            // Allowed by name: plain http, but the credentials stay home.
+            const allowed = newOciRegistry(`${relay.host}/cocoon`, {
+              env,
+              timeoutMs: 10_000,
+              plainHttpHosts: [relay.host],
+            });
+            await assert.rejects(
+              () => allowed.hasManifest("vm", "hibernate"),
+              /refusing to send docker-config credentials|refusing to send .* credentials to .* over plain http/,
+            );
+            assert.ok(relay.connections() > 0, "the relay was never used");
+            assert.doesNotMatch(relay.received(), /authorization:/i);
+            assert.ok(!relay.received().includes(btoa(`${BASIC_USER}:${BASIC_PASSWORD}`)));
+            // Through loopback the same registry and credentials work: nothing leaves the machine.
+            const local = newOciRegistry(`${basic.host}/cocoon`, {
+              env: { DOCKER_CONFIG: dir },
+              timeoutMs: 10_000,
+            });
+            await Deno.writeTextFile(
+              `${dir}/config.json`,
+              JSON.stringify({
+                auths: { [basic.host]: { auth: btoa(`${BASIC_USER}:${BASIC_PASSWORD}`) } },
+              }),
+            );
+            assert.equal(await local.hasManifest("vm", "hibernate"), false);
+          } finally {
+            relay.close();
+            await basic.stop();
+            await Deno.remove(dir, { recursive: true });
+          }
+        },
+      );
     } finally {
       transport.close();
       await registry.stop();
