@@ -38,6 +38,20 @@ export interface Config {
    */
   help: boolean;
   version: boolean;
+  /**
+   * --allow-extra-permissions: start although Deno grants more than the operator needs (a test
+   * under `-A`); without it such a start is refused (permissions.ts extraPermissions).
+   */
+  allowExtraPermissions: boolean;
+  /**
+   * --allow-plain-http: hosts (`host` or `host:port`) the registry client and the API server
+   * connection may use plain http with; credentials still go over it only to loopback.
+   */
+  plainHttpHosts: string[];
+  /** --metrics-secure: /metrics over HTTPS with TokenReview + SubjectAccessReview (default). */
+  metricsSecure: boolean;
+  /** --metrics-cert-dir: tls.crt and tls.key for the metrics server (default: self-signed). */
+  metricsCertDir?: string;
 }
 
 /** Invalid command line or environment; the message is one line fit for stderr (exit 2). */
@@ -69,12 +83,14 @@ const options = {
   "hibernation-concurrency": { type: "string" },
   "leader-election-namespace": { type: "string" },
   kubeconfig: { type: "string" },
+  "allow-plain-http": { type: "string" },
+  "metrics-cert-dir": { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 } as const;
 
 /** Boolean flags that also take "=value" as Go's flag package allows. */
-const boolFlags = new Set(["leader-elect"]);
+const boolFlags = new Set(["leader-elect", "allow-extra-permissions", "metrics-secure"]);
 
 /** Parses argv (without the program name) and the environment into a validated Config. */
 export function parseConfig(args: string[], env: Env): Config {
@@ -103,6 +119,9 @@ export function parseConfig(args: string[], env: Env): Config {
       logLevel: defaults.logLevel,
       help,
       version,
+      allowExtraPermissions: false,
+      plainHttpHosts: [],
+      metricsSecure: true,
     };
   }
 
@@ -180,7 +199,25 @@ export function parseConfig(args: string[], env: Env): Config {
     logLevel,
     help: false,
     version: false,
+    allowExtraPermissions: bools.get("allow-extra-permissions") ??
+      envBool(env, "OPERATOR_ALLOW_EXTRA_PERMISSIONS", false),
+    plainHttpHosts: plainHttpHosts(str("allow-plain-http"), env),
+    metricsSecure: bools.get("metrics-secure") ?? envBool(env, "METRICS_SECURE", true),
+    metricsCertDir: str("metrics-cert-dir") || envValue(env, "METRICS_CERT_DIR"),
   };
+}
+
+/** --allow-plain-http / OPERATOR_ALLOW_PLAIN_HTTP: a comma-separated host list. */
+function plainHttpHosts(flagValue: string | undefined, env: Env): string[] {
+  const where = flagValue !== undefined ? "--allow-plain-http" : "OPERATOR_ALLOW_PLAIN_HTTP";
+  const raw = flagValue ?? envValue(env, "OPERATOR_ALLOW_PLAIN_HTTP") ?? "";
+  const hosts = raw.split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "");
+  for (const h of hosts) {
+    if (!/^([a-z0-9.-]+|\[[0-9a-f:.]+\])(:\d{1,5})?$/.test(h)) {
+      throw new ConfigError(`${where}: ${JSON.stringify(h)} is not a host or host:port`);
+    }
+  }
+  return hosts;
 }
 
 /** The --help text. */
@@ -203,6 +240,16 @@ Flags (a flag overrides its environment variable):
   --hibernation-concurrency N        concurrent CocoonHibernation reconciles, at least 1
                                      env HIBERNATION_CONCURRENCY, default 4
   --kubeconfig PATH                  kubeconfig file, tried before KUBECONFIG and in-cluster
+  --metrics-secure[=BOOL]            /metrics over HTTPS, callers authenticated and authorized
+                                     by the API server; false serves plain http (local use)
+                                     env METRICS_SECURE, default true
+  --metrics-cert-dir DIR             tls.crt and tls.key for /metrics, default self-signed
+                                     env METRICS_CERT_DIR
+  --allow-plain-http HOSTS           hosts (host or host:port, comma-separated) reached over
+                                     plain http; credentials only ever go to loopback so
+                                     env OPERATOR_ALLOW_PLAIN_HTTP
+  --allow-extra-permissions[=BOOL]   start although Deno grants more than the operator needs
+                                     env OPERATOR_ALLOW_EXTRA_PERMISSIONS, default false
   -h, --help                         print this text and exit
   --version                          print the version and exit
 

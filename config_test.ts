@@ -29,7 +29,33 @@ Deno.test("defaults match the Go operator", () => {
     logLevel: "info",
     help: false,
     version: false,
+    allowExtraPermissions: false,
+    plainHttpHosts: [],
+    metricsSecure: true,
+    metricsCertDir: undefined,
   });
+});
+
+Deno.test("least-privilege settings: extra permissions, plain http hosts, metrics security", () => {
+  const fromEnv = parse([], {
+    OPERATOR_ALLOW_EXTRA_PERMISSIONS: "true",
+    OPERATOR_ALLOW_PLAIN_HTTP: "10.0.0.5:5000, Registry.Local",
+    METRICS_SECURE: "false",
+    METRICS_CERT_DIR: "/certs",
+  });
+  assert.equal(fromEnv.allowExtraPermissions, true);
+  assert.deepEqual(fromEnv.plainHttpHosts, ["10.0.0.5:5000", "registry.local"]);
+  assert.equal(fromEnv.metricsSecure, false);
+  assert.equal(fromEnv.metricsCertDir, "/certs");
+  const flags = parse(
+    ["--allow-extra-permissions=false", "--metrics-secure", "--allow-plain-http=a.example"],
+    { OPERATOR_ALLOW_EXTRA_PERMISSIONS: "true", METRICS_SECURE: "false" },
+  );
+  assert.equal(flags.allowExtraPermissions, false);
+  assert.equal(flags.metricsSecure, true);
+  assert.deepEqual(flags.plainHttpHosts, ["a.example"]);
+  assert.throws(() => parse(["--allow-plain-http=http://x"]), /--allow-plain-http: "http:/);
+  assert.throws(() => parse([], { METRICS_SECURE: "maybe" }), /METRICS_SECURE/);
 });
 
 Deno.test("env sets defaults and flags override env", () => {

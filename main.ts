@@ -7,7 +7,9 @@ import { type Config, leaderElectionId, parseConfig, usage } from "./config.ts";
 import { setupLogging } from "./common/log.ts";
 import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
 import { ApiClient } from "./kube/api_client.ts";
-import { Manager } from "./kube/manager.ts";
+import { Manager, type ManagerOptions } from "./kube/manager.ts";
+import { withAuthenticationAndAuthorization } from "./kube/metrics_auth.ts";
+import { metricsTls } from "./kube/metrics_serving.ts";
 import { byObject } from "./kube/cache.ts";
 import { type Node, Nodes, Pods } from "./kube/core.ts";
 import { LabelCocoonSet, LabelNodePool } from "./common/meta/keys.ts";
@@ -70,7 +72,7 @@ export async function main(
       return 0;
     }
     if (envNotGranted.length > 0) throw new Error(describeMissing(envNotGranted));
-    registry = newOciRegistry(config.ociRegistry);
+    registry = newOciRegistry(config.ociRegistry, { plainHttpHosts: config.plainHttpHosts });
   } catch (err) {
     // Bad input fails before anything connects, with one line and exit code 2.
     const message = envNotGranted.length > 0
@@ -100,9 +102,30 @@ export async function main(
     version: VERSION,
     revision: REVISION,
   });
+  let metricsSecurity: ManagerOptions["metricsSecurity"];
+  if (config.metricsSecure && config.metricsBindAddress !== "0") {
+    try {
+      const tls = await metricsTls(config.metricsCertDir);
+      log.info(
+        "metrics served over https ({source} certificate), callers reviewed by the API server",
+        {
+          source: tls.source,
+        },
+      );
+      metricsSecurity = {
+        tls,
+        filter: (handler) => withAuthenticationAndAuthorization(transport, handler),
+      };
+    } catch (err) {
+      console.error(`cocoon-operator: ${err instanceof Error ? err.message : String(err)}`);
+      transport.close();
+      return 2;
+    }
+  }
   const manager = new Manager({
     client: new ApiClient(transport),
     metricsBindAddress: config.metricsBindAddress,
+    metricsSecurity,
     healthProbeBindAddress: config.healthProbeBindAddress,
     leaderElection: config.leaderElect,
     leaderElectionId,

@@ -55,6 +55,32 @@ export const operatorEnv: readonly string[] = [
   "GOOGLE_APPLICATION_CREDENTIALS",
   "GCE_METADATA_HOST",
   "DOCKER_CONFIG",
+  "OPERATOR_ALLOW_EXTRA_PERMISSIONS",
+  "OPERATOR_ALLOW_PLAIN_HTTP",
+  "METRICS_SECURE",
+  "METRICS_CERT_DIR",
+  // Read only to refuse them unless their proxy was granted (proxyNeeds): Deno routes requests
+  // through these proxies without checking the proxy against --allow-net.
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "ALL_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "all_proxy",
+];
+
+/**
+ * The proxy variables Deno's HTTP client honours by itself. `--allow-net` checks the request's
+ * target, never the proxy, so a set variable would send every request (and, for plain http, its
+ * credentials) to a host the permission set does not name.
+ */
+export const proxyVariables: readonly string[] = [
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "ALL_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "all_proxy",
 ];
 
 /**
@@ -64,8 +90,12 @@ export const operatorEnv: readonly string[] = [
  */
 export const localOnlyEnv: readonly string[] = ["HOME", "XDG_RUNTIME_DIR", "REGISTRY_AUTH_FILE"];
 
-/** Registry hosts baked in by default: Google Artifact Registry. A build argument replaces it. */
-export const defaultRegistryHosts: readonly string[] = ["*.pkg.dev"];
+/**
+ * Registry hosts baked in by default: Google Artifact Registry over https. A build argument
+ * replaces it. Deno matches `*.pkg.dev` against the domain itself and subdomains at any depth;
+ * the port pins it to https.
+ */
+export const defaultRegistryHosts: readonly string[] = ["*.pkg.dev:443"];
 
 /** The GCE metadata server the Google credential chain asks for tokens (port 80, plain HTTP). */
 export const gceMetadataEndpoint = "169.254.169.254:80";
@@ -76,9 +106,20 @@ export const googleTokenEndpoint = `${new URL(GOOGLE_TOKEN_URL).hostname}:443`;
 export const googleKeyDir = "/var/run/secrets/gcp";
 /** Where a Docker config Secret may be mounted (DOCKER_CONFIG=/var/run/secrets/docker). */
 export const dockerConfigDir = "/var/run/secrets/docker";
+/** Where config/manager mounts the (optional) metrics serving certificate Secret. */
+export const metricsCertDir = "/var/run/secrets/metrics-cert";
 
 /** The manager's listeners with the default flags (metrics :8080, probes :8081). */
 const defaultListeners = ["0.0.0.0:8080", "0.0.0.0:8081"];
+
+/** Grants a build adds on purpose. */
+export interface InClusterExtras {
+  /**
+   * `host:port` of an HTTP(S) proxy the pod's HTTPS_PROXY / HTTP_PROXY / ALL_PROXY names: only
+   * then does the operator start with such a variable set (proxyNeeds).
+   */
+  proxyHosts?: readonly string[];
+}
 
 /**
  * The set baked into the in-cluster binary: API server as kubernetes.default.svc:443, the given
@@ -89,18 +130,22 @@ const defaultListeners = ["0.0.0.0:8080", "0.0.0.0:8081"];
  */
 export function inClusterPermissionSet(
   registryHosts: readonly string[] = defaultRegistryHosts,
+  extra: InClusterExtras = {},
 ): PermissionSet {
   if (registryHosts.length === 0) throw new Error("at least one registry host is required");
   for (const h of registryHosts) checkNetEntry(h);
+  for (const h of extra.proxyHosts ?? []) checkNetEntry(h, "proxy host");
   const google = registryHosts.some(mayNameGoogleHost);
   return {
     net: [
       `${inClusterApiHost}:443`,
-      ...registryHosts,
+      // An entry without a port would grant every port of the host: https unless spelled out.
+      ...registryHosts.map((h) => withPort(h, 443)),
       ...(google ? [gceMetadataEndpoint, googleTokenEndpoint] : []),
+      ...(extra.proxyHosts ?? []).map((h) => withPort(h, 80)),
       ...defaultListeners,
     ],
-    read: [serviceAccountDir, ...(google ? [googleKeyDir] : []), dockerConfigDir],
+    read: [serviceAccountDir, ...(google ? [googleKeyDir] : []), dockerConfigDir, metricsCertDir],
     env: [...operatorEnv],
   };
 }
@@ -158,6 +203,10 @@ export interface NeedsInput {
    * means nothing is learnt, the read itself is already a need).
    */
   readText?: (path: string) => string;
+  /** Hosts (`host` or `host:port`) plain http is allowed to (--allow-plain-http). */
+  plainHttpHosts?: readonly string[];
+  /** --metrics-cert-dir: the metrics server reads tls.crt and tls.key there. */
+  metricsCertDir?: string;
 }
 
 /**
@@ -189,6 +238,11 @@ export function operatorNeeds(input: NeedsInput): Need[] {
       net(bind.port === 0 ? name : `${name}:${bind.port}`, why);
     }
   }
+  if (input.metricsCertDir) {
+    const dir = input.metricsCertDir.replace(/\/+$/, "");
+    read(`${dir}/tls.crt`, "--metrics-cert-dir");
+    read(`${dir}/tls.key`, "--metrics-cert-dir");
+  }
   net(hostPort(new URL(cluster.server)), "API server");
   for (const f of cluster.files) read(f, "API server credentials");
   if (
@@ -198,7 +252,8 @@ export function operatorNeeds(input: NeedsInput): Need[] {
   }
 
   const { registry } = parseRegistryBase(config.ociRegistry);
-  net(registry, "OCI_REGISTRY");
+  net(withPort(registry, registryPort(registry, input.plainHttpHosts ?? [])), "OCI_REGISTRY");
+  for (const need of proxyNeeds(env)) needs.push(need);
   const google = isGoogleHost(registry.replace(/:\d+$/, ""));
   const home = env("HOME")?.replace(/\/+$/, "");
   if (google) {
@@ -292,16 +347,160 @@ function hostPort(url: URL): string {
   return `${url.hostname}:${url.port || (url.protocol === "http:" ? "80" : "443")}`;
 }
 
+/**
+ * The port a registry host without one is reached on: 80 when plain http was allowed for it
+ * (snapshot/reference.ts plainHttpAllowed), else 443. Loopback hosts may still answer on http
+ * after https failed; their port is the one written, or both defaults.
+ */
+function registryPort(registry: string, plainHttpHosts: readonly string[]): number {
+  const host = registry.replace(/:\d+$/, "").toLowerCase();
+  return plainHttpHosts.some((h) => h.toLowerCase() === host || h.toLowerCase() === registry)
+    ? 80
+    : 443;
+}
+
+/** A proxy variable that cannot be turned into a host to check; the message names it. */
+export class ProxyVariableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProxyVariableError";
+  }
+}
+
+/**
+ * One net need per proxy variable that is set: its proxy's `host:port`, the variable as the
+ * reason. A proxy the permission set does not name then stops the operator at start with one
+ * line naming the variable (describeMissing); one it names was put there on purpose. Throws
+ * ProxyVariableError for a value that names no host.
+ */
+export function proxyNeeds(env: (name: string) => string | undefined): Need[] {
+  const needs: Need[] = [];
+  for (const name of proxyVariables) {
+    const value = env(name)?.trim();
+    if (!value) continue;
+    needs.push({ kind: "net", value: proxyHostPort(name, value), why: name });
+  }
+  return needs;
+}
+
+function proxyHostPort(name: string, value: string): string {
+  const withScheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(value) ? value : `http://${value}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new ProxyVariableError(`${name} is set but names no proxy URL; unset it`);
+  }
+  if (!url.hostname) throw new ProxyVariableError(`${name} is set but names no proxy host`);
+  const defaultPort = url.protocol === "https:"
+    ? "443"
+    : url.protocol.startsWith("socks")
+    ? "1080"
+    : "80";
+  return `${url.hostname}:${url.port || defaultPort}`;
+}
+
 function withPort(hostPort: string, port: number): string {
   return /:\d+$/.test(hostPort.replace(/^\[[^\]]*\]/, "")) ? hostPort : `${hostPort}:${port}`;
 }
 
-function checkNetEntry(entry: string): void {
+function checkNetEntry(entry: string, what = "registry host"): void {
   if (
     !/^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/.test(entry) && !/^\[[0-9a-fA-F:.]+\](:\d+)?$/.test(entry)
   ) {
     throw new Error(
-      `invalid registry host ${JSON.stringify(entry)}: want host, host:port or *.domain`,
+      `invalid ${what} ${JSON.stringify(entry)}: want host, host:port or *.domain`,
     );
   }
+}
+
+/** The `sys` kinds the operator may hold: none it asks for, but hostname is harmless. */
+const allowedSysKinds: ReadonlySet<string> = new Set(["hostname"]);
+const sysKinds = [
+  "loadavg",
+  "hostname",
+  "systemMemoryInfo",
+  "networkInterfaces",
+  "osRelease",
+  "osUptime",
+  "uid",
+  "gid",
+  "username",
+  "cpus",
+  "homedir",
+  "statfs",
+  "getPriority",
+  "setPriority",
+  "ca",
+  "umask",
+] as const;
+
+/**
+ * Programs probed for a scoped `--allow-run` (Deno cannot list what a scoped grant names; these
+ * are the ones a compromised dependency would reach for first).
+ */
+const probedPrograms = ["deno", "sh", "/bin/sh", "bash", "env", "curl", "kubectl", "git"];
+/** Folders probed for a scoped `--allow-write`, for the same reason. */
+const probedWritePaths = ["/", "/tmp", "/etc", "/var/run/secrets"];
+
+/** What extraPermissions may accept beyond the operator's own set. */
+export interface ExtraPermissionAllowances {
+  /**
+   * Programs the operator is allowed to run (absolute paths), e.g. a kubeconfig exec credential
+   * plugin in a local run: granted runs of exactly these are not extra.
+   */
+  run?: readonly string[];
+}
+
+/**
+ * Asks Deno, without prompting, for the permissions the operator must not hold: any run, write or
+ * ffi, sys beyond hostname, import, and unscoped net, read or env. Returns each as the flag that
+ * grants it (e.g. `--allow-write`, `--allow-run=sh`, `--allow-sys=uid`), empty when none is held.
+ * Scoped run and write grants cannot be listed through Deno's API, so those are probed for the
+ * programs and folders above (and the allowed run paths are skipped).
+ */
+export function extraPermissions(
+  allowed: ExtraPermissionAllowances = {},
+  query: (d: Deno.PermissionDescriptor) => Deno.PermissionState = (d) =>
+    Deno.permissions.querySync(d).state,
+): string[] {
+  const granted = (d: Deno.PermissionDescriptor) => query(d) === "granted";
+  const extra: string[] = [];
+  for (const name of ["run", "write", "ffi", "import", "net", "read", "env"] as const) {
+    if (granted({ name })) extra.push(`--allow-${name}`);
+  }
+  const allowedRun = new Set(allowed.run ?? []);
+  if (!extra.includes("--allow-run")) {
+    for (const command of probedPrograms) {
+      if (!allowedRun.has(command) && granted({ name: "run", command })) {
+        extra.push(`--allow-run=${command}`);
+      }
+    }
+  }
+  if (!extra.includes("--allow-write")) {
+    for (const path of probedWritePaths) {
+      if (granted({ name: "write", path })) extra.push(`--allow-write=${path}`);
+    }
+  }
+  if (granted({ name: "sys" })) extra.push("--allow-sys");
+  else {
+    for (const kind of sysKinds) {
+      if (!allowedSysKinds.has(kind) && granted({ name: "sys", kind })) {
+        extra.push(`--allow-sys=${kind}`);
+      }
+    }
+  }
+  return extra;
+}
+
+/** The flag and environment variable that accept extra permissions on purpose. */
+export const allowExtraPermissionsFlag = "--allow-extra-permissions";
+export const allowExtraPermissionsEnv = "OPERATOR_ALLOW_EXTRA_PERMISSIONS";
+
+/** One line for stderr naming the extra grants and how to accept them on purpose. */
+export function describeExtra(extra: readonly string[]): string {
+  return `the operator holds Deno permissions it must not have: ${extra.join(", ")}; run it ` +
+    "with the permission set in docs/configuration.md, or pass " +
+    `${allowExtraPermissionsFlag} (${allowExtraPermissionsEnv}=true) if it was started this ` +
+    "way on purpose";
 }

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import {
   defaultRegistryHosts,
+  describeExtra,
   describeMissing,
+  extraPermissions,
   inClusterPermissionSet,
   localOnlyEnv,
   localPermissionSet,
@@ -10,6 +12,7 @@ import {
   operatorEnv,
   operatorNeeds,
   permissionFlags,
+  ProxyVariableError,
 } from "./permissions.ts";
 
 const inCluster = {
@@ -67,7 +70,7 @@ Deno.test("in-cluster set: exactly API server, registry hosts, Google tokens, li
   const set = inClusterPermissionSet();
   assert.deepEqual(set.net, [
     "kubernetes.default.svc:443",
-    "*.pkg.dev",
+    "*.pkg.dev:443",
     "169.254.169.254:80",
     "oauth2.googleapis.com:443",
     "0.0.0.0:8080",
@@ -77,10 +80,11 @@ Deno.test("in-cluster set: exactly API server, registry hosts, Google tokens, li
     "/var/run/secrets/kubernetes.io/serviceaccount",
     "/var/run/secrets/gcp",
     "/var/run/secrets/docker",
+    "/var/run/secrets/metrics-cert",
   ]);
   assert.deepEqual(set.env, [...operatorEnv]);
   assert.ok(!set.env.includes("HOME"));
-  assert.deepEqual(defaultRegistryHosts, ["*.pkg.dev"]);
+  assert.deepEqual(defaultRegistryHosts, ["*.pkg.dev:443"]);
   assert.deepEqual(
     inClusterPermissionSet(["registry.example.com:5000"]).net[1],
     "registry.example.com:5000",
@@ -92,7 +96,7 @@ Deno.test("in-cluster set: exactly API server, registry hosts, Google tokens, li
 Deno.test("permission flags: three scoped flags, never all/write/run/ffi/sys", () => {
   const flags = permissionFlags(inClusterPermissionSet());
   assert.equal(flags.length, 3);
-  assert.match(flags[0], /^--allow-net=kubernetes\.default\.svc:443,\*\.pkg\.dev,/);
+  assert.match(flags[0], /^--allow-net=kubernetes\.default\.svc:443,\*\.pkg\.dev:443,/);
   assert.match(flags[1], /^--allow-read=\/var\/run\/secrets\/kubernetes\.io\/serviceaccount,/);
   assert.match(flags[2], /^--allow-env=OCI_REGISTRY,/);
   for (const f of flags) assert.doesNotMatch(f, /--allow-(all|write|run|ffi|sys)|^-A$/);
@@ -116,7 +120,7 @@ Deno.test("OCI_REGISTRY elsewhere, moved listeners and key files are named as mi
   const missing = missingPermissions(operatorNeeds(input), grantedBy(inClusterPermissionSet()));
   assert.deepEqual(missing.map((n) => `${n.kind}:${n.value}`), [
     "net:127.0.0.1:9090",
-    "net:ghcr.io",
+    "net:ghcr.io:443",
   ]);
   // Not a Google host: the key file and token endpoints are not needed at all.
   const google = podInput({ GOOGLE_APPLICATION_CREDENTIALS: "/etc/key.json" });
@@ -178,7 +182,7 @@ Deno.test("the baked flags, checked by Deno itself: a pod needs nothing more, ot
   assert.deepEqual(await run("europe-docker.pkg.dev/proj/vms"), { missing: [], results: {} });
   const elsewhere = await run("registry.example.com/vms", "http://127.0.0.1:49151/");
   assert.deepEqual(elsewhere, {
-    missing: ["net:registry.example.com"],
+    missing: ["net:registry.example.com:443"],
     results: { "http://127.0.0.1:49151/": "NotCapable" },
   });
 });
@@ -242,7 +246,7 @@ Deno.test("a build for registries that are never Google's gets no Google endpoin
   const other = inClusterPermissionSet(["registry.example.com", "*.example.org:5000"]);
   assert.deepEqual(other.net, [
     "kubernetes.default.svc:443",
-    "registry.example.com",
+    "registry.example.com:443",
     "*.example.org:5000",
     "0.0.0.0:8080",
     "0.0.0.0:8081",
@@ -250,6 +254,7 @@ Deno.test("a build for registries that are never Google's gets no Google endpoin
   assert.deepEqual(other.read, [
     "/var/run/secrets/kubernetes.io/serviceaccount",
     "/var/run/secrets/docker",
+    "/var/run/secrets/metrics-cert",
   ]);
   // The operator needs nothing more for such a registry.
   assert.deepEqual(
@@ -266,4 +271,115 @@ Deno.test("a build for registries that are never Google's gets no Google endpoin
     assert.ok(set.net.includes("oauth2.googleapis.com:443"), hosts.join());
     assert.ok(set.read.includes("/var/run/secrets/gcp"), hosts.join());
   }
+});
+
+Deno.test("every --allow-net entry the project produces has a port", () => {
+  const hasPort = (e: string) => /:\d+$/.test(e);
+  for (
+    const hosts of [
+      undefined,
+      ["registry.example.com"],
+      ["*.example.org"],
+      ["[fd00::1]"],
+      ["registry.example.com:5000"],
+    ]
+  ) {
+    const set = inClusterPermissionSet(hosts);
+    assert.deepEqual(set.net.filter((e) => !hasPort(e)), [], set.net.join(","));
+  }
+  assert.ok(
+    inClusterPermissionSet(["registry.example.com"]).net.includes("registry.example.com:443"),
+  );
+  assert.ok(inClusterPermissionSet(["*.example.org"]).net.includes("*.example.org:443"));
+  // The registry need: https's port unless plain http was allowed for that host.
+  const net = (ociRegistry: string, plainHttpHosts?: string[]) =>
+    operatorNeeds({ ...podInput({}, ociRegistry), plainHttpHosts })
+      .filter((n) => n.why === "OCI_REGISTRY").map((n) => n.value);
+  assert.deepEqual(net("registry.example.com/vms"), ["registry.example.com:443"]);
+  assert.deepEqual(net("registry.example.com:5000/vms"), ["registry.example.com:5000"]);
+  assert.deepEqual(net("10.0.0.5/vms", ["10.0.0.5"]), ["10.0.0.5:80"]);
+  const local = localPermissionSet(podInput({}, "ghcr.io/acme/vms"));
+  assert.deepEqual(local.net.filter((e) => !hasPort(e)), [], local.net.join(","));
+});
+
+Deno.test("a proxy variable is a net need naming the variable; a granted proxy passes", () => {
+  const baked = grantedBy(inClusterPermissionSet());
+  const missing = missingPermissions(
+    operatorNeeds(podInput({ HTTPS_PROXY: "http://proxy.corp:3128", http_proxy: "10.0.0.9" })),
+    baked,
+  );
+  assert.deepEqual(missing.map((n) => `${n.value} (${n.why})`), [
+    "proxy.corp:3128 (HTTPS_PROXY)",
+    "10.0.0.9:80 (http_proxy)",
+  ]);
+  assert.match(
+    describeMissing(missing),
+    /--allow-net=proxy\.corp:3128,10\.0\.0\.9:80 \(HTTPS_PROXY, http_proxy\)/,
+  );
+  // Built with the proxy on purpose: nothing is missing.
+  const withProxy = grantedBy(
+    inClusterPermissionSet(undefined, { proxyHosts: ["proxy.corp:3128", "10.0.0.9"] }),
+  );
+  assert.deepEqual(
+    missingPermissions(
+      operatorNeeds(podInput({ HTTPS_PROXY: "http://proxy.corp:3128", http_proxy: "10.0.0.9" })),
+      withProxy,
+    ),
+    [],
+  );
+  assert.deepEqual(
+    operatorNeeds(podInput({ ALL_PROXY: "socks5://s.corp" })).filter((n) => n.why === "ALL_PROXY")
+      .map((n) => n.value),
+    ["s.corp:1080"],
+  );
+  assert.throws(
+    () => operatorNeeds(podInput({ HTTP_PROXY: "http://" })),
+    (e: unknown) => e instanceof ProxyVariableError && /^HTTP_PROXY is set/.test(e.message),
+  );
+  for (const v of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"]) {
+    assert.ok(operatorEnv.includes(v), v);
+  }
+});
+
+Deno.test("extraPermissions names every grant beyond the operator's set", () => {
+  const grants = (granted: (d: Deno.PermissionDescriptor) => boolean) =>
+  (
+    d: Deno.PermissionDescriptor,
+  ): Deno.PermissionState => granted(d) ? "granted" : "prompt";
+  // The in-cluster set: scoped net/read/env only; nothing extra.
+  assert.deepEqual(extraPermissions({}, grantedBy(inClusterPermissionSet())), []);
+  // -A: everything.
+  const all = extraPermissions({}, grants(() => true));
+  assert.deepEqual(all, [
+    "--allow-run",
+    "--allow-write",
+    "--allow-ffi",
+    "--allow-import",
+    "--allow-net",
+    "--allow-read",
+    "--allow-env",
+    "--allow-sys",
+  ]);
+  // Scoped grants that are still extra, and hostname, which is not.
+  const scoped = extraPermissions(
+    {},
+    grants((d) =>
+      (d.name === "run" && d.command === "sh") || (d.name === "write" && d.path === "/tmp") ||
+      (d.name === "sys" && (d.kind === "hostname" || d.kind === "uid"))
+    ),
+  );
+  assert.deepEqual(scoped, ["--allow-run=sh", "--allow-write=/tmp", "--allow-sys=uid"]);
+  // An allowed program (an exec plugin in a local run) is not extra.
+  assert.deepEqual(
+    extraPermissions(
+      { run: ["/usr/bin/gke-gcloud-auth-plugin", "sh"] },
+      grants((d) => d.name === "run" && d.command === "sh"),
+    ),
+    [],
+  );
+  const line = describeExtra(all);
+  assert.match(line, /^the operator holds Deno permissions it must not have: --allow-run, /);
+  assert.match(line, /--allow-extra-permissions \(OPERATOR_ALLOW_EXTRA_PERMISSIONS=true\)/);
+  // This test runs under -A: the real query sees it.
+  assert.ok(extraPermissions().includes("--allow-write"));
 });

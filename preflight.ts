@@ -17,12 +17,17 @@ import {
 import { errorMessage } from "./kube/errors.ts";
 import { restConfigFor, Transport } from "./kube/transport.ts";
 import {
+  describeExtra,
   describeMissing,
+  type ExtraPermissionAllowances,
+  extraPermissions,
   missingPermissions,
   type Need,
   operatorEnv,
   operatorNeeds,
+  ProxyVariableError,
 } from "./permissions.ts";
+import { isLoopbackHost } from "./kube/loopback.ts";
 
 /** A set-up problem; the message is one line. */
 export class PreflightError extends Error {
@@ -55,6 +60,15 @@ export async function connect(
     query?: Parameters<typeof missingPermissions>[1];
     /** What to suggest when the API server does not answer (default: `deno task dev`). */
     unreachableHint?: string;
+    /** Grants beyond the operator's own set that are expected (e.g. one exec plugin to run). */
+    allowedExtras?: ExtraPermissionAllowances;
+    /**
+     * Whether to refuse extra permissions (default true; a tool that only borrows this check,
+     * like `deno task dev` under -A, passes false).
+     */
+    checkExtraPermissions?: boolean;
+    /** Asks Deno for a permission the operator must not hold (default: Deno itself). */
+    queryExtra?: Parameters<typeof extraPermissions>[1];
   } = {},
 ): Promise<Transport> {
   let access: ClusterAccess;
@@ -74,7 +88,21 @@ export async function connect(
         "POD_NAMESPACE, or pass --leader-elect=false",
     );
   }
-  const missing = missingPermissions(operatorNeeds({ config, cluster: access, env }), opts.query);
+  checkApiServerScheme(access, config.plainHttpHosts);
+  let needs: Need[];
+  try {
+    needs = operatorNeeds({
+      config,
+      cluster: access,
+      env,
+      plainHttpHosts: config.plainHttpHosts,
+      metricsCertDir: config.metricsSecure ? config.metricsCertDir : undefined,
+    });
+  } catch (err) {
+    if (err instanceof ProxyVariableError) throw new PreflightError(err.message);
+    throw err;
+  }
+  const missing = missingPermissions(needs, opts.query);
   if (missing.length > 0) throw new PreflightError(describeMissing(missing));
   let transport: Transport;
   try {
@@ -91,11 +119,47 @@ export async function connect(
   }
   try {
     await checkReachable(transport, access, opts.unreachableHint ?? devHint);
+    // After the reachability check, so a run under `-A` still learns first whether its cluster
+    // is there; before anything is reconciled.
+    if (!config.allowExtraPermissions && opts.checkExtraPermissions !== false) {
+      const extra = extraPermissions(opts.allowedExtras, opts.queryExtra);
+      if (extra.length > 0) throw new PreflightError(describeExtra(extra));
+    }
   } catch (err) {
     transport.close();
     throw err;
   }
   return transport;
+}
+
+/**
+ * A plain-http API server only where it was allowed for that host (--allow-plain-http), and
+ * never with credentials except on loopback, where nothing leaves the machine: a token, a
+ * password or a client certificate over http could be read by anyone on the path.
+ */
+export function checkApiServerScheme(
+  access: Pick<ClusterAccess, "server" | "source" | "token" | "tokenFile" | "basic" | "cert">,
+  plainHttpHosts: readonly string[],
+): void {
+  const url = new URL(access.server);
+  if (url.protocol !== "http:") return;
+  const where = `${access.server} (from ${describeSource(access.source)})`;
+  const loopback = isLoopbackHost(url.hostname);
+  const allowed = loopback || plainHttpHosts.includes(url.host.toLowerCase()) ||
+    plainHttpHosts.includes(url.hostname.toLowerCase());
+  if (!allowed) {
+    throw new PreflightError(
+      `the Kubernetes API server ${where} is plain http: use https, or allow it with ` +
+        `--allow-plain-http=${url.host} (OPERATOR_ALLOW_PLAIN_HTTP)`,
+    );
+  }
+  const credentials = access.token || access.tokenFile || access.basic || access.cert;
+  if (credentials && !loopback) {
+    throw new PreflightError(
+      `refusing to send credentials to the Kubernetes API server ${where} over plain http: ` +
+        "credentials travel in clear text only to loopback; use https",
+    );
+  }
 }
 
 /** GET /version: any answer but 401 means the server is there and takes our credentials. */

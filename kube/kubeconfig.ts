@@ -11,7 +11,10 @@
  *   pod. The API server's serving certificate carries that name in every conformant cluster.
  * - Kubeconfig users with an exec plugin or an auth-provider are refused with a message: running
  *   a plugin needs `--allow-run`, which the operator never has. So are `insecure-skip-tls-verify`,
- *   `tls-server-name` and `proxy-url`, which Deno's HTTP client cannot honour.
+ *   `tls-server-name` and `proxy-url`, which Deno's HTTP client cannot honour, and the
+ *   impersonation fields (`as`, `as-uid`, `as-groups`, `as-user-extra`), which client-go sends
+ *   as Impersonate-* headers and this client does not: dropping them silently would run the
+ *   operator as the underlying identity.
  * - client-node's KubeConfig is not used for loading: importing it pulls in HTTP agents that
  *   enumerate the whole environment at import time, which a scoped `--allow-env` refuses. Its
  *   YAML reader is not used either: it drags in the whole model serializer (about 55 ms of the
@@ -282,6 +285,7 @@ export function loadKubeconfig(
   const userName = str(context, "user") ?? "";
   const user = users.get(userName)?.entry ?? {};
   const userDir = users.get(userName)?.dir ?? cluster.dir;
+  refuseIdentityOverrides(userName, user);
   if (isDoc(user.exec)) {
     throw new KubeconfigError(
       `kubeconfig user ${userName} uses an exec credential plugin (${
@@ -336,6 +340,32 @@ export function loadKubeconfig(
     access.basic = { username, password: str(user, "password") ?? "" };
   }
   return access;
+}
+
+/**
+ * User fields that would make the API server see another identity than the credentials', or
+ * change how requests are sent, and that this client does not implement. Accepting them and
+ * sending requests without them would run the operator silently as the underlying identity.
+ */
+export const unsupportedUserFields: readonly string[] = [
+  "as",
+  "as-uid",
+  "as-groups",
+  "as-user-extra",
+];
+
+function refuseIdentityOverrides(userName: string, user: Doc): void {
+  for (const field of unsupportedUserFields) {
+    const v = user[field];
+    const empty = v === undefined || v === null || v === "" ||
+      (Array.isArray(v) && v.length === 0) || (isDoc(v) && Object.keys(v).length === 0);
+    if (empty) continue;
+    throw new KubeconfigError(
+      `kubeconfig user ${userName} sets ${field} (impersonation), which the operator does not ` +
+        "implement: it would run as the underlying identity instead; bind the permissions to " +
+        "the credential's own identity and remove the field",
+    );
+  }
 }
 
 /** Reads a Material; a missing permission or file is a KubeconfigError naming the path. */

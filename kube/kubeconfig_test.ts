@@ -262,3 +262,29 @@ Deno.test("loadKubeconfig: a server without scheme gets client-go's default; a b
     );
   }
 });
+
+Deno.test("loadKubeconfig: impersonation fields are refused, naming the field", () => {
+  const load = (extra: string) =>
+    loadKubeconfig(
+      { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] },
+      () => kubeconfigYaml().replace("    client-key: /keys/u1.key\n", extra),
+    );
+  for (
+    const [extra, field] of [
+      ["    as: admin\n", "as"],
+      ["    as-uid: 1234\n", "as-uid"],
+      ['    as-groups: ["system:masters"]\n', "as-groups"],
+      ["    as-user-extra: {scopes: [all]}\n", "as-user-extra"],
+    ]
+  ) {
+    assert.throws(
+      () => load(extra),
+      (e: unknown) =>
+        e instanceof KubeconfigError &&
+        new RegExp(`^kubeconfig user \\S+ sets ${field} \\(impersonation\\)`).test(e.message),
+      extra,
+    );
+  }
+  // Present but empty is what `kubectl config` writes when the field was cleared: not a refusal.
+  assert.doesNotThrow(() => load('    as: ""\n    as-groups: []\n'));
+});

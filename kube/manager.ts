@@ -7,7 +7,7 @@ import type { IndexFunc } from "./informer.ts";
 import { leaderElectionNamespace, LeaderElector, leaderIdentity } from "./leader.ts";
 import type { KubeObject } from "./object.ts";
 import type { ResourceType } from "./resource.ts";
-import { type Checker, Servers } from "./servers.ts";
+import { type Checker, Servers, type ServersOptions } from "./servers.ts";
 import type { Informer } from "./source.ts";
 
 const log = getLogger(["cocoon-operator", "manager"]);
@@ -16,6 +16,8 @@ export interface ManagerOptions {
   /** The API client: writes, uncached reads, and the informers' list/watch. */
   client: Client;
   metricsBindAddress: string;
+  /** TLS and the authentication filter for /metrics (servers.ts); plain http when unset. */
+  metricsSecurity?: ServersOptions["metricsSecurity"];
   healthProbeBindAddress: string;
   leaderElection: boolean;
   /** Lease name (the Go operator's LeaderElectionID). */
@@ -110,6 +112,7 @@ export class Manager implements ControllerHost {
     this.servers = new Servers({
       healthProbeBindAddress: opts.healthProbeBindAddress,
       metricsBindAddress: opts.metricsBindAddress,
+      metricsSecurity: opts.metricsSecurity,
     });
     // Ready only once every informer has synced, so a rollout waits for a warm cache.
     this.servers.addReadyzCheck("cache-sync", () => {

@@ -22,6 +22,14 @@ export interface ServersOptions {
   metricsBindAddress: string;
   /** Registry served at /metrics; defaults to the runtime's shared registry. */
   registry?: Registry;
+  /**
+   * Secure metrics (controller-runtime's SecureServing plus FilterProvider): serve over TLS with
+   * this certificate and key, each request passing the filter first (kube/metrics_auth.ts).
+   */
+  metricsSecurity?: {
+    tls: { cert: string; key: string };
+    filter: (handler: (req: Request) => Promise<Response>) => (req: Request) => Promise<Response>;
+  };
 }
 
 /** The probe and metrics HTTP servers of one operator process. */
@@ -80,11 +88,14 @@ export class Servers {
       const metrics = parseBindAddress(this.#opts.metricsBindAddress);
       if (metrics) {
         const reg = this.#opts.registry ?? defaultRegistry;
+        const security = this.#opts.metricsSecurity;
+        const plain = (req: Request) => serveMetrics(reg, req);
         const server = listen(
           "metrics",
           this.#opts.metricsBindAddress,
           metrics,
-          (req) => serveMetrics(reg, req),
+          security ? security.filter(plain) : plain,
+          security?.tls,
         );
         this.#servers.push(server);
         this.#metricsAddr = server.addr;
@@ -129,9 +140,10 @@ function listen(
   raw: string,
   addr: BindAddress,
   handler: (req: Request) => Response | Promise<Response>,
+  tls?: { cert: string; key: string },
 ): Deno.HttpServer<Deno.NetAddr> {
   const serve = (hostname: string) =>
-    Deno.serve({ hostname, port: addr.port, onListen: () => {} }, handler);
+    Deno.serve({ hostname, port: addr.port, onListen: () => {}, ...tls }, handler);
   try {
     if (addr.hostname !== undefined) return serve(addr.hostname);
     // ":PORT" means every interface. Like Go, prefer the dual-stack IPv6 wildcard and fall

@@ -5,7 +5,10 @@
  *
  *   deno task compile                  type check, module graph, then deno compile
  *   deno task compile --dry-run        everything but the final deno compile; prints its command
- *   --registry-hosts a,b               registry hosts to allow (env REGISTRY_HOSTS, default *.pkg.dev)
+ *   --registry-hosts a,b               registry hosts to allow (env REGISTRY_HOSTS, default
+ *                                      *.pkg.dev:443; an entry without a port gets :443)
+ *   --proxy-hosts a:port               HTTP(S) proxies the pod's proxy variables may name (env
+ *                                      PROXY_HOSTS, default none)
  *   --output PATH                      binary path (default dist/cocoon-operator)
  *   --target TRIPLE                    cross-compile target (deno compile --target)
  *   VERSION, REVISION, BUILT_AT        env overrides for the stamp (default: git describe,
@@ -36,6 +39,8 @@ export interface BuildStamp {
 export interface CompilePlan {
   stamp: BuildStamp;
   registryHosts: string[];
+  /** Proxies granted by name (permissions.ts InClusterExtras.proxyHosts). */
+  proxyHosts?: string[];
   output: string;
   target?: string;
   /** Folder for the generated version module and import map. */
@@ -73,7 +78,9 @@ export function compileArgs(plan: CompilePlan, importMapPath: string): string[] 
     "compile",
     "--no-code-cache",
     `--import-map=${importMapPath}`,
-    ...permissionFlags(inClusterPermissionSet(plan.registryHosts)),
+    ...permissionFlags(
+      inClusterPermissionSet(plan.registryHosts, { proxyHosts: plan.proxyHosts ?? [] }),
+    ),
     ...(plan.target ? [`--target=${plan.target}`] : []),
     `--output=${plan.output}`,
     `${repoPath}/main.ts`,
@@ -207,13 +214,14 @@ export function graphProblem(graph: unknown, stampedModule: string): string | un
 }
 
 if (import.meta.main) {
-  const usage = "usage: deno task compile [--dry-run] [--registry-hosts a,b] " +
+  const usage = "usage: deno task compile [--dry-run] [--registry-hosts a,b] [--proxy-hosts a] " +
     "[--output <path>] [--target <triple>]";
   const { values } = parseArgsOrExit("compile", usage, {
     args: Deno.args,
     options: {
       "dry-run": { type: "boolean" },
       "registry-hosts": { type: "string" },
+      "proxy-hosts": { type: "string" },
       output: { type: "string" },
       target: { type: "string" },
     },
@@ -221,9 +229,12 @@ if (import.meta.main) {
   const env = (name: string) => Deno.env.get(name);
   const hosts = (values["registry-hosts"] ?? env("REGISTRY_HOSTS") ?? "")
     .split(",").map((h) => h.trim()).filter((h) => h);
+  const proxies = (values["proxy-hosts"] ?? env("PROXY_HOSTS") ?? "")
+    .split(",").map((h) => h.trim()).filter((h) => h);
   const plan: CompilePlan = {
     stamp: await defaultStamp(env),
     registryHosts: hosts.length ? hosts : [...defaultRegistryHosts],
+    proxyHosts: proxies,
     output: values.output ?? `${repoPath}/dist/cocoon-operator`,
     target: values.target,
     buildDir: `${repoPath}/dist/build`,

@@ -27,7 +27,7 @@ Deno.test("compile args: the in-cluster flags, stamped version through the impor
     `${repoRoot}main.ts`,
   ]);
   assert.ok(args.includes(
-    "--allow-net=kubernetes.default.svc:443,*.pkg.dev,registry.example.com," +
+    "--allow-net=kubernetes.default.svc:443,*.pkg.dev:443,registry.example.com:443," +
       "169.254.169.254:80,oauth2.googleapis.com:443,0.0.0.0:8080,0.0.0.0:8081",
   ));
   for (const a of args) assert.doesNotMatch(a, /^(-A|--allow-all|--allow-(write|run|ffi|sys))/);
@@ -125,12 +125,15 @@ Deno.test("Dockerfile: builds with the pinned Deno through deno task compile ont
   const dockerfile = await Deno.readTextFile(`${repoRoot}Dockerfile`);
   const ciDeno = /^DENO_VERSION=(\S+)$/m.exec(await Deno.readTextFile(`${repoRoot}.ci/run`))?.[1];
   assert.match(dockerfile, new RegExp(`^ARG DENO_VERSION=${ciDeno?.replaceAll(".", "\\.")}$`, "m"));
-  assert.match(dockerfile, /^FROM denoland\/deno:\$\{DENO_VERSION\} AS build$/m);
+  assert.match(
+    dockerfile,
+    /^FROM denoland\/deno:\$\{DENO_VERSION\}@\$\{DENO_IMAGE_DIGEST\} AS build$/m,
+  );
   assert.match(dockerfile, /deno task compile$/m);
-  assert.match(dockerfile, /^ARG REGISTRY_HOSTS=\*\.pkg\.dev$/m);
+  assert.match(dockerfile, /^ARG REGISTRY_HOSTS=\*\.pkg\.dev:443$/m);
   // The final stage: distroless cc (glibc + CA certificates), non-root, the binary as entrypoint.
   const final = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
-  assert.match(final, /^\nFROM gcr\.io\/distroless\/cc-debian12:nonroot$/m);
+  assert.match(final, /^\nFROM gcr\.io\/distroless\/cc-debian12:nonroot@\$\{BASE_IMAGE_DIGEST\}$/m);
   assert.match(
     final,
     /^COPY --from=build \/src\/dist\/cocoon-operator \/usr\/bin\/cocoon-operator$/m,
@@ -138,4 +141,33 @@ Deno.test("Dockerfile: builds with the pinned Deno through deno task compile ont
   assert.match(final, /^USER 65532:65532$/m);
   assert.match(final, /^ENTRYPOINT \["\/usr\/bin\/cocoon-operator"\]$/m);
   assert.doesNotMatch(final, /^RUN /m);
+});
+
+Deno.test("Dockerfile: every base image is pinned by digest, never by tag alone", async () => {
+  const dockerfile = await Deno.readTextFile(`${repoRoot}Dockerfile`);
+  const froms = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+  assert.equal(froms.length, 2);
+  for (const from of froms) {
+    assert.match(from, /@(sha256:[0-9a-f]{64}|\$\{[A-Z_]+_DIGEST\})$/, from);
+  }
+  // A digest argument either has a real default or none (then the build fails unpinned).
+  for (const [, name, value] of dockerfile.matchAll(/^ARG ([A-Z_]+_DIGEST)(?:=(\S*))?$/gm)) {
+    if (value !== undefined) assert.match(value, /^sha256:[0-9a-f]{64}$/, name);
+  }
+});
+
+Deno.test("compile: a proxy host is granted only when asked for, with a port", () => {
+  const plan = {
+    stamp: { version: "v", revision: "r", builtAt: "b" },
+    registryHosts: ["registry.example.com"],
+    proxyHosts: ["proxy.corp:3128"],
+    output: "/tmp/x",
+    buildDir: "/tmp/b",
+  };
+  const net = compileArgs(plan, "/m.json").find((a) => a.startsWith("--allow-net="))!;
+  assert.ok(net.includes(",registry.example.com:443,"), net);
+  assert.ok(net.includes(",proxy.corp:3128,"), net);
+  const none = compileArgs({ ...plan, proxyHosts: [] }, "/m.json")
+    .find((a) => a.startsWith("--allow-net="))!;
+  assert.ok(!none.includes("proxy.corp"), none);
 });

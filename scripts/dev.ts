@@ -523,6 +523,9 @@ async function runAgainstCluster(
     const transport = await connect(config, (name) => view[name] || undefined, {
       userAgent: "cocoon-operator-dev",
       unreachableHint: "pass --local for a local stack instead",
+      // This is the dev tool's own reachability check under `deno task dev`'s -A; the operator
+      // it starts next checks its own (scoped) permissions.
+      checkExtraPermissions: false,
     });
     transport.close();
   } catch (err) {

@@ -3,23 +3,123 @@
  * permission set this machine's configuration needs, computed the way the operator itself checks
  * it at start-up (permissions.ts localPermissionSet): the API server of the current kubeconfig
  * context, the OCI_REGISTRY host, the two listeners, the kubeconfig and the files it references,
- * the registry credential files, and the operator's variables. The launcher itself reads the
- * environment and files and starts one `deno` child; the operator process gets nothing more.
+ * the registry credential files, and the operator's variables. The operator process gets nothing
+ * more, and an environment holding only those variables (plus what the deno runtime itself reads
+ * to find its cache and certificates): no proxy variable unless COCOON_START_KEEP_PROXY=1, in
+ * which case the proxy is granted by name like any other host.
+ *
+ * The launcher is scoped too, in two steps. The task grants it only the variables in
+ * launcherEnv and running `deno`; no file. That first step works out from the environment alone
+ * which files describe the cluster (the kubeconfig files, the service-account token, the Google
+ * credentials file) and runs this script again granting reads of exactly those
+ * (launcherReadPaths). The second step reads them, computes the operator's set and starts it.
  *
  * Flags after the task name go to the operator. A configuration or cluster problem prints one
  * line and exits 2 before the operator starts; otherwise the exit code is the operator's.
  */
 import { isAbsolute, resolve } from "node:path";
 import { parseConfig } from "../config.ts";
-import { clusterAccess, locateCluster } from "../kube/kubeconfig.ts";
+import { clusterAccess, locateCluster, serviceAccountDir } from "../kube/kubeconfig.ts";
 import { errorMessage } from "../kube/errors.ts";
-import { localPermissionSet, permissionFlags } from "../permissions.ts";
+import { parseBindAddress } from "../kube/bind_address.ts";
+import { isLoopbackHost } from "../kube/loopback.ts";
+import {
+  localOnlyEnv,
+  localPermissionSet,
+  operatorEnv,
+  permissionFlags,
+  proxyVariables,
+} from "../permissions.ts";
+
+const startModule = new URL(import.meta.url).pathname;
+
+/** What the deno runtime of the operator reads by itself: its cache, npm registry, trust store. */
+export const denoRuntimeEnv: readonly string[] = [
+  "DENO_DIR",
+  "DENO_CERT",
+  "DENO_TLS_CA_STORE",
+  "DENO_NO_UPDATE_CHECK",
+  "NPM_CONFIG_REGISTRY",
+  "XDG_CACHE_HOME",
+  "NO_COLOR",
+];
+
+/** The launcher's own settings. */
+const launcherSettings = [
+  "COCOON_START_VERBOSE",
+  "COCOON_START_KEEP_PROXY",
+  "INIT_CWD",
+  // Where the second step finds `deno` (its --allow-run=deno is resolved through PATH).
+  "PATH",
+];
+
+/**
+ * Every variable the launcher reads: exactly the task's `--allow-env` (scripts/start_test.ts
+ * compares the two).
+ */
+export const launcherEnv: readonly string[] = [
+  ...new Set([...operatorEnv, ...localOnlyEnv, ...denoRuntimeEnv, ...launcherSettings]),
+];
+
+/** The variables the operator process is started with, taken from the launcher's environment. */
+export function operatorEnvironment(
+  env: Record<string, string | undefined>,
+  overrides: Record<string, string>,
+): Record<string, string> {
+  const keepProxy = env.COCOON_START_KEEP_PROXY === "1";
+  const out: Record<string, string> = {};
+  for (const name of [...operatorEnv, ...localOnlyEnv, ...denoRuntimeEnv]) {
+    if (!keepProxy && proxyVariables.includes(name)) continue;
+    const v = overrides[name] ?? env[name];
+    if (v !== undefined) out[name] = v;
+  }
+  // The deno CLI checks dl.deno.land for a newer release on its own, outside --allow-net.
+  out.DENO_NO_UPDATE_CHECK = "1";
+  return out;
+}
+
+/**
+ * The files the second step may read, from the environment and flags alone: what locateCluster
+ * probes (--kubeconfig, each KUBECONFIG entry, the service-account token when
+ * KUBERNETES_SERVICE_HOST is set, ~/.kube/config) and the Google credentials file whose token
+ * endpoint the permission set names. Paths are absolute.
+ */
+export function launcherReadPaths(
+  operatorArgs: string[],
+  env: Record<string, string | undefined>,
+  cwd: string,
+): string[] {
+  const abs = (p: string) => isAbsolute(p) ? p : resolve(cwd, p);
+  const paths: string[] = [];
+  try {
+    const config = parseConfig(operatorArgs, env);
+    if (config.kubeconfig) paths.push(abs(config.kubeconfig));
+  } catch {
+    // The second step reports a bad command line; it needs no file for that.
+  }
+  for (const p of (env.KUBECONFIG ?? "").split(":")) if (p) paths.push(abs(p));
+  if (env.KUBERNETES_SERVICE_HOST) paths.push(serviceAccountDir);
+  const home = env.HOME?.replace(/\/+$/, "");
+  if (home) {
+    paths.push(`${home}/.kube/config`);
+    paths.push(`${home}/.config/gcloud/application_default_credentials.json`);
+  }
+  if (env.GOOGLE_APPLICATION_CREDENTIALS) paths.push(abs(env.GOOGLE_APPLICATION_CREDENTIALS));
+  return [...new Set(paths)].filter((p) => !p.includes(","));
+}
 
 const mainModule = new URL("../main.ts", import.meta.url).pathname;
 
 /** What the launcher will run, or the one-line reason it will not. */
 export type LaunchPlan =
-  | { ok: true; args: string[]; env: Record<string, string> }
+  | {
+    ok: true;
+    args: string[];
+    /** The variables made absolute (KUBECONFIG). */
+    env: Record<string, string>;
+    /** The operator's whole environment: its own variables only (operatorEnvironment). */
+    childEnv: Record<string, string>;
+  }
   | { ok: false; message: string };
 
 /**
@@ -37,7 +137,11 @@ export function launchPlan(
     overrides.KUBECONFIG = env.KUBECONFIG.split(":").filter((p) => p)
       .map((p) => isAbsolute(p) ? p : resolve(cwd, p)).join(":");
   }
-  const view = { ...env, ...overrides };
+  const view: Record<string, string | undefined> = { ...env, ...overrides };
+  // Dropped from the operator's environment, so not asked for either (see module doc).
+  if (env.COCOON_START_KEEP_PROXY !== "1") {
+    for (const name of proxyVariables) delete view[name];
+  }
   const lookup = (name: string) => view[name] || undefined;
   let flags: string[];
   let args = operatorArgs;
@@ -51,8 +155,19 @@ export function launchPlan(
     if (config.help || config.version) {
       flags = [];
     } else {
+      if (servesPlainMetricsByDefault(args, view, config.metricsBindAddress)) {
+        // Local use: a loopback metrics listener is plain http unless asked otherwise.
+        args = [...args, "--metrics-secure=false"];
+        config = parseConfig(args, view);
+      }
       const cluster = clusterAccess(locateCluster(lookup, undefined, config.kubeconfig));
-      flags = permissionFlags(localPermissionSet({ config, cluster, env: lookup }));
+      flags = permissionFlags(localPermissionSet({
+        config,
+        cluster,
+        env: lookup,
+        plainHttpHosts: config.plainHttpHosts,
+        metricsCertDir: config.metricsSecure ? config.metricsCertDir : undefined,
+      }));
     }
   } catch (err) {
     return { ok: false, message: errorMessage(err).split("\n")[0] };
@@ -61,21 +176,35 @@ export function launchPlan(
     ok: true,
     args: ["run", "--no-prompt", ...denoFlags, ...flags, mainModule, ...args],
     env: overrides,
+    childEnv: operatorEnvironment(env, overrides),
   };
 }
 
-if (import.meta.main) {
-  const plan = launchPlan(Deno.args, Deno.env.toObject(), Deno.cwd());
-  if (!plan.ok) {
-    console.error(`cocoon-operator: ${plan.message}`);
-    Deno.exit(2);
-  }
-  // The exact command on request: by default the operator's own output is all there is.
-  if (Deno.env.get("COCOON_START_VERBOSE")) console.error(`start: deno ${plan.args.join(" ")}`);
+/**
+ * Whether the launcher turns /metrics to plain http: only for a loopback listener (nothing off
+ * this machine can reach it) and only when neither --metrics-secure nor METRICS_SECURE was given.
+ */
+function servesPlainMetricsByDefault(
+  args: string[],
+  env: Record<string, string | undefined>,
+  metricsBindAddress: string,
+): boolean {
+  if (env.METRICS_SECURE) return false;
+  if (args.some((a) => /^--?metrics-secure(=|$)/.test(a))) return false;
+  const bind = parseBindAddress(metricsBindAddress);
+  return bind !== undefined && bind.hostname !== undefined && isLoopbackHost(bind.hostname);
+}
+
+/** Marks the second step (reads granted); set by the first for the second only. */
+const secondStepFlag = "--cocoon-start-read-granted";
+
+/** Runs a deno child with exactly env, passing SIGINT/SIGTERM on; resolves to its exit code. */
+async function runDeno(args: string[], env: Record<string, string>): Promise<number> {
   // "deno" from PATH: the task grants --allow-run=deno, which names that program.
   const child = new Deno.Command("deno", {
-    args: plan.args,
-    env: plan.env,
+    args,
+    env,
+    clearEnv: true,
     stdin: "inherit",
     stdout: "inherit",
     stderr: "inherit",
@@ -91,7 +220,55 @@ if (import.meta.main) {
     });
   }
   const status = await child.status;
-  Deno.exit(status.signal ? 128 + signalNumber(status.signal) : status.code);
+  return status.signal ? 128 + signalNumber(status.signal) : status.code;
+}
+
+/**
+ * env without the proxy variables unless COCOON_START_KEEP_PROXY=1: the second step's own deno
+ * runtime would otherwise reach out through them too.
+ */
+export function withoutProxies(env: Record<string, string>): Record<string, string> {
+  if (env.COCOON_START_KEEP_PROXY === "1") return env;
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !proxyVariables.includes(k)));
+}
+
+/** The variables of launcherEnv that are set. */
+function launcherEnvironment(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of launcherEnv) {
+    const v = Deno.env.get(name);
+    if (v !== undefined) out[name] = v;
+  }
+  return out;
+}
+
+if (import.meta.main) {
+  const env = launcherEnvironment();
+  // The task runs in the repository; relative paths are the caller's, as typed.
+  const cwd = env.INIT_CWD || Deno.cwd();
+  if (Deno.args[0] !== secondStepFlag) {
+    const read = launcherReadPaths(Deno.args, env, cwd);
+    const code = await runDeno([
+      "run",
+      "--no-prompt",
+      ...(read.length ? [`--allow-read=${read.join(",")}`] : []),
+      `--allow-env=${launcherEnv.join(",")}`,
+      "--allow-run=deno",
+      startModule,
+      secondStepFlag,
+      ...Deno.args,
+    ], { ...withoutProxies(env), INIT_CWD: cwd, DENO_NO_UPDATE_CHECK: "1" });
+    Deno.exit(code);
+  }
+  const operatorArgs = Deno.args.slice(1);
+  const plan = launchPlan(operatorArgs, env, cwd);
+  if (!plan.ok) {
+    console.error(`cocoon-operator: ${plan.message}`);
+    Deno.exit(2);
+  }
+  // The exact command on request: by default the operator's own output is all there is.
+  if (env.COCOON_START_VERBOSE) console.error(`start: deno ${plan.args.join(" ")}`);
+  Deno.exit(await runDeno(plan.args, plan.childEnv));
 }
 
 function signalNumber(sig: Deno.Signal): number {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createCertificateAuthority } from "../tests/harness/certs.ts";
-import { launchPlan } from "./start.ts";
+import { launcherEnv, launcherReadPaths, launchPlan } from "./start.ts";
+import { proxyVariables } from "../permissions.ts";
 
 const repoRoot = new URL("../", import.meta.url).pathname;
 
@@ -163,4 +164,127 @@ Deno.test("start: the launcher's module graph leaves out the metrics stack and t
   };
   const npm = graph.modules.map((m) => m.specifier).filter((s) => s.startsWith("npm:"));
   assert.deepEqual(npm.map((s) => s.replace(/^npm:\/?/, "").replace(/@[^@]*$/, "")), ["js-yaml"]);
+});
+
+Deno.test("start: the task grants the launcher only its variables and running deno", async () => {
+  const tasks = JSON.parse(await Deno.readTextFile(`${repoRoot}deno.json`)).tasks;
+  const words = String(tasks.start).split(" ");
+  assert.deepEqual(words, [
+    "deno",
+    "run",
+    `--allow-env=${launcherEnv.join(",")}`,
+    "--allow-run=deno",
+    "scripts/start.ts",
+  ]);
+  // No file read, write, network, sys or ffi for the launcher's first step.
+  assert.ok(!words.some((w) => /^--allow-(read|write|net|sys|ffi|all|import)|^-A$/.test(w)));
+});
+
+Deno.test("start: the second step reads only the files that describe the cluster", () => {
+  assert.deepEqual(
+    launcherReadPaths(["--kubeconfig=rel/k"], {
+      KUBECONFIG: "a:/abs/b::",
+      HOME: "/home/dev/",
+      GOOGLE_APPLICATION_CREDENTIALS: "key.json",
+      OCI_REGISTRY: "r.example.com/x",
+    }, "/work"),
+    [
+      "/work/rel/k",
+      "/work/a",
+      "/abs/b",
+      "/home/dev/.kube/config",
+      "/home/dev/.config/gcloud/application_default_credentials.json",
+      "/work/key.json",
+    ],
+  );
+  assert.deepEqual(
+    launcherReadPaths([], { KUBERNETES_SERVICE_HOST: "10.0.0.1" }, "/"),
+    ["/var/run/secrets/kubernetes.io/serviceaccount"],
+  );
+});
+
+Deno.test("start: the operator's environment is cleared to its own variables, proxies dropped", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/config`,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:6443" } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    const env = {
+      KUBECONFIG: `${dir}/config`,
+      OCI_REGISTRY: "registry.example.com/vms",
+      METRICS_ADDR: "0",
+      PROBE_ADDR: "0",
+      HTTP_PROXY: "127.0.0.1:18555",
+      https_proxy: "http://proxy.corp:3128",
+      AWS_SECRET_ACCESS_KEY: "not for the operator",
+      DENO_DIR: "/cache/deno",
+    };
+    const plan = launchPlan(["--leader-elect=false"], env, dir);
+    assert.ok(plan.ok, plan.ok ? "" : plan.message);
+    assert.deepEqual(plan.childEnv, {
+      OCI_REGISTRY: "registry.example.com/vms",
+      METRICS_ADDR: "0",
+      PROBE_ADDR: "0",
+      KUBECONFIG: `${dir}/config`,
+      DENO_DIR: "/cache/deno",
+      // The deno CLI's own release check would go out past --allow-net.
+      DENO_NO_UPDATE_CHECK: "1",
+    });
+    const net = plan.args.find((a) => a.startsWith("--allow-net="))!;
+    assert.ok(!net.includes("18555") && !net.includes("proxy.corp"), net);
+    // Kept on purpose: passed on, and the proxy is granted by name.
+    const kept = launchPlan(
+      ["--leader-elect=false"],
+      { ...env, COCOON_START_KEEP_PROXY: "1" },
+      dir,
+    );
+    assert.ok(kept.ok);
+    assert.equal(kept.childEnv.HTTP_PROXY, "127.0.0.1:18555");
+    assert.ok(kept.args.some((a) => a.startsWith("--allow-net=") && a.includes("127.0.0.1:18555")));
+    assert.ok(!("AWS_SECRET_ACCESS_KEY" in kept.childEnv));
+    for (const v of proxyVariables) assert.ok(launcherEnv.includes(v), v);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("start: a loopback metrics listener is plain http unless asked; others stay secure", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/config`,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:6443" } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    const env = { KUBECONFIG: `${dir}/config`, OCI_REGISTRY: "r.example.com/x", PROBE_ADDR: "0" };
+    const args = (extra: Record<string, string>, flags: string[] = []) => {
+      const plan = launchPlan(["--leader-elect=false", ...flags], { ...env, ...extra }, dir);
+      assert.ok(plan.ok, plan.ok ? "" : plan.message);
+      return plan.args.slice(plan.args.indexOf(plan.args.find((a) => a.endsWith("main.ts"))!) + 1);
+    };
+    assert.deepEqual(args({ METRICS_ADDR: "127.0.0.1:9090" }), [
+      "--leader-elect=false",
+      "--metrics-secure=false",
+    ]);
+    assert.deepEqual(args({ METRICS_ADDR: ":9090" }), ["--leader-elect=false"]);
+    assert.deepEqual(args({ METRICS_ADDR: "127.0.0.1:9090", METRICS_SECURE: "true" }), [
+      "--leader-elect=false",
+    ]);
+    assert.deepEqual(args({ METRICS_ADDR: "127.0.0.1:9090" }, ["--metrics-secure"]), [
+      "--leader-elect=false",
+      "--metrics-secure",
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -61,6 +61,8 @@ export interface OciRegistryOptions {
   readTextFile?: TextFileReader;
   /** Clock (ms since epoch) for token expiry. */
   now?: () => number;
+  /** Hosts plain http is allowed to by name (--allow-plain-http). */
+  plainHttpHosts?: readonly string[];
 }
 
 /** Why a tag delete was skipped, reported to callers that care (the Registry contract does not). */
@@ -228,6 +230,7 @@ export function newOciRegistry(base: string, opts: OciRegistryOptions = {}): Oci
     fetch: opts.fetch ?? fetch,
     timeoutMs,
     now: opts.now,
+    plainHttpHosts: opts.plainHttpHosts,
   });
   return new OciRegistry(parsed, session);
 }

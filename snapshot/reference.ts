@@ -3,6 +3,7 @@
  * repository and picking http or https for a host. Ports go-containerregistry's `name` package
  * rules so the same OCI_REGISTRY value means the same thing to this client as to the Go operator.
  */
+import { isLoopbackHost } from "../kube/loopback.ts";
 
 /** The registry Docker Hub names resolve to, as in go-containerregistry. */
 export const DOCKER_HUB_REGISTRY = "index.docker.io";
@@ -112,7 +113,9 @@ const RFC1918 = [[10, 8], [172 << 8 | 16, 12], [192 << 8 | 168, 16]] as const;
  * Whether plain http may be tried for registry: go-containerregistry's name.Registry.Scheme()
  * says "http" for `localhost:<port>`, `*.localhost[:port]`, `127.0.0.1[:port]`, `::1` /
  * `[::1][:port]` and RFC 1918 IPv4 addresses (10/8, 172.16/12, 192.168/16). Note the quirks it
- * keeps: bare `localhost` (no port) and other 127.x addresses are https-only.
+ * keeps: bare `localhost` (no port) and other 127.x addresses are https-only. Kept as the Go
+ * rule for reference; the client decides with plainHttpPolicy, which needs private ranges to be
+ * allowed by name.
  */
 export function allowsPlainHttp(registry: string): boolean {
   if (isRfc1918(registry.split(":")[0])) return true;
@@ -133,4 +136,25 @@ function isRfc1918(host: string): boolean {
     const mask = (0xffffffff << (32 - bits)) >>> 0;
     return ((ip & mask) >>> 0) === netIp;
   });
+}
+
+/**
+ * How a registry host may be spoken to without TLS, replacing allowsPlainHttp's implicit
+ * private-range rule (which made any 10.x or 192.168.x registry race plain http against https
+ * and send credentials over whichever answered first):
+ * - "only": the host (or host:port) was allowed by name (--allow-plain-http): plain http, no https
+ *   attempt and so no race;
+ * - "fallback": a loopback host not named: https first, plain http once https failed or is slow
+ *   (go-containerregistry's race), harmless since nothing leaves the machine;
+ * - "never": https only.
+ * Credentials go over plain http only to loopback either way (snapshot/session.ts).
+ */
+export function plainHttpPolicy(
+  registry: string,
+  allowed: readonly string[],
+): "only" | "fallback" | "never" {
+  const lower = registry.toLowerCase();
+  const host = lower.replace(/:\d{1,5}$/, "");
+  if (allowed.some((a) => a.toLowerCase() === lower || a.toLowerCase() === host)) return "only";
+  return isLoopbackHost(host) ? "fallback" : "never";
 }

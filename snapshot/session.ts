@@ -1,12 +1,14 @@
 /**
  * One registry host, spoken to the way go-containerregistry's transport does: ping `/v2/` to
- * learn the scheme (https, or http for hosts reference.allowsPlainHttp() admits) and the auth
+ * learn the scheme (https, or http as reference.plainHttpPolicy() says) and the auth
  * challenge, then send every request with Basic credentials or a Bearer token for the request's
  * scope. Unlike the Go transport, which keeps one token per client and refreshes only on 401,
  * tokens are cached per scope until `expires_in`; a 401 still drops the token and retries once.
  *
  * Credentials and tokens never appear in logs or error messages, and only travel to the host
- * they were meant for: redirects keep Authorization only on the same host without a downgrade
+ * they were meant for, and never in clear text except to loopback: a registry reached over plain
+ * http anywhere else is spoken to anonymously or not at all (a request that would carry
+ * credentials fails, naming the host). Redirects keep Authorization only on the same host without a downgrade
  * to http, a 401 from a host we were redirected to is not answered with the registry's
  * credentials, and token-endpoint redirects are vetted like the realm. Failures of shared work
  * (ping, token exchange) are reported to each caller prefixed with its own `repo:tag`.
@@ -18,7 +20,8 @@ import type { Authenticator, AuthTarget, Credential, Keychain } from "./auth/key
 import { TokenCache } from "./auth/token_cache.ts";
 import { abortable, DeadlineError, type FetchFn, withDeadline } from "./deadline.ts";
 import { isRecord, parseDiagnostics, readCapped, RegistryError } from "./errors.ts";
-import { allowsPlainHttp } from "./reference.ts";
+import { plainHttpPolicy } from "./reference.ts";
+import { isLoopbackHost } from "../kube/loopback.ts";
 
 const logger = getLogger(["cocoon-operator", "snapshot"]);
 
@@ -70,6 +73,8 @@ export interface SessionOptions {
   fetch: FetchFn;
   timeoutMs: number;
   now?: () => number;
+  /** Hosts plain http is allowed to by name (--allow-plain-http); see plainHttpPolicy. */
+  plainHttpHosts?: readonly string[];
 }
 
 interface Ping {
@@ -85,6 +90,7 @@ export class RegistrySession {
   readonly #fetch: FetchFn;
   readonly #timeoutMs: number;
   readonly #tokens: TokenCache;
+  readonly #plainHttp: "only" | "fallback" | "never";
   #ping?: Promise<Ping>;
   #pingResult?: Ping;
   /**
@@ -102,6 +108,7 @@ export class RegistrySession {
     this.#fetch = opts.fetch;
     this.#timeoutMs = opts.timeoutMs;
     this.#tokens = new TokenCache(opts.now);
+    this.#plainHttp = plainHttpPolicy(opts.registry, opts.plainHttpHosts ?? []);
   }
 
   /** Sends req with auth, retrying once after a 401, and returns the fully read answer. */
@@ -114,6 +121,13 @@ export class RegistrySession {
     const auth = await this.#keychain.resolve(req.target, signal).catch((err) => {
       throw inContext(`${req.action}: resolving credentials`, err, signal);
     });
+    if (auth && ping.scheme === "http" && !isLoopbackHost(hostOf(this.registry))) {
+      throw new Error(
+        `${req.action}: refusing to send ${auth.source} credentials to ${this.registry} over ` +
+          "plain http: credentials travel in clear text only to loopback; serve the registry " +
+          "over https, or remove its credentials to use it anonymously",
+      );
+    }
     const authn = auth ?? { source: "anonymous", authorization: () => Promise.resolve({}) };
     let challenge = ping.challenge;
     const scopeKey = TokenCache.key(req.scopes);
@@ -307,9 +321,13 @@ export class RegistrySession {
     return this.#ping;
   }
 
-  /** https first; for hosts that allow plain http, http joins the race after 300 ms or on failure. */
+  /**
+   * https only; plain http only for a host allowed by name (no https attempt, so no race); for
+   * loopback hosts http joins the race after 300 ms or on failure (nothing leaves the machine).
+   */
   async #doPing(signal?: AbortSignal): Promise<Ping> {
-    if (!allowsPlainHttp(this.registry)) return await this.#pingScheme("https", signal);
+    if (this.#plainHttp === "never") return await this.#pingScheme("https", signal);
+    if (this.#plainHttp === "only") return await this.#pingScheme("http", signal);
     const ac = new AbortController();
     const onAbort = () => ac.abort(signal?.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -494,6 +512,11 @@ export class RegistrySession {
       );
     }
   }
+}
+
+/** The host of `host[:port]` (brackets of an IPv6 literal kept). */
+function hostOf(registry: string): string {
+  return registry.replace(/:\d{1,5}$/, "");
 }
 
 /** The registry's root URL; its host is canonical (lower case, no default port). */

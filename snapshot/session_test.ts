@@ -46,6 +46,8 @@ const keychain: Keychain = {
     Promise.resolve(staticAuthenticator("test", { username: USER, password: PASSWORD })),
 };
 
+const anonymous: Keychain = { resolve: () => Promise.resolve(undefined) };
+
 const basicChallenge = () =>
   new Response(null, { status: 401, headers: { "WWW-Authenticate": 'Basic realm="r"' } });
 
@@ -189,4 +191,52 @@ Deno.test("credential lookup failures name the request", async () => {
     reg.hasManifest("vm", "hibernate"),
     /^Error: HEAD manifest snap\/vm:hibernate: .*not valid JSON/,
   );
+});
+
+Deno.test("a private-range registry is https only unless allowed by name; no http race", async () => {
+  const { fetch, seen } = fakeFetch((url) => {
+    if (url.protocol === "https:") throw new TypeError("connection refused");
+    return url.pathname === "/v2/" ? new Response(null, { status: 200 }) : manifest();
+  });
+  const implicit = newOciRegistry("10.1.2.3:5000/snap", { keychain: anonymous, fetch });
+  await assert.rejects(() => implicit.hasManifest("vm", "hibernate"));
+  assert.deepEqual(seen.map((s) => new URL(s.url).protocol), ["https:"]);
+  seen.length = 0;
+  // Allowed by name: plain http straight away, https never tried (nothing to race).
+  const allowed = newOciRegistry("10.1.2.3:5000/snap", {
+    keychain: anonymous,
+    fetch,
+    plainHttpHosts: ["10.1.2.3:5000"],
+  });
+  assert.equal(await allowed.hasManifest("vm", "hibernate"), true);
+  assert.ok(seen.length > 0 && seen.every((s) => s.url.startsWith("http://10.1.2.3:5000/")));
+  assert.ok(seen.every((s) => s.authorization === null));
+});
+
+Deno.test("credentials never go over plain http off loopback, even to an allowed host", async () => {
+  const { fetch, seen } = fakeFetch((url, _init, s) => {
+    if (url.pathname === "/v2/") return basicChallenge();
+    return s.authorization === BASIC ? manifest() : basicChallenge();
+  });
+  const reg = newOciRegistry("registry.lan:5000/snap", {
+    keychain,
+    fetch,
+    plainHttpHosts: ["registry.lan"],
+  });
+  await assert.rejects(
+    () => reg.hasManifest("vm", "hibernate"),
+    (e: unknown) =>
+      e instanceof Error &&
+      /refusing to send test credentials to registry\.lan:5000 over plain http/.test(e.message) &&
+      !e.message.includes(PASSWORD),
+  );
+  assert.ok(seen.every((s) => s.authorization === null), JSON.stringify(seen));
+  // Loopback is the exception: nothing leaves the machine.
+  const local = fakeFetch((url, _init, s) => {
+    if (url.protocol === "https:") throw new TypeError("connection refused");
+    if (url.pathname === "/v2/") return basicChallenge();
+    return s.authorization === BASIC ? manifest() : basicChallenge();
+  });
+  const loopback = newOciRegistry("127.0.0.1:5000/snap", { keychain, fetch: local.fetch });
+  assert.equal(await loopback.hasManifest("vm", "hibernate"), true);
 });

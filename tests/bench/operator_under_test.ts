@@ -137,6 +137,8 @@ export async function startOperatorUnderTest(
       OCI_REGISTRY: opts.ociRegistry,
       PROBE_ADDR: `127.0.0.1:${probePort}`,
       METRICS_ADDR: `127.0.0.1:${metricsPort}`,
+      // Read over plain http by the benchmark (a compiled binary would default to HTTPS).
+      METRICS_SECURE: "false",
       LEADER_ELECT: "false",
       POD_NAMESPACE: "cocoon-system",
       POD_NAME: "cocoon-operator-bench",

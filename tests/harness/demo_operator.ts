@@ -6,6 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { setupLogging } from "../../common/log.ts";
+import { leaderElectionId } from "../../config.ts";
 import { ApiClient } from "../../kube/api_client.ts";
 import { Manager } from "../../kube/manager.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
@@ -21,7 +22,8 @@ const mgr = new Manager({
   metricsBindAddress: env.METRICS_ADDR ?? "0",
   healthProbeBindAddress: env.PROBE_ADDR ?? "0",
   leaderElection: env.LEADER_ELECT !== "false",
-  leaderElectionId: "demo-operator-lease",
+  // The operator's own Lease: config/rbac's Role grants get/update/watch on that name only.
+  leaderElectionId,
   leaderElectionNamespace: env.LEASE_NAMESPACE,
   cacheNamespace: env.WATCH_NAMESPACE,
   identity,

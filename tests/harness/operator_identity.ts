@@ -3,18 +3,24 @@ import type { ControlPlane } from "./control_plane.ts";
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
 /**
- * Installs config/rbac's ClusterRole and binding and returns a kubeconfig for the operator's
+ * Installs config/rbac exactly as kustomize builds it (`kubectl apply -k`: the ServiceAccount,
+ * the ClusterRole and its binding, the leader-election Role and RoleBinding in cocoon-system, the
+ * metrics-auth and metrics-reader ClusterRoles) and returns a kubeconfig for the operator's
  * ServiceAccount (cocoon-system/cocoon-operator), so a test runs the operator with exactly the
  * permissions a deployment grants it rather than as cluster admin.
  */
 export async function operatorKubeconfig(cp: ControlPlane): Promise<string> {
-  const applied = await cp.kubectl([
-    "apply",
-    "-f",
-    `${repoRoot}config/rbac/role.yaml`,
-    "-f",
-    `${repoRoot}config/rbac/role_binding.yaml`,
-  ]);
+  // The kustomization's namespaced objects need their namespace (created here if missing, with
+  // no labels, as a test's own namespace would be).
+  const ns = await cp.kubectl(["apply", "-f", "-"], {
+    stdin: JSON.stringify({
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "cocoon-system" },
+    }),
+  });
+  if (ns.code !== 0) throw new Error(`creating namespace cocoon-system failed: ${ns.stderr}`);
+  const applied = await cp.kubectl(["apply", "-k", `${repoRoot}config/rbac`]);
   if (applied.code !== 0) throw new Error(`applying config/rbac failed: ${applied.stderr}`);
   return await cp.serviceAccountKubeconfig("cocoon-system", "cocoon-operator");
 }

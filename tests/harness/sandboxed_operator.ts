@@ -9,16 +9,24 @@
  * - the registry host list becomes the test registry's `127.0.0.1:<port>`;
  * - the listeners `0.0.0.0:8080` / `0.0.0.0:8081` become two free loopback ports;
  * - the service-account folder becomes the ServiceAccount's token kubeconfig (KUBECONFIG), since
- *   no token is mounted at /var/run/secrets here.
+ *   no token is mounted at /var/run/secrets here;
+ * - the metrics certificate folder becomes the test's own (metricsCertDir), if it gives one;
+ * - /metrics is plain http (`--metrics-secure=false`) unless secureMetrics is set, so suites can
+ *   read it without a token; tests/integration/least_privilege_test.ts runs it secure.
  * The variables granted are the in-cluster list unchanged.
  *
  * End-to-end tests start it with startSandboxedOperator(), drive CRs through an admin client, and
  * call assertNoForbidden() at the end: any 403 the API server gave the operator means
- * config/rbac/role.yaml lacks a verb the code uses.
+ * config/rbac (role.yaml, or leader_election_role.yaml for the Lease) lacks a verb the code uses.
  *
  * @module
  */
-import { inClusterPermissionSet, permissionFlags, type PermissionSet } from "../../permissions.ts";
+import {
+  inClusterPermissionSet,
+  metricsCertDir,
+  permissionFlags,
+  type PermissionSet,
+} from "../../permissions.ts";
 import { inClusterApiHost, serviceAccountDir } from "../../kube/kubeconfig.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { operatorKubeconfig } from "./operator_identity.ts";
@@ -37,6 +45,8 @@ export interface SandboxAddresses {
   kubeconfig: string;
   probePort: number;
   metricsPort: number;
+  /** A folder with the metrics server's tls.crt and tls.key, in place of the Secret mount. */
+  metricsCertDir?: string;
 }
 
 /** The in-cluster set with the documented test-machine substitutions (see module doc). */
@@ -52,7 +62,13 @@ export function sandboxPermissionSet(at: SandboxAddresses): PermissionSet {
         ? `127.0.0.1:${at.probePort}`
         : entry
     ),
-    read: set.read.map((entry) => entry === serviceAccountDir ? at.kubeconfig : entry),
+    read: set.read.map((entry) =>
+      entry === serviceAccountDir
+        ? at.kubeconfig
+        : entry === metricsCertDir && at.metricsCertDir
+        ? at.metricsCertDir
+        : entry
+    ),
     env: set.env,
   };
 }
@@ -70,6 +86,12 @@ export interface SandboxedOperatorOptions {
   kubeconfig?: string;
   /** Wait for /readyz before returning (default true). */
   waitReady?: boolean;
+  /**
+   * Serve /metrics as in a pod: HTTPS with TokenReview / SubjectAccessReview (default false:
+   * plain http). With metricsCertDir the certificate comes from there (METRICS_CERT_DIR).
+   */
+  secureMetrics?: boolean;
+  metricsCertDir?: string;
 }
 
 /** A running sandboxed operator. */
@@ -108,6 +130,7 @@ export async function startSandboxedOperator(
     kubeconfig,
     probePort,
     metricsPort,
+    metricsCertDir: opts.metricsCertDir,
   });
   const flags = permissionFlags(permissions);
   const proc = await runProcess([
@@ -116,6 +139,7 @@ export async function startSandboxedOperator(
     "--no-prompt",
     ...flags,
     `${repoRoot}main.ts`,
+    ...(opts.secureMetrics ? [] : ["--metrics-secure=false"]),
     ...(opts.args ?? []),
   ], {
     kubeconfig,
@@ -126,6 +150,7 @@ export async function startSandboxedOperator(
       POD_NAME: "cocoon-operator-test",
       PROBE_ADDR: `127.0.0.1:${probePort}`,
       METRICS_ADDR: `127.0.0.1:${metricsPort}`,
+      ...(opts.metricsCertDir ? { METRICS_CERT_DIR: opts.metricsCertDir } : {}),
       ...opts.env,
     },
   });
@@ -158,8 +183,9 @@ export async function startSandboxedOperator(
       const n = await forbiddenRequests();
       if (n > 0) {
         throw new Error(
-          `the API server answered 403 to ${n} operator request(s): config/rbac/role.yaml lacks ` +
-            `a verb the code uses\n${proc.output.slice(-3000)}`,
+          `the API server answered 403 to ${n} operator request(s): config/rbac/role.yaml or ` +
+            "config/rbac/leader_election_role.yaml lacks a verb the code uses\n" +
+            proc.output.slice(-3000),
         );
       }
     },

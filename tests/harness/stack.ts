@@ -265,8 +265,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         if (earlier) {
           throw new Error(
             `the API server answered 403 to ${earlier.count} request(s) of replica ` +
-              `${earlier.replica} before it was stopped: config/rbac/role.yaml lacks a verb the ` +
-              `code uses\n${earlier.output}`,
+              `${earlier.replica} before it was stopped: config/rbac/role.yaml or ` +
+              `leader_election_role.yaml lacks a verb the code uses\n${earlier.output}`,
           );
         }
       },

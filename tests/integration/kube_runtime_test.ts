@@ -4,6 +4,7 @@
  * compaction, Event aggregation, and leader election between operator processes running under
  * the operator's own ClusterRole.
  */
+import { leaderElectionId } from "../../config.ts";
 import assert from "node:assert/strict";
 import { ApiClient } from "../../kube/api_client.ts";
 import type { Client } from "../../kube/client.ts";
@@ -229,7 +230,7 @@ Deno.test({
             return p;
           };
           const holder = async () =>
-            (await client.get(Leases, "cocoon-system", "demo-operator-lease")).spec
+            (await client.get(Leases, "cocoon-system", leaderElectionId)).spec
               ?.holderIdentity ?? "";
           const reconciledBy = async () =>
             (await client.get(Pods, "le", demoPodName("s"))).metadata.labels?.[reconciledByLabel];

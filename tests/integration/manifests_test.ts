@@ -30,8 +30,23 @@ const operatorRequests: Record<string, string[]> = {
   "/nodes": ["list", "watch"],
   // kube/events.ts: create, then merge-patch the count of a repeated Event.
   "/events": ["create", "patch"],
-  // kube/leader.ts: get, create, update; standbys watch the Lease.
-  "coordination.k8s.io/leases": ["get", "watch", "create", "update"],
+  // kube/leader.ts's Lease is not cluster-wide: see leaderElectionRequests.
+};
+
+/**
+ * kube/leader.ts: get, update and watch (by name) the one Lease, create it; in the operator's
+ * namespace only (config/rbac/leader_election_role.yaml).
+ */
+const leaderElectionRequests = {
+  named: ["get", "update", "watch"],
+  unnamed: ["create"],
+  lease: "cocoon-operator.cocoonset.cocoonstack.io",
+};
+
+/** kube/metrics_auth.ts: each scrape's token and identity are reviewed by the API server. */
+const metricsAuthRequests: Record<string, string[]> = {
+  "authentication.k8s.io/tokenreviews": ["create"],
+  "authorization.k8s.io/subjectaccessreviews": ["create"],
 };
 
 interface Rule {
@@ -72,6 +87,10 @@ Deno.test({
               "serviceaccount/cocoon-operator",
               "clusterrole.rbac.authorization.k8s.io/cocoon-operator",
               "clusterrolebinding.rbac.authorization.k8s.io/cocoon-operator",
+              "role.rbac.authorization.k8s.io/cocoon-operator-leader-election",
+              "rolebinding.rbac.authorization.k8s.io/cocoon-operator-leader-election",
+              "clusterrole.rbac.authorization.k8s.io/cocoon-operator-metrics-auth",
+              "clusterrole.rbac.authorization.k8s.io/cocoon-operator-metrics-reader",
               "deployment.apps/cocoon-operator",
             ]
           ) {
@@ -104,6 +123,7 @@ Deno.test({
               spec?: {
                 securityContext?: Record<string, unknown>;
                 containers?: {
+                  image?: string;
                   args?: string[];
                   env?: { name: string; value?: string }[];
                   securityContext?: Record<string, unknown>;
@@ -129,6 +149,10 @@ Deno.test({
         });
         assert.ok(c.resources && "requests" in c.resources && "limits" in c.resources);
         assert.ok(c.args?.includes("--leader-elect=true"));
+        // A version the kustomization sets, never :latest; metrics over HTTPS with review.
+        assert.match(c.image ?? "", /^cocoon-operator:\d+\.\d+\.\d+$/);
+        assert.ok(c.args?.includes("--metrics-secure=true"));
+        assert.ok(c.volumeMounts?.some((m) => m.mountPath === "/var/run/secrets/metrics-cert"));
         const env = new Map((c.env ?? []).map((e) => [e.name, e.value]));
         // Declared and empty (the API server drops the empty value): the operator stops at start.
         assert.ok(env.has("OCI_REGISTRY"));
@@ -162,6 +186,118 @@ Deno.test({
         const sorted = (o: Record<string, string[]>) =>
           Object.fromEntries(Object.entries(o).sort().map(([k, v]) => [k, [...new Set(v)].sort()]));
         assert.deepEqual(sorted(granted), sorted(operatorRequests));
+      });
+      await t.step("config/network-policy: an egress policy the API server accepts", async () => {
+        const r = await cp.kubectl([
+          "apply",
+          "--dry-run=server",
+          "-o",
+          "json",
+          "-k",
+          `${repoRoot}config/network-policy`,
+        ]);
+        assert.equal(r.code, 0, r.stderr);
+        const policy = JSON.parse(r.stdout) as {
+          kind: string;
+          spec: { policyTypes: string[]; egress: { ports?: { port: number }[] }[] };
+        };
+        assert.equal(policy.kind, "NetworkPolicy");
+        assert.deepEqual(policy.spec.policyTypes, ["Ingress", "Egress"]);
+        const ports = policy.spec.egress.flatMap((e) => (e.ports ?? []).map((p) => p.port));
+        assert.deepEqual([...new Set(ports)].sort((a, b) => a - b), [53, 443, 6443]);
+      });
+      await t.step(
+        "the leader-election Role: one Lease by name, in cocoon-system only",
+        async () => {
+          const r = await cp.kubectl([
+            "create",
+            "--dry-run=server",
+            "-o",
+            "json",
+            "-f",
+            `${repoRoot}config/rbac/leader_election_role.yaml`,
+          ]);
+          assert.equal(r.code, 0, r.stderr);
+          const role = JSON.parse(r.stdout) as {
+            kind: string;
+            metadata: { namespace: string };
+            rules: Rule[];
+          };
+          assert.equal(role.kind, "Role");
+          assert.equal(role.metadata.namespace, "cocoon-system");
+          for (const rule of role.rules) {
+            assert.deepEqual(rule.apiGroups, ["coordination.k8s.io"]);
+            assert.deepEqual(rule.resources, ["leases"]);
+          }
+          const named = role.rules.filter((rule) => rule.resourceNames);
+          const unnamed = role.rules.filter((rule) => !rule.resourceNames);
+          assert.deepEqual(named.map((rule) => rule.resourceNames), [[
+            leaderElectionRequests.lease,
+          ]]);
+          assert.deepEqual(
+            named.flatMap((rule) => rule.verbs).sort(),
+            leaderElectionRequests.named,
+          );
+          assert.deepEqual(unnamed.flatMap((rule) => rule.verbs), leaderElectionRequests.unnamed);
+        },
+      );
+      await t.step(
+        "the metrics ClusterRoles: reviews for the server, /metrics for readers",
+        async () => {
+          const r = await cp.kubectl([
+            "create",
+            "--dry-run=server",
+            "-o",
+            "json",
+            "-f",
+            `${repoRoot}config/rbac/metrics_auth_role.yaml`,
+            "-f",
+            `${repoRoot}config/rbac/metrics_reader_role.yaml`,
+          ]);
+          assert.equal(r.code, 0, r.stderr);
+          // One JSON document per object, back to back.
+          const items = r.stdout.split(/\n(?=\{)/).map((doc) =>
+            JSON.parse(doc) as { kind: string; rules?: Rule[] }
+          );
+          const roles = items.filter((i) => i.kind === "ClusterRole");
+          const granted: Record<string, string[]> = {};
+          for (const rule of roles[0].rules ?? []) {
+            for (const group of rule.apiGroups ?? []) {
+              for (const resource of rule.resources ?? []) {
+                granted[`${group}/${resource}`] = rule.verbs ?? [];
+              }
+            }
+          }
+          assert.deepEqual(granted, metricsAuthRequests);
+          assert.deepEqual(roles[1].rules, [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+        },
+      );
+      await t.step("installed: the operator may touch its own Lease and no other", async () => {
+        const applied = await cp.kubectl(["apply", "-k", `${repoRoot}config/rbac`]);
+        assert.equal(applied.code, 0, applied.stderr);
+        const can = async (...args: string[]) => {
+          const out = await cp.kubectl([
+            "auth",
+            "can-i",
+            "--as=system:serviceaccount:cocoon-system:cocoon-operator",
+            ...args,
+          ]);
+          return out.stdout.trim();
+        };
+        const lease = `leases.coordination.k8s.io/${leaderElectionRequests.lease}`;
+        for (const verb of leaderElectionRequests.named) {
+          assert.equal(await can(verb, lease, "-n", "cocoon-system"), "yes", verb);
+          assert.equal(await can(verb, "leases/other", "-n", "cocoon-system"), "no", verb);
+          assert.equal(await can(verb, lease, "-n", "kube-system"), "no", verb);
+        }
+        assert.equal(await can("create", "leases", "-n", "cocoon-system"), "yes");
+        assert.equal(await can("create", "leases", "-n", "kube-node-lease"), "no");
+        assert.equal(await can("list", "leases", "-n", "cocoon-system"), "no");
+        assert.equal(await can("delete", lease, "-n", "cocoon-system"), "no");
+        assert.equal(await can("create", "tokenreviews.authentication.k8s.io"), "yes");
+        assert.equal(await can("create", "subjectaccessreviews.authorization.k8s.io"), "yes");
+        // The operator is no metrics reader itself.
+        assert.equal(await can("get", "/metrics"), "no");
       });
     } finally {
       await cp.stop();

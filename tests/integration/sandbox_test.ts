@@ -150,30 +150,42 @@ Deno.test({
         assert.deepEqual(results, { [other]: "NotCapable", [granted]: "ok" });
       });
 
-      await t.step("a verb missing from the ClusterRole shows up as Forbidden", async () => {
-        const role = await Deno.readTextFile(`${repoRoot}config/rbac/role.yaml`);
-        const weakened = role.replace(
-          'verbs: ["get", "watch", "create", "update"]',
-          'verbs: ["watch", "create", "update"]',
-        );
-        assert.notEqual(weakened, role, "the leases rule in role.yaml changed shape");
-        const applied = await cp.kubectl(["apply", "-f", "-"], { stdin: weakened });
-        assert.equal(applied.code, 0, applied.stderr);
-        const op = await startSandboxedOperator({ cp, ociRegistry, kubeconfig });
-        try {
-          // Every campaign starts by reading the Lease; without "get" that is a 403.
-          await waitFor("a 403", async () => (await op.forbiddenRequests()) > 0, 30_000, 200).catch(
-            async (err) => {
-              throw new Error(`${err.message}\n${await op.metrics()}\n${op.proc.output}`);
-            },
+      await t.step(
+        "a verb missing from the leader-election Role shows up as Forbidden",
+        async () => {
+          const role = await Deno.readTextFile(`${repoRoot}config/rbac/leader_election_role.yaml`);
+          const weakened = role.replace(
+            'verbs: ["get", "watch", "update"]',
+            'verbs: ["watch", "update"]',
           );
-          await assert.rejects(() => op.assertNoForbidden(), /role\.yaml lacks a verb/);
-        } finally {
-          await op.stop(5_000).catch(() => {});
-          const restored = await cp.kubectl(["apply", "-f", `${repoRoot}config/rbac/role.yaml`]);
-          assert.equal(restored.code, 0, restored.stderr);
-        }
-      });
+          assert.notEqual(
+            weakened,
+            role,
+            "the leases rule in leader_election_role.yaml changed shape",
+          );
+          const applied = await cp.kubectl(["apply", "-f", "-"], { stdin: weakened });
+          assert.equal(applied.code, 0, applied.stderr);
+          const op = await startSandboxedOperator({ cp, ociRegistry, kubeconfig });
+          try {
+            // Every campaign starts by reading the Lease; without "get" that is a 403.
+            await waitFor("a 403", async () => (await op.forbiddenRequests()) > 0, 30_000, 200)
+              .catch(
+                async (err) => {
+                  throw new Error(`${err.message}\n${await op.metrics()}\n${op.proc.output}`);
+                },
+              );
+            await assert.rejects(() => op.assertNoForbidden(), /role\.yaml lacks a verb/);
+          } finally {
+            await op.stop(5_000).catch(() => {});
+            const restored = await cp.kubectl([
+              "apply",
+              "-f",
+              `${repoRoot}config/rbac/leader_election_role.yaml`,
+            ]);
+            assert.equal(restored.code, 0, restored.stderr);
+          }
+        },
+      );
 
       await t.step("OCI_REGISTRY outside the granted hosts: one line, exit 2", async () => {
         const elsewhere = `127.0.0.1:${freePort()}`;

@@ -1,0 +1,70 @@
+/**
+ * The metrics server's TLS material, as controller-runtime's metrics server gets it: tls.crt and
+ * tls.key from a certificate folder (a cert-manager Secret mounted at --metrics-cert-dir), else
+ * a self-signed certificate made at start and kept in memory only. The files are read once at
+ * start; a rotated Secret takes effect on the next restart.
+ *
+ * @module
+ */
+import { createCertificateAuthority } from "./x509.ts";
+
+/** PEM certificate chain and key for Deno.serve. */
+export interface TlsMaterial {
+  cert: string;
+  key: string;
+  /** Where it came from, for the start-up log line. */
+  source: "files" | "self-signed";
+}
+
+/** Names the self-signed certificate carries (a scraper that checks them still needs its CA). */
+const selfSignedNames = ["localhost", "cocoon-operator-metrics.cocoon-system.svc"];
+
+/** How long the self-signed certificate is valid (the process is replaced well before). */
+const selfSignedValidityDays = 365;
+
+/**
+ * tls.crt and tls.key from certDir when both are there; otherwise (no folder, or a folder without
+ * them: the optional Secret is not installed) a fresh self-signed certificate. A folder with only
+ * one of the two files, or files that cannot be read, is an error naming the file.
+ */
+export async function metricsTls(
+  certDir: string | undefined,
+  read: (path: string) => Promise<string> = Deno.readTextFile,
+): Promise<TlsMaterial> {
+  if (certDir) {
+    const dir = certDir.replace(/\/+$/, "");
+    const [cert, key] = await Promise.all(
+      [`${dir}/tls.crt`, `${dir}/tls.key`].map((p) => readOptional(p, read)),
+    );
+    if (cert !== undefined && key !== undefined) return { cert, key, source: "files" };
+    if (cert !== undefined || key !== undefined) {
+      throw new Error(
+        `metrics certificate folder ${dir} holds ${cert !== undefined ? "tls.crt" : "tls.key"} ` +
+          `but not ${cert !== undefined ? "tls.key" : "tls.crt"}`,
+      );
+    }
+  }
+  const ca = await createCertificateAuthority("cocoon-operator-metrics-ca", {
+    validityDays: selfSignedValidityDays,
+  });
+  const leaf = await ca.issue({
+    commonName: "cocoon-operator-metrics",
+    dnsNames: selfSignedNames,
+    ipAddresses: ["127.0.0.1"],
+    usage: "server",
+  });
+  return { cert: `${leaf.certPem}${ca.certPem}`, key: leaf.keyPem, source: "self-signed" };
+}
+
+async function readOptional(
+  path: string,
+  read: (path: string) => Promise<string>,
+): Promise<string | undefined> {
+  try {
+    return await read(path);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    const why = err instanceof Deno.errors.NotCapable ? "no read permission" : String(err);
+    throw new Error(`cannot read metrics certificate ${path}: ${why}`);
+  }
+}

@@ -1,0 +1,109 @@
+import assert from "node:assert/strict";
+import { parseConfig } from "./config.ts";
+import { checkApiServerScheme, connect, PreflightError } from "./preflight.ts";
+
+import type { ClusterSource } from "./kube/kubeconfig.ts";
+
+const source: ClusterSource = { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] };
+
+Deno.test("preflight: plain http to the API server only where allowed, credentials only to loopback", () => {
+  const check = (server: string, creds: { token?: string }, allowed: string[] = []) => () =>
+    checkApiServerScheme({ server, source, ...creds }, allowed);
+  assert.doesNotThrow(check("https://api.example.com", { token: "t" }));
+  assert.doesNotThrow(check("http://127.0.0.1:8080", { token: "t" }));
+  assert.doesNotThrow(check("http://localhost:8080", {}));
+  assert.throws(
+    check("http://api.example.com:8080", {}),
+    (e: unknown) =>
+      e instanceof PreflightError &&
+      /is plain http: use https, or allow it with --allow-plain-http=api\.example\.com:8080/.test(
+        e.message,
+      ),
+  );
+  assert.doesNotThrow(check("http://api.example.com:8080", {}, ["api.example.com:8080"]));
+  assert.throws(
+    check("http://api.example.com:8080", { token: "secret" }, ["api.example.com"]),
+    (e: unknown) =>
+      e instanceof PreflightError && /refusing to send credentials/.test(e.message) &&
+      !e.message.includes("secret"),
+  );
+});
+
+/** A loopback API server answering GET /version, and a kubeconfig for it. */
+async function withApiServer(fn: (kubeconfig: string) => Promise<void>): Promise<void> {
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => Response.json({ major: "1", minor: "31" }),
+  );
+  const dir = await Deno.makeTempDir();
+  try {
+    const kubeconfig = `${dir}/config`;
+    await Deno.writeTextFile(
+      kubeconfig,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: `http://127.0.0.1:${server.addr.port}` } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    await fn(kubeconfig);
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("preflight: extra permissions stop the start unless accepted on purpose", async () => {
+  await withApiServer(async (kubeconfig) => {
+    const env: Record<string, string> = {
+      KUBECONFIG: kubeconfig,
+      OCI_REGISTRY: "127.0.0.1:5000/c",
+    };
+    const lookup = (name: string) => env[name];
+    const all = () => "granted" as const;
+    await assert.rejects(
+      () => connect(parseConfig(["--leader-elect=false"], env), lookup, { queryExtra: all }),
+      (e: unknown) =>
+        e instanceof PreflightError &&
+        /^the operator holds Deno permissions it must not have: --allow-run, --allow-write/.test(
+          e.message,
+        ),
+    );
+    const accepted = await connect(
+      parseConfig(["--leader-elect=false", "--allow-extra-permissions"], env),
+      lookup,
+      { queryExtra: all },
+    );
+    accepted.close();
+    // Nothing extra held: it starts.
+    const scoped = await connect(parseConfig(["--leader-elect=false"], env), lookup, {
+      queryExtra: () => "prompt",
+    });
+    scoped.close();
+  });
+});
+
+Deno.test("preflight: a proxy variable the sandbox does not name stops the start, naming it", async () => {
+  await withApiServer(async (kubeconfig) => {
+    const env: Record<string, string> = {
+      KUBECONFIG: kubeconfig,
+      OCI_REGISTRY: "127.0.0.1:5000/c",
+      HTTPS_PROXY: "http://127.0.0.1:18555",
+    };
+    // Every need granted except the proxy, as a sandbox without it would answer.
+    const query = (d: Deno.PermissionDescriptor): Deno.PermissionState =>
+      d.name === "net" && d.host === "127.0.0.1:18555" ? "prompt" : "granted";
+    await assert.rejects(
+      () => connect(parseConfig(["--leader-elect=false"], env), (n) => env[n], { query }),
+      (e: unknown) =>
+        e instanceof PreflightError &&
+        e.message.startsWith("missing Deno permissions: --allow-net=127.0.0.1:18555 (HTTPS_PROXY)"),
+    );
+    env.HTTPS_PROXY = "::";
+    await assert.rejects(
+      () => connect(parseConfig(["--leader-elect=false"], env), (n) => env[n], { query }),
+      (e: unknown) => e instanceof PreflightError && /^HTTPS_PROXY is set/.test(e.message),
+    );
+  });
+});
