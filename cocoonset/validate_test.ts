@@ -62,7 +62,7 @@ Deno.test("a spec whose main the server refuses: Ready=False InvalidSpec with th
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError, "retried, refused again");
 });
 
-Deno.test("a sub-agent shape the server refuses stops the pass before the main is created", async () => {
+Deno.test("a sub-agent shape the server refuses blocks only the sub-agents: the main is created", async () => {
   const env = newTestEnv();
   seedSet(
     env,
@@ -75,7 +75,12 @@ Deno.test("a sub-agent shape the server refuses stops the pass before the main i
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
 
   assert.deepEqual(dryRuns(env).map((a) => a.name), ["demo-2"], "the highest slot is checked");
-  assert.equal(actionsOf(env, "create", Pods).length, 0, "the main is not created");
+  // Issue 19: a refused part blocks only the pods built from it (it used to stop the main too).
+  assert.deepEqual(
+    actionsOf(env, "create", Pods).filter((a) => !a.dryRun).map((a) => a.name),
+    ["demo-0"],
+    "the main is created, no sub-agent",
+  );
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
   assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
   assert.match(ready?.message ?? "", /^sub-agent slot 2: /);
@@ -91,6 +96,8 @@ Deno.test("a generation is dry-run checked once; a spec edit is checked again an
   );
   const allow = refuseCreatesOf(env, "demo-1");
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+  // The refused sub-agent shape no longer holds the main back (issue 19); start from no main.
+  await env.fake.delete(Pods, testNamespace, "demo-0");
 
   // The person fixes the spec: a new generation.
   allow();
