@@ -177,9 +177,9 @@ async function rebuildDeadLetteredOnDrift(pass: Pass, pod: Pod, slot: number): P
   if (podSpecMatchesAgent(pod, pass.cs, slot)) {
     // A dead-lettered pod that recovered by itself (Ready again) is not reported; it keeps its
     // mark, so a new failure is dead-lettered again without a rebuild.
-    return { ...keep, deadLettered: !isPodReady(pod) };
+    return { ...keep, deadLettered: !recovered(pod) };
   }
-  if (!await subAgentsBuildable(pass)) return { ...keep, deadLettered: !isPodReady(pod) };
+  if (!await subAgentsBuildable(pass)) return { ...keep, deadLettered: !recovered(pod) };
   const history = readRebuildHistory(pass.cs);
   if (history.has(slot)) {
     const next = new Map(history);
@@ -199,6 +199,11 @@ async function rebuildDeadLetteredOnDrift(pass: Pass, pod: Pod, slot: number): P
   );
   await deletePod(pass, pod, `dead-lettered sub-agent slot ${slot}`);
   return { ...keep, deleted: true };
+}
+
+/** A pod that is Ready and no longer reports a failure. */
+function recovered(pod: Pod): boolean {
+  return isPodReady(pod) && !podIsTerminal(pod);
 }
 
 /**

@@ -308,6 +308,8 @@ export interface CocoonSetControllerOptions {
   /** Workers reconciling distinct CocoonSets at once; at least 1. */
   concurrency: number;
   clock?: Clock;
+  /** Per-set bounds (--max-replicas-per-set, --max-toolboxes-per-set); defaultSetLimits. */
+  limits?: SetLimits;
 }
 
 /**
@@ -328,6 +330,7 @@ export function setupCocoonSetController(
     registry: opts.registry,
     recorder: mgr.recorder,
     clock: opts.clock,
+    limits: opts.limits,
   });
   const sets = mgr.cache.informerFor(CocoonSets);
   if (!sets.hasIndex(NODE_NAME_INDEX)) {
