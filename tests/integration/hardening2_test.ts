@@ -388,28 +388,28 @@ Deno.test({
           });
           // Watch the conditions until slot 2 (6 s to boot) is Ready.
           let sawDeadLetterOnReady = false;
+          // Recorded, not asserted, inside the probe: waitUntil takes a throw as "not yet".
+          let tooEarly: string | undefined;
           await waitUntil(async () => {
             const cs = await client.get(CocoonSets, NS, "dl");
             const slot2 = await client.get(Pods, NS, "dl-2").catch(() => undefined);
             const slot2Ready = slot2?.status?.conditions?.some((c) =>
               c.type === "Ready" && c.status === "True"
             ) ?? false;
-            const progressing = condition(cs, "Progressing");
-            if (!slot2Ready) {
-              assert.notEqual(
-                progressing?.reason,
-                "SubAgentDeadLetter",
-                `Progressing=False SubAgentDeadLetter while slot 2 is not Ready: ${
-                  JSON.stringify(cs.status)
-                }`,
-              );
-              if (condition(cs, "Ready")?.reason === "SubAgentDeadLetter") {
-                sawDeadLetterOnReady = true;
-              }
-              return false;
+            if (slot2Ready) return true;
+            if (condition(cs, "Progressing")?.reason === "SubAgentDeadLetter") {
+              tooEarly ??= JSON.stringify(cs.status);
             }
-            return true;
+            if (condition(cs, "Ready")?.reason === "SubAgentDeadLetter") {
+              sawDeadLetterOnReady = true;
+            }
+            return false;
           }, { what: "dl-2 Ready", timeoutMs: 90_000, intervalMs: 50 });
+          assert.equal(
+            tooEarly,
+            undefined,
+            "Progressing=False SubAgentDeadLetter while slot 2 was not Ready",
+          );
           assert.ok(sawDeadLetterOnReady, "Ready named the dead letter while slot 2 booted");
           await waitSet(
             "dl",
