@@ -36,6 +36,11 @@ export interface CocoonSetDeps {
   /** CocoonSet UID → the generation whose pod shapes passed the dry-run check (validate.ts). */
   validGenerations: Map<string, number>;
   /**
+   * Pod shapes (shape_key.ts) the API server accepted in a dry-run or a create, so sets with the
+   * same spec share one check (validate.ts). Optional: a reconciler built without it shares none.
+   */
+  verifiedShapes?: Set<string>;
+  /**
    * CocoonSet UID → UIDs of the pods this process deleted tearing it down (delete.ts), so a cache
    * that has not shown a deletion yet never causes a second DELETE.
    */

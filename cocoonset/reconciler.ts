@@ -101,6 +101,7 @@ export class CocoonSetReconciler implements Reconciler {
       clock: opts.clock ?? realClock,
       limits: opts.limits ?? defaultSetLimits,
       validGenerations: new Map(),
+      verifiedShapes: new Set(),
       teardownDeletes: new Map(),
       writtenStatuses: new Map(),
     };

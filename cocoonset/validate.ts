@@ -17,7 +17,9 @@
  *
  * A generation whose shapes all passed is remembered per process (the answer cannot change until
  * the spec does), and checks run only when something is about to be created or replaced, so sets
- * at rest cost nothing. Within a pass the dry-runs run once however many steps ask.
+ * at rest cost nothing. Within a pass the dry-runs run once however many steps ask, and a shape
+ * another set already passed (the same spec in the same namespace, names of the same length:
+ * shape_key.ts) is not dry-run again.
  */
 import type { Pod } from "../kube/core.ts";
 import { Pods } from "../kube/core.ts";
@@ -28,6 +30,7 @@ import { emit, type Pass } from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import { writeSetStatus } from "./status.ts";
 import { overLimit } from "./limits.ts";
+import { rememberShape, shapeKey } from "./shape_key.ts";
 
 /** Reason of problems with the spec itself (Ready=False, Warning Event). */
 export const ReasonInvalidSpec = "InvalidSpec";
@@ -260,16 +263,25 @@ async function dryRunShapes(
       refuse(part, `${what}: ${errorMessage(err)}`);
     }
   }
+  const verified = pass.deps.verifiedShapes;
+  const setName = cs.metadata.name ?? "";
   await forEachLimited(
     pods,
     dryRunConcurrency,
     pass.signal,
     async ({ what, part, pod }, signal) => {
+      // A shape another set (or an earlier generation) already passed needs no request.
+      const key = verified ? shapeKey(setName, pod) : "";
+      if (verified?.has(key)) return;
       try {
         await pass.deps.client.create(Pods, pod, { dryRun: true, signal });
+        if (verified) rememberShape(verified, key);
       } catch (err) {
         // The name is taken: validation ran before the existence check, so the shape is valid.
-        if (isAlreadyExists(err)) return;
+        if (isAlreadyExists(err)) {
+          if (verified) rememberShape(verified, key);
+          return;
+        }
         if (isInvalid(err)) return refuse(part, `${what}: ${serverMessage(err)}`);
         // A quota or an admission plugin: not a verdict on the shape (see the module doc).
         if (isAdmissionRefusal(err)) return;
