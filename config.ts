@@ -11,6 +11,7 @@
 import { parseArgs } from "node:util";
 import { type LogLevelName, parseLogLevelName } from "./common/log_level.ts";
 import { parseBindAddress } from "./kube/bind_address.ts";
+import { defaultSetLimits } from "./cocoonset/limits.ts";
 
 /** Everything main.ts needs to start the operator. */
 export interface Config {
@@ -28,6 +29,10 @@ export interface Config {
   leaderElectionNamespace?: string;
   cocoonSetConcurrency: number;
   hibernationConcurrency: number;
+  /** Largest spec.agent.replicas a CocoonSet may ask for (cocoonset/limits.ts). */
+  maxReplicasPerSet: number;
+  /** Largest number of toolboxes a CocoonSet may list. */
+  maxToolboxesPerSet: number;
   /** OCI registry base for snapshot manifests (required). */
   ociRegistry: string;
   logLevel: LogLevelName;
@@ -68,6 +73,9 @@ export const defaults = {
   healthProbeBindAddress: ":8081",
   leaderElect: true,
   concurrency: 4,
+  // Measured (docs/configuration.md): what one process handles well in one set.
+  maxReplicasPerSet: defaultSetLimits.maxReplicas,
+  maxToolboxesPerSet: defaultSetLimits.maxToolboxes,
   logLevel: "info" as LogLevelName,
 } as const;
 
@@ -81,6 +89,8 @@ const options = {
   "health-probe-bind-address": { type: "string" },
   "cocoonset-concurrency": { type: "string" },
   "hibernation-concurrency": { type: "string" },
+  "max-replicas-per-set": { type: "string" },
+  "max-toolboxes-per-set": { type: "string" },
   "leader-election-namespace": { type: "string" },
   kubeconfig: { type: "string" },
   "allow-plain-http": { type: "string" },
@@ -115,6 +125,8 @@ export function parseConfig(args: string[], env: Env): Config {
       leaderElect: defaults.leaderElect,
       cocoonSetConcurrency: defaults.concurrency,
       hibernationConcurrency: defaults.concurrency,
+      maxReplicasPerSet: defaults.maxReplicasPerSet,
+      maxToolboxesPerSet: defaults.maxToolboxesPerSet,
       ociRegistry: "",
       logLevel: defaults.logLevel,
       help,
@@ -165,6 +177,23 @@ export function parseConfig(args: string[], env: Env): Config {
     env,
   );
 
+  const maxReplicasPerSet = count(
+    "--max-replicas-per-set",
+    str("max-replicas-per-set"),
+    "MAX_REPLICAS_PER_SET",
+    env,
+    defaults.maxReplicasPerSet,
+    0,
+  );
+  const maxToolboxesPerSet = count(
+    "--max-toolboxes-per-set",
+    str("max-toolboxes-per-set"),
+    "MAX_TOOLBOXES_PER_SET",
+    env,
+    defaults.maxToolboxesPerSet,
+    0,
+  );
+
   const leaderElectionNamespace = str("leader-election-namespace") ||
     envValue(env, "POD_NAMESPACE") || undefined;
   if (leaderElectionNamespace !== undefined && !isDnsLabel(leaderElectionNamespace)) {
@@ -195,6 +224,8 @@ export function parseConfig(args: string[], env: Env): Config {
     kubeconfig,
     cocoonSetConcurrency,
     hibernationConcurrency,
+    maxReplicasPerSet,
+    maxToolboxesPerSet,
     ociRegistry,
     logLevel,
     help: false,
@@ -239,6 +270,11 @@ Flags (a flag overrides its environment variable):
                                      env COCOONSET_CONCURRENCY, default 4
   --hibernation-concurrency N        concurrent CocoonHibernation reconciles, at least 1
                                      env HIBERNATION_CONCURRENCY, default 4
+  --max-replicas-per-set N           largest spec.agent.replicas acted on; a set asking
+                                     for more gets InvalidSpec and no sub-agent
+                                     env MAX_REPLICAS_PER_SET, default 1000
+  --max-toolboxes-per-set N          largest number of toolboxes acted on per set
+                                     env MAX_TOOLBOXES_PER_SET, default 100
   --kubeconfig PATH                  kubeconfig file, tried before KUBECONFIG and in-cluster
   --metrics-secure[=BOOL]            /metrics over HTTPS, callers authenticated and authorized
                                      by the API server; false serves plain http (local use)
@@ -324,9 +360,21 @@ function bindAddress(
 }
 
 function concurrency(flag: string, flagValue: string | undefined, key: string, env: Env): number {
+  return count(flag, flagValue, key, env, defaults.concurrency, 1);
+}
+
+/** A decimal integer flag or env value of at least min; fallback when neither is given. */
+function count(
+  flag: string,
+  flagValue: string | undefined,
+  key: string,
+  env: Env,
+  fallback: number,
+  min: number,
+): number {
   const fromFlag = flagValue !== undefined;
   const raw = fromFlag ? flagValue : envValue(env, key);
-  if (raw === undefined) return defaults.concurrency;
+  if (raw === undefined) return fallback;
   const where = fromFlag ? flag : key;
   // Decimal only: Go's flag package would also take 0x10 or 010 (octal), a surprise not worth
   // keeping.
@@ -337,8 +385,8 @@ function concurrency(flag: string, flagValue: string | undefined, key: string, e
   if (!Number.isSafeInteger(n)) {
     throw new ConfigError(`${where}=${JSON.stringify(raw)} is too large`);
   }
-  if (n < 1) {
-    throw new ConfigError(`${where}=${JSON.stringify(raw)} must be at least 1`);
+  if (n < min) {
+    throw new ConfigError(`${where}=${JSON.stringify(raw)} must be at least ${min}`);
   }
   return n;
 }

@@ -25,6 +25,8 @@ Deno.test("defaults match the Go operator", () => {
     kubeconfig: undefined,
     cocoonSetConcurrency: 4,
     hibernationConcurrency: 4,
+    maxReplicasPerSet: 1000,
+    maxToolboxesPerSet: 100,
     ociRegistry: "example.com/proj/repo",
     logLevel: "info",
     help: false,
@@ -216,4 +218,17 @@ Deno.test("--kubeconfig is accepted like the Go binary's (controller-runtime's f
   assert.equal(parse(["-kubeconfig=/etc/k/config"]).kubeconfig, "/etc/k/config");
   assert.equal(parse(["--kubeconfig="]).kubeconfig, undefined);
   assert.match(usage(), /--kubeconfig PATH/);
+});
+
+Deno.test("per-set limits: flags win over env, 0 is allowed, a non-integer is refused", () => {
+  assert.equal(parse([], { MAX_REPLICAS_PER_SET: "50" }).maxReplicasPerSet, 50);
+  assert.equal(parse([], { MAX_TOOLBOXES_PER_SET: "0" }).maxToolboxesPerSet, 0);
+  const both = parse(["--max-replicas-per-set=7", "--max-toolboxes-per-set", "3"], {
+    MAX_REPLICAS_PER_SET: "50",
+    MAX_TOOLBOXES_PER_SET: "9",
+  });
+  assert.deepEqual([both.maxReplicasPerSet, both.maxToolboxesPerSet], [7, 3]);
+  rejects([], { ...base, MAX_REPLICAS_PER_SET: "lots" }, /^MAX_REPLICAS_PER_SET="lots" is not/);
+  rejects(["--max-toolboxes-per-set=-1"], base, /^--max-toolboxes-per-set="-1" is not an integer/);
+  assert.match(usage(), /--max-replicas-per-set N/);
 });

@@ -38,6 +38,10 @@ export function registerReconcilers(w: Wiring): void {
   setupCocoonSetController(w.manager, {
     registry: w.registry,
     concurrency: w.config.cocoonSetConcurrency,
+    limits: {
+      maxReplicas: w.config.maxReplicasPerSet,
+      maxToolboxes: w.config.maxToolboxesPerSet,
+    },
   });
   setupHibernationController(
     w.manager,

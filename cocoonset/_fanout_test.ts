@@ -47,3 +47,26 @@ Deno.test("forEachLimited stops starting calls after the first error and throws 
   assert.deepEqual(started, [0, 1], "nothing starts after the failure");
   assert.equal(abortSeenInFlight, true, "the call in flight sees the group's signal aborted");
 });
+
+Deno.test("forEachLimited pulls work from an iterable as places free up, never ahead", async () => {
+  let pulled = 0;
+  function* endless(): Generator<number> {
+    for (let i = 0;; i++) {
+      pulled++;
+      yield i;
+    }
+  }
+  const stop = new AbortController();
+  const g = gate();
+  let calls = 0;
+  const run = forEachLimited(endless(), 8, stop.signal, async () => {
+    calls++;
+    await g.wait;
+    if (calls >= 20) throw new Error("enough");
+  });
+  await flushMicrotasks();
+  assert.equal(pulled, 8, "eight items taken for eight places, the rest never built");
+  g.open();
+  await assert.rejects(run, /enough/);
+  assert.ok(pulled <= 20 + 8, `${pulled} pulled`);
+});

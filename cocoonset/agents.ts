@@ -10,13 +10,14 @@ import { patchAnnotations } from "../kube/client_patch.ts";
 import { Pods } from "../kube/core.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { isAlreadyExists, wrapError } from "../kube/errors.ts";
-import { readLifecycleState } from "../common/meta/mod.ts";
+import { isPodReady, readLifecycleState } from "../common/meta/mod.ts";
 import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
 import { forEachLimited } from "./_fanout.ts";
 import { classifyNameClash, reportNameConflict } from "./conflict.ts";
-import { ensureSpecBuildable } from "./validate.ts";
+import { subAgentsBuildable } from "./validate.ts";
+import { reportQuotaRefusal } from "./quota.ts";
 import { podIsTerminal } from "./pod_state.ts";
-import { deletePod, emit, type Pass, podRef } from "./pass.ts";
+import { deletePod, emit, followOwnWrite, type Pass, podRef } from "./pass.ts";
 import { buildAgentPod, podSpecMatchesAgent } from "./pods.ts";
 import {
   AnnotationDeadLetter,
@@ -60,22 +61,19 @@ export async function ensureSubAgents(
   const { cs, classified } = pass;
   const replicas = cs.spec.agent.replicas ?? 0;
   const out: SubAgentOutcome = { changed: false, requeueAfterMs: 0, deadLettered: [] };
-  const missing: number[] = [];
-  for (let slot = 1; slot <= replicas; slot++) {
-    const pod = classified.sub.get(slot);
-    if (!pod) {
-      missing.push(slot);
-      continue;
-    }
-    const t = await triageSubAgent(pass, pod, slot);
+  // Existing pods only: the work of a pass grows with the pods that exist, never with replicas.
+  const slots = [...classified.sub.keys()].sort((a, b) => a - b);
+  for (const slot of slots) {
+    if (slot > replicas) continue;
+    const t = await triageSubAgent(pass, classified.sub.get(slot)!, slot);
     if (t.deleted) out.changed = true;
     if (t.deadLettered) out.deadLettered.push(slot);
     if (t.waitMs > 0 && (out.requeueAfterMs === 0 || t.waitMs < out.requeueAfterMs)) {
       out.requeueAfterMs = t.waitMs;
     }
   }
-  if (await createSubAgents(pass, missing, mainVMName, mainNodeName)) out.changed = true;
-  for (const slot of [...classified.sub.keys()].sort((a, b) => a - b)) {
+  if (await createSubAgents(pass, replicas, mainVMName, mainNodeName)) out.changed = true;
+  for (const slot of slots) {
     if (slot <= replicas) continue;
     const pod = classified.sub.get(slot)!;
     if (!await deletePod(pass, pod, `extra sub-agent slot ${slot}`)) continue;
@@ -85,18 +83,36 @@ export async function ensureSubAgents(
   return out;
 }
 
-/** Creates the missing slots, at most subAgentCreateConcurrency at a time. */
+/** Slots 1..replicas without a pod, lazily: a scale-up never holds a list of every slot. */
+function* missingSlots(pass: Pass, replicas: number): Generator<number> {
+  for (let slot = 1; slot <= replicas; slot++) {
+    if (!pass.classified.sub.has(slot)) yield slot;
+  }
+}
+
+/** Whether slots 1..replicas include one without a pod. */
+function anySlotMissing(pass: Pass, replicas: number): boolean {
+  let present = 0;
+  for (const slot of pass.classified.sub.keys()) if (slot >= 1 && slot <= replicas) present++;
+  return present < replicas;
+}
+
+/**
+ * Creates the missing slots, at most subAgentCreateConcurrency at a time; nothing when the
+ * sub-agent shape is invalid (the problem is on the pass).
+ */
 async function createSubAgents(
   pass: Pass,
-  missing: readonly number[],
+  replicas: number,
   mainVMName: string,
   mainNodeName: string,
 ): Promise<boolean> {
-  if (missing.length === 0) return false;
-  await ensureSpecBuildable(pass);
+  if (!anySlotMissing(pass, replicas)) return false;
+  if (!await subAgentsBuildable(pass)) return false;
   // Resolved before the fan-out so the parallel creates share one CR list.
   const restorable = await pass.intent();
   let created = false;
+  const missing = missingSlots(pass, replicas);
   await forEachLimited(missing, subAgentCreateConcurrency, pass.signal, async (slot, signal) => {
     const pod = buildAgentPod(pass.cs, slot, mainVMName, mainNodeName);
     try {
@@ -112,6 +128,7 @@ async function createSubAgents(
     try {
       await pass.deps.client.create(Pods, pod, { signal });
     } catch (err) {
+      if (reportQuotaRefusal(pass, `sub-agent slot ${slot}`, err)) return;
       if (!isAlreadyExists(err)) throw wrapError(`create sub-agent slot ${slot}`, err);
       // Usually the old pod of this slot is still terminating and its delete event brings us
       // back; a pod this set does not control is a name conflict.
@@ -140,7 +157,8 @@ async function triageSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Triag
   }
   if (podIsTerminal(pod)) return await rebuildSubAgent(pass, pod, slot);
   if (!podSpecMatchesAgent(pod, pass.cs, slot)) {
-    await ensureSpecBuildable(pass);
+    // Never replace a pod with one the server would refuse.
+    if (!await subAgentsBuildable(pass)) return keep;
     pass.log.info("sub-agent {pod} slot {slot} drifted from the spec, deleting to recreate", {
       pod: podRef(pod),
       slot,
@@ -156,8 +174,12 @@ async function triageSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Triag
  * earns the slot a fresh rebuild budget.
  */
 async function rebuildDeadLetteredOnDrift(pass: Pass, pod: Pod, slot: number): Promise<Triage> {
-  if (podSpecMatchesAgent(pod, pass.cs, slot)) return { ...keep, deadLettered: true };
-  await ensureSpecBuildable(pass);
+  if (podSpecMatchesAgent(pod, pass.cs, slot)) {
+    // A dead-lettered pod that recovered by itself (Ready again) is not reported; it keeps its
+    // mark, so a new failure is dead-lettered again without a rebuild.
+    return { ...keep, deadLettered: !recovered(pod) };
+  }
+  if (!await subAgentsBuildable(pass)) return { ...keep, deadLettered: !recovered(pod) };
   const history = readRebuildHistory(pass.cs);
   if (history.has(slot)) {
     const next = new Map(history);
@@ -177,6 +199,11 @@ async function rebuildDeadLetteredOnDrift(pass: Pass, pod: Pod, slot: number): P
   );
   await deletePod(pass, pod, `dead-lettered sub-agent slot ${slot}`);
   return { ...keep, deleted: true };
+}
+
+/** A pod that is Ready and no longer reports a failure. */
+function recovered(pod: Pod): boolean {
+  return isPodReady(pod) && !podIsTerminal(pod);
 }
 
 /**
@@ -208,6 +235,8 @@ async function rebuildSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Tria
     const remaining = wait - (pass.deps.clock.now() - entry.lastDeleted);
     if (remaining > 0) return { ...keep, waitMs: remaining };
   }
+  // A rebuild never deletes a pod it cannot recreate; the budget is kept for when it can.
+  if (!await subAgentsBuildable(pass)) return keep;
   const attempt = entry.count + 1;
   const next = new Map(history);
   next.set(slot, { count: attempt, lastDeleted: pass.deps.clock.now() });
@@ -241,19 +270,21 @@ async function rebuildSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Tria
 /**
  * Writes the history annotation (slots above replicas dropped; an empty history removes the
  * annotation) and mirrors it on the pass's CocoonSet so later slots of this pass see it. Only the
- * annotation is taken from the answer: the rest of the pass keeps acting on the spec it started
- * with.
+ * annotation and the resourceVersion are taken from the answer (followOwnWrite): the rest of the
+ * pass keeps acting on the spec it started with, and its status write is not refused for the
+ * pass's own write.
  */
 async function writeRebuildHistory(pass: Pass, history: RebuildHistory): Promise<void> {
   const { cs } = pass;
   const value = encodeRebuildHistory(cs.spec.agent.replicas ?? 0, history);
   if ((cs.metadata.annotations?.[AnnotationRebuildHistory] ?? "") === value) return;
-  const copy = deepCopy(cs);
-  await patchAnnotations(pass.deps.client, CocoonSets, copy, {
+  const answer = deepCopy(cs);
+  await patchAnnotations(pass.deps.client, CocoonSets, answer, {
     [AnnotationRebuildHistory]: value,
   }, { signal: pass.signal });
   const annotations = { ...cs.metadata.annotations };
   if (value) annotations[AnnotationRebuildHistory] = value;
   else delete annotations[AnnotationRebuildHistory];
   cs.metadata.annotations = annotations;
+  followOwnWrite(pass, answer);
 }

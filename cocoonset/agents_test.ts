@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { type Pod, Pods } from "../kube/core.ts";
-import { newApiError } from "../kube/errors.ts";
+import { isConflict, newApiError } from "../kube/errors.ts";
 import type { FakeAction } from "../kube/testing/fake.ts";
 import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
@@ -18,12 +18,14 @@ import {
   LifecycleStateFailed,
 } from "../common/meta/mod.ts";
 import {
+  conditionOf,
   counterValue,
   getPod,
   getSet,
   livePod,
   newCocoonSet,
   newTestEnv,
+  newTestPass,
   podSeed,
   reconcileSet,
   setSeed,
@@ -36,6 +38,8 @@ import {
   subAgentCreateConcurrency,
 } from "./agents.ts";
 import { buildAgentPod } from "./pods.ts";
+import { ensureSubAgents } from "./agents.ts";
+import { writeSetStatus } from "./status.ts";
 import { AnnotationDeadLetter, AnnotationRebuildHistory, rfc3339Nano } from "./rebuild.ts";
 
 const node = "node-a";
@@ -470,4 +474,37 @@ Deno.test("a failed sub-agent create fails the pass before extra slots, toolboxe
   assert.ok(!env.fake.actions.some((a) => isPodDelete(a)), "the extra slot 5 is kept");
   assert.equal(await getPod(env.fake, `${name}-tb`), undefined, "toolboxes are not reached");
   assert.ok(!env.fake.actions.some((a) => a.subresource === "status"), "no status write");
+});
+
+Deno.test("a rebuild-history write leaves the pass's copy at the server's new resourceVersion: the pass's locked status write goes through", async () => {
+  const { cs, pods } = runningSet("rv", 1, [1]);
+  const env = envFor(cs, pods);
+  await failPod(env, "rv-1", "phase");
+  const stored = await getSet(env.fake, "rv");
+  const live = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const pass = newTestPass(env.reconciler.deps, stored, live);
+
+  const out = await ensureSubAgents(pass, "vk-ns-rv-0", node);
+  assert.equal(out.changed, true, "deleted for its rebuild, history written first");
+  const after = await getSet(env.fake, "rv");
+  assert.equal(pass.cs.metadata.resourceVersion, after.metadata.resourceVersion);
+  pass.problems.push({ condition: "Ready", reason: "InvalidSpec", message: "toolbox x: refused" });
+  assert.equal(await writeSetStatus(pass, ""), true, "not refused with Conflict");
+  assert.equal(conditionOf(await getSet(env.fake, "rv"), "Ready")?.reason, "InvalidSpec");
+});
+
+Deno.test("a rebuild-history write does not paper over a status another writer changed: that status write is still refused", async () => {
+  const { cs, pods } = runningSet("rv2", 1, [1]);
+  const env = envFor(cs, pods);
+  await failPod(env, "rv2-1", "phase");
+  const stored = await getSet(env.fake, "rv2");
+  const live = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const pass = newTestPass(env.reconciler.deps, stored, live);
+  // Another pass (or process) wrote a status after this pass read the set.
+  await env.fake.patch(CocoonSets, testNamespace, "rv2", "merge", {
+    status: { phase: "Suspending" },
+  }, { subresource: "status" });
+
+  await ensureSubAgents(pass, "vk-ns-rv2-0", node);
+  await assert.rejects(writeSetStatus(pass, ""), (err) => isConflict(err));
 });

@@ -13,10 +13,13 @@ import type { Clock } from "../kube/clock.ts";
 import type { EventRecorder, EventType } from "../kube/events.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
+import { jsonEqual } from "../kube/patch.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import type { ClassifiedPods } from "./pods.ts";
 import type { RestoreIntent } from "./restore.ts";
 import type { StatusProblem } from "./status.ts";
+import type { SetLimits } from "./limits.ts";
+import type { SpecCheck } from "./validate.ts";
 
 /** The reconciler's collaborators. */
 export interface CocoonSetDeps {
@@ -28,8 +31,15 @@ export interface CocoonSetDeps {
   registry?: Registry;
   recorder: EventRecorder;
   clock: Clock;
+  /** Per-set bounds on sub-agents and toolboxes (limits.ts). */
+  limits: SetLimits;
   /** CocoonSet UID → the generation whose pod shapes passed the dry-run check (validate.ts). */
   validGenerations: Map<string, number>;
+  /**
+   * Pod shapes (shape_key.ts) the API server accepted in a dry-run or a create, so sets with the
+   * same spec share one check (validate.ts). Optional: a reconciler built without it shares none.
+   */
+  verifiedShapes?: Set<string>;
   /**
    * CocoonSet UID → UIDs of the pods this process deleted tearing it down (delete.ts), so a cache
    * that has not shown a deletion yet never causes a second DELETE.
@@ -59,6 +69,8 @@ export interface Pass {
   log: Logger;
   /** What keeps the set from converging, for the status conditions written by this pass. */
   problems: StatusProblem[];
+  /** The dry-run verdict on the spec's pod shapes, once this pass needed it (validate.ts). */
+  specCheck?: SpecCheck;
 }
 
 const baseLog = getLogger(["cocoon-operator", "cocoonset"]);
@@ -66,6 +78,21 @@ const baseLog = getLogger(["cocoon-operator", "cocoonset"]);
 /** A logger that names the CocoonSet on every line. */
 export function logFor(cs: CocoonSet): Logger {
   return baseLog.with({ namespace: cs.metadata.namespace, cocoonset: cs.metadata.name });
+}
+
+/**
+ * After a write of the pass's own CocoonSet that did not replace pass.cs (a metadata patch on a
+ * copy): pass.cs takes the answer's resourceVersion, so the pass's later optimistically locked
+ * writes (the status) are not refused for its own write. Only when the answer shows nothing else
+ * moved (same generation, same status): then the later writes, computed from pass.cs, are as
+ * right at the new version as at the old one. Otherwise pass.cs keeps its version and such a
+ * write is refused and retried from fresh data, as it must be.
+ */
+export function followOwnWrite(pass: Pass, answer: CocoonSet): void {
+  const { cs } = pass;
+  if (answer.metadata.generation !== cs.metadata.generation) return;
+  if (!jsonEqual(answer.status ?? {}, cs.status ?? {})) return;
+  cs.metadata.resourceVersion = answer.metadata.resourceVersion;
 }
 
 /** Records an Event on the pass's CocoonSet. */

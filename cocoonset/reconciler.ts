@@ -30,13 +30,12 @@ import { generationChanged } from "../kube/predicates.ts";
 import type { Reconciler, Request, Result } from "../kube/reconcile.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
 import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { AnnotationLifecycleStateMessage, isPodReady, parseVMSpec } from "../common/meta/mod.ts";
 import { lifecycleStateFailedObservedTotal } from "../metrics/metrics.ts";
 import type { Registry } from "../snapshot/registry.ts";
-import { ensureSubAgents, ReasonSubAgentDeadLetter } from "./agents.ts";
+import { ensureSubAgents, type SubAgentOutcome } from "./agents.ts";
 import { finalizerName, reconcileDelete } from "./delete.ts";
 import { syncCocoonSetGeneration } from "./lifecycle.ts";
 import { reconcileMigration } from "./migrate.ts";
@@ -52,7 +51,6 @@ import { type CocoonSetDeps, deletePod, emit, logFor, type Pass, podRef } from "
 import { mainPodFailedReason, ReasonPodLifecycleFailed } from "./pod_state.ts";
 import { buildAgentPod, classifyPods, podSpecMatchesAgent } from "./pods.ts";
 import { podRelevantChange } from "./predicate.ts";
-import { maxRebuildAttempts } from "./rebuild.ts";
 import { markRestoreIfHibernated, newRestoreIntent } from "./restore.ts";
 import { reconcileSuspendRelease, reconcileWake } from "./slot_release.ts";
 import { startLedger, syncLedger } from "./snapshot_ledger.ts";
@@ -60,12 +58,20 @@ import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
 import {
+  addInvalidSpecProblem,
+  checkSpec,
   ensureSpecBuildable,
+  InvalidSpecError,
   markSpecChecked,
   ReasonInvalidSpec,
+  refusedByServer,
+  rememberInvalidSpec,
   rethrowInvalidMain,
 } from "./validate.ts";
-import { NameConflictError, ReasonNameConflict, settleMainCreateClash } from "./conflict.ts";
+import { settleMainCreateClash } from "./conflict.ts";
+import { defaultSetLimits, overLimit, type SetLimits } from "./limits.ts";
+import { passResult, reportDeadLetters } from "./outcome.ts";
+import { QuotaExceededError, reportQuotaRefusal } from "./quota.ts";
 
 const log = getLogger(["cocoon-operator", "cocoonset"]);
 
@@ -81,6 +87,8 @@ export interface CocoonSetReconcilerOptions {
   registry?: Registry;
   recorder: EventRecorder;
   clock?: Clock;
+  /** Per-set bounds; defaultSetLimits when absent. */
+  limits?: SetLimits;
 }
 
 /** Reconciles CocoonSets; see the module doc for the order of a pass. */
@@ -91,7 +99,9 @@ export class CocoonSetReconciler implements Reconciler {
     this.deps = {
       ...opts,
       clock: opts.clock ?? realClock,
+      limits: opts.limits ?? defaultSetLimits,
       validGenerations: new Map(),
+      verifiedShapes: new Set(),
       teardownDeletes: new Map(),
       writtenStatuses: new Map(),
     };
@@ -165,6 +175,11 @@ export class CocoonSetReconciler implements Reconciler {
         message: nameProblem,
       });
     }
+    // A part above its bound builds nothing; the rest of the set reconciles.
+    const over = overLimit(cs.spec, deps.limits);
+    for (const problem of [over.agents, over.toolboxes]) {
+      if (problem) addInvalidSpecProblem(pass, problem);
+    }
 
     const main = pass.classified.main;
     if (main) {
@@ -190,9 +205,9 @@ export class CocoonSetReconciler implements Reconciler {
     if (wake.handled) return wake.result ?? {};
     await applyUnsuspend(pass);
 
-    if (main && !podSpecMatchesAgent(main, cs, 0)) {
-      // Never replace a running main with one the server would refuse.
-      await ensureSpecBuildable(pass);
+    // Never replace a running main with one the server would refuse: it keeps running, and the
+    // other parts of the set still reconcile.
+    if (main && !podSpecMatchesAgent(main, cs, 0) && (await checkSpec(pass)).main === undefined) {
       pass.log.info("main agent {pod} drifted from the spec, deleting to recreate", {
         pod: podRef(main),
       });
@@ -203,28 +218,26 @@ export class CocoonSetReconciler implements Reconciler {
     // Sub-agents fork from the main's VM: they need it live first.
     if (!isPodReady(main)) {
       await warnIfPoolEmpty(pass, main);
+      rememberInvalidSpec(pass);
       await writeSetStatus(pass, "Pending");
       return { requeueAfter: requeueWaitForMainMs };
     }
 
-    const subs = await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
-    // Bad toolbox names: no toolbox is created or deleted; the Warning is given where toolboxes
-    // would have been reconciled (the status says it on every pass).
-    if (nameProblem) emit(pass, "Warning", ReasonInvalidSpec, nameProblem);
-    const toolboxesChanged = nameProblem ? false : await ensureToolboxes(pass);
+    const subs: SubAgentOutcome = over.agents
+      ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
+      : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
+    // Bad toolbox names or counts: no toolbox is created or deleted; the Warning is given where
+    // the part would have been reconciled (the status says it on every pass).
+    for (const problem of [nameProblem, over.agents, over.toolboxes]) {
+      if (problem) emit(pass, "Warning", ReasonInvalidSpec, problem);
+    }
+    const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
+    const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
     if (subs.changed || toolboxesChanged) return { requeue: true };
 
-    if (subs.deadLettered.length > 0) {
-      pass.problems.push({
-        condition: ConditionTypeProgressing,
-        reason: ReasonSubAgentDeadLetter,
-        message: `sub-agent slots ${subs.deadLettered.join(", ")} exhausted ` +
-          `${maxRebuildAttempts} rebuilds; edit the agent spec to retry them`,
-      });
-    }
+    reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
     await writeSetStatus(pass, "");
-    throwOnNameConflicts(pass);
-    return subs.requeueAfterMs > 0 ? { requeueAfter: subs.requeueAfterMs } : {};
+    return passResult(pass, subs.requeueAfterMs);
   }
 }
 
@@ -271,21 +284,23 @@ async function createMainAgent(pass: Pass): Promise<Result> {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
     await rethrowInvalidMain(pass, err);
+    if (reportQuotaRefusal(pass, "the main agent", err)) {
+      await writeSetStatus(pass, pass.cs.status?.phase ?? "");
+      throw new QuotaExceededError(errorMessage(err));
+    }
     if (!isAlreadyExists(err)) throw wrapError("create main agent", err);
     return await settleMainCreateClash(pass, "", requeueWaitForMainMs);
   }
   markSpecChecked(pass);
   pass.log.info("created main agent {pod}", { pod: podRef(pod) });
+  // Other parts refused: the main still comes up; the status says which parts are invalid and
+  // the pass is retried with backoff (the main's Ready flip brings it back sooner).
+  const refused = refusedByServer(pass);
+  if (refused) {
+    await writeSetStatus(pass, pass.cs.status?.phase ?? "");
+    throw new InvalidSpecError(refused);
+  }
   return { requeue: true };
-}
-
-/**
- * After the status said so: name conflicts fail the pass, so it is retried with backoff —
- * nothing of ours changes when the other pod goes away.
- */
-function throwOnNameConflicts(pass: Pass): void {
-  const conflicts = pass.problems.filter((p) => p.reason === ReasonNameConflict);
-  if (conflicts.length > 0) throw new NameConflictError(conflicts);
 }
 
 /** How the CocoonSet controller is set up. */
@@ -294,6 +309,8 @@ export interface CocoonSetControllerOptions {
   /** Workers reconciling distinct CocoonSets at once; at least 1. */
   concurrency: number;
   clock?: Clock;
+  /** Per-set bounds (--max-replicas-per-set, --max-toolboxes-per-set); defaultSetLimits. */
+  limits?: SetLimits;
 }
 
 /**
@@ -314,6 +331,7 @@ export function setupCocoonSetController(
     registry: opts.registry,
     recorder: mgr.recorder,
     clock: opts.clock,
+    limits: opts.limits,
   });
   const sets = mgr.cache.informerFor(CocoonSets);
   if (!sets.hasIndex(NODE_NAME_INDEX)) {

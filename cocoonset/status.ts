@@ -59,6 +59,8 @@ export interface StatusProblem {
   message: string;
 }
 
+const int32Max = 2_147_483_647;
+
 /** Phases in which the set is still moving toward its spec. */
 const movingPhases: ReadonlySet<string> = new Set([
   "Pending",
@@ -79,7 +81,8 @@ export function buildStatus(
   problems: readonly StatusProblem[] = [],
 ): CocoonSetStatus {
   const generation = cs.metadata.generation ?? 0;
-  const desired = 1 + (cs.spec.agent.replicas ?? 0);
+  // The field is an int32: replicas at the CRD's maximum must not overflow it (and be refused).
+  const desired = Math.min(1 + (cs.spec.agent.replicas ?? 0), int32Max);
   let ready = 0;
   const agents: AgentStatus[] = [];
   let mainVMName = "";

@@ -14,7 +14,8 @@ import { deletePod, type Pass, podRef } from "./pass.ts";
 import { buildToolboxPod, podSpecMatchesToolbox, toolboxPodName } from "./pods.ts";
 import { markRestoreIfHibernated } from "./restore.ts";
 import { classifyNameClash, reportNameConflict } from "./conflict.ts";
-import { ensureSpecBuildable } from "./validate.ts";
+import { toolboxBuildable } from "./validate.ts";
+import { reportQuotaRefusal } from "./quota.ts";
 
 /**
  * Spec problems with toolbox names, checked before any toolbox is created or deleted: a
@@ -82,9 +83,9 @@ export async function ensureToolboxes(pass: Pass): Promise<boolean> {
   return changed;
 }
 
-/** Creates one toolbox; true when created. */
+/** Creates one toolbox; true when created. Not when its shape is invalid (on the pass). */
 async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
-  await ensureSpecBuildable(pass);
+  if (!await toolboxBuildable(pass, tb.name)) return false;
   const pod = buildToolboxPod(pass.cs, tb);
   const restorable = await pass.intent();
   try {
@@ -100,6 +101,7 @@ async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
+    if (reportQuotaRefusal(pass, `toolbox ${tb.name}`, err)) return false;
     if (!isAlreadyExists(err)) throw wrapError(`create toolbox ${tb.name}`, err);
     // This set's toolbox still terminating (or not in the cache yet) is fine; anything else
     // holding the name is a conflict.
@@ -116,17 +118,20 @@ async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
   return true;
 }
 
-/** Deletes a failed or drifted toolbox so the next pass recreates it. */
+/**
+ * Deletes a failed or drifted toolbox so the next pass recreates it — only when its shape can be
+ * built: a toolbox is never deleted for a replacement the server would refuse.
+ */
 async function triageToolbox(pass: Pass, pod: Pod, tb: ToolboxSpec): Promise<boolean> {
   let why: string;
   if (podIsTerminal(pod)) {
     why = `failed (phase ${pod.status?.phase ?? ""}, lifecycle ${readLifecycleState(pod)})`;
   } else if (!podSpecMatchesToolbox(pod, pass.cs, tb)) {
-    await ensureSpecBuildable(pass);
     why = "drifted from the spec";
   } else {
     return false;
   }
+  if (!await toolboxBuildable(pass, tb.name)) return false;
   pass.log.info("toolbox {pod} {why}, deleting to recreate", { pod: podRef(pod), why });
   await deletePod(pass, pod, `toolbox ${tb.name} for recreate`);
   return true;

@@ -1,25 +1,42 @@
 /**
  * Specs the API server accepts but no pod can be built from (a negative storage quantity,
  * requests above limits, a label value over 63 characters from a long set or toolbox name):
- * before the first pod of a generation is created — and before a pod is deleted to be replaced
- * for drift, or a migration quiesces the main, so that an edit no pod can be built from never
- * takes a running VM down — every pod shape the spec implies is dry-run created, and a refusal
- * stops the pass with the server's own message: Ready=False with reason InvalidSpec, a Warning
- * Event, and a retry with backoff. The Go operator only logged the failing create and retried it
- * in a loop (after deleting the drifted pod); nothing on the object said why.
+ * before a pod of a generation is created — and before a pod is deleted to be replaced for
+ * drift or a rebuild, or a migration quiesces the main, so that an edit no pod can be built from
+ * never takes a running VM down — the pod shapes the spec implies are dry-run created.
  *
- * A generation is checked once per process (the answer cannot change until the spec does), and
- * only when something is about to be created or replaced, so sets at rest cost nothing.
+ * A refusal blocks only the pods built from that part of the spec (the main, the sub-agents, one
+ * toolbox): the part is named in a Warning Event and in Ready=False `InvalidSpec`, the other
+ * parts are created and replaced as usual, and the pass is retried with backoff. The Go operator
+ * only logged the failing create and retried it in a loop (after deleting the drifted pod);
+ * nothing on the object said why, and one bad toolbox stopped the whole set.
+ *
+ * Only Invalid answers make a spec invalid. A quota or another admission refusal (Forbidden) says
+ * nothing about the shape: the replacement goes ahead as the original's did (delete, then
+ * create), and the create's own refusal is reported (quota.ts).
+ *
+ * A generation whose shapes all passed is remembered per process (the answer cannot change until
+ * the spec does), and checks run only when something is about to be created or replaced, so sets
+ * at rest cost nothing. Within a pass the dry-runs run once however many steps ask, and a shape
+ * another set already passed (the same spec in the same namespace, names of the same length:
+ * shape_key.ts) is not dry-run again.
  */
+import type { Pod } from "../kube/core.ts";
 import { Pods } from "../kube/core.ts";
 import { apiErrorOf, errorMessage, isAlreadyExists, isInvalid } from "../kube/errors.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { forEachLimited } from "./_fanout.ts";
 import { emit, type Pass } from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import { writeSetStatus } from "./status.ts";
+import { overLimit } from "./limits.ts";
+import { rememberShape, shapeKey } from "./shape_key.ts";
 
 /** Reason of problems with the spec itself (Ready=False, Warning Event). */
 export const ReasonInvalidSpec = "InvalidSpec";
+
+/** Dry-run creates in flight at once (a spec may list many toolboxes). */
+export const dryRunConcurrency = 8;
 
 /** Thrown when the spec cannot produce valid pods; the reconcile is retried with backoff. */
 export class InvalidSpecError extends Error {
@@ -29,32 +46,81 @@ export class InvalidSpecError extends Error {
   }
 }
 
+/** Which parts of the spec no pod can be built from: "<what>: <server message>" per part. */
+export interface SpecVerdict {
+  main?: string;
+  subAgents?: string;
+  /** Toolbox name → its problem. */
+  toolboxes: Map<string, string>;
+}
+
+/** What a pass learned about its spec (Pass.specCheck). */
+export interface SpecCheck {
+  verdict: SpecVerdict;
+  /** The main's shape was part of the check (not when the caller creates the main for real). */
+  mainChecked: boolean;
+}
+
+const clean = (): SpecVerdict => ({ toolboxes: new Map() });
+
 /**
- * Checks, once per generation, that every pod shape of the spec is valid; on a refusal records
- * the problem (status + Event) and throws InvalidSpecError. With `creatingMain`, the caller is
- * about to create the main for real: its create is the main's check (see rethrowInvalidMain),
- * so only the other shapes are dry-run, and the caller marks the generation checked once that
- * create succeeded (markSpecChecked).
+ * The verdict on the spec's pod shapes, checked once per pass (and not at all once the
+ * generation passed). Each refused part is recorded on the pass (one InvalidSpec problem naming
+ * every part, a Warning per part) the first time it is seen. With `skipMain` the caller is about
+ * to create the main for real: that create is the main's check (rethrowInvalidMain).
+ */
+export async function checkSpec(
+  pass: Pass,
+  opts: { skipMain?: boolean } = {},
+): Promise<SpecVerdict> {
+  const { cs, deps } = pass;
+  if (deps.validGenerations.get(cs.metadata.uid ?? "") === (cs.metadata.generation ?? 0)) {
+    return clean();
+  }
+  const wantMain = !(opts.skipMain ?? false);
+  const prev = pass.specCheck;
+  if (prev && (prev.mainChecked || !wantMain)) return prev.verdict;
+  // Nothing checked yet, or only the other parts and now the main too.
+  const fresh = await dryRunShapes(pass, { main: wantMain, others: prev === undefined });
+  const verdict = prev ? { ...prev.verdict, main: fresh.main } : fresh;
+  const mainChecked = wantMain || (prev?.mainChecked ?? false);
+  pass.specCheck = { verdict, mainChecked };
+  recordVerdict(pass, verdict);
+  if (mainChecked && isClean(verdict)) markGenerationValid(pass);
+  return verdict;
+}
+
+/**
+ * Before the main is created, replaced or quiesced: its shape must be buildable, else the
+ * problem is written to the status and the pass stops (InvalidSpecError). Problems of the other
+ * parts are recorded on the pass and do not stop it. `creatingMain` as checkSpec's skipMain.
  */
 export async function ensureSpecBuildable(
   pass: Pass,
   opts: { creatingMain?: boolean } = {},
 ): Promise<void> {
-  const { cs, deps } = pass;
-  const uid = cs.metadata.uid ?? "";
-  const generation = cs.metadata.generation ?? 0;
-  if (deps.validGenerations.get(uid) === generation) return;
-  const problem = await firstInvalidPod(pass, opts.creatingMain ?? false);
-  if (problem === undefined) {
-    if (!opts.creatingMain) deps.validGenerations.set(uid, generation);
-    return;
-  }
-  await reportInvalidSpec(pass, problem);
+  const verdict = await checkSpec(pass, { skipMain: opts.creatingMain });
+  if (verdict.main !== undefined) await stopOnInvalidSpec(pass, verdict.main);
 }
 
-/** The main was created: together with the dry-run shapes, this generation is checked. */
+/** Whether sub-agent pods can be built from the spec (checked before any create or delete). */
+export async function subAgentsBuildable(pass: Pass): Promise<boolean> {
+  return (await checkSpec(pass, { skipMain: true })).subAgents === undefined;
+}
+
+/** Whether toolbox `name`'s pod can be built from the spec. */
+export async function toolboxBuildable(pass: Pass, name: string): Promise<boolean> {
+  return !(await checkSpec(pass, { skipMain: true })).toolboxes.has(name);
+}
+
+/**
+ * The main was created: its create was its check, so the generation is checked when the other
+ * shapes passed too.
+ */
 export function markSpecChecked(pass: Pass): void {
-  pass.deps.validGenerations.set(pass.cs.metadata.uid ?? "", pass.cs.metadata.generation ?? 0);
+  const verdict = pass.specCheck?.verdict;
+  if (verdict && !isClean(verdict)) return;
+  markGenerationValid(pass);
 }
 
 /**
@@ -62,72 +128,189 @@ export function markSpecChecked(pass: Pass): void {
  * Warning, InvalidSpecError). Any other error returns for the caller to handle.
  */
 export async function rethrowInvalidMain(pass: Pass, err: unknown): Promise<void> {
-  if (isInvalid(err)) await reportInvalidSpec(pass, `main agent: ${serverMessage(err)}`);
-}
-
-async function reportInvalidSpec(pass: Pass, problem: string): Promise<never> {
-  pass.problems.push({
-    condition: ConditionTypeReady,
-    reason: ReasonInvalidSpec,
-    message: problem,
-  });
+  if (!isInvalid(err)) return;
+  const problem = `main agent: ${serverMessage(err)}`;
+  addInvalidSpecProblem(pass, problem);
   emit(pass, "Warning", ReasonInvalidSpec, problem);
-  // The phase stays as it was: a released or migrating set must not lose the phase its next
-  // steps depend on because the spec was edited into something unbuildable.
-  await writeSetStatus(pass, pass.cs.status?.phase ?? "");
-  throw new InvalidSpecError(problem);
+  await stopOnInvalidSpec(pass, problem);
 }
 
 /** Forgets what was checked for a CocoonSet (it was deleted). */
 export function forgetSpecCheck(pass: Pass): void {
   pass.deps.validGenerations.delete(pass.cs.metadata.uid ?? "");
+  refusedParts.get(pass.deps)?.delete(pass.cs.metadata.uid ?? "");
 }
 
-/** The first refusal among the spec's pod shapes, as "<what>: <server message>". */
-async function firstInvalidPod(pass: Pass, skipMain: boolean): Promise<string | undefined> {
+/**
+ * The parts this pass's dry-runs (or the main's create) refused, joined; undefined when none.
+ * Problems found without the server (toolbox names, limits) are not among them: only a spec
+ * change can fix those, and a spec change wakes the set.
+ */
+export function refusedByServer(pass: Pass): string | undefined {
+  const v = pass.specCheck?.verdict;
+  const parts = v ? [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p) : [];
+  return parts.length > 0 ? parts.join("; ") : undefined;
+}
+
+/** The pass's InvalidSpec problem, if any part of the spec was refused. */
+export function invalidSpecMessage(pass: Pass): string | undefined {
+  return pass.problems.find((p) => p.reason === ReasonInvalidSpec)?.message;
+}
+
+/**
+ * Adds a part's problem to the pass's one InvalidSpec problem (the Ready condition shows one
+ * reason, so every refused part is named in its message).
+ */
+export function addInvalidSpecProblem(pass: Pass, message: string): void {
+  const existing = pass.problems.find((p) => p.reason === ReasonInvalidSpec);
+  if (existing) {
+    if (!existing.message.split("; ").includes(message)) existing.message += `; ${message}`;
+    return;
+  }
+  pass.problems.push({ condition: ConditionTypeReady, reason: ReasonInvalidSpec, message });
+}
+
+async function stopOnInvalidSpec(pass: Pass, problem: string): Promise<never> {
+  // The phase stays as it was: a released or migrating set must not lose the phase its next
+  // steps depend on because the spec was edited into something unbuildable.
+  await writeSetStatus(pass, pass.cs.status?.phase ?? "");
+  throw new InvalidSpecError(invalidSpecMessage(pass) ?? problem);
+}
+
+function isClean(v: SpecVerdict): boolean {
+  return v.main === undefined && v.subAgents === undefined && v.toolboxes.size === 0;
+}
+
+function markGenerationValid(pass: Pass): void {
+  const uid = pass.cs.metadata.uid ?? "";
+  pass.deps.validGenerations.set(uid, pass.cs.metadata.generation ?? 0);
+  refusedParts.get(pass.deps)?.delete(uid);
+}
+
+/**
+ * Per reconciler (its deps), by set UID: the parts last refused and the generation they belong
+ * to, so a pass that runs no check (waiting for the main) still shows them without a dry-run.
+ */
+const refusedParts = new WeakMap<object, Map<string, { generation: number; parts: string[] }>>();
+
+/** A pass that checks nothing: the parts refused for this generation are on its status too. */
+export function rememberInvalidSpec(pass: Pass): void {
+  const known = refusedParts.get(pass.deps)?.get(pass.cs.metadata.uid ?? "");
+  if (!known || known.generation !== (pass.cs.metadata.generation ?? 0)) return;
+  for (const part of known.parts) addInvalidSpecProblem(pass, part);
+}
+
+function recordVerdict(pass: Pass, v: SpecVerdict): void {
+  const parts = [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p !== undefined);
+  let byUid = refusedParts.get(pass.deps);
+  if (!byUid) refusedParts.set(pass.deps, byUid = new Map());
+  const uid = pass.cs.metadata.uid ?? "";
+  if (parts.length > 0) byUid.set(uid, { generation: pass.cs.metadata.generation ?? 0, parts });
+  else byUid.delete(uid);
+  for (const problem of parts) {
+    if (invalidSpecMessage(pass)?.split("; ").includes(problem)) continue;
+    addInvalidSpecProblem(pass, problem);
+    emit(pass, "Warning", ReasonInvalidSpec, problem);
+  }
+}
+
+type Part = { kind: "main" } | { kind: "sub" } | { kind: "toolbox"; name: string };
+
+/**
+ * Dry-runs the requested shapes (at most dryRunConcurrency at a time) and returns the refused
+ * ones. A part over its limit (limits.ts) is not dry-run: it builds nothing anyway.
+ */
+async function dryRunShapes(
+  pass: Pass,
+  want: { main: boolean; others: boolean },
+): Promise<SpecVerdict> {
   const { cs } = pass;
-  const shapes: { what: string; build: () => ReturnType<typeof buildAgentPod> }[] = skipMain
-    ? []
-    : [{ what: "main agent", build: () => buildAgentPod(cs, 0) }];
-  if ((cs.spec.agent.replicas ?? 0) > 0) {
-    const slot = cs.spec.agent.replicas ?? 1;
+  const over = overLimit(cs.spec, pass.deps.limits);
+  const shapes: { what: string; part: Part; build: () => Pod }[] = [];
+  if (want.main) {
+    shapes.push({ what: "main agent", part: { kind: "main" }, build: () => buildAgentPod(cs, 0) });
+  }
+  const replicas = cs.spec.agent.replicas ?? 0;
+  if (want.others && replicas > 0 && !over.agents) {
     // The highest slot has the longest name; bound to a placeholder node like a real sub-agent.
     shapes.push({
-      what: `sub-agent slot ${slot}`,
-      build: () => buildAgentPod(cs, slot, "vk-main", "node"),
+      what: `sub-agent slot ${replicas}`,
+      part: { kind: "sub" },
+      build: () => buildAgentPod(cs, replicas, "vk-main", "node"),
     });
   }
-  for (const tb of cs.spec.toolboxes ?? []) {
-    shapes.push({ what: `toolbox ${tb.name}`, build: () => buildToolboxPod(cs, tb) });
+  if (want.others && !over.toolboxes) {
+    for (const tb of cs.spec.toolboxes ?? []) {
+      shapes.push({
+        what: `toolbox ${tb.name}`,
+        part: { kind: "toolbox", name: tb.name },
+        build: () => buildToolboxPod(cs, tb),
+      });
+    }
   }
-  // Built first (a builder refusal needs no request), then dry-run all at once; the first
-  // refusal in shape order is reported.
-  const pods = [];
-  for (const { what, build } of shapes) {
+  const verdict = clean();
+  const refuse = (part: Part, problem: string) => {
+    if (part.kind === "main") verdict.main ??= problem;
+    else if (part.kind === "sub") verdict.subAgents ??= problem;
+    else if (!verdict.toolboxes.has(part.name)) verdict.toolboxes.set(part.name, problem);
+  };
+  const pods: { what: string; part: Part; pod: Pod }[] = [];
+  for (const { what, part, build } of shapes) {
     try {
-      pods.push({ what, pod: build() });
+      pods.push({ what, part, pod: build() });
     } catch (err) {
       // The builder itself refused (an unparsable quantity): as invalid as a server refusal.
-      return `${what}: ${errorMessage(err)}`;
+      refuse(part, `${what}: ${errorMessage(err)}`);
     }
   }
-  const verdicts = await Promise.all(pods.map(async ({ what, pod }) => {
-    try {
-      await pass.deps.client.create(Pods, pod, { dryRun: true, signal: pass.signal });
-      return undefined;
-    } catch (err) {
-      // The name is taken: validation ran before the existence check, so the shape is valid.
-      if (isAlreadyExists(err)) return undefined;
-      if (isInvalid(err)) return `${what}: ${serverMessage(err)}`;
-      throw err;
+  const verified = pass.deps.verifiedShapes;
+  const setName = cs.metadata.name ?? "";
+  await forEachLimited(
+    pods,
+    dryRunConcurrency,
+    pass.signal,
+    async ({ what, part, pod }, signal) => {
+      // A shape another set (or an earlier generation) already passed needs no request.
+      const key = verified ? shapeKey(setName, pod) : "";
+      if (verified?.has(key)) return;
+      try {
+        await pass.deps.client.create(Pods, pod, { dryRun: true, signal });
+        if (verified) rememberShape(verified, key);
+      } catch (err) {
+        // The name is taken: validation ran before the existence check, so the shape is valid.
+        if (isAlreadyExists(err)) {
+          if (verified) rememberShape(verified, key);
+          return;
+        }
+        if (isInvalid(err)) return refuse(part, `${what}: ${serverMessage(err)}`);
+        // A quota or an admission plugin: not a verdict on the shape (see the module doc).
+        if (isAdmissionRefusal(err)) return;
+        throw err;
+      }
+    },
+  );
+  // The first refusal in shape order leads the message, as before.
+  return orderVerdict(verdict, pods.map((p) => p.part));
+}
+
+/** Toolbox problems in spec order, whatever order the dry-runs answered in. */
+function orderVerdict(v: SpecVerdict, order: readonly Part[]): SpecVerdict {
+  const toolboxes = new Map<string, string>();
+  for (const p of order) {
+    if (p.kind === "toolbox" && v.toolboxes.has(p.name)) {
+      toolboxes.set(p.name, v.toolboxes.get(p.name)!);
     }
-  }));
-  const refused = verdicts.find((v) => v !== undefined);
-  if (refused) return refused;
-  return undefined;
+  }
+  for (const [k, m] of v.toolboxes) if (!toolboxes.has(k)) toolboxes.set(k, m);
+  return { ...v, toolboxes };
+}
+
+/** 403 from admission (a ResourceQuota, a webhook, a policy): the shape was not judged. */
+function isAdmissionRefusal(err: unknown): boolean {
+  return apiErrorOf(err)?.status?.code === 403;
 }
 
 /** The API server's message without our "resource name: Reason:" prefix. */
-function serverMessage(err: unknown): string {
+export function serverMessage(err: unknown): string {
   return apiErrorOf(err)?.status?.message ?? errorMessage(err);
 }

@@ -18,6 +18,9 @@ import {
   withFinalizer,
 } from "./_test_support.ts";
 import { readHibernateState } from "../common/meta/mod.ts";
+import { lifecycleFailed, podSeed, setSeed } from "./_test_support.ts";
+import { confirmDeletes, livePodNames, liveSet, makeAllLive } from "./_hardening_test_support.ts";
+import { AnnotationRebuildHistory } from "./rebuild.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import { InvalidSpecError, ReasonInvalidSpec } from "./validate.ts";
 
@@ -62,7 +65,7 @@ Deno.test("a spec whose main the server refuses: Ready=False InvalidSpec with th
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError, "retried, refused again");
 });
 
-Deno.test("a sub-agent shape the server refuses stops the pass before the main is created", async () => {
+Deno.test("a sub-agent shape the server refuses blocks only the sub-agents: the main is created", async () => {
   const env = newTestEnv();
   seedSet(
     env,
@@ -75,7 +78,12 @@ Deno.test("a sub-agent shape the server refuses stops the pass before the main i
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
 
   assert.deepEqual(dryRuns(env).map((a) => a.name), ["demo-2"], "the highest slot is checked");
-  assert.equal(actionsOf(env, "create", Pods).length, 0, "the main is not created");
+  // Issue 19: a refused part blocks only the pods built from it (it used to stop the main too).
+  assert.deepEqual(
+    actionsOf(env, "create", Pods).filter((a) => !a.dryRun).map((a) => a.name),
+    ["demo-0"],
+    "the main is created, no sub-agent",
+  );
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
   assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
   assert.match(ready?.message ?? "", /^sub-agent slot 2: /);
@@ -91,6 +99,8 @@ Deno.test("a generation is dry-run checked once; a spec edit is checked again an
   );
   const allow = refuseCreatesOf(env, "demo-1");
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+  // The refused sub-agent shape no longer holds the main back (issue 19); start from no main.
+  await env.fake.delete(Pods, testNamespace, "demo-0");
 
   // The person fixes the spec: a new generation.
   allow();
@@ -195,4 +205,69 @@ Deno.test("a migration does not start toward a spec no pod can be built from", a
   const stored = await findSet(env.fake, "demo");
   assert.equal(stored?.status?.phase, "Running", "no Migrating");
   assert.equal(conditionOf(stored, "Ready")?.reason, ReasonInvalidSpec);
+});
+
+Deno.test("a toolbox the server refuses blocks only itself: main, sub-agents and the valid toolbox are created, the status names it", async () => {
+  const env = newTestEnv();
+  seedSet(
+    env,
+    newCocoonSet("demo", withFinalizer, (c) => {
+      c.spec.agent.replicas = 2;
+      c.spec.toolboxes = [{ name: "good", image: "img" }, { name: "bad", image: "img" }];
+    }),
+  );
+  refuseCreatesOf(env, "demo-bad");
+
+  // The main comes up although a toolbox is refused; the pass is retried with backoff.
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+  assert.ok(await getPod(env.fake, "demo-0"), "the main is created");
+  await makeAllLive(env);
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
+  await makeAllLive(env);
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+
+  assert.deepEqual(await livePodNames(env), ["demo-0", "demo-1", "demo-2", "demo-good"]);
+  const stored = await findSet(env.fake, "demo");
+  const ready = conditionOf(stored, "Ready");
+  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
+  assert.equal(ready?.message, `toolbox bad: ${refusal}`);
+  assert.deepEqual(
+    [stored?.status?.readyAgents, stored?.status?.readyToolboxes],
+    [3, 1],
+    "the status is current",
+  );
+  const warnings = env.recorder.withReason(ReasonInvalidSpec);
+  assert.ok(warnings.length > 0 && warnings.every((w) => w.message === `toolbox bad: ${refusal}`));
+
+  // A main that is lost (kubectl delete pod) is recreated while the toolbox stays refused.
+  await env.fake.delete(Pods, testNamespace, "demo-0", { gracePeriodSeconds: 0 });
+  await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
+  assert.ok(await getPod(env.fake, "demo-0"), "the lost main is recreated");
+});
+
+Deno.test("a failed sub-agent is rebuilt and recreated while a toolbox is refused", async () => {
+  const { cs, pods } = liveSet("rb", { replicas: 1, liveSlots: [1], toolboxes: ["bad"] });
+  lifecycleFailed(pods[1]);
+  const env = newTestEnv([setSeed(cs), ...pods.map(podSeed)]);
+  refuseCreatesOf(env, "rb-bad");
+
+  assert.deepEqual(await reconcileSet(env, "rb"), { requeue: true }, "deleted for its rebuild");
+  await confirmDeletes(env);
+  assert.deepEqual(await reconcileSet(env, "rb"), { requeue: true }, "and recreated");
+  assert.deepEqual(await livePodNames(env), ["rb-0", "rb-1"]);
+});
+
+Deno.test("a rebuild never deletes a pod it cannot recreate: a failed sub-agent whose shape is refused stays", async () => {
+  const { cs, pods } = liveSet("keep", { replicas: 1, liveSlots: [1] });
+  lifecycleFailed(pods[1]);
+  const env = newTestEnv([setSeed(cs), ...pods.map(podSeed)]);
+  refuseCreatesOf(env, "keep-1");
+
+  await assert.rejects(reconcileSet(env, "keep"), InvalidSpecError);
+  assert.equal(actionsOf(env, "delete", Pods).length, 0, "no delete");
+  const stored = await findSet(env.fake, "keep");
+  assert.equal(stored?.metadata.annotations?.[AnnotationRebuildHistory], undefined, "budget kept");
+  const ready = conditionOf(stored, "Ready");
+  assert.equal(ready?.reason, ReasonInvalidSpec);
+  assert.match(ready?.message ?? "", /^sub-agent slot 1: /);
 });

@@ -23,6 +23,9 @@
  *   Measured in a child process fed by a generator, so no other copy of the pods is counted.
  * - delete_at_scale: API requests and operator CPU seconds to create, then delete, a CocoonSet of
  *   1 000 sub-agents on the real control plane (tests/bench/delete_at_scale.ts).
+ * - refusedAtScale: operator RSS while sets above the per-set limit (limit + 1 and 2147483647
+ *   replicas) are refused, next to idle, and a set at the limit converging
+ *   (tests/bench/refused_at_scale.ts).
  */
 import { controllerManagedBy } from "../../kube/builder.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
@@ -37,6 +40,7 @@ import { DemoSets } from "../harness/demo_controller.ts";
 import { benchNoopReconcile } from "./controller_bench.ts";
 import { benchReconcileFixtureAll } from "./reconcile_fixture.ts";
 import { benchDeleteAtScale } from "./delete_at_scale.ts";
+import { benchRefusedAtScale } from "./refused_at_scale.ts";
 import { startupFromFlags } from "./startup.ts";
 import { convergenceFromFlags } from "./convergence.ts";
 import { memoryAtScaleFromFlags } from "./memory_at_scale.ts";
@@ -357,6 +361,8 @@ const reconcileFixture = await benchReconcileFixtureAll();
 progress("delete at scale");
 const scale = await benchDeleteAtScale(flags.quick ? 100 : 1000);
 emit({ bench: "delete_at_scale", create: scale.create, delete: scale.delete });
+progress("refused at scale");
+const refusedAtScale = await benchRefusedAtScale(flags.quick ? 100 : 1000);
 const startup = await startupFromFlags(flags);
 const convergence = await convergenceFromFlags(flags);
 const { memoryAtScale, scopedCache } = await memoryAtScaleFromFlags(flags);
@@ -365,6 +371,7 @@ console.log(JSON.stringify(
     ...summary,
     reconcileFixture,
     deleteAtScale: scale.summary,
+    refusedAtScale,
     startup,
     convergence,
     memoryAtScale,
