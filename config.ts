@@ -32,6 +32,12 @@ export interface Config {
   ociRegistry: string;
   logLevel: LogLevelName;
   /**
+   * /healthz fails once an informer has heard nothing from the API server for this many
+   * seconds (--informer-stall-seconds, INFORMER_STALL_SECONDS); 0 turns the check off. Absent
+   * when neither is given: defaults.informerStallSeconds applies.
+   */
+  informerStallSeconds?: number;
+  /**
    * --help / --version were given: main prints and exits 0. The other fields then hold the
    * built-in defaults and are not validated (the Go flag package also answers -help before
    * main looks at the environment).
@@ -55,6 +61,9 @@ export const defaults = {
   leaderElect: true,
   concurrency: 4,
   logLevel: "info" as LogLevelName,
+  // Longer than a watch's longest life (10 min timeout + 30 s deadline grace) plus its renewal,
+  // so one half-open watch is restarted by its deadline before liveness fails.
+  informerStallSeconds: 900,
 } as const;
 
 /** Name of the leader-election Lease (the Go operator's LeaderElectionID). */
@@ -69,6 +78,7 @@ const options = {
   "hibernation-concurrency": { type: "string" },
   "leader-election-namespace": { type: "string" },
   kubeconfig: { type: "string" },
+  "informer-stall-seconds": { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 } as const;
@@ -168,6 +178,13 @@ export function parseConfig(args: string[], env: Env): Config {
     }
   }
 
+  const informerStallSeconds = seconds(
+    "--informer-stall-seconds",
+    str("informer-stall-seconds"),
+    "INFORMER_STALL_SECONDS",
+    env,
+  );
+
   return {
     metricsBindAddress,
     healthProbeBindAddress,
@@ -178,6 +195,7 @@ export function parseConfig(args: string[], env: Env): Config {
     hibernationConcurrency,
     ociRegistry,
     logLevel,
+    ...(informerStallSeconds !== undefined ? { informerStallSeconds } : {}),
     help: false,
     version: false,
   };
@@ -203,6 +221,9 @@ Flags (a flag overrides its environment variable):
   --hibernation-concurrency N        concurrent CocoonHibernation reconciles, at least 1
                                      env HIBERNATION_CONCURRENCY, default 4
   --kubeconfig PATH                  kubeconfig file, tried before KUBECONFIG and in-cluster
+  --informer-stall-seconds N         /healthz fails after N s without word from the API
+                                     server on a watched kind; 0 disables
+                                     env INFORMER_STALL_SECONDS, default 900
   -h, --help                         print this text and exit
   --version                          print the version and exit
 
@@ -292,6 +313,24 @@ function concurrency(flag: string, flagValue: string | undefined, key: string, e
   }
   if (n < 1) {
     throw new ConfigError(`${where}=${JSON.stringify(raw)} must be at least 1`);
+  }
+  return n;
+}
+
+/** A whole number of seconds ≥ 0 from a flag or its env variable (decimal only). */
+function seconds(
+  flag: string,
+  flagValue: string | undefined,
+  key: string,
+  env: Env,
+): number | undefined {
+  const fromFlag = flagValue !== undefined;
+  const raw = fromFlag ? flagValue : envValue(env, key);
+  if (raw === undefined) return undefined;
+  const where = fromFlag ? flag : key;
+  const n = Number(raw.trim());
+  if (!/^\+?\d+$/.test(raw.trim()) || !Number.isSafeInteger(n)) {
+    throw new ConfigError(`${where}=${JSON.stringify(raw)} is not a whole number of seconds`);
   }
   return n;
 }

@@ -191,3 +191,18 @@ Deno.test("--kubeconfig is accepted like the Go binary's (controller-runtime's f
   assert.equal(parse(["--kubeconfig="]).kubeconfig, undefined);
   assert.match(usage(), /--kubeconfig PATH/);
 });
+
+Deno.test("--informer-stall-seconds / INFORMER_STALL_SECONDS: whole seconds, 0 allowed, absent by default", () => {
+  assert.equal(parse([]).informerStallSeconds, undefined);
+  assert.equal(parse([], { INFORMER_STALL_SECONDS: "120" }).informerStallSeconds, 120);
+  assert.equal(
+    parse(["--informer-stall-seconds=0"], { INFORMER_STALL_SECONDS: "120" }).informerStallSeconds,
+    0,
+  );
+  rejects(
+    [],
+    { ...base, INFORMER_STALL_SECONDS: "5m" },
+    /^INFORMER_STALL_SECONDS="5m" is not a whole number of seconds$/,
+  );
+  rejects(["--informer-stall-seconds=-1"], base, /^--informer-stall-seconds="-1" is not/);
+});
