@@ -635,12 +635,14 @@ export class FakeClient implements Client {
       : undefined;
     if (opts.sendInitialEvents) {
       // Watch-list: the current state (at least as new as any resourceVersion asked for) as
-      // ADDED events, then the bookmark marking its end, whether or not bookmarks were asked
-      // for; changes follow.
+      // ADDED events, then (only to a watch that allows bookmarks) the bookmark marking its
+      // end; changes follow.
       for (const o of [...table.objects.values()]) {
         pending.push({ rv: Number(o.metadata.resourceVersion), type: "ADDED", obj: o });
       }
-      pending.push({ rv: this.#rv, type: "BOOKMARK", initialEventsEnd: true });
+      if (opts.allowWatchBookmarks) {
+        pending.push({ rv: this.#rv, type: "BOOKMARK", initialEventsEnd: true });
+      }
     } else if (startRv === undefined) {
       // No resourceVersion: the server first replays the current state as ADDED events.
       for (const o of [...table.objects.values()]) {
@@ -896,12 +898,6 @@ export class FakeClient implements Client {
       why.push(
         "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless " +
           "sendInitialEvents is provided",
-      );
-    }
-    if (!opts.allowWatchBookmarks) {
-      why.push(
-        "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting allowWatchBookmarks " +
-          "to true",
       );
     }
     if (why.length === 0) return;

@@ -489,20 +489,39 @@ export const semanticsCases: SemanticsCase[] = [
     },
   },
   {
-    name: "a watch-list stream needs resourceVersionMatch=NotOlderThan and bookmarks",
+    name:
+      "a watch-list stream needs resourceVersionMatch=NotOlderThan; without bookmarks it has no end mark",
     async fn(c, ns) {
       for (
         const opts of [
           { sendInitialEvents: true, allowWatchBookmarks: true },
-          { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" as const },
+          { resourceVersionMatch: "NotOlderThan" as const, allowWatchBookmarks: true },
         ]
       ) {
         const it = c.watch(Widgets, { namespace: ns, ...opts })[Symbol.asyncIterator]();
         try {
-          await rejects(it.next(), isInvalid, `watch-list with ${JSON.stringify(opts)}`);
+          await rejects(it.next(), isInvalid, `watch with ${JSON.stringify(opts)}`);
         } finally {
           await it.return?.();
         }
+      }
+      await c.create(Widgets, widget(ns, "wn-a"));
+      const ac = new AbortController();
+      const it = c.watch(Widgets, {
+        namespace: ns,
+        sendInitialEvents: true,
+        resourceVersionMatch: "NotOlderThan",
+        signal: ac.signal,
+      })[Symbol.asyncIterator]();
+      try {
+        const first = await nextEvent(it);
+        assert.equal(`${first.type}:${(first.object as KubeObject).metadata.name}`, "ADDED:wn-a");
+        await c.create(Widgets, widget(ns, "wn-b"));
+        const next = await nextEvent(it);
+        assert.equal(`${next.type}:${(next.object as KubeObject).metadata.name}`, "ADDED:wn-b");
+      } finally {
+        ac.abort();
+        await it.return?.();
       }
     },
   },
