@@ -19,5 +19,7 @@ RUN REGISTRY_HOSTS="${REGISTRY_HOSTS}" VERSION="${VERSION}" REVISION="${REVISION
 # distroless/cc: glibc and libgcc for the Deno runtime, CA certificates, no shell.
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /src/dist/cocoon-operator /usr/bin/cocoon-operator
+# The allocator setting scripts/runtime_flags.ts gives the operator (its V8 flags are in the binary).
+ENV MALLOC_ARENA_MAX=2
 USER 65532:65532
 ENTRYPOINT ["/usr/bin/cocoon-operator"]

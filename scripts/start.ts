@@ -14,6 +14,7 @@ import { parseConfig } from "../config.ts";
 import { clusterAccess, locateCluster } from "../kube/kubeconfig.ts";
 import { errorMessage } from "../kube/errors.ts";
 import { localPermissionSet, permissionFlags } from "../permissions.ts";
+import { runtimeEnvFor, v8FlagsArg } from "./runtime_flags.ts";
 
 const mainModule = new URL("../main.ts", import.meta.url).pathname;
 
@@ -65,7 +66,8 @@ export function launchPlan(
 }
 
 if (import.meta.main) {
-  const plan = launchPlan(Deno.args, Deno.env.toObject(), Deno.cwd());
+  // V8 flags and the allocator's environment: one place for start, compile and the image.
+  const plan = launchPlan(Deno.args, Deno.env.toObject(), Deno.cwd(), [v8FlagsArg()]);
   if (!plan.ok) {
     console.error(`cocoon-operator: ${plan.message}`);
     Deno.exit(2);
@@ -75,7 +77,7 @@ if (import.meta.main) {
   // "deno" from PATH: the task grants --allow-run=deno, which names that program.
   const child = new Deno.Command("deno", {
     args: plan.args,
-    env: plan.env,
+    env: { ...runtimeEnvFor(Deno.env.toObject()), ...plan.env },
     stdin: "inherit",
     stdout: "inherit",
     stderr: "inherit",
