@@ -31,5 +31,7 @@ RUN REGISTRY_HOSTS="${REGISTRY_HOSTS}" PROXY_HOSTS="${PROXY_HOSTS}" VERSION="${V
 # distroless/cc: glibc and libgcc for the Deno runtime, CA certificates, no shell.
 FROM gcr.io/distroless/cc-debian12:nonroot@${BASE_IMAGE_DIGEST}
 COPY --from=build /src/dist/cocoon-operator /usr/bin/cocoon-operator
+# The allocator setting scripts/runtime_flags.ts gives the operator (its V8 flags are in the binary).
+ENV MALLOC_ARENA_MAX=2
 USER 65532:65532
 ENTRYPOINT ["/usr/bin/cocoon-operator"]

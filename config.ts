@@ -37,6 +37,12 @@ export interface Config {
   ociRegistry: string;
   logLevel: LogLevelName;
   /**
+   * /healthz fails once an informer has heard nothing from the API server for this many
+   * seconds (--informer-stall-seconds, INFORMER_STALL_SECONDS); 0 turns the check off. Absent
+   * when neither is given: defaults.informerStallSeconds applies.
+   */
+  informerStallSeconds?: number;
+  /**
    * --help / --version were given: main prints and exits 0. The other fields then hold the
    * built-in defaults and are not validated (the Go flag package also answers -help before
    * main looks at the environment).
@@ -77,6 +83,9 @@ export const defaults = {
   maxReplicasPerSet: defaultSetLimits.maxReplicas,
   maxToolboxesPerSet: defaultSetLimits.maxToolboxes,
   logLevel: "info" as LogLevelName,
+  // Longer than a watch's longest life (10 min timeout + 30 s deadline grace) plus its renewal,
+  // so one half-open watch is restarted by its deadline before liveness fails.
+  informerStallSeconds: 900,
 } as const;
 
 /** Name of the leader-election Lease (the Go operator's LeaderElectionID). */
@@ -95,6 +104,7 @@ const options = {
   kubeconfig: { type: "string" },
   "allow-plain-http": { type: "string" },
   "metrics-cert-dir": { type: "string" },
+  "informer-stall-seconds": { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 } as const;
@@ -216,6 +226,13 @@ export function parseConfig(args: string[], env: Env): Config {
     }
   }
 
+  const informerStallSeconds = seconds(
+    "--informer-stall-seconds",
+    str("informer-stall-seconds"),
+    "INFORMER_STALL_SECONDS",
+    env,
+  );
+
   return {
     metricsBindAddress,
     healthProbeBindAddress,
@@ -228,6 +245,7 @@ export function parseConfig(args: string[], env: Env): Config {
     maxToolboxesPerSet,
     ociRegistry,
     logLevel,
+    ...(informerStallSeconds !== undefined ? { informerStallSeconds } : {}),
     help: false,
     version: false,
     allowExtraPermissions: bools.get("allow-extra-permissions") ??
@@ -286,6 +304,9 @@ Flags (a flag overrides its environment variable):
                                      env OPERATOR_ALLOW_PLAIN_HTTP
   --allow-extra-permissions[=BOOL]   start although Deno grants more than the operator needs
                                      env OPERATOR_ALLOW_EXTRA_PERMISSIONS, default false
+  --informer-stall-seconds N         /healthz fails after N s without word from the API
+                                     server on a watched kind; 0 disables
+                                     env INFORMER_STALL_SECONDS, default 900
   -h, --help                         print this text and exit
   --version                          print the version and exit
 
@@ -387,6 +408,24 @@ function count(
   }
   if (n < min) {
     throw new ConfigError(`${where}=${JSON.stringify(raw)} must be at least ${min}`);
+  }
+  return n;
+}
+
+/** A whole number of seconds ≥ 0 from a flag or its env variable (decimal only). */
+function seconds(
+  flag: string,
+  flagValue: string | undefined,
+  key: string,
+  env: Env,
+): number | undefined {
+  const fromFlag = flagValue !== undefined;
+  const raw = fromFlag ? flagValue : envValue(env, key);
+  if (raw === undefined) return undefined;
+  const where = fromFlag ? flag : key;
+  const n = Number(raw.trim());
+  if (!/^\+?\d+$/.test(raw.trim()) || !Number.isSafeInteger(n)) {
+    throw new ConfigError(`${where}=${JSON.stringify(raw)} is not a whole number of seconds`);
   }
   return n;
 }

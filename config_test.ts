@@ -232,3 +232,18 @@ Deno.test("per-set limits: flags win over env, 0 is allowed, a non-integer is re
   rejects(["--max-toolboxes-per-set=-1"], base, /^--max-toolboxes-per-set="-1" is not an integer/);
   assert.match(usage(), /--max-replicas-per-set N/);
 });
+
+Deno.test("--informer-stall-seconds / INFORMER_STALL_SECONDS: whole seconds, 0 allowed, absent by default", () => {
+  assert.equal(parse([]).informerStallSeconds, undefined);
+  assert.equal(parse([], { INFORMER_STALL_SECONDS: "120" }).informerStallSeconds, 120);
+  assert.equal(
+    parse(["--informer-stall-seconds=0"], { INFORMER_STALL_SECONDS: "120" }).informerStallSeconds,
+    0,
+  );
+  rejects(
+    [],
+    { ...base, INFORMER_STALL_SECONDS: "5m" },
+    /^INFORMER_STALL_SECONDS="5m" is not a whole number of seconds$/,
+  );
+  rejects(["--informer-stall-seconds=-1"], base, /^--informer-stall-seconds="-1" is not/);
+});

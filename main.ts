@@ -3,7 +3,7 @@
  * the reconcilers (the Go operator's main.go).
  */
 import { getLogger } from "@logtape/logtape";
-import { type Config, leaderElectionId, parseConfig, usage } from "./config.ts";
+import { type Config, defaults, leaderElectionId, parseConfig, usage } from "./config.ts";
 import { setupLogging } from "./common/log.ts";
 import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
 import { ApiClient } from "./kube/api_client.ts";
@@ -142,6 +142,9 @@ export async function main(
       byObject(Pods, { labelSelector: LabelCocoonSet }),
       byObject(Nodes, { labelSelector: LabelNodePool, transform: withoutStatus }),
     ],
+    // The initial state streams over the watch (no LIST) where the API server serves it.
+    watchList: true,
+    informerStallLimitMs: (config.informerStallSeconds ?? defaults.informerStallSeconds) * 1000,
   });
   manager.addHealthzCheck("healthz", ping);
   manager.addReadyzCheck("readyz", ping);

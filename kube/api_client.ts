@@ -234,6 +234,8 @@ export class ApiClient implements Client {
         fieldSelector: opts.fieldSelector,
         resourceVersion: opts.resourceVersion,
         allowWatchBookmarks: opts.allowWatchBookmarks ? "true" : undefined,
+        sendInitialEvents: opts.sendInitialEvents ? "true" : undefined,
+        resourceVersionMatch: opts.resourceVersionMatch,
         timeoutSeconds: opts.timeoutSeconds ? String(opts.timeoutSeconds) : undefined,
       },
       signal: opts.signal,
@@ -253,6 +255,7 @@ export class ApiClient implements Client {
         target,
       );
     }
+    opts.onOpen?.();
     if (!res.body) return;
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     // Deno reaches the body through fetch's abort hook only while the request object lives; a

@@ -149,6 +149,16 @@ export class InformerCache implements Reader {
     return [...this.#informers.entries()].filter(([, i]) => !i.hasSynced()).map(([id]) => id);
   }
 
+  /**
+   * The kinds whose informers have heard nothing from the API server for at least limitMs
+   * (see SharedInformer.msSinceProgress), with how long: the liveness check.
+   */
+  stalled(limitMs: number): { kind: string; ms: number }[] {
+    return [...this.#informers.entries()]
+      .map(([kind, i]) => ({ kind, ms: i.msSinceProgress() }))
+      .filter((s) => s.ms >= limitMs);
+  }
+
   /** True when every informer has synced (the readiness check). */
   hasSynced(): boolean {
     return [...this.#informers.values()].every((i) => i.hasSynced());

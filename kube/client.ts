@@ -107,9 +107,22 @@ export interface WatchOptions {
   allowWatchBookmarks?: boolean;
   /** Server-side timeout; the stream ends cleanly after it. */
   timeoutSeconds?: number;
+  /**
+   * Watch-list: the stream first sends the current state as ADDED events, then a BOOKMARK
+   * annotated `k8s.io/initial-events-end: "true"`, then changes (instead of a LIST before the
+   * watch). Needs resourceVersionMatch "NotOlderThan"; a server without the feature refuses it.
+   */
+  sendInitialEvents?: boolean;
+  /** How resourceVersion is read: "NotOlderThan" (with sendInitialEvents) or "Exact". */
+  resourceVersionMatch?: "NotOlderThan" | "Exact";
+  /** Called once the server accepted the watch (its answer's headers arrived). */
+  onOpen?: () => void;
   /** Ends the stream. */
   signal?: AbortSignal;
 }
+
+/** The annotation of the BOOKMARK that closes a watch-list stream's initial state. */
+export const initialEventsEndAnnotation = "k8s.io/initial-events-end";
 
 /** The event types a watch stream carries. */
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";

@@ -1,8 +1,13 @@
 import { getLogger } from "@logtape/logtape";
 import { type Clock, realClock, sleep } from "./clock.ts";
-import type { Client, LabelSelector } from "./client.ts";
+import {
+  type Client,
+  initialEventsEndAnnotation,
+  type LabelSelector,
+  type WatchEvent,
+} from "./client.ts";
 import { ApiError, errorMessage, isGone } from "./errors.ts";
-import { deepCopy, keyString, type KubeObject, objectKey } from "./object.ts";
+import { deepCopy, keyString, type KubeObject, objectKey, type Status } from "./object.ts";
 import { resourceId, type ResourceType } from "./resource.ts";
 import type { EventHandler, Informer } from "./source.ts";
 
@@ -13,6 +18,14 @@ class WatchErrorEvent extends Error {
   constructor(readonly apiError: ApiError) {
     super(`watch error event: ${apiError.message}`, { cause: apiError });
     this.name = "WatchErrorEvent";
+  }
+}
+
+/** A watch-list stream that did not deliver the whole initial state; the attempt falls back. */
+class WatchListIncomplete extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "WatchListIncomplete";
   }
 }
 
@@ -46,6 +59,19 @@ export interface InformerOptions<T extends KubeObject> {
   maxBackoffMs?: number;
   /** Server-side watch timeout range; client-go picks 5–10 min at random per watch. */
   watchTimeoutSeconds?: () => number;
+  /**
+   * How long past its server-side timeout a watch may stay open before this side ends it
+   * (default 30 s). The server closes every watch at its timeout, so one still open later sits
+   * on a connection that went half-open: no event and no bookmark will ever come through it.
+   */
+  watchDeadlineGraceMs?: number;
+  /**
+   * Sync the initial state with a watch-list stream (sendInitialEvents) instead of a LIST, as
+   * client-go 0.35's reflector does; an attempt the server refuses (the WatchList feature off,
+   * an older server) or that breaks before the initial state is complete falls back to LIST
+   * then WATCH. Default false: the manager turns it on for the operator.
+   */
+  watchList?: boolean;
   /** Time source of the backoff pauses (tests). */
   clock?: Clock;
 }
@@ -56,6 +82,12 @@ export interface InformerStats {
   watches: number;
   relistsAfterGone: number;
   lastResourceVersion: string;
+  /** Initial states taken from a watch-list stream (not counted in lists). */
+  watchListSyncs: number;
+  /** Watch-list attempts that fell back to LIST + WATCH. */
+  watchListFallbacks: number;
+  /** Watches this side ended because they outlived their deadline (a half-open connection). */
+  watchDeadlinesHit: number;
 }
 
 /**
@@ -77,16 +109,37 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   #running = false;
   /** Whether the current watch attempt delivered anything (the connection worked). */
   #delivered = false;
+  readonly #clock: Clock;
+  /** When the server last answered anything (a list page, a watch opening, an event). */
+  #lastProgressAt: number;
   readonly stats: InformerStats = {
     lists: 0,
     watches: 0,
     relistsAfterGone: 0,
     lastResourceVersion: "",
+    watchListSyncs: 0,
+    watchListFallbacks: 0,
+    watchDeadlinesHit: 0,
   };
 
   constructor(opts: InformerOptions<T>) {
     this.#opts = opts;
     this.rt = opts.rt;
+    this.#clock = opts.clock ?? realClock;
+    this.#lastProgressAt = this.#clock.now();
+  }
+
+  /**
+   * Milliseconds since the API server last answered this informer: a list page, a watch being
+   * accepted, an event or bookmark, a stream ending cleanly. An idle kind on a server without
+   * bookmarks still shows progress once per watch timeout (5–10 min), when its watch is renewed.
+   */
+  msSinceProgress(): number {
+    return this.#clock.now() - this.#lastProgressAt;
+  }
+
+  #progress(): void {
+    this.#lastProgressAt = this.#clock.now();
   }
 
   addEventHandler(handler: EventHandler<T>): void {
@@ -159,14 +212,16 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     this.#running = true;
     const minBackoff = this.#opts.minBackoffMs ?? 800;
     const maxBackoff = this.#opts.maxBackoffMs ?? 30_000;
-    const clock = this.#opts.clock ?? realClock;
+    const clock = this.#clock;
     let backoff = minBackoff;
+    this.#progress();
     try {
       while (!signal.aborted) {
         this.#delivered = false;
         try {
-          if (!this.#rv) await this.#relist(signal);
-          const healthy = await this.#watchOnce(signal);
+          const healthy = this.#rv
+            ? await this.#watchOnce(signal, false)
+            : await this.#sync(signal);
           if (healthy) backoff = minBackoff;
           // A stream the server closed without sending anything is retried after a pause so
           // a misbehaving endpoint cannot spin this loop.
@@ -197,6 +252,30 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     } finally {
       this.#running = false;
     }
+  }
+
+  /**
+   * Takes the initial state (no resourceVersion yet, or one in doubt) and goes on watching:
+   * through a watch-list stream when enabled, else (or when that attempt fails before the
+   * initial state is complete) with LIST then WATCH. Returns what #watchOnce returns.
+   */
+  async #sync(signal: AbortSignal): Promise<boolean> {
+    if (this.#opts.watchList) {
+      try {
+        return await this.#watchOnce(signal, true);
+      } catch (err) {
+        // Past the initial-events-end bookmark the stream is an ordinary watch and its errors
+        // are handled as such; before it, nothing was stored, and a LIST is tried at once.
+        if (signal.aborted || this.#rv) throw err;
+        this.stats.watchListFallbacks++;
+        log.info("watch-list of {resource} not available, using list+watch: {error}", {
+          resource: resourceId(this.rt),
+          error: errorMessage(err),
+        });
+      }
+    }
+    await this.#relist(signal);
+    return await this.#watchOnce(signal, false);
   }
 
   /** Lists everything and reconciles the store with it, emitting only the differences. */
@@ -232,6 +311,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
         // take it for a stale resourceVersion and relist at once.
         throw new Error(`list of ${resourceId(rt)} failed: ${errorMessage(err)}`);
       }
+      this.#progress();
       for (const item of page.items) {
         const obj = this.#transform(item);
         fresh.set(keyString(objectKey(obj)), obj);
@@ -241,6 +321,15 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
       if (!cont) break;
     }
     this.stats.lists++;
+    this.#replace(fresh, rv);
+  }
+
+  /**
+   * Reconciles the store with a complete state (a list, or a watch-list stream's initial
+   * events) taken at resourceVersion rv, emitting only the differences, and marks the informer
+   * synced the first time.
+   */
+  #replace(fresh: Map<string, T>, rv: string): void {
     const initial = !this.#synced;
     for (const [key, old] of [...this.#store]) {
       if (!fresh.has(key)) this.#remove(key, old);
@@ -260,57 +349,135 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   }
 
   /**
-   * One watch stream from the current resourceVersion. Returns true when it delivered
-   * something (the connection was healthy), false when it ended with nothing.
+   * One watch stream from the current resourceVersion, or (listing) a watch-list stream whose
+   * initial events are gathered and stored once its initial-events-end bookmark arrives.
+   * Returns true when it delivered something (the connection was healthy), false when it ended
+   * with nothing. A stream still open a little past its server timeout is ended from this side
+   * (the connection went half-open) and counts as having delivered nothing.
    */
-  async #watchOnce(signal: AbortSignal): Promise<boolean> {
+  async #watchOnce(signal: AbortSignal, listing: boolean): Promise<boolean> {
     const { client, rt, namespace, labelSelector, fieldSelector } = this.#opts;
     const timeout = this.#opts.watchTimeoutSeconds?.() ?? 300 + Math.floor(Math.random() * 300);
+    const deadlineMs = timeout * 1000 + (this.#opts.watchDeadlineGraceMs ?? 30_000);
+    const expired = new AbortController();
+    const timer = this.#clock.setTimeout(
+      () => expired.abort(new Error(`watch open past its ${timeout} s timeout`)),
+      deadlineMs,
+    );
     this.stats.watches++;
-    const stream = client.watch(rt, {
-      namespace,
-      labelSelector,
-      fieldSelector,
-      resourceVersion: this.#rv,
-      allowWatchBookmarks: true,
-      timeoutSeconds: timeout,
-      signal,
-    });
-    for await (const ev of stream) {
-      this.#delivered = true;
-      switch (ev.type) {
-        case "ADDED":
-        case "MODIFIED": {
-          const obj = this.#transform(ev.object);
-          const key = keyString(objectKey(obj));
-          const old = this.#store.get(key);
-          if (!old) this.#add(key, obj, false);
-          else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) {
-            this.#update(key, old, obj);
+    /** The initial state of a watch-list stream, until its end bookmark; then undefined. */
+    let initial: Map<string, T> | undefined = listing ? new Map() : undefined;
+    try {
+      const stream = client.watch(rt, {
+        namespace,
+        labelSelector,
+        fieldSelector,
+        resourceVersion: this.#rv,
+        allowWatchBookmarks: true,
+        timeoutSeconds: timeout,
+        ...(listing ? { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" } : {}),
+        onOpen: () => this.#progress(),
+        signal: AbortSignal.any([signal, expired.signal]),
+      });
+      for await (const ev of stream) {
+        this.#delivered = true;
+        this.#progress();
+        if (initial) {
+          const endRv = this.#gatherInitial(initial, ev);
+          if (endRv !== undefined) {
+            this.stats.watchListSyncs++;
+            this.#replace(initial, endRv);
+            initial = undefined;
           }
-          this.#setRv(obj.metadata.resourceVersion);
-          break;
-        }
-        case "DELETED": {
-          const key = keyString(objectKey(ev.object));
-          const old = this.#store.get(key);
-          if (old) this.#remove(key, this.#transform(ev.object));
-          this.#setRv(ev.object.metadata.resourceVersion);
-          break;
-        }
-        case "BOOKMARK":
-          this.#setRv(ev.object.metadata.resourceVersion);
-          break;
-        case "ERROR": {
-          const err = ApiError.fromStatus(ev.object.code ?? 500, ev.object, {
-            resource: resourceId(rt),
-          });
-          throw isGone(err) ? err : new WatchErrorEvent(err);
-        }
+        } else this.#apply(ev);
+        if (signal.aborted || expired.signal.aborted) break;
       }
-      if (signal.aborted) break;
+    } catch (err) {
+      // The deadline's abort can surface as the request's own failure (no answer yet).
+      if (signal.aborted || !expired.signal.aborted) throw err;
+    } finally {
+      this.#clock.clearTimeout(timer);
     }
-    return this.#delivered;
+    if (signal.aborted) return this.#delivered;
+    if (expired.signal.aborted) {
+      this.stats.watchDeadlinesHit++;
+      log.warn(
+        "watch of {resource} still open {graceMs} ms past its {timeoutSeconds} s timeout " +
+          "(a half-open connection?); restarting it",
+        {
+          resource: resourceId(rt),
+          graceMs: deadlineMs - timeout * 1000,
+          timeoutSeconds: timeout,
+        },
+      );
+    } else this.#progress();
+    if (initial) {
+      throw new WatchListIncomplete(
+        `watch-list stream of ${resourceId(rt)} ended before its initial-events-end bookmark`,
+      );
+    }
+    return this.#delivered && !expired.signal.aborted;
+  }
+
+  /**
+   * Files one event of a watch-list stream's initial phase into initial; once the bookmark
+   * closing the initial state arrives, returns its resourceVersion (the state's).
+   */
+  #gatherInitial(initial: Map<string, T>, ev: WatchEvent<T>): string | undefined {
+    switch (ev.type) {
+      case "ADDED":
+      case "MODIFIED": {
+        const obj = this.#transform(ev.object);
+        initial.set(keyString(objectKey(obj)), obj);
+        return undefined;
+      }
+      case "DELETED":
+        initial.delete(keyString(objectKey(ev.object)));
+        return undefined;
+      case "BOOKMARK": {
+        const { annotations, resourceVersion } = ev.object.metadata;
+        return annotations?.[initialEventsEndAnnotation] === "true"
+          ? resourceVersion ?? ""
+          : undefined;
+      }
+      case "ERROR":
+        throw this.#watchError(ev.object);
+    }
+  }
+
+  #watchError(status: Status): Error {
+    const err = ApiError.fromStatus(status.code ?? 500, status, { resource: resourceId(this.rt) });
+    return isGone(err) ? err : new WatchErrorEvent(err);
+  }
+
+  /** Applies one event of an ordinary watch stream to the store. */
+  #apply(ev: WatchEvent<T>): void {
+    switch (ev.type) {
+      case "ADDED":
+      case "MODIFIED": {
+        const obj = this.#transform(ev.object);
+        const key = keyString(objectKey(obj));
+        const old = this.#store.get(key);
+        if (!old) this.#add(key, obj, false);
+        else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) {
+          this.#update(key, old, obj);
+        }
+        this.#setRv(obj.metadata.resourceVersion);
+        break;
+      }
+      case "DELETED": {
+        const key = keyString(objectKey(ev.object));
+        const old = this.#store.get(key);
+        if (old) this.#remove(key, this.#transform(ev.object));
+        this.#setRv(ev.object.metadata.resourceVersion);
+        break;
+      }
+      case "BOOKMARK":
+        this.#setRv(ev.object.metadata.resourceVersion);
+        break;
+      case "ERROR":
+        throw this.#watchError(ev.object);
+    }
   }
 
   #setRv(rv: string | undefined): void {

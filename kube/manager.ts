@@ -1,6 +1,6 @@
 import { getLogger } from "@logtape/logtape";
 import type { ControllerHost, Runnable } from "./builder.ts";
-import { type ByObject, InformerCache } from "./cache.ts";
+import { type ByObject, type CacheOptions, InformerCache } from "./cache.ts";
 import type { Client, Reader } from "./client.ts";
 import { type EventRecorder, Recorder } from "./events.ts";
 import type { IndexFunc } from "./informer.ts";
@@ -48,6 +48,18 @@ export interface ManagerOptions {
   byObject?: ByObject[];
   /** Identity in the Lease; default hostname_uuid. */
   identity?: string;
+  /**
+   * /healthz fails (check "informers") once an informer has heard nothing from the API server
+   * for this long (see SharedInformer.msSinceProgress); 0 or absent: no such check.
+   */
+  informerStallLimitMs?: number;
+  /**
+   * Informers sync with watch-list streams where the server serves them (client-go 0.35's
+   * default), else LIST then WATCH; default false (LIST then WATCH).
+   */
+  watchList?: boolean;
+  /** Per-informer tuning (watch timeouts, deadlines, backoff) for tests. */
+  informerDefaults?: CacheOptions["informerDefaults"];
 }
 
 /** How start() ended: a clean shutdown, or leadership lost (the process must exit non-zero). */
@@ -101,6 +113,9 @@ export class Manager implements ControllerHost {
       client: opts.client,
       namespace: opts.cacheNamespace,
       byObject: opts.byObject,
+      informerDefaults: opts.watchList
+        ? { watchList: true, ...opts.informerDefaults }
+        : opts.informerDefaults,
     });
     this.client = new CachedClient(this.cache, opts.client);
     this.apiReader = opts.client;
@@ -118,6 +133,19 @@ export class Manager implements ControllerHost {
     this.servers.addReadyzCheck("cache-sync", () => {
       if (!this.cache.hasSynced()) throw new Error("caches not synced");
     });
+    const stallLimitMs = opts.informerStallLimitMs ?? 0;
+    if (stallLimitMs > 0) {
+      // Live only while every informer hears from the API server: a watch that stalls is
+      // restarted by its deadline, and one that keeps stalling lets the kubelet restart us.
+      this.servers.addHealthzCheck("informers", () => {
+        const stalled = this.cache.stalled(stallLimitMs);
+        if (stalled.length === 0) return;
+        throw new Error(
+          "no progress from the API server for " +
+            stalled.map((s) => `${s.kind} (${Math.round(s.ms / 1000)} s)`).join(", "),
+        );
+      });
+    }
   }
 
   informerFor<T extends KubeObject>(rt: ResourceType<T>): Informer<T> {

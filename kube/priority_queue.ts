@@ -147,7 +147,6 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
       defaultUnfinishedWorkUpdatePeriodMs;
     if (opts.name) {
       this.#metrics = new QueueMetrics<K>(opts.name, this.#clock, { byPriority: true });
-      this.#scheduleMetricsUpdate();
     }
   }
 
@@ -294,6 +293,7 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
     this.#entries.delete(entry.key);
     this.#processing.add(entry.key);
     this.#metrics?.get(entry.key, entry.priority);
+    this.#scheduleMetricsUpdate();
     return { key: entry.key, priority: entry.priority };
   }
 
@@ -336,11 +336,19 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
     this.#dispatch();
   }
 
+  /**
+   * Refreshes the unfinished-work gauges every period (client-go's 500 ms) while items are being
+   * processed, and once more after the last is done (back to 0). Unlike client-go the timer
+   * stops while nothing is in flight: gauges that stay 0 need no refresh, and an idle operator
+   * then wakes for nothing.
+   */
   #scheduleMetricsUpdate(): void {
+    if (!this.#metrics || this.#metricsTimer !== undefined || this.#shuttingDown) return;
     this.#metricsTimer = this.#clock.setTimeout(() => {
+      this.#metricsTimer = undefined;
       if (this.#shuttingDown) return;
       this.#metrics?.updateUnfinishedWork();
-      this.#scheduleMetricsUpdate();
+      if ((this.#metrics?.inFlight ?? 0) > 0) this.#scheduleMetricsUpdate();
     }, this.#metricsPeriodMs);
   }
 }

@@ -58,7 +58,6 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
       defaultUnfinishedWorkUpdatePeriodMs;
     if (opts.name) {
       this.#metrics = new QueueMetrics<K>(opts.name, this.#clock);
-      this.#scheduleMetricsUpdate();
     }
   }
 
@@ -193,6 +192,7 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
   #take(): K {
     const key = this.#fifo.shift();
     this.#metrics?.get(key);
+    this.#scheduleMetricsUpdate();
     this.#processing.add(key);
     this.#dirty.delete(key);
     return key;
@@ -231,11 +231,19 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
     this.#armDelayTimer();
   }
 
+  /**
+   * Refreshes the unfinished-work gauges every period (client-go's 500 ms) while items are being
+   * processed, and once more after the last is done (back to 0). Unlike client-go the timer
+   * stops while nothing is in flight: gauges that stay 0 need no refresh, and an idle operator
+   * then wakes for nothing.
+   */
   #scheduleMetricsUpdate(): void {
+    if (!this.#metrics || this.#metricsTimer !== undefined || this.#shuttingDown) return;
     this.#metricsTimer = this.#clock.setTimeout(() => {
+      this.#metricsTimer = undefined;
       if (this.#shuttingDown) return;
       this.#metrics?.updateUnfinishedWork();
-      this.#scheduleMetricsUpdate();
+      if ((this.#metrics?.inFlight ?? 0) > 0) this.#scheduleMetricsUpdate();
     }, this.#metricsPeriodMs);
   }
 }

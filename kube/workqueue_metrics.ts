@@ -115,6 +115,11 @@ export class QueueMetrics<K> {
     this.#retries.inc();
   }
 
+  /** Items handed out and not done yet: while there are none the unfinished-work gauges stay 0. */
+  get inFlight(): number {
+    return this.#startTimes.size;
+  }
+
   updateUnfinishedWork(): void {
     const now = this.#clock.now();
     let total = 0;

@@ -21,6 +21,7 @@
  */
 import { defaultRegistryHosts, inClusterPermissionSet, permissionFlags } from "../permissions.ts";
 import { parseArgsOrExit } from "./cli.ts";
+import { v8FlagsArg } from "./runtime_flags.ts";
 
 const repoRoot = new URL("../", import.meta.url);
 const repoPath = repoRoot.pathname.replace(/\/$/, "");
@@ -180,7 +181,9 @@ export async function compile(plan: CompilePlan, dryRun: boolean): Promise<numbe
     return 1;
   }
 
+  // The operator's V8 flags are baked into the binary (scripts/runtime_flags.ts).
   const args = compileArgs(plan, mapPath);
+  args.splice(args.indexOf("--no-code-cache") + 1, 0, v8FlagsArg());
   console.log(JSON.stringify({ command: ["deno", ...args], stamp: plan.stamp }));
   if (dryRun) return 0;
   await Deno.mkdir(plan.output.replace(/\/[^/]*$/, "") || ".", { recursive: true });

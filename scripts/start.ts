@@ -30,6 +30,7 @@ import {
   permissionFlags,
   proxyVariables,
 } from "../permissions.ts";
+import { runtimeEnvFor, v8FlagsArg } from "./runtime_flags.ts";
 
 const startModule = new URL(import.meta.url).pathname;
 
@@ -261,14 +262,15 @@ if (import.meta.main) {
     Deno.exit(code);
   }
   const operatorArgs = Deno.args.slice(1);
-  const plan = launchPlan(operatorArgs, env, cwd);
+  // V8 flags and the allocator's environment: one place for start, compile and the image.
+  const plan = launchPlan(operatorArgs, env, cwd, [v8FlagsArg()]);
   if (!plan.ok) {
     console.error(`cocoon-operator: ${plan.message}`);
     Deno.exit(2);
   }
   // The exact command on request: by default the operator's own output is all there is.
   if (env.COCOON_START_VERBOSE) console.error(`start: deno ${plan.args.join(" ")}`);
-  Deno.exit(await runDeno(plan.args, plan.childEnv));
+  Deno.exit(await runDeno(plan.args, { ...runtimeEnvFor(plan.childEnv), ...plan.childEnv }));
 }
 
 function signalNumber(sig: Deno.Signal): number {

@@ -1,16 +1,17 @@
-import type {
-  Client,
-  DeleteOptions,
-  GetOptions,
-  JsonPatchOp,
-  LabelSelector,
-  ListOptions,
-  PatchBody,
-  PatchOptions,
-  PatchType,
-  WatchEvent,
-  WatchOptions,
-  WriteOptions,
+import {
+  type Client,
+  type DeleteOptions,
+  type GetOptions,
+  initialEventsEndAnnotation,
+  type JsonPatchOp,
+  type LabelSelector,
+  type ListOptions,
+  type PatchBody,
+  type PatchOptions,
+  type PatchType,
+  type WatchEvent,
+  type WatchOptions,
+  type WriteOptions,
 } from "../client.ts";
 import { ApiError, type ErrorTarget, newApiError } from "../errors.ts";
 import { deepCopy, keyString, type KubeObject, objectKey, type ObjectList } from "../object.ts";
@@ -48,6 +49,8 @@ export interface FakeAction {
   /** For lists and watches: the selectors in the API server's query-string form, if any. */
   labelSelector?: string;
   fieldSelector?: string;
+  /** For watches: a watch-list stream (the current state first) was asked for. */
+  sendInitialEvents?: boolean;
 }
 
 /**
@@ -65,6 +68,11 @@ export interface FakeClientOptions {
   latencyMs?: number;
   /** Time source of creationTimestamp and deletionTimestamp (default: the wall clock). */
   clock?: Clock;
+  /**
+   * Refuse watch-list streams (sendInitialEvents) with 422 Invalid, as an API server with the
+   * WatchList feature gate off does (default false: they are served).
+   */
+  refuseWatchList?: boolean;
 }
 
 interface StoredEvent {
@@ -75,7 +83,7 @@ interface StoredEvent {
   prev?: KubeObject;
 }
 
-type StreamItem = StoredEvent | { rv: number; type: "BOOKMARK" };
+type StreamItem = StoredEvent | { rv: number; type: "BOOKMARK"; initialEventsEnd?: boolean };
 
 interface WatchSubscriber {
   rt: ResourceType;
@@ -121,6 +129,8 @@ export class FakeClient implements Client {
   #continuations = new Map<string, Continuation>();
   #continueSeq = 0;
   readonly #clock: Clock;
+  /** Watch-list streams are refused (the WatchList feature gate off). Mutable for tests. */
+  refuseWatchList: boolean;
   /** Latency added to every call (ms). Mutable so a test can slow the API down mid-run. */
   latencyMs: number;
   /** Every call made, in order (for assertions on request counts). */
@@ -130,6 +140,7 @@ export class FakeClient implements Client {
     this.#historyLimit = opts.historyLimit ?? defaultHistoryLimit;
     this.latencyMs = opts.latencyMs ?? 0;
     this.#clock = opts.clock ?? realClock;
+    this.refuseWatchList = opts.refuseWatchList ?? false;
     for (const { rt, obj } of opts.objects ?? []) this.seed(rt, obj);
   }
 
@@ -588,7 +599,9 @@ export class FakeClient implements Client {
       namespace,
       name: "",
       ...sentSelectors(opts.labelSelector, opts.fieldSelector),
+      ...(opts.sendInitialEvents ? { sendInitialEvents: true } : {}),
     });
+    if (opts.sendInitialEvents || opts.resourceVersionMatch) this.#checkWatchList(rt, opts);
     const labels = parseLabelSelector(opts.labelSelector);
     const fields = this.#fieldRequirements(rt, namespace, opts.fieldSelector);
     const matches = (o: KubeObject) =>
@@ -620,7 +633,17 @@ export class FakeClient implements Client {
     const startRv = opts.resourceVersion && opts.resourceVersion !== "0"
       ? Number(opts.resourceVersion)
       : undefined;
-    if (startRv === undefined) {
+    if (opts.sendInitialEvents) {
+      // Watch-list: the current state (at least as new as any resourceVersion asked for) as
+      // ADDED events, then (only to a watch that allows bookmarks) the bookmark marking its
+      // end; changes follow.
+      for (const o of [...table.objects.values()]) {
+        pending.push({ rv: Number(o.metadata.resourceVersion), type: "ADDED", obj: o });
+      }
+      if (opts.allowWatchBookmarks) {
+        pending.push({ rv: this.#rv, type: "BOOKMARK", initialEventsEnd: true });
+      }
+    } else if (startRv === undefined) {
       // No resourceVersion: the server first replays the current state as ADDED events.
       for (const o of [...table.objects.values()]) {
         pending.push({ rv: Number(o.metadata.resourceVersion), type: "ADDED", obj: o });
@@ -642,6 +665,7 @@ export class FakeClient implements Client {
       for (const ev of table.history) if (ev.rv > startRv) pending.push(ev);
     }
     this.#subscribers.add(sub);
+    opts.onOpen?.();
     const timer = opts.timeoutSeconds
       ? setTimeout(() => sub.close(), opts.timeoutSeconds * 1000)
       : undefined;
@@ -657,7 +681,12 @@ export class FakeClient implements Client {
               object: {
                 kind: rt.kind,
                 apiVersion: apiVersionOf(rt),
-                metadata: { resourceVersion: String(ev.rv) },
+                metadata: {
+                  resourceVersion: String(ev.rv),
+                  ...(ev.initialEventsEnd
+                    ? { annotations: { [initialEventsEndAnnotation]: "true" } }
+                    : {}),
+                },
               },
             };
             continue;
@@ -846,6 +875,37 @@ export class FakeClient implements Client {
       "Conflict",
       this.#target(rt, namespace, name),
       `Operation cannot be fulfilled on ${resourceId(rt)} "${name}": ${why}`,
+    );
+  }
+
+  /** The API server's validation of a watch's list options (watch-list parameters). */
+  #checkWatchList(rt: ResourceType, opts: WatchOptions): void {
+    const why: string[] = [];
+    if (opts.sendInitialEvents) {
+      if (opts.resourceVersionMatch !== "NotOlderThan") {
+        why.push(
+          "resourceVersionMatch: Forbidden: sendInitialEvents requires setting " +
+            "resourceVersionMatch to NotOlderThan",
+        );
+      }
+      if (this.refuseWatchList) {
+        why.push(
+          "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the " +
+            "WatchList feature gate is enabled",
+        );
+      }
+    } else {
+      why.push(
+        "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless " +
+          "sendInitialEvents is provided",
+      );
+    }
+    if (why.length === 0) return;
+    throw newApiError(
+      422,
+      "Invalid",
+      { resource: resourceId(rt), namespace: opts.namespace },
+      `ListOptions.meta.k8s.io "" is invalid: ${why.join(", ")}`,
     );
   }
 

@@ -21,6 +21,8 @@ import { classifyRequest, type RequestInfo } from "./request_info.ts";
 export interface ProxiedApiRequest extends RequestInfo {
   method: string;
   path: string;
+  /** The query string as sent ("?watch=1&…"), "" when none. */
+  query: string;
   /** performance.now() when the request arrived. */
   at: number;
   /** Status the API server answered; 0 until the answer's headers arrive, 502 when unreachable. */
@@ -40,7 +42,20 @@ export interface ApiProxy {
    * the copy's path. JSON kubeconfigs only, as the test control plane writes them.
    */
   rewriteKubeconfig(kubeconfig: string): Promise<string>;
+  /**
+   * Turns every response still streaming (the open watches) into a half-open connection:
+   * from now on nothing more of it is forwarded, yet it is not closed either. Later requests
+   * are forwarded as usual. Returns how many streams were stalled.
+   */
+  stallOpenStreams(): number;
   close(): Promise<void>;
+}
+
+/** A response body being forwarded, which can be stalled. */
+interface ForwardedStream {
+  stall(): void;
+  /** Ends a stalled stream (at close). */
+  abandon(): void;
 }
 
 /** Headers that describe one hop, not the request (RFC 9110 §7.6.1), plus what fetch recomputes. */
@@ -60,8 +75,13 @@ const HOP_HEADERS = [
  * Starts the proxy on a free loopback port, forwarding to `upstream` (`https://127.0.0.1:<port>`)
  * and trusting `caPem` for it (none needed for a plain-HTTP upstream).
  */
-export function startApiProxy(upstream: string, caPem?: string): ApiProxy {
-  const client = Deno.createHttpClient({ caCerts: caPem ? [caPem] : [] });
+export function startApiProxy(
+  upstream: string,
+  caPem?: string,
+  clientCert?: { cert: string; key: string },
+): ApiProxy {
+  const client = Deno.createHttpClient({ caCerts: caPem ? [caPem] : [], ...clientCert });
+  const streams = new Set<ForwardedStream>();
   const requests: ProxiedApiRequest[] = [];
   // Aborted by close(): ends the watches still streaming, so shutdown does not wait on them.
   const closing = new AbortController();
@@ -71,6 +91,7 @@ export function startApiProxy(upstream: string, caPem?: string): ApiProxy {
       ...classifyRequest(req.method, url),
       method: req.method,
       path: url.pathname,
+      query: url.search,
       at: performance.now(),
       status: 0,
     };
@@ -102,7 +123,12 @@ export function startApiProxy(upstream: string, caPem?: string): ApiProxy {
     record.status = res.status;
     const out = new Headers(res.headers);
     for (const h of [...HOP_HEADERS, "content-encoding"]) out.delete(h);
-    return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
+    const forwarded = res.body ? stallable(res.body, streams) : null;
+    return new Response(forwarded, {
+      status: res.status,
+      statusText: res.statusText,
+      headers: out,
+    });
   });
   const { port } = server.addr;
   const url = `http://127.0.0.1:${port}`;
@@ -124,10 +150,57 @@ export function startApiProxy(upstream: string, caPem?: string): ApiProxy {
       await Deno.writeTextFile(path, JSON.stringify(config, null, 2), { mode: 0o600 });
       return path;
     },
+    stallOpenStreams() {
+      for (const s of streams) s.stall();
+      return streams.size;
+    },
     async close() {
+      for (const s of streams) s.abandon();
       closing.abort();
       await server.shutdown();
       client.close();
     },
   };
+}
+
+/** Forwards src chunk by chunk until stalled; a stalled stream neither forwards nor ends. */
+function stallable(
+  src: ReadableStream<Uint8Array>,
+  streams: Set<ForwardedStream>,
+): ReadableStream<Uint8Array> {
+  const reader = src.getReader();
+  let stalled = false;
+  let abandoned = false;
+  let wake: (() => void) | undefined;
+  const entry: ForwardedStream = {
+    stall: () => void (stalled = true),
+    abandon: () => {
+      abandoned = true;
+      wake?.();
+    },
+  };
+  streams.add(entry);
+  const hold = async (ctrl: ReadableStreamDefaultController<Uint8Array>) => {
+    if (!abandoned) await new Promise<void>((resolve) => (wake = resolve));
+    streams.delete(entry);
+    await reader.cancel().catch(() => {});
+    if (abandoned) ctrl.close();
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      if (stalled) return await hold(ctrl);
+      const { done, value } = await reader.read();
+      // A chunk that arrives after the stall is dropped, as a dead link would.
+      if (stalled) return await hold(ctrl);
+      if (done) {
+        streams.delete(entry);
+        ctrl.close();
+      } else ctrl.enqueue(value);
+    },
+    cancel(reason) {
+      streams.delete(entry);
+      wake?.();
+      return reader.cancel(reason);
+    },
+  });
 }

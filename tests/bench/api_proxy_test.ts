@@ -123,3 +123,47 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "api_proxy: a stalled stream forwards nothing more and stays open; new requests pass",
+  async fn() {
+    const ticks = new Set<ReturnType<typeof setInterval>>();
+    const upstream = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, () => {
+      let tick: ReturnType<typeof setInterval>;
+      const body = new ReadableStream<Uint8Array>({
+        start(c) {
+          let n = 0;
+          tick = setInterval(() => c.enqueue(new TextEncoder().encode(`{"n":${n++}}\n`)), 20);
+          ticks.add(tick);
+        },
+        cancel() {
+          clearInterval(tick);
+        },
+      });
+      return new Response(body);
+    });
+    const proxy = startApiProxy(`http://127.0.0.1:${upstream.addr.port}`);
+    try {
+      const res = await fetch(`${proxy.url}/api/v1/pods?watch=true`);
+      const reader = res.body!.getReader();
+      assert.equal((await reader.read()).done, false);
+      assert.equal(proxy.stallOpenStreams(), 1);
+      // Whatever was already on its way may still arrive; after that, neither data nor an end.
+      const quiet = async () => {
+        const next = reader.read();
+        const timeout = new Promise<"quiet">((r) => setTimeout(() => r("quiet"), 300));
+        return await Promise.race([next.then(() => "data" as const), timeout]);
+      };
+      await waitFor("the stream to go quiet", async () => (await quiet()) === "quiet", 5_000, 0);
+      const other = await fetch(`${proxy.url}/api/v1/pods?watch=true`);
+      const otherReader = other.body!.getReader();
+      assert.equal((await otherReader.read()).done, false, "a new stream is forwarded");
+      await otherReader.cancel();
+      await reader.cancel();
+    } finally {
+      for (const t of ticks) clearInterval(t);
+      await proxy.close();
+      await upstream.shutdown();
+    }
+  },
+});

@@ -3,7 +3,7 @@
  * document on stdout (progress and the runtime's per-measurement lines go to stderr). Nothing
  * here asserts; tests do that. The document's keys: the runtime figures below (flat, as the
  * summary always had them), `reconcileFixture` (reconcile_fixture.ts), `startup`
- * (startup.ts), `convergence` (convergence.ts), `memoryAtScale` and `scopedCache`
+ * (startup.ts), `convergence` (convergence.ts; keyed `sets100`, `sets1000`), `memoryAtScale` and `scopedCache`
  * (memory_at_scale.ts). Each of those also runs alone (`deno task bench:<name>`, see
  * deno.json); `--operator-cmd` names the operator the system benchmarks measure (default
  * `deno task start`), `--quick` makes their N smaller and their windows shorter.

@@ -12,12 +12,16 @@ import { DEFAULT_OPERATOR_CMD } from "./operator_under_test.ts";
 export interface BenchFlags {
   quick: boolean;
   operatorCmd: string;
+  /** `--sets 100,1000`: the CocoonSet counts of the convergence benchmark (undefined: its own). */
+  sets?: number[];
 }
 
 /** What `--help` prints, and what follows a refused command line. */
-export const benchUsage = `usage: deno task bench[:<name>] [--quick] [--operator-cmd "<command>"]
+export const benchUsage =
+  `usage: deno task bench[:<name>] [--quick] [--operator-cmd "<command>"] [--sets N,…]
   --quick                 smaller N and shorter windows
-  --operator-cmd <cmd>    the operator under test (default: ${DEFAULT_OPERATOR_CMD})`;
+  --operator-cmd <cmd>    the operator under test (default: ${DEFAULT_OPERATOR_CMD})
+  --sets <N,…>            CocoonSet counts of the convergence runs (default 100,1000)`;
 
 /** A command line the benchmarks refuse; the message is one line. */
 export class BenchFlagsError extends Error {
@@ -36,6 +40,7 @@ export function parseBenchFlags(args: string[]): BenchFlags | "help" {
       options: {
         quick: { type: "boolean", default: false },
         "operator-cmd": { type: "string", default: DEFAULT_OPERATOR_CMD },
+        sets: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -45,9 +50,19 @@ export function parseBenchFlags(args: string[]): BenchFlags | "help" {
     throw new BenchFlagsError(err instanceof Error ? err.message : String(err));
   }
   if (values.help) return "help";
+  let sets: number[] | undefined;
+  if (values.sets !== undefined) {
+    sets = values.sets.split(",").map((v) => Number(v.trim()));
+    if (sets.some((n) => !Number.isSafeInteger(n) || n < 1)) {
+      throw new BenchFlagsError(
+        `--sets ${values.sets}: want positive whole numbers, e.g. 100,1000`,
+      );
+    }
+  }
   return {
     quick: values.quick,
     operatorCmd: values["operator-cmd"],
+    ...(sets ? { sets } : {}),
   };
 }
 

@@ -44,6 +44,11 @@ export interface ControlPlaneOptions {
    */
   watchCache?: boolean;
   /**
+   * Extra kube-apiserver flags, after the harness's own (a later flag wins), e.g.
+   * `["--feature-gates=WatchList=false"]` for a server that refuses watch-list streams.
+   */
+  apiServerFlags?: string[];
+  /**
    * Start etcd, kube-apiserver and the watchdog in sessions of their own (default false). A
    * terminal's Ctrl-C then reaches only this process, which must call `stop()`; tests leave this
    * off so an interrupted `deno test` takes the servers down with it.
@@ -299,6 +304,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     "--allow-privileged=true",
     "--profiling=false",
     `--watch-cache=${opts.watchCache ?? false}`,
+    ...opts.apiServerFlags ?? [],
   ];
 
   let etcd: ServerProcess | undefined;

@@ -5,7 +5,7 @@
  * is a fake that lies.
  */
 import assert from "node:assert/strict";
-import type { Client } from "../../kube/client.ts";
+import { type Client, initialEventsEndAnnotation } from "../../kube/client.ts";
 import { type Binding, Nodes, type Pod, Pods } from "../../kube/core.ts";
 import {
   ApiError,
@@ -449,6 +449,76 @@ export const semanticsCases: SemanticsCase[] = [
           seen.push(`${ev.type}:${(ev.object as KubeObject).metadata.name}`);
         }
         assert.deepEqual(seen, ["ADDED:wa", "MODIFIED:wa", "DELETED:wa"]);
+      } finally {
+        ac.abort();
+        await it.return?.();
+      }
+    },
+  },
+  {
+    name:
+      "a watch-list stream sends the state as ADDED, then an initial-events-end bookmark, then changes",
+    async fn(c, ns) {
+      await c.create(Widgets, widget(ns, "wl-a"));
+      await c.create(Widgets, widget(ns, "wl-b"));
+      const ac = new AbortController();
+      const it = c.watch(Widgets, {
+        namespace: ns,
+        sendInitialEvents: true,
+        resourceVersionMatch: "NotOlderThan",
+        allowWatchBookmarks: true,
+        signal: ac.signal,
+      })[Symbol.asyncIterator]();
+      try {
+        const initial: string[] = [];
+        let ev = await nextEvent(it);
+        for (; ev.type === "ADDED"; ev = await nextEvent(it)) {
+          initial.push(ev.object.metadata.name ?? "");
+        }
+        assert.deepEqual(initial.sort(), ["wl-a", "wl-b"]);
+        assert.equal(ev.type, "BOOKMARK");
+        assert.equal(ev.object.metadata.annotations?.[initialEventsEndAnnotation], "true");
+        assert.ok(ev.object.metadata.resourceVersion, "the bookmark carries the state's version");
+        await c.create(Widgets, widget(ns, "wl-c"));
+        do ev = await nextEvent(it); while (ev.type === "BOOKMARK");
+        assert.equal(`${ev.type}:${(ev.object as KubeObject).metadata.name}`, "ADDED:wl-c");
+      } finally {
+        ac.abort();
+        await it.return?.();
+      }
+    },
+  },
+  {
+    name:
+      "a watch-list stream needs resourceVersionMatch=NotOlderThan; without bookmarks it has no end mark",
+    async fn(c, ns) {
+      for (
+        const opts of [
+          { sendInitialEvents: true, allowWatchBookmarks: true },
+          { resourceVersionMatch: "NotOlderThan" as const, allowWatchBookmarks: true },
+        ]
+      ) {
+        const it = c.watch(Widgets, { namespace: ns, ...opts })[Symbol.asyncIterator]();
+        try {
+          await rejects(it.next(), isInvalid, `watch with ${JSON.stringify(opts)}`);
+        } finally {
+          await it.return?.();
+        }
+      }
+      await c.create(Widgets, widget(ns, "wn-a"));
+      const ac = new AbortController();
+      const it = c.watch(Widgets, {
+        namespace: ns,
+        sendInitialEvents: true,
+        resourceVersionMatch: "NotOlderThan",
+        signal: ac.signal,
+      })[Symbol.asyncIterator]();
+      try {
+        const first = await nextEvent(it);
+        assert.equal(`${first.type}:${(first.object as KubeObject).metadata.name}`, "ADDED:wn-a");
+        await c.create(Widgets, widget(ns, "wn-b"));
+        const next = await nextEvent(it);
+        assert.equal(`${next.type}:${(next.object as KubeObject).metadata.name}`, "ADDED:wn-b");
       } finally {
         ac.abort();
         await it.return?.();

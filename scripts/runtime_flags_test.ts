@@ -1,0 +1,9 @@
+import assert from "node:assert/strict";
+import { operatorV8Flags, runtimeEnvFor, v8FlagsArg } from "./runtime_flags.ts";
+
+Deno.test("runtime flags: one --v8-flags argument; the allocator env unless already set", () => {
+  assert.equal(v8FlagsArg(), `--v8-flags=${operatorV8Flags.join(",")}`);
+  assert.match(v8FlagsArg(), /--max-semi-space-size=2/);
+  assert.deepEqual(runtimeEnvFor({}), { MALLOC_ARENA_MAX: "2" });
+  assert.deepEqual(runtimeEnvFor({ MALLOC_ARENA_MAX: "8" }), {});
+});
