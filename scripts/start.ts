@@ -3,7 +3,8 @@
  * permission set this machine's configuration needs, computed the way the operator itself checks
  * it at start-up (permissions.ts localPermissionSet): the API server of the current kubeconfig
  * context, the OCI_REGISTRY host, the two listeners, the kubeconfig and the files it references,
- * the registry credential files, and the operator's variables. The launcher itself reads the
+ * the registry credential files, and the operator's variables; with an exec credential plugin,
+ * `--allow-run` for that one program (scripts/exec_plugin_path.ts). The launcher itself reads the
  * environment and files and starts one `deno` child; the operator process gets nothing more.
  *
  * Flags after the task name go to the operator. A configuration or cluster problem prints one
@@ -14,6 +15,7 @@ import { parseConfig } from "../config.ts";
 import { clusterAccess, locateCluster } from "../kube/kubeconfig.ts";
 import { errorMessage } from "../kube/errors.ts";
 import { localPermissionSet, permissionFlags } from "../permissions.ts";
+import { resolvePluginPath, systemLookup } from "./exec_plugin_path.ts";
 
 const mainModule = new URL("../main.ts", import.meta.url).pathname;
 
@@ -52,7 +54,10 @@ export function launchPlan(
       flags = [];
     } else {
       const cluster = clusterAccess(locateCluster(lookup, undefined, config.kubeconfig));
-      flags = permissionFlags(localPermissionSet({ config, cluster, env: lookup }));
+      const set = localPermissionSet({ config, cluster, env: lookup });
+      // The plugin, if any, as the one absolute path the operator may run.
+      if (cluster.exec) set.run = [resolvePluginPath(cluster.exec, systemLookup(view.PATH))];
+      flags = permissionFlags(set);
     }
   } catch (err) {
     return { ok: false, message: errorMessage(err).split("\n")[0] };
