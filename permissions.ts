@@ -17,7 +17,7 @@
 import type { Config } from "./config.ts";
 import { type ClusterAccess, inClusterApiHost, serviceAccountDir } from "./kube/kubeconfig.ts";
 import { parseBindAddress } from "./kube/bind_address.ts";
-import { execNeeds } from "./kube/exec_credential.ts";
+import { execNeeds } from "./kube/exec_config.ts";
 import {
   credentialsTokenEndpoint,
   GOOGLE_TOKEN_URL,

@@ -21,7 +21,7 @@
 import { dirname, resolve } from "node:path";
 import { load as loadYaml } from "js-yaml";
 import { errorMessage } from "./errors.ts";
-import { type ExecConfig, parseExecConfig } from "./exec_credential.ts";
+import { type ExecConfig, parseExecConfig } from "./exec_config.ts";
 
 /** Where a pod's service-account credentials are mounted. */
 export const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -331,14 +331,16 @@ export function loadKubeconfig(
   if (username && !access.token && !access.tokenFile) {
     access.basic = { username, password: str(user, "password") ?? "" };
   }
-  // As client-go, a token, basic auth or a client certificate in the kubeconfig wins over the
-  // plugin, which then never runs.
-  if (isDoc(user.exec) && !access.token && !access.tokenFile && !access.basic && !cert) {
+  if (isDoc(user.exec)) {
+    // Checked even when unused, as client-go's kubeconfig validation does; but a token, basic
+    // auth or a client certificate in the kubeconfig wins over the plugin, which then never runs.
+    let exec: ExecConfig;
     try {
-      access.exec = parseExecConfig(userName, user.exec, userDir, cluster.entry.extensions);
+      exec = parseExecConfig(userName, user.exec, userDir, cluster.entry.extensions);
     } catch (err) {
       throw new KubeconfigError(errorMessage(err));
     }
+    if (!access.token && !access.tokenFile && !access.basic && !cert) access.exec = exec;
   }
   return access;
 }

@@ -6,8 +6,7 @@
  * The operator is granted `--allow-run=<that path>` and nothing else to run.
  */
 import { delimiter, isAbsolute, join } from "node:path";
-import type { ExecConfig } from "../kube/exec_credential.ts";
-import { refusedPluginReason } from "../kube/exec_credential.ts";
+import { type ExecConfig, refusedPluginReason } from "../kube/exec_config.ts";
 
 /** What the resolution looks at (tests pass a fake file system). */
 export interface PluginLookup {
