@@ -164,3 +164,77 @@ Deno.test("start: the launcher's module graph leaves out the metrics stack and t
   const npm = graph.modules.map((m) => m.specifier).filter((s) => s.startsWith("npm:"));
   assert.deepEqual(npm.map((s) => s.replace(/^npm:\/?/, "").replace(/@[^@]*$/, "")), ["js-yaml"]);
 });
+
+/** A kubeconfig whose user runs `command` as its exec plugin. */
+function execKubeconfig(command: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    "current-context": "c",
+    clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:6443" } }],
+    users: [{
+      name: "u",
+      user: {
+        exec: {
+          command,
+          apiVersion: "client.authentication.k8s.io/v1",
+          interactiveMode: "Never",
+          ...extra,
+        },
+      },
+    }],
+    contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+  });
+}
+
+Deno.test("start: an exec plugin on PATH is granted as its one absolute path, with PATH", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(`${dir}/bin/my-auth-plugin`, "#!/bin/sh\n", { mode: 0o755 });
+    await Deno.writeTextFile(`${dir}/config`, execKubeconfig("my-auth-plugin"));
+    const plan = launchPlan(["--leader-elect=false"], {
+      KUBECONFIG: `${dir}/config`,
+      OCI_REGISTRY: "registry.example.com:5000/vms",
+      PATH: `relative:${dir}/empty:${dir}/bin:/usr/bin`,
+    }, dir);
+    assert.ok(plan.ok, plan.ok ? "" : plan.message);
+    const run = plan.args.filter((a) => a.startsWith("--allow-run"));
+    assert.deepEqual(run, [`--allow-run=${dir}/bin/my-auth-plugin`]);
+    const env = plan.args.find((a) => a.startsWith("--allow-env="))!.split("=")[1].split(",");
+    assert.ok(env.includes("PATH") && env.includes("HOME"), env.join(","));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("start: a missing plugin names its installHint; shells and symlinks to them are refused", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const plan = (command: string, extra = {}) => {
+      Deno.writeTextFileSync(`${dir}/config`, execKubeconfig(command, extra));
+      return launchPlan(["--leader-elect=false"], {
+        KUBECONFIG: `${dir}/config`,
+        OCI_REGISTRY: "registry.example.com:5000/vms",
+        PATH: `${dir}:/usr/bin:/bin`,
+      }, dir);
+    };
+    const missing = plan("no-such-auth-plugin", { installHint: "Install it:\n  brew install x" });
+    assert.ok(!missing.ok);
+    assert.equal(
+      missing.message,
+      "exec credential plugin no-such-auth-plugin of kubeconfig user u not found on PATH; " +
+        "Install it: brew install x",
+    );
+    const shell = plan("/bin/sh", { args: ["-c", "echo"] });
+    assert.ok(!shell.ok);
+    assert.match(shell.message, /exec plugin \/bin\/sh refused: sh is a shell/);
+    await Deno.symlink("/bin/sh", `${dir}/innocent-plugin`);
+    const linked = plan("innocent-plugin");
+    assert.ok(!linked.ok);
+    assert.match(linked.message, /innocent-plugin of kubeconfig user u refused: .* is a shell/);
+    const operator = plan("deno", { args: ["eval", "1"] });
+    assert.ok(!operator.ok);
+    assert.match(operator.message, /deno is a shell, interpreter or launcher/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
