@@ -46,6 +46,8 @@ export interface LeafOptions {
   dnsNames?: string[];
   ipAddresses?: string[];
   usage: "server" | "client";
+  /** End of validity (default: 30 days from now), for tests of expiring certificates. */
+  notAfter?: Date;
 }
 
 /** A certificate authority able to sign leaf certificates. */
@@ -112,6 +114,7 @@ interface CertSpec {
   issuer: Uint8Array;
   issuerKey: KeyMaterial;
   extensions: Uint8Array[];
+  notAfter?: Date;
 }
 
 async function signCertificate(spec: CertSpec): Promise<string> {
@@ -124,7 +127,10 @@ async function signCertificate(spec: CertSpec): Promise<string> {
     ECDSA_WITH_SHA256,
     spec.issuer,
     // Backdated a little so clock skew between processes never makes a fresh cert "not yet valid".
-    sequence(time(new Date(now - 3600_000)), time(new Date(now + 30 * 24 * 3600_000))),
+    sequence(
+      time(new Date(now - 3600_000)),
+      time(spec.notAfter ?? new Date(now + 30 * 24 * 3600_000)),
+    ),
     spec.subject,
     spec.subjectKey.spki,
     explicit(
@@ -178,6 +184,7 @@ export async function createCertificateAuthority(
         extension("2.5.29.37", false, sequence(oid(usageOid))),
         ...(altNames.length ? [extension("2.5.29.17", false, sequence(...altNames))] : []),
       ],
+      notAfter: opts.notAfter,
     });
     return { certPem: leafPem, keyPem: key.privateKeyPem };
   }
