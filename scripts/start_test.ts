@@ -238,3 +238,44 @@ Deno.test("start: a missing plugin names its installHint; shells and symlinks to
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("deno task start with a plugin that fails: its stderr in the log, one line naming the exit, exit 2", async () => {
+  const info = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  const denoDir = String(JSON.parse(new TextDecoder().decode(info.stdout)).denoDir);
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(
+      `${dir}/bin/failing-auth-plugin`,
+      "#!/bin/sh\necho 'not logged in: run the login command' >&2\nexit 7\n",
+      { mode: 0o755 },
+    );
+    await Deno.writeTextFile(`${dir}/config`, execKubeconfig("failing-auth-plugin"));
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["task", "--quiet", "start"],
+      cwd: repoRoot,
+      clearEnv: true,
+      env: {
+        PATH: `${dir}/bin:${Deno.env.get("PATH") ?? ""}`,
+        DENO_DIR: denoDir,
+        HOME: dir,
+        KUBECONFIG: `${dir}/config`,
+        OCI_REGISTRY: "r.example.com/x",
+        LEADER_ELECT: "false",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr).trim();
+    assert.equal(out.code, 2, stderr);
+    const lines = stderr.split("\n");
+    assert.equal(
+      lines.at(-1),
+      `cocoon-operator: cannot use the credentials from KUBECONFIG=${dir}/config: exec ` +
+        `credential plugin failing-auth-plugin of kubeconfig user u: it failed with exit code 7`,
+    );
+    assert.match(stderr, /not logged in: run the login command/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
