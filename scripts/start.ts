@@ -3,8 +3,9 @@
  * permission set this machine's configuration needs, computed the way the operator itself checks
  * it at start-up (permissions.ts localPermissionSet): the API server of the current kubeconfig
  * context, the OCI_REGISTRY host, the two listeners, the kubeconfig and the files it references,
- * the registry credential files, and the operator's variables. The operator process gets nothing
- * more, and an environment holding only those variables (plus what the deno runtime itself reads
+ * the registry credential files, and the operator's variables; with an exec credential plugin,
+ * `--allow-run` for that one program (scripts/exec_plugin_path.ts). The operator process gets
+ * nothing more, and an environment holding only those variables (plus what the deno runtime itself reads
  * to find its cache and certificates): no proxy variable unless COCOON_START_KEEP_PROXY=1, in
  * which case the proxy is granted by name like any other host.
  *
@@ -30,6 +31,7 @@ import {
   permissionFlags,
   proxyVariables,
 } from "../permissions.ts";
+import { resolvePluginPath, systemLookup } from "./exec_plugin_path.ts";
 
 const startModule = new URL(import.meta.url).pathname;
 
@@ -161,13 +163,16 @@ export function launchPlan(
         config = parseConfig(args, view);
       }
       const cluster = clusterAccess(locateCluster(lookup, undefined, config.kubeconfig));
-      flags = permissionFlags(localPermissionSet({
+      const set = localPermissionSet({
         config,
         cluster,
         env: lookup,
         plainHttpHosts: config.plainHttpHosts,
         metricsCertDir: config.metricsSecure ? config.metricsCertDir : undefined,
-      }));
+      });
+      // The plugin, if any, as the one absolute path the operator may run.
+      if (cluster.exec) set.run = [resolvePluginPath(cluster.exec, systemLookup(view.PATH))];
+      flags = permissionFlags(set);
     }
   } catch (err) {
     return { ok: false, message: errorMessage(err).split("\n")[0] };
