@@ -39,6 +39,15 @@ export const systemLookup = (path: string | undefined): PluginLookup => ({
   },
 });
 
+/** The paths a lookup of `command` looks at: itself if absolute, else each absolute PATH entry's. */
+export function pluginCandidates(command: string, path: string | undefined): string[] {
+  if (isAbsolute(command)) return [command];
+  // An empty or relative PATH entry means the working directory: never trusted here.
+  return (path ?? "").split(delimiter).filter((dir) => isAbsolute(dir)).map((dir) =>
+    join(dir, command)
+  );
+}
+
 /** The absolute path to grant for `exec`; throws an Error with a one-line message. */
 export function resolvePluginPath(exec: ExecConfig, lookup: PluginLookup): string {
   const where = `exec credential plugin ${exec.command} of kubeconfig user ${exec.user}`;
@@ -49,10 +58,7 @@ export function resolvePluginPath(exec: ExecConfig, lookup: PluginLookup): strin
     if (kind === "other") throw new Error(`${where} is not an executable file`);
     if (kind === "file") found = exec.command;
   } else {
-    for (const dir of (lookup.path ?? "").split(delimiter)) {
-      // An empty or relative PATH entry means the working directory: never trusted here.
-      if (!isAbsolute(dir)) continue;
-      const candidate = join(dir, exec.command);
+    for (const candidate of pluginCandidates(exec.command, lookup.path)) {
       if (lookup.kind(candidate) === "file") {
         found = candidate;
         break;

@@ -31,7 +31,9 @@ import {
   permissionFlags,
   proxyVariables,
 } from "../permissions.ts";
-import { resolvePluginPath, systemLookup } from "./exec_plugin_path.ts";
+import { execInheritedEnv } from "../kube/exec_config.ts";
+import type { ExecConfig } from "../kube/exec_config.ts";
+import { pluginCandidates, resolvePluginPath, systemLookup } from "./exec_plugin_path.ts";
 
 const startModule = new URL(import.meta.url).pathname;
 
@@ -67,10 +69,14 @@ export const launcherEnv: readonly string[] = [
 export function operatorEnvironment(
   env: Record<string, string | undefined>,
   overrides: Record<string, string>,
+  withExecPlugin = false,
 ): Record<string, string> {
   const keepProxy = env.COCOON_START_KEEP_PROXY === "1";
   const out: Record<string, string> = {};
-  for (const name of [...operatorEnv, ...localOnlyEnv, ...denoRuntimeEnv]) {
+  // PATH only for an exec plugin: the operator's start-up check resolves the plugin's bare name
+  // through it (as its spawn does), and the plugin itself gets it (kube/exec_config.ts).
+  const forPlugin = withExecPlugin ? execInheritedEnv : [];
+  for (const name of [...operatorEnv, ...localOnlyEnv, ...denoRuntimeEnv, ...forPlugin]) {
     if (!keepProxy && proxyVariables.includes(name)) continue;
     const v = overrides[name] ?? env[name];
     if (v !== undefined) out[name] = v;
@@ -133,6 +139,7 @@ export function launchPlan(
   env: Record<string, string | undefined>,
   cwd: string,
   denoFlags: string[] = [],
+  resolvePlugin: PluginResolver = (exec, path) => resolvePluginPath(exec, systemLookup(path)),
 ): LaunchPlan {
   const overrides: Record<string, string> = {};
   if (env.KUBECONFIG) {
@@ -147,6 +154,7 @@ export function launchPlan(
   const lookup = (name: string) => view[name] || undefined;
   let flags: string[];
   let args = operatorArgs;
+  let withExecPlugin = false;
   try {
     let config = parseConfig(args, view);
     if (config.kubeconfig && !isAbsolute(config.kubeconfig)) {
@@ -171,7 +179,10 @@ export function launchPlan(
         metricsCertDir: config.metricsSecure ? config.metricsCertDir : undefined,
       });
       // The plugin, if any, as the one absolute path the operator may run.
-      if (cluster.exec) set.run = [resolvePluginPath(cluster.exec, systemLookup(view.PATH))];
+      if (cluster.exec) {
+        set.run = [resolvePlugin(cluster.exec, view.PATH)];
+        withExecPlugin = true;
+      }
       flags = permissionFlags(set);
     }
   } catch (err) {
@@ -181,7 +192,7 @@ export function launchPlan(
     ok: true,
     args: ["run", "--no-prompt", ...denoFlags, ...flags, mainModule, ...args],
     env: overrides,
-    childEnv: operatorEnvironment(env, overrides),
+    childEnv: operatorEnvironment(env, overrides, withExecPlugin),
   };
 }
 
@@ -198,6 +209,53 @@ function servesPlainMetricsByDefault(
   if (args.some((a) => /^--?metrics-secure(=|$)/.test(a))) return false;
   const bind = parseBindAddress(metricsBindAddress);
   return bind !== undefined && bind.hostname !== undefined && isLoopbackHost(bind.hostname);
+}
+
+/** Resolves an exec plugin to the one absolute path the operator may run (or throws). */
+export type PluginResolver = (exec: ExecConfig, path: string | undefined) => string;
+
+/** Marks the plugin lookup step: reads of the plugin's candidate paths only. */
+const pluginStepFlag = "--cocoon-start-resolve-plugin";
+
+/**
+ * The second step may read only the cluster's files, so looking the plugin up (stat, realpath)
+ * on PATH runs in a child granted reads of exactly the candidate paths (exec_plugin_path.ts
+ * pluginCandidates), and nothing else: the launcher never reads the PATH folders themselves.
+ */
+function resolvePluginInChild(exec: ExecConfig, path: string | undefined): string {
+  const candidates = pluginCandidates(exec.command, path);
+  const readable = (p: string) => Deno.permissions.querySync({ name: "read", path: p }).state;
+  if (candidates.every((p) => readable(p) === "granted")) {
+    return resolvePluginPath(exec, systemLookup(path));
+  }
+  const out = new Deno.Command("deno", {
+    args: [
+      "run",
+      "--no-prompt",
+      ...(candidates.length ? [`--allow-read=${candidates.join(",")}`] : []),
+      startModule,
+      pluginStepFlag,
+      JSON.stringify({ exec, path: path ?? null }),
+    ],
+    env: denoEnvironment(),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).outputSync();
+  const answer = new TextDecoder().decode(out.stdout).trim();
+  if (out.code !== 0) throw new Error(answer || `the plugin lookup failed (exit ${out.code})`);
+  return answer;
+}
+
+/** The deno runtime's own variables of the launcher's environment, for its child steps. */
+function denoEnvironment(): Record<string, string> {
+  const out: Record<string, string> = { DENO_NO_UPDATE_CHECK: "1" };
+  for (const name of denoRuntimeEnv) {
+    const v = Deno.env.get(name);
+    if (v !== undefined) out[name] = v;
+  }
+  return out;
 }
 
 /** Marks the second step (reads granted); set by the first for the second only. */
@@ -247,7 +305,17 @@ function launcherEnvironment(): Record<string, string> {
   return out;
 }
 
-if (import.meta.main) {
+if (import.meta.main && Deno.args[0] === pluginStepFlag) {
+  // The lookup step (no env, reads of the candidates only): the path on stdout, or why not.
+  const { exec, path } = JSON.parse(Deno.args[1]) as { exec: ExecConfig; path: string | null };
+  try {
+    console.log(resolvePluginPath(exec, systemLookup(path ?? undefined)));
+    Deno.exit(0);
+  } catch (err) {
+    console.log(errorMessage(err).split("\n")[0]);
+    Deno.exit(2);
+  }
+} else if (import.meta.main) {
   const env = launcherEnvironment();
   // The task runs in the repository; relative paths are the caller's, as typed.
   const cwd = env.INIT_CWD || Deno.cwd();
@@ -266,7 +334,7 @@ if (import.meta.main) {
     Deno.exit(code);
   }
   const operatorArgs = Deno.args.slice(1);
-  const plan = launchPlan(operatorArgs, env, cwd);
+  const plan = launchPlan(operatorArgs, env, cwd, [], resolvePluginInChild);
   if (!plan.ok) {
     console.error(`cocoon-operator: ${plan.message}`);
     Deno.exit(2);

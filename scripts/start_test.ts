@@ -403,3 +403,44 @@ Deno.test("deno task start with a plugin that fails: its stderr in the log, one 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("start: the operator's cleared environment keeps PATH only for an exec plugin", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(`${dir}/bin/my-auth-plugin`, "#!/bin/sh\n", { mode: 0o755 });
+    const env = {
+      OCI_REGISTRY: "registry.example.com:5000/vms",
+      PATH: `${dir}/bin:/usr/bin`,
+      HOME: `${dir}/home`,
+    };
+    await Deno.writeTextFile(`${dir}/exec`, execKubeconfig("my-auth-plugin"));
+    const withPlugin = launchPlan(["--leader-elect=false"], {
+      ...env,
+      KUBECONFIG: `${dir}/exec`,
+    }, dir);
+    assert.ok(withPlugin.ok, withPlugin.ok ? "" : withPlugin.message);
+    assert.equal(withPlugin.childEnv.PATH, env.PATH);
+    assert.equal(withPlugin.childEnv.HOME, env.HOME);
+    await Deno.writeTextFile(
+      `${dir}/token`,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:6443" } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    const withToken = launchPlan(["--leader-elect=false"], {
+      ...env,
+      KUBECONFIG: `${dir}/token`,
+    }, dir);
+    assert.ok(withToken.ok, withToken.ok ? "" : withToken.message);
+    assert.ok(!("PATH" in withToken.childEnv), Object.keys(withToken.childEnv).join(","));
+    assert.ok(!withToken.args.some((a) => a.startsWith("--allow-run")));
+    const granted = withToken.args.find((a) => a.startsWith("--allow-env="))!.split("=")[1];
+    assert.ok(!granted.split(",").includes("PATH"), granted);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
