@@ -5,15 +5,18 @@
  * context, the OCI_REGISTRY host, the two listeners, the kubeconfig and the files it references,
  * the registry credential files, and the operator's variables; with an exec credential plugin,
  * `--allow-run` for that one program (scripts/exec_plugin_path.ts). The operator process gets
- * nothing more, and an environment holding only those variables (plus what the deno runtime itself reads
- * to find its cache and certificates): no proxy variable unless COCOON_START_KEEP_PROXY=1, in
- * which case the proxy is granted by name like any other host.
+ * nothing more, and an environment holding only those variables (plus what the deno runtime
+ * itself reads to find its cache and certificates, and PATH with an exec plugin): no proxy
+ * variable unless COCOON_START_KEEP_PROXY=1, in which case the proxy is granted by name like any
+ * other host.
  *
  * The launcher is scoped too, in two steps. The task grants it only the variables in
  * launcherEnv and running `deno`; no file. That first step works out from the environment alone
  * which files describe the cluster (the kubeconfig files, the service-account token, the Google
  * credentials file) and runs this script again granting reads of exactly those
  * (launcherReadPaths). The second step reads them, computes the operator's set and starts it.
+ * With an exec credential plugin, the lookup of that plugin on PATH runs in a third, short-lived
+ * step granted reads of the candidate paths only (resolvePluginInChild).
  *
  * Flags after the task name go to the operator. A configuration or cluster problem prints one
  * line and exits 2 before the operator starts; otherwise the exit code is the operator's.

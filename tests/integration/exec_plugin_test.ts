@@ -298,6 +298,27 @@ Deno.test({
           }],
         }),
       );
+      // And the Lease's namespaced Role (config/rbac/leader_election_role.yaml), which the
+      // ClusterRole no longer covers.
+      await kubectlOk(
+        cp,
+        ["apply", "-f", "-"],
+        JSON.stringify({
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "RoleBinding",
+          metadata: { name: "cocoon-operator-exec-cert", namespace: "cocoon-system" },
+          roleRef: {
+            apiGroup: "rbac.authorization.k8s.io",
+            kind: "Role",
+            name: "cocoon-operator-leader-election",
+          },
+          subjects: [{
+            apiGroup: "rbac.authorization.k8s.io",
+            kind: "Group",
+            name: "cocoon-exec-test",
+          }],
+        }),
+      );
       // Pair 1 really expires soon (kube-apiserver refuses it after that); pair 2 lasts.
       const shortLived = new Date(Date.now() + 25_000);
       const pairs = [
