@@ -1,6 +1,7 @@
 /**
  * The operator's Deno permission set: the product's security promise. The operator runs with no
- * `--allow-all` and no write, run, ffi or sys permission; `--allow-net` names only the API server,
+ * `--allow-all` and no write, ffi or sys permission, and no run permission except, in local mode,
+ * for the one exec credential plugin its kubeconfig user names; `--allow-net` names only the API server,
  * the OCI registry, the Google token endpoints and its own two listeners; `--allow-read` names
  * only kubeconfig / service-account / credential files; `--allow-env` names only the variables
  * listed here.
@@ -16,6 +17,7 @@
 import type { Config } from "./config.ts";
 import { type ClusterAccess, inClusterApiHost, serviceAccountDir } from "./kube/kubeconfig.ts";
 import { parseBindAddress } from "./kube/bind_address.ts";
+import { execNeeds } from "./kube/exec_config.ts";
 import {
   credentialsTokenEndpoint,
   GOOGLE_TOKEN_URL,
@@ -31,6 +33,11 @@ export interface PermissionSet {
   read: string[];
   /** Variable names for `--allow-env`. */
   env: string[];
+  /**
+   * Programs for `--allow-run`: in cluster never any; in local mode at most the one exec
+   * credential plugin of the kubeconfig user, as an absolute path (scripts/exec_plugin_path.ts).
+   */
+  run?: string[];
 }
 
 /**
@@ -176,13 +183,21 @@ export function permissionFlags(set: PermissionSet): string[] {
     }
     return unique.length ? [`--allow-${name}=${unique.join(",")}`] : [];
   };
-  return [...flag("net", set.net), ...flag("read", set.read), ...flag("env", set.env)];
+  return [
+    ...flag("net", set.net),
+    ...flag("read", set.read),
+    ...flag("env", set.env),
+    ...flag("run", set.run ?? []),
+  ];
 }
 
 /** A permission the operator needs, and the setting that makes it need it. */
 export interface Need {
-  kind: "net" | "read" | "env";
-  /** `host:port` (or a bare host, meaning every port) / absolute path / variable name. */
+  kind: "net" | "read" | "env" | "run";
+  /**
+   * `host:port` (or a bare host, meaning every port) / absolute path / variable name / program
+   * (absolute, or a bare name Deno looks up on PATH).
+   */
   value: string;
   /** What asks for it, e.g. "OCI_REGISTRY" or "API server". */
   why: string;
@@ -198,7 +213,7 @@ export interface NeedsInput {
     | "leaderElect"
     | "leaderElectionNamespace"
   >;
-  cluster: Pick<ClusterAccess, "server" | "files" | "source">;
+  cluster: Pick<ClusterAccess, "server" | "files" | "source" | "exec">;
   /** The environment as the operator reads it (ungranted variables unset). */
   env: (name: string) => string | undefined;
   /**
@@ -248,6 +263,11 @@ export function operatorNeeds(input: NeedsInput): Need[] {
   }
   net(hostPort(new URL(cluster.server)), "API server");
   for (const f of cluster.files) read(f, "API server credentials");
+  if (cluster.exec) {
+    const exec = execNeeds(cluster.exec);
+    needs.push({ kind: "run", value: exec.run, why: "exec credential plugin" });
+    for (const v of exec.env) needs.push({ kind: "env", value: v, why: "exec credential plugin" });
+  }
   if (
     cluster.source.kind === "in-cluster" && config.leaderElect && !config.leaderElectionNamespace
   ) {
@@ -293,7 +313,14 @@ export function operatorNeeds(input: NeedsInput): Need[] {
 export function localPermissionSet(input: NeedsInput): PermissionSet {
   const needs = operatorNeeds(input);
   const of = (kind: Need["kind"]) => needs.filter((n) => n.kind === kind).map((n) => n.value);
-  return { net: of("net"), read: of("read"), env: [...of("env"), ...localOnlyEnv] };
+  const set: PermissionSet = {
+    net: of("net"),
+    read: of("read"),
+    env: [...of("env"), ...localOnlyEnv],
+  };
+  const run = of("run");
+  if (run.length > 0) set.run = run;
+  return set;
 }
 
 /** Asks Deno for each need without prompting; returns those not granted. */
@@ -311,6 +338,8 @@ export function missingPermissions(
       ? { name: "net", host: n.value }
       : n.kind === "read"
       ? { name: "read", path: n.value }
+      : n.kind === "run"
+      ? { name: "run", command: n.value }
       : { name: "env", variable: n.value };
     return query(d) !== "granted";
   });
@@ -318,7 +347,7 @@ export function missingPermissions(
 
 /** One line for stderr naming every missing grant and what needs it. */
 export function describeMissing(missing: readonly Need[]): string {
-  const parts = (["net", "read", "env"] as const).flatMap((kind) => {
+  const parts = (["net", "read", "env", "run"] as const).flatMap((kind) => {
     const of = missing.filter((n) => n.kind === kind);
     if (of.length === 0) return [];
     const whys = [...new Set(of.map((n) => n.why))].join(", ");

@@ -383,3 +383,48 @@ Deno.test("extraPermissions names every grant beyond the operator's set", () => 
   // This test runs under -A: the real query sees it.
   assert.ok(extraPermissions().includes("--allow-write"));
 });
+
+Deno.test("an exec plugin user needs run for that one program and PATH; in cluster never run", () => {
+  const input: NeedsInput = {
+    config: {
+      ociRegistry: "127.0.0.1:5000/cocoon",
+      metricsBindAddress: "0",
+      healthProbeBindAddress: "0",
+      leaderElect: false,
+      leaderElectionNamespace: undefined,
+    },
+    cluster: {
+      source: { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k/config"] },
+      server: "https://127.0.0.1:6443",
+      files: ["/k/config"],
+      exec: {
+        user: "u",
+        command: "gke-gcloud-auth-plugin",
+        args: [],
+        env: [],
+        apiVersion: "client.authentication.k8s.io/v1beta1",
+        provideClusterInfo: true,
+      },
+    },
+    env: () => undefined,
+  };
+  const needs = operatorNeeds(input);
+  assert.deepEqual(needs.filter((n) => n.kind === "run"), [
+    { kind: "run", value: "gke-gcloud-auth-plugin", why: "exec credential plugin" },
+  ]);
+  assert.ok(needs.some((n) => n.kind === "env" && n.value === "PATH"));
+  const set = localPermissionSet(input);
+  assert.deepEqual(set.run, ["gke-gcloud-auth-plugin"]);
+  assert.ok(permissionFlags(set).includes("--allow-run=gke-gcloud-auth-plugin"));
+  // The start-up check names a missing run grant like any other.
+  const missing = missingPermissions(needs, (d) => d.name === "run" ? "prompt" : "granted");
+  assert.equal(
+    describeMissing(missing),
+    "missing Deno permissions: --allow-run=gke-gcloud-auth-plugin (exec credential plugin); " +
+      "the permission set is described in docs/configuration.md",
+  );
+  // Without a plugin no run need at all, in cluster or local.
+  assert.ok(!operatorNeeds(podInput()).some((n) => n.kind === "run"));
+  assert.equal(inClusterPermissionSet().run, undefined);
+  assert.ok(!permissionFlags(inClusterPermissionSet()).some((f) => f.startsWith("--allow-run")));
+});

@@ -5,6 +5,7 @@
  * exits 2), never a stack trace: a missing kubeconfig, a missing permission or an unreachable
  * API server are set-up mistakes, not crashes.
  */
+import { basename } from "node:path";
 import type { Config } from "./config.ts";
 import {
   type ClusterAccess,
@@ -122,7 +123,7 @@ export async function connect(
     // After the reachability check, so a run under `-A` still learns first whether its cluster
     // is there; before anything is reconciled.
     if (!config.allowExtraPermissions && opts.checkExtraPermissions !== false) {
-      const extra = extraPermissions(opts.allowedExtras, opts.queryExtra);
+      const extra = extraPermissions(allowedExtrasFor(access, opts.allowedExtras), opts.queryExtra);
       if (extra.length > 0) throw new PreflightError(describeExtra(extra));
     }
   } catch (err) {
@@ -133,12 +134,31 @@ export async function connect(
 }
 
 /**
+ * What the extra-permission check accepts: the caller's allowances plus, for a kubeconfig user
+ * with an exec plugin, run access to that one plugin (`deno task start` grants its resolved path).
+ * Both the name as the kubeconfig writes it and its file name are listed, since the check probes
+ * bare program names (a plugin may well be `kubectl`, as with `kubectl oidc-login`) and Deno
+ * resolves those through PATH to the granted path. Any other run grant the probe finds is extra.
+ */
+export function allowedExtrasFor(
+  access: Pick<ClusterAccess, "exec">,
+  given: ExtraPermissionAllowances = {},
+): ExtraPermissionAllowances {
+  const run = [...(given.run ?? [])];
+  if (access.exec) run.push(access.exec.command, basename(access.exec.command));
+  return { ...given, run };
+}
+
+/**
  * A plain-http API server only where it was allowed for that host (--allow-plain-http), and
  * never with credentials except on loopback, where nothing leaves the machine: a token, a
  * password or a client certificate over http could be read by anyone on the path.
  */
 export function checkApiServerScheme(
-  access: Pick<ClusterAccess, "server" | "source" | "token" | "tokenFile" | "basic" | "cert">,
+  access: Pick<
+    ClusterAccess,
+    "server" | "source" | "token" | "tokenFile" | "basic" | "cert" | "exec"
+  >,
   plainHttpHosts: readonly string[],
 ): void {
   const url = new URL(access.server);
@@ -153,7 +173,9 @@ export function checkApiServerScheme(
         `--allow-plain-http=${url.host} (OPERATOR_ALLOW_PLAIN_HTTP)`,
     );
   }
-  const credentials = access.token || access.tokenFile || access.basic || access.cert;
+  // An exec plugin's token or certificate is a credential too, just one fetched later.
+  const credentials = access.token || access.tokenFile || access.basic || access.cert ||
+    access.exec;
   if (credentials && !loopback) {
     throw new PreflightError(
       `refusing to send credentials to the Kubernetes API server ${where} over plain http: ` +

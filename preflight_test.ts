@@ -29,6 +29,27 @@ Deno.test("preflight: plain http to the API server only where allowed, credentia
   );
 });
 
+Deno.test("preflight: an exec plugin's credentials never go to a plain-http API server off loopback", () => {
+  const exec = {
+    user: "u",
+    command: "/opt/bin/auth-plugin",
+    args: [],
+    env: [],
+    apiVersion: "client.authentication.k8s.io/v1" as const,
+    provideClusterInfo: false,
+  };
+  assert.throws(
+    () =>
+      checkApiServerScheme({ server: "http://api.example.com:8080", source, exec }, [
+        "api.example.com:8080",
+      ]),
+    (e: unknown) => e instanceof PreflightError && /refusing to send credentials/.test(e.message),
+  );
+  assert.doesNotThrow(() =>
+    checkApiServerScheme({ server: "http://127.0.0.1:8080", source, exec }, [])
+  );
+});
+
 /** A loopback API server answering GET /version, and a kubeconfig for it. */
 async function withApiServer(fn: (kubeconfig: string) => Promise<void>): Promise<void> {
   const server = Deno.serve(
@@ -106,4 +127,64 @@ Deno.test("preflight: a proxy variable the sandbox does not name stops the start
       (e: unknown) => e instanceof PreflightError && /^HTTPS_PROXY is set/.test(e.message),
     );
   });
+});
+
+Deno.test("preflight: run access to the kubeconfig's exec plugin is not extra; any other run is", async () => {
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => Response.json({ major: "1", minor: "31" }),
+  );
+  const dir = await Deno.makeTempDir();
+  try {
+    // Named like a probed program on purpose: `kubectl oidc-login` is a common exec plugin.
+    const plugin = `${dir}/kubectl`;
+    await Deno.writeTextFile(
+      plugin,
+      '#!/bin/sh\necho \'{"apiVersion":"client.authentication.k8s.io/v1",' +
+        '"kind":"ExecCredential","status":{"token":"t"}}\'\n',
+      { mode: 0o755 },
+    );
+    const kubeconfig = `${dir}/config`;
+    await Deno.writeTextFile(
+      kubeconfig,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: `http://127.0.0.1:${server.addr.port}` } }],
+        users: [{
+          name: "u",
+          user: {
+            exec: {
+              command: plugin,
+              args: ["oidc-login", "get-token"],
+              apiVersion: "client.authentication.k8s.io/v1",
+              interactiveMode: "Never",
+            },
+          },
+        }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    const env: Record<string, string> = {
+      KUBECONFIG: kubeconfig,
+      OCI_REGISTRY: "127.0.0.1:5000/c",
+    };
+    const config = parseConfig(["--leader-elect=false"], env);
+    const lookup = (name: string) => env[name];
+    // What Deno answers under --allow-run=<the plugin's path> (a bare name resolves through PATH).
+    const onlyThePlugin = (d: Deno.PermissionDescriptor): Deno.PermissionState =>
+      d.name === "run" && (d.command === plugin || d.command === "kubectl") ? "granted" : "prompt";
+    const transport = await connect(config, lookup, { queryExtra: onlyThePlugin });
+    transport.close();
+    const alsoSh = (d: Deno.PermissionDescriptor): Deno.PermissionState =>
+      d.name === "run" && d.command === "sh" ? "granted" : onlyThePlugin(d);
+    await assert.rejects(
+      () => connect(config, lookup, { queryExtra: alsoSh }),
+      (e: unknown) =>
+        e instanceof PreflightError &&
+        /must not have: --allow-run=sh;/.test(e.message) && !e.message.includes("kubectl"),
+    );
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

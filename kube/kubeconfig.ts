@@ -9,12 +9,13 @@
  *   KUBERNETES_SERVICE_PORT, default 443), not by the KUBERNETES_SERVICE_HOST IP, so one
  *   `--allow-net` entry fits every cluster. KUBERNETES_SERVICE_HOST only tells that we are in a
  *   pod. The API server's serving certificate carries that name in every conformant cluster.
- * - Kubeconfig users with an exec plugin or an auth-provider are refused with a message: running
- *   a plugin needs `--allow-run`, which the operator never has. So are `insecure-skip-tls-verify`,
- *   `tls-server-name` and `proxy-url`, which Deno's HTTP client cannot honour, and the
- *   impersonation fields (`as`, `as-uid`, `as-groups`, `as-user-extra`), which client-go sends
- *   as Impersonate-* headers and this client does not: dropping them silently would run the
- *   operator as the underlying identity.
+ * - Kubeconfig users with an auth-provider are refused with a message (client-go dropped its
+ *   providers too). So are `insecure-skip-tls-verify`, `tls-server-name` and `proxy-url`, which
+ *   Deno's HTTP client cannot honour, and the impersonation fields (`as`, `as-uid`, `as-groups`,
+ *   `as-user-extra`), which client-go sends as Impersonate-* headers and this client does not:
+ *   dropping them silently would run the operator as the underlying identity. Exec plugins are
+ *   run as client-go runs them (kube/exec_credential.ts), under an `--allow-run` that names only
+ *   that plugin (local mode).
  * - client-node's KubeConfig is not used for loading: importing it pulls in HTTP agents that
  *   enumerate the whole environment at import time, which a scoped `--allow-env` refuses. Its
  *   YAML reader is not used either: it drags in the whole model serializer (about 55 ms of the
@@ -23,6 +24,7 @@
 import { dirname, resolve } from "node:path";
 import { load as loadYaml } from "js-yaml";
 import { errorMessage } from "./errors.ts";
+import { type ExecConfig, parseExecConfig } from "./exec_config.ts";
 
 /** Where a pod's service-account credentials are mounted. */
 export const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -184,6 +186,8 @@ export interface ClusterAccess {
   /** Re-read on refresh (projected or rotated tokens). */
   tokenFile?: string;
   basic?: { username: string; password: string };
+  /** The user's exec credential plugin (kube/exec_credential.ts), run when credentials are needed. */
+  exec?: ExecConfig;
   /** Every file this access reads, kubeconfig files included. */
   files: string[];
 }
@@ -286,14 +290,6 @@ export function loadKubeconfig(
   const user = users.get(userName)?.entry ?? {};
   const userDir = users.get(userName)?.dir ?? cluster.dir;
   refuseIdentityOverrides(userName, user);
-  if (isDoc(user.exec)) {
-    throw new KubeconfigError(
-      `kubeconfig user ${userName} uses an exec credential plugin (${
-        str(user.exec, "command") ?? "?"
-      }), which would need --allow-run; the operator never gets it: use a token, a token file ` +
-        "or a client certificate",
-    );
-  }
   if (isDoc(user["auth-provider"])) {
     throw new KubeconfigError(
       `kubeconfig user ${userName} uses the ${
@@ -338,6 +334,17 @@ export function loadKubeconfig(
   const username = str(user, "username");
   if (username && !access.token && !access.tokenFile) {
     access.basic = { username, password: str(user, "password") ?? "" };
+  }
+  if (isDoc(user.exec)) {
+    // Checked even when unused, as client-go's kubeconfig validation does; but a token, basic
+    // auth or a client certificate in the kubeconfig wins over the plugin, which then never runs.
+    let exec: ExecConfig;
+    try {
+      exec = parseExecConfig(userName, user.exec, userDir, cluster.entry.extensions);
+    } catch (err) {
+      throw new KubeconfigError(errorMessage(err));
+    }
+    if (!access.token && !access.tokenFile && !access.basic && !cert) access.exec = exec;
   }
   return access;
 }

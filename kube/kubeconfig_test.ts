@@ -156,7 +156,7 @@ users:
   assert.deepEqual(access.files, ["/a", "/b/k", "/tok"]);
 });
 
-Deno.test("loadKubeconfig: exec plugins, auth-providers and TLS overrides are refused clearly", () => {
+Deno.test("loadKubeconfig: bad exec plugins, auth-providers and TLS overrides are refused clearly", () => {
   const load = (extra: string) =>
     loadKubeconfig(
       { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] },
@@ -166,7 +166,7 @@ Deno.test("loadKubeconfig: exec plugins, auth-providers and TLS overrides are re
     () => load("    exec: {command: gke-gcloud-auth-plugin, apiVersion: x}\n"),
     (e: unknown) =>
       e instanceof KubeconfigError &&
-      /exec credential plugin \(gke-gcloud-auth-plugin\), which would need --allow-run/.test(
+      /user u1: exec plugin gke-gcloud-auth-plugin has apiVersion "x"; supported: /.test(
         e.message,
       ),
   );

@@ -10,6 +10,7 @@ import {
 } from "./kubeconfig.ts";
 import { realClock, sleep } from "./clock.ts";
 import { errorMessage } from "./errors.ts";
+import { type ExecCredential, ExecCredentialSource } from "./exec_credential.ts";
 import { restClientRequests } from "./metrics.ts";
 
 const log = getLogger(["cocoon-operator", "transport"]);
@@ -33,6 +34,12 @@ export interface RestConfig {
    */
   authorization?: () => Promise<string | undefined>;
   /**
+   * Credentials that change while the operator runs (an exec plugin): a token for the
+   * Authorization header and/or a client certificate pair, asked for before every request and
+   * told about a 401. Takes the place of `authorization`, certPem and keyPem.
+   */
+  credentials?: CredentialSource;
+  /**
    * Client-side rate limit. Absent or ≤ 0 means none: controller-runtime's GetConfig sets QPS -1
    * and leaves fairness to the API server's Priority and Fairness.
    */
@@ -43,6 +50,14 @@ export interface RestConfig {
   timeoutMs?: number;
   /** User-Agent header of every request. */
   userAgent?: string;
+}
+
+/** Credentials asked for per request (kube/exec_credential.ts ExecCredentialSource). */
+export interface CredentialSource {
+  /** The current credential (cached by the source; may run a plugin). */
+  get(): Promise<ExecCredential>;
+  /** The API server answered 401 to a request sent with `used`. */
+  unauthorized(used: ExecCredential): void;
 }
 
 /** How often a file-backed bearer token is re-read. */
@@ -67,6 +82,15 @@ export async function loadRestConfig(
 /** Connection facts for a located source; reads its CA, certificates and tokens. */
 export async function restConfigFor(source: ClusterSource | ClusterAccess): Promise<RestConfig> {
   const access = "files" in source ? source : clusterAccess(source);
+  const caPem = await readMaterial(access.ca);
+  if (access.exec) {
+    const credentials = new ExecCredentialSource(access.exec, { server: access.server, caPem }, {
+      env: permittedEnv,
+    });
+    // The first run happens now, so a broken plugin is a start-up error, not a failing request.
+    await credentials.get();
+    return { server: access.server, caPem, credentials };
+  }
   let authorization: (() => Promise<string | undefined>) | undefined;
   if (access.token) {
     const header = `Bearer ${access.token}`;
@@ -79,7 +103,7 @@ export async function restConfigFor(source: ClusterSource | ClusterAccess): Prom
   }
   return {
     server: access.server,
-    caPem: await readMaterial(access.ca),
+    caPem,
     certPem: await readMaterial(access.cert),
     keyPem: await readMaterial(access.key),
     authorization,
@@ -167,6 +191,8 @@ export interface RequestSpec {
 export class Transport {
   readonly #cfg: RestConfig;
   readonly #http: Deno.HttpClient;
+  /** The client for the exec plugin's current certificate pair (one client per pair). */
+  #rotated?: { certPem: string; keyPem: string; http: Deno.HttpClient };
   readonly #limiter?: TokenBucket;
   readonly #host: string;
 
@@ -192,22 +218,42 @@ export class Transport {
     for (const [k, v] of Object.entries(spec.query ?? {})) {
       if (v !== undefined && v !== "") url.searchParams.set(k, v);
     }
+    let body: string | undefined;
+    if (spec.body !== undefined) body = JSON.stringify(spec.body);
+    const source = this.#cfg.credentials;
+    if (!source) {
+      return await this.#send(spec, url, body, await this.#cfg.authorization?.(), this.#http);
+    }
+    const used = await source.get();
+    const res = await this.#send(spec, url, body, bearer(used), this.#clientFor(used));
+    if (res.status !== 401) return res;
+    // client-go reruns the plugin once per 401 to the current credential; a request refused
+    // with the old one was not executed, so it is sent once more with the new one.
+    source.unauthorized(used);
+    const next = await source.get();
+    if (next === used) return res;
+    await res.body?.cancel();
+    return await this.#send(spec, url, body, bearer(next), this.#clientFor(next));
+  }
+
+  async #send(
+    spec: RequestSpec,
+    url: URL,
+    body: string | undefined,
+    auth: string | undefined,
+    client: Deno.HttpClient,
+  ): Promise<Response> {
     const headers = new Headers({ Accept: "application/json" });
     if (this.#cfg.userAgent) headers.set("User-Agent", this.#cfg.userAgent);
-    const auth = await this.#cfg.authorization?.();
     if (auth) headers.set("Authorization", auth);
-    let body: string | undefined;
-    if (spec.body !== undefined) {
-      body = JSON.stringify(spec.body);
-      headers.set("Content-Type", spec.contentType ?? "application/json");
-    }
+    if (body !== undefined) headers.set("Content-Type", spec.contentType ?? "application/json");
     const timeout = spec.stream ? undefined : AbortSignal.timeout(this.#cfg.timeoutMs ?? 30_000);
     const signal = timeout && spec.signal
       ? AbortSignal.any([timeout, spec.signal])
       : timeout ?? spec.signal;
     let res: Response;
     try {
-      res = await fetch(url, { method: spec.method, headers, body, signal, client: this.#http });
+      res = await fetch(url, { method: spec.method, headers, body, signal, client });
     } catch (err) {
       restClientRequests.inc({ code: "<error>", method: spec.method, host: this.#host });
       throw err;
@@ -216,8 +262,38 @@ export class Transport {
     return res;
   }
 
+  /**
+   * The HTTP client for a credential: the base one without a certificate, else one per
+   * certificate pair. Deno fixes a client's certificate when it is created, so a rotated pair
+   * gets a new client (new connections present the new pair) and the old one is closed, as
+   * client-go closes every connection when a plugin's certificate changes.
+   */
+  #clientFor(credential: ExecCredential): Deno.HttpClient {
+    const { certPem, keyPem } = credential;
+    if (!certPem || !keyPem) return this.#http;
+    const current = this.#rotated;
+    if (current && current.certPem === certPem && current.keyPem === keyPem) return current.http;
+    const http = Deno.createHttpClient({
+      caCerts: this.#cfg.caPem ? [this.#cfg.caPem] : [],
+      cert: certPem,
+      key: keyPem,
+    });
+    this.#rotated = { certPem, keyPem, http };
+    if (current) {
+      log.info("the exec plugin returned a new client certificate; new connections use it");
+      current.http.close();
+    }
+    return http;
+  }
+
   /** Releases pooled connections. */
   close(): void {
     this.#http.close();
+    this.#rotated?.http.close();
+    this.#rotated = undefined;
   }
+}
+
+function bearer(credential: ExecCredential): string | undefined {
+  return credential.token ? `Bearer ${credential.token}` : undefined;
 }

@@ -48,6 +48,8 @@ export interface LeafOptions {
   dnsNames?: string[];
   ipAddresses?: string[];
   usage: "server" | "client";
+  /** End of validity (default: the authority's validity from now), for expiring certificates. */
+  notAfter?: Date;
 }
 
 /** A certificate authority able to sign leaf certificates. */
@@ -115,6 +117,8 @@ interface CertSpec {
   issuerKey: KeyMaterial;
   extensions: Uint8Array[];
   validityDays: number;
+  /** Overrides validityDays when set. */
+  notAfter?: Date;
 }
 
 /** How long certificates are valid by default (the test control plane's lifetime, with room). */
@@ -132,7 +136,7 @@ async function signCertificate(spec: CertSpec): Promise<string> {
     // Backdated a little so clock skew between processes never makes a fresh cert "not yet valid".
     sequence(
       time(new Date(now - 3600_000)),
-      time(new Date(now + spec.validityDays * 24 * 3600_000)),
+      time(spec.notAfter ?? new Date(now + spec.validityDays * 24 * 3600_000)),
     ),
     spec.subject,
     spec.subjectKey.spki,
@@ -191,6 +195,7 @@ export async function createCertificateAuthority(
         extension("2.5.29.37", false, sequence(oid(usageOid))),
         ...(altNames.length ? [extension("2.5.29.17", false, sequence(...altNames))] : []),
       ],
+      notAfter: opts.notAfter,
     });
     return { certPem: leafPem, keyPem: key.privateKeyPem };
   }

@@ -3,16 +3,20 @@
  * permission set this machine's configuration needs, computed the way the operator itself checks
  * it at start-up (permissions.ts localPermissionSet): the API server of the current kubeconfig
  * context, the OCI_REGISTRY host, the two listeners, the kubeconfig and the files it references,
- * the registry credential files, and the operator's variables. The operator process gets nothing
- * more, and an environment holding only those variables (plus what the deno runtime itself reads
- * to find its cache and certificates): no proxy variable unless COCOON_START_KEEP_PROXY=1, in
- * which case the proxy is granted by name like any other host.
+ * the registry credential files, and the operator's variables; with an exec credential plugin,
+ * `--allow-run` for that one program (scripts/exec_plugin_path.ts). The operator process gets
+ * nothing more, and an environment holding only those variables (plus what the deno runtime
+ * itself reads to find its cache and certificates, and PATH with an exec plugin): no proxy
+ * variable unless COCOON_START_KEEP_PROXY=1, in which case the proxy is granted by name like any
+ * other host.
  *
  * The launcher is scoped too, in two steps. The task grants it only the variables in
  * launcherEnv and running `deno`; no file. That first step works out from the environment alone
  * which files describe the cluster (the kubeconfig files, the service-account token, the Google
  * credentials file) and runs this script again granting reads of exactly those
  * (launcherReadPaths). The second step reads them, computes the operator's set and starts it.
+ * With an exec credential plugin, the lookup of that plugin on PATH runs in a third, short-lived
+ * step granted reads of the candidate paths only (resolvePluginInChild).
  *
  * Flags after the task name go to the operator. A configuration or cluster problem prints one
  * line and exits 2 before the operator starts; otherwise the exit code is the operator's.
@@ -31,6 +35,9 @@ import {
   proxyVariables,
 } from "../permissions.ts";
 import { runtimeEnvFor, v8FlagsArg } from "./runtime_flags.ts";
+import { execInheritedEnv } from "../kube/exec_config.ts";
+import type { ExecConfig } from "../kube/exec_config.ts";
+import { pluginCandidates, resolvePluginPath, systemLookup } from "./exec_plugin_path.ts";
 
 const startModule = new URL(import.meta.url).pathname;
 
@@ -66,10 +73,14 @@ export const launcherEnv: readonly string[] = [
 export function operatorEnvironment(
   env: Record<string, string | undefined>,
   overrides: Record<string, string>,
+  withExecPlugin = false,
 ): Record<string, string> {
   const keepProxy = env.COCOON_START_KEEP_PROXY === "1";
   const out: Record<string, string> = {};
-  for (const name of [...operatorEnv, ...localOnlyEnv, ...denoRuntimeEnv]) {
+  // PATH only for an exec plugin: the operator's start-up check resolves the plugin's bare name
+  // through it (as its spawn does), and the plugin itself gets it (kube/exec_config.ts).
+  const forPlugin = withExecPlugin ? execInheritedEnv : [];
+  for (const name of [...operatorEnv, ...localOnlyEnv, ...denoRuntimeEnv, ...forPlugin]) {
     if (!keepProxy && proxyVariables.includes(name)) continue;
     const v = overrides[name] ?? env[name];
     if (v !== undefined) out[name] = v;
@@ -132,6 +143,7 @@ export function launchPlan(
   env: Record<string, string | undefined>,
   cwd: string,
   denoFlags: string[] = [],
+  resolvePlugin: PluginResolver = (exec, path) => resolvePluginPath(exec, systemLookup(path)),
 ): LaunchPlan {
   const overrides: Record<string, string> = {};
   if (env.KUBECONFIG) {
@@ -146,6 +158,7 @@ export function launchPlan(
   const lookup = (name: string) => view[name] || undefined;
   let flags: string[];
   let args = operatorArgs;
+  let withExecPlugin = false;
   try {
     let config = parseConfig(args, view);
     if (config.kubeconfig && !isAbsolute(config.kubeconfig)) {
@@ -162,13 +175,19 @@ export function launchPlan(
         config = parseConfig(args, view);
       }
       const cluster = clusterAccess(locateCluster(lookup, undefined, config.kubeconfig));
-      flags = permissionFlags(localPermissionSet({
+      const set = localPermissionSet({
         config,
         cluster,
         env: lookup,
         plainHttpHosts: config.plainHttpHosts,
         metricsCertDir: config.metricsSecure ? config.metricsCertDir : undefined,
-      }));
+      });
+      // The plugin, if any, as the one absolute path the operator may run.
+      if (cluster.exec) {
+        set.run = [resolvePlugin(cluster.exec, view.PATH)];
+        withExecPlugin = true;
+      }
+      flags = permissionFlags(set);
     }
   } catch (err) {
     return { ok: false, message: errorMessage(err).split("\n")[0] };
@@ -177,7 +196,7 @@ export function launchPlan(
     ok: true,
     args: ["run", "--no-prompt", ...denoFlags, ...flags, mainModule, ...args],
     env: overrides,
-    childEnv: operatorEnvironment(env, overrides),
+    childEnv: operatorEnvironment(env, overrides, withExecPlugin),
   };
 }
 
@@ -194,6 +213,53 @@ function servesPlainMetricsByDefault(
   if (args.some((a) => /^--?metrics-secure(=|$)/.test(a))) return false;
   const bind = parseBindAddress(metricsBindAddress);
   return bind !== undefined && bind.hostname !== undefined && isLoopbackHost(bind.hostname);
+}
+
+/** Resolves an exec plugin to the one absolute path the operator may run (or throws). */
+export type PluginResolver = (exec: ExecConfig, path: string | undefined) => string;
+
+/** Marks the plugin lookup step: reads of the plugin's candidate paths only. */
+const pluginStepFlag = "--cocoon-start-resolve-plugin";
+
+/**
+ * The second step may read only the cluster's files, so looking the plugin up (stat, realpath)
+ * on PATH runs in a child granted reads of exactly the candidate paths (exec_plugin_path.ts
+ * pluginCandidates), and nothing else: the launcher never reads the PATH folders themselves.
+ */
+function resolvePluginInChild(exec: ExecConfig, path: string | undefined): string {
+  const candidates = pluginCandidates(exec.command, path);
+  const readable = (p: string) => Deno.permissions.querySync({ name: "read", path: p }).state;
+  if (candidates.every((p) => readable(p) === "granted")) {
+    return resolvePluginPath(exec, systemLookup(path));
+  }
+  const out = new Deno.Command("deno", {
+    args: [
+      "run",
+      "--no-prompt",
+      ...(candidates.length ? [`--allow-read=${candidates.join(",")}`] : []),
+      startModule,
+      pluginStepFlag,
+      JSON.stringify({ exec, path: path ?? null }),
+    ],
+    env: denoEnvironment(),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).outputSync();
+  const answer = new TextDecoder().decode(out.stdout).trim();
+  if (out.code !== 0) throw new Error(answer || `the plugin lookup failed (exit ${out.code})`);
+  return answer;
+}
+
+/** The deno runtime's own variables of the launcher's environment, for its child steps. */
+function denoEnvironment(): Record<string, string> {
+  const out: Record<string, string> = { DENO_NO_UPDATE_CHECK: "1" };
+  for (const name of denoRuntimeEnv) {
+    const v = Deno.env.get(name);
+    if (v !== undefined) out[name] = v;
+  }
+  return out;
 }
 
 /** Marks the second step (reads granted); set by the first for the second only. */
@@ -243,7 +309,17 @@ function launcherEnvironment(): Record<string, string> {
   return out;
 }
 
-if (import.meta.main) {
+if (import.meta.main && Deno.args[0] === pluginStepFlag) {
+  // The lookup step (no env, reads of the candidates only): the path on stdout, or why not.
+  const { exec, path } = JSON.parse(Deno.args[1]) as { exec: ExecConfig; path: string | null };
+  try {
+    console.log(resolvePluginPath(exec, systemLookup(path ?? undefined)));
+    Deno.exit(0);
+  } catch (err) {
+    console.log(errorMessage(err).split("\n")[0]);
+    Deno.exit(2);
+  }
+} else if (import.meta.main) {
   const env = launcherEnvironment();
   // The task runs in the repository; relative paths are the caller's, as typed.
   const cwd = env.INIT_CWD || Deno.cwd();
@@ -262,8 +338,7 @@ if (import.meta.main) {
     Deno.exit(code);
   }
   const operatorArgs = Deno.args.slice(1);
-  // V8 flags and the allocator's environment: one place for start, compile and the image.
-  const plan = launchPlan(operatorArgs, env, cwd, [v8FlagsArg()]);
+  const plan = launchPlan(operatorArgs, env, cwd, [v8FlagsArg()], resolvePluginInChild);
   if (!plan.ok) {
     console.error(`cocoon-operator: ${plan.message}`);
     Deno.exit(2);

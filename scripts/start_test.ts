@@ -254,6 +254,47 @@ Deno.test("start: the operator's environment is cleared to its own variables, pr
   }
 });
 
+/** A kubeconfig whose user runs `command` as its exec plugin. */
+function execKubeconfig(command: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    "current-context": "c",
+    clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:6443" } }],
+    users: [{
+      name: "u",
+      user: {
+        exec: {
+          command,
+          apiVersion: "client.authentication.k8s.io/v1",
+          interactiveMode: "Never",
+          ...extra,
+        },
+      },
+    }],
+    contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+  });
+}
+
+Deno.test("start: an exec plugin on PATH is granted as its one absolute path, with PATH", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(`${dir}/bin/my-auth-plugin`, "#!/bin/sh\n", { mode: 0o755 });
+    await Deno.writeTextFile(`${dir}/config`, execKubeconfig("my-auth-plugin"));
+    const plan = launchPlan(["--leader-elect=false"], {
+      KUBECONFIG: `${dir}/config`,
+      OCI_REGISTRY: "registry.example.com:5000/vms",
+      PATH: `relative:${dir}/empty:${dir}/bin:/usr/bin`,
+    }, dir);
+    assert.ok(plan.ok, plan.ok ? "" : plan.message);
+    const run = plan.args.filter((a) => a.startsWith("--allow-run"));
+    assert.deepEqual(run, [`--allow-run=${dir}/bin/my-auth-plugin`]);
+    const env = plan.args.find((a) => a.startsWith("--allow-env="))!.split("=")[1].split(",");
+    assert.ok(env.includes("PATH") && env.includes("HOME"), env.join(","));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("start: a loopback metrics listener is plain http unless asked; others stay secure", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -284,6 +325,121 @@ Deno.test("start: a loopback metrics listener is plain http unless asked; others
       "--leader-elect=false",
       "--metrics-secure",
     ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("start: a missing plugin names its installHint; shells and symlinks to them are refused", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const plan = (command: string, extra = {}) => {
+      Deno.writeTextFileSync(`${dir}/config`, execKubeconfig(command, extra));
+      return launchPlan(["--leader-elect=false"], {
+        KUBECONFIG: `${dir}/config`,
+        OCI_REGISTRY: "registry.example.com:5000/vms",
+        PATH: `${dir}:/usr/bin:/bin`,
+      }, dir);
+    };
+    const missing = plan("no-such-auth-plugin", { installHint: "Install it:\n  brew install x" });
+    assert.ok(!missing.ok);
+    assert.equal(
+      missing.message,
+      "exec credential plugin no-such-auth-plugin of kubeconfig user u not found on PATH; " +
+        "Install it: brew install x",
+    );
+    const shell = plan("/bin/sh", { args: ["-c", "echo"] });
+    assert.ok(!shell.ok);
+    assert.match(shell.message, /exec plugin \/bin\/sh refused: sh is a shell/);
+    await Deno.symlink("/bin/sh", `${dir}/innocent-plugin`);
+    const linked = plan("innocent-plugin");
+    assert.ok(!linked.ok);
+    assert.match(linked.message, /innocent-plugin of kubeconfig user u refused: .* is a shell/);
+    const operator = plan("deno", { args: ["eval", "1"] });
+    assert.ok(!operator.ok);
+    assert.match(operator.message, /deno is a shell, interpreter or launcher/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task start with a plugin that fails: its stderr in the log, one line naming the exit, exit 2", async () => {
+  const info = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  const denoDir = String(JSON.parse(new TextDecoder().decode(info.stdout)).denoDir);
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(
+      `${dir}/bin/failing-auth-plugin`,
+      "#!/bin/sh\necho 'not logged in: run the login command' >&2\nexit 7\n",
+      { mode: 0o755 },
+    );
+    await Deno.writeTextFile(`${dir}/config`, execKubeconfig("failing-auth-plugin"));
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["task", "--quiet", "start"],
+      cwd: repoRoot,
+      clearEnv: true,
+      env: {
+        PATH: `${dir}/bin:${Deno.env.get("PATH") ?? ""}`,
+        DENO_DIR: denoDir,
+        HOME: dir,
+        KUBECONFIG: `${dir}/config`,
+        OCI_REGISTRY: "r.example.com/x",
+        LEADER_ELECT: "false",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr).trim();
+    assert.equal(out.code, 2, stderr);
+    const lines = stderr.split("\n");
+    assert.equal(
+      lines.at(-1),
+      `cocoon-operator: cannot use the credentials from KUBECONFIG=${dir}/config: exec ` +
+        `credential plugin failing-auth-plugin of kubeconfig user u: it failed with exit code 7`,
+    );
+    assert.match(stderr, /not logged in: run the login command/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("start: the operator's cleared environment keeps PATH only for an exec plugin", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(`${dir}/bin/my-auth-plugin`, "#!/bin/sh\n", { mode: 0o755 });
+    const env = {
+      OCI_REGISTRY: "registry.example.com:5000/vms",
+      PATH: `${dir}/bin:/usr/bin`,
+      HOME: `${dir}/home`,
+    };
+    await Deno.writeTextFile(`${dir}/exec`, execKubeconfig("my-auth-plugin"));
+    const withPlugin = launchPlan(["--leader-elect=false"], {
+      ...env,
+      KUBECONFIG: `${dir}/exec`,
+    }, dir);
+    assert.ok(withPlugin.ok, withPlugin.ok ? "" : withPlugin.message);
+    assert.equal(withPlugin.childEnv.PATH, env.PATH);
+    assert.equal(withPlugin.childEnv.HOME, env.HOME);
+    await Deno.writeTextFile(
+      `${dir}/token`,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:6443" } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    const withToken = launchPlan(["--leader-elect=false"], {
+      ...env,
+      KUBECONFIG: `${dir}/token`,
+    }, dir);
+    assert.ok(withToken.ok, withToken.ok ? "" : withToken.message);
+    assert.ok(!("PATH" in withToken.childEnv), Object.keys(withToken.childEnv).join(","));
+    assert.ok(!withToken.args.some((a) => a.startsWith("--allow-run")));
+    const granted = withToken.args.find((a) => a.startsWith("--allow-env="))!.split("=")[1];
+    assert.ok(!granted.split(",").includes("PATH"), granted);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

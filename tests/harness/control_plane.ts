@@ -25,7 +25,12 @@
  */
 
 import { envtestBinDir } from "../../scripts/envtest.ts";
-import { createCertificateAuthority, generateKeyPair } from "./certs.ts";
+import {
+  createCertificateAuthority,
+  generateKeyPair,
+  type IssuedCertificate,
+  type LeafOptions,
+} from "./certs.ts";
 import { freePort, waitUntil } from "./wait.ts";
 import { spawnWatchdog } from "./watchdog.ts";
 
@@ -88,6 +93,10 @@ export interface ControlPlane {
     args: string[],
     opts?: { stdin?: string; kubeconfig?: string },
   ): Promise<KubectlResult>;
+  /** A client certificate signed by the plane's CA (CN = user name, O = groups). */
+  issueClientCertificate(
+    opts: Omit<LeafOptions, "usage" | "dnsNames" | "ipAddresses">,
+  ): Promise<IssuedCertificate>;
   /** Creates namespace + ServiceAccount if needed and writes a token kubeconfig for it. */
   serviceAccountKubeconfig(namespace: string, name: string): Promise<string>;
   stopApiServer(): Promise<void>;
@@ -501,6 +510,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     etcdUrl,
     unexpectedExit,
     kubectl,
+    issueClientCertificate: (leaf) => ca.issue({ ...leaf, usage: "client" }),
     serviceAccountKubeconfig,
     stopApiServer,
     startApiServer,

@@ -15,6 +15,10 @@
  *   read it without a token; tests/integration/least_privilege_test.ts runs it secure.
  * The variables granted are the in-cluster list unchanged.
  *
+ * With `execPlugin` the operator runs as on a developer machine instead: `deno task start` (the
+ * launcher computes the local permission set, `--allow-run` for the plugin included) with a
+ * kubeconfig whose user runs an exec credential plugin (tests/harness/exec_plugin.ts).
+ *
  * End-to-end tests start it with startSandboxedOperator(), drive CRs through an admin client, and
  * call assertNoForbidden() at the end: any 403 the API server gave the operator means
  * config/rbac (role.yaml, or leader_election_role.yaml for the Lease) lacks a verb the code uses.
@@ -30,6 +34,7 @@ import {
 import { inClusterApiHost, serviceAccountDir } from "../../kube/kubeconfig.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { operatorKubeconfig } from "./operator_identity.ts";
+import type { TokenPlugin } from "./exec_plugin.ts";
 import { type ProcessHandle, runProcess } from "./process.ts";
 import { freePort, waitFor } from "./wait.ts";
 
@@ -92,6 +97,8 @@ export interface SandboxedOperatorOptions {
    */
   secureMetrics?: boolean;
   metricsCertDir?: string;
+  /** Launch through `deno task start` with this plugin's kubeconfig (see module doc). */
+  execPlugin?: TokenPlugin;
 }
 
 /** A running sandboxed operator. */
@@ -132,28 +139,47 @@ export async function startSandboxedOperator(
     metricsPort,
     metricsCertDir: opts.metricsCertDir,
   });
-  const flags = permissionFlags(permissions);
-  const proc = await runProcess([
-    "deno",
-    "run",
-    "--no-prompt",
-    ...flags,
-    `${repoRoot}main.ts`,
-    ...(opts.secureMetrics ? [] : ["--metrics-secure=false"]),
-    ...(opts.args ?? []),
-  ], {
-    kubeconfig,
-    cwd: repoRoot,
-    env: {
-      OCI_REGISTRY: opts.ociRegistry,
-      POD_NAMESPACE: "cocoon-system",
-      POD_NAME: "cocoon-operator-test",
-      PROBE_ADDR: `127.0.0.1:${probePort}`,
-      METRICS_ADDR: `127.0.0.1:${metricsPort}`,
-      ...(opts.metricsCertDir ? { METRICS_CERT_DIR: opts.metricsCertDir } : {}),
-      ...opts.env,
-    },
-  });
+  const env = {
+    OCI_REGISTRY: opts.ociRegistry,
+    POD_NAMESPACE: "cocoon-system",
+    POD_NAME: "cocoon-operator-test",
+    PROBE_ADDR: `127.0.0.1:${probePort}`,
+    METRICS_ADDR: `127.0.0.1:${metricsPort}`,
+    ...(opts.metricsCertDir ? { METRICS_CERT_DIR: opts.metricsCertDir } : {}),
+    ...opts.env,
+  };
+  const metricsArgs = opts.secureMetrics ? [] : ["--metrics-secure=false"];
+  let flags = permissionFlags(permissions);
+  let proc: ProcessHandle;
+  if (opts.execPlugin) {
+    const plugin = opts.execPlugin;
+    const config = JSON.parse(await Deno.readTextFile(`${repoRoot}deno.json`));
+    proc = await runProcess([
+      ...String(config.tasks.start).split(/\s+/),
+      ...metricsArgs,
+      ...(opts.args ?? []),
+    ], {
+      kubeconfig: plugin.kubeconfig,
+      cwd: repoRoot,
+      env: {
+        ...env,
+        PATH: `${plugin.binDir}:${Deno.env.get("PATH") ?? ""}`,
+        COCOON_START_VERBOSE: "1",
+      },
+    });
+    const [, launched] = await proc.waitForOutput(/^start: (deno run .*)$/m, 60_000);
+    flags = launched.split(" ").filter((w) => w.startsWith("--allow-"));
+  } else {
+    proc = await runProcess([
+      "deno",
+      "run",
+      "--no-prompt",
+      ...flags,
+      `${repoRoot}main.ts`,
+      ...metricsArgs,
+      ...(opts.args ?? []),
+    ], { kubeconfig, cwd: repoRoot, env });
+  }
   const get = async (port: number, path: string) => {
     const res = await fetch(`http://127.0.0.1:${port}${path}`);
     return { status: res.status, body: await res.text() };

@@ -44,6 +44,7 @@ import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import type { Latencies } from "../../sim/kubelet.ts";
 import type { SimNode } from "../../sim/nodes.ts";
 import { type ControlPlane, startControlPlane } from "./control_plane.ts";
+import { type TokenPlugin, writeTokenPlugin } from "./exec_plugin.ts";
 import { operatorKubeconfig } from "./operator_identity.ts";
 import { sampleSum } from "./prom_text.ts";
 import { registryAvailable, startRegistry, type TestRegistry } from "./registry.ts";
@@ -67,6 +68,12 @@ export interface StackOptions {
   operatorEnv?: Record<string, string>;
   /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
   prefix?: string;
+  /**
+   * Run the replicas as on a developer machine: `deno task start` with a kubeconfig whose user
+   * runs an exec credential plugin handing out the operator's token, claimed to expire after
+   * ttlSeconds (tests/harness/exec_plugin.ts). Default: the in-cluster sandbox.
+   */
+  execPlugin?: { ttlSeconds: number };
 }
 
 /** A running system; see the module doc. */
@@ -82,6 +89,8 @@ export interface Stack extends AsyncDisposable {
   readonly operators: readonly SandboxedOperator[];
   /** A cluster-admin client for the test's own reads and writes. */
   readonly admin: ApiClient;
+  /** The exec credential plugin the replicas authenticate with (StackOptions.execPlugin). */
+  readonly execPlugin?: TokenPlugin;
   /** Creates a namespace (no error when it exists). */
   namespace(name: string): Promise<void>;
   /** The Events whose involvedObject is obj (kind, namespace, name; uid when obj has one). */
@@ -159,6 +168,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const admin = new ApiClient(transport, "e2e-test");
     await admin.create(Namespaces, { metadata: { name: OPERATOR_NAMESPACE } });
     const kubeconfig = await operatorKubeconfig(cp);
+    let execPlugin: TokenPlugin | undefined;
+    if (opts.execPlugin) {
+      const dir = await Deno.makeTempDir({ prefix: "cocoon-exec-plugin-" });
+      started.push(() => Deno.remove(dir, { recursive: true }));
+      execPlugin = await writeTokenPlugin(cp, kubeconfig, dir, opts.execPlugin.ttlSeconds);
+    }
 
     const operators: SandboxedOperator[] = [];
     const exited = new Set<SandboxedOperator>();
@@ -174,6 +189,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         cp,
         ociRegistry: `${proxy.host}/${prefix}`,
         kubeconfig,
+        execPlugin,
         env: {
           POD_NAME: `cocoon-operator-${i}`,
           LEADER_ELECT: String(leaderElect),
@@ -216,6 +232,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       sim,
       operators,
       admin,
+      execPlugin,
       async namespace(name) {
         try {
           await admin.create(Namespaces, { metadata: { name } });
