@@ -33,7 +33,7 @@ import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
-import { dropTag } from "./tag_gate.ts";
+import { dropTag, hibernateRefused } from "./tag_gate.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -116,6 +116,11 @@ export async function reconcileMigration(pass: Pass): Promise<Handled> {
  */
 async function startMigration(pass: Pass, main: Pod, desired: string): Promise<Handled> {
   await ensureSpecBuildable(pass);
+  // A VM name another namespace derives too is not hibernated (its push would land where the
+  // other tenant reads): the migration does not start, and looks again later.
+  if (!readHibernateState(main) && await hibernateRefused(pass, main)) {
+    return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
+  }
   if (!readHibernateState(main)) {
     pass.log.info("migrating main from {from} to {to}: hibernating it", {
       from: main.spec?.nodeName ?? "",

@@ -8,10 +8,15 @@ import {
   CocoonHibernationPhaseActive,
   CocoonHibernationPhaseFailed,
   CocoonHibernationPhaseHibernated,
+  CocoonHibernationPhaseHibernating,
   CocoonHibernations,
   CocoonSets,
 } from "../common/apis/v1/mod.ts";
-import { AnnotationHibernatedOnNode, readHibernateState } from "../common/meta/mod.ts";
+import {
+  AnnotationHibernatedOnNode,
+  AnnotationVMID,
+  readHibernateState,
+} from "../common/meta/mod.ts";
 import { Events, type Pod, Pods } from "../kube/core.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
@@ -171,5 +176,59 @@ Deno.test("tenancy: team / x-prod-0 and team-x / prod-0 share a VM name; the req
   const ev = (await h.api.list(Events)).items.find((e) => e.reason === "VMNameRefused");
   assert.match(ev?.message ?? "", /CocoonHibernation team\/hib.*CocoonSet team-x\/prod/);
   assert.equal(readHibernateState(await h.api.get(Pods, "team", "x-prod-0")), false);
+  await h.close();
+});
+
+Deno.test("follow-up 1: with vk-cocoon of today (no lifecycle annotations) Hibernate ends once the VM id is cleared", async () => {
+  const registry = new FakeRegistry();
+  const live = vmPod({ vmID: "vmid-1", running: true });
+  live.spec!.nodeName = "node-a";
+  const h = Harness.create([request("hib", "Hibernate"), live], { registry });
+  await h.reconcile("hib");
+  assert.equal(readHibernateState(await h.pod()), true, "the VM is asked to hibernate");
+  // vk-cocoon saves and pushes: the tag exists while the VM still runs under its id.
+  registry.put(VM, "hibernate");
+  await h.reconcile("hib");
+  assert.notEqual((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  // It removes the VM and clears the id last: that is its confirmation.
+  const pod = await h.pod();
+  delete pod.metadata.annotations![AnnotationVMID];
+  pod.status = { phase: "Pending" };
+  await h.api.update(Pods, pod);
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  await h.close();
+});
+
+Deno.test("follow-up 2: the time a Hibernating request yields to its CocoonSet does not count toward its deadline", async () => {
+  const h = Harness.create([request("hib", "Hibernate"), livePod(false)]);
+  const demo = h.api.seed(
+    CocoonSets,
+    set("demo", (cs) => cs.status = { phase: "Running" } as CocoonSet["status"]),
+  );
+  const setPhase = async (phase: string) => {
+    const cs = await h.api.get(CocoonSets, NS, demo.metadata.name!);
+    cs.status = { phase } as CocoonSet["status"];
+    await h.api.updateStatus(CocoonSets, cs);
+  };
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  h.clock.advance(60_000); // one of its three minutes used
+  await setPhase("Migrating");
+  await h.reconcile("hib");
+  const blocked = (await h.hib("hib")).status?.conditions?.find((c) =>
+    c.type === ConditionTypeBlocked
+  );
+  assert.equal(blocked?.status, "True");
+  h.clock.advance(10 * 60_000); // far past the deadline, all of it yielded
+  await setPhase("Running");
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  h.clock.advance(90_000); // 2.5 minutes counted
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  h.clock.advance(60_000); // 3.5 minutes counted: the deadline still holds
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseFailed);
   await h.close();
 });
