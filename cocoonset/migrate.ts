@@ -19,7 +19,6 @@ import {
   parseVMSpec,
   readHibernateState,
   readRestoreFromHibernate,
-  vmHibernationConfirmed,
   vmLive,
   vmNameForDeployment,
   vmUp,
@@ -34,6 +33,7 @@ import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
+import { vmHibernationConfirmedStored } from "./suspend.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -162,7 +162,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
     }
     // The tag alone is no proof: vk-cocoon pushes it before it removes the VM, and rolls it back
     // when the removal fails. Only the VM's own confirmation makes it final.
-    if (!vmHibernationConfirmed(main)) return await markMigrating(pass);
+    if (!await vmHibernationConfirmedStored(pass, main)) return await markMigrating(pass);
     // The snapshot landed: tear down the old pod. The node check spares a restore pod that is
     // not scheduled yet, which would otherwise be deleted and recreated in a loop.
     pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {

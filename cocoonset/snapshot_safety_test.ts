@@ -18,7 +18,12 @@ import {
   readHibernateState,
 } from "../common/meta/mod.ts";
 import { AnnotationDeleteVMNames } from "./delete.ts";
-import { ReasonOrphanHibernateWithdrawn, reconcileWake } from "./slot_release.ts";
+import {
+  ReasonOrphanHibernateWithdrawn,
+  reconcileSuspendRelease,
+  reconcileWake,
+} from "./slot_release.ts";
+import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
 import { ReasonHibernateRefused, ReasonSnapshotDeleteRefused } from "./tag_gate.ts";
 import { reconcileMigration } from "./migrate.ts";
 import {
@@ -338,4 +343,79 @@ Deno.test("follow-up 3: without a colliding namespace the same suspend and migra
     assert.equal(readHibernateState(await env.fake.get(Pods, "team-x", "prod-0")), true);
     assert.equal(env.recorder.withReason(ReasonHibernateRefused).length, 0);
   }
+});
+
+/**
+ * A re-suspend of a set run by vk-cocoon of today, seen through a lagging cache: the stored main
+ * was woken (VM vmid-2) and asked to hibernate again; the cache still shows it as the previous
+ * round left it (hibernate request set, VM id cleared). The tag is the previous round's.
+ */
+function resuspendBehindCache(mod: (cs: CocoonSet) => void) {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = seedSet(env, seatSet(withFinalizer, (c) => c.metadata.generation = 3, mod));
+  const stored = env.fake.seed(
+    Pods,
+    withHibernate(mainPod(cs, { node: "node-a", vmID: "vmid-2", running: true })),
+  );
+  const cached = structuredClone(stored);
+  delete cached.metadata.annotations![AnnotationVMID];
+  cached.status = { phase: "Pending" };
+  return { env, cs, cached };
+}
+
+Deno.test("audit: a lagging cache showing the previous round's hibernated pod does not end a silent suspend", async () => {
+  const { env, cs, cached } = resuspendBehindCache((c) => c.spec.suspend = true);
+  assert.equal(await allOwnedPodsHibernated(newTestPass(depsOf(env), cs, [cached])), false);
+});
+
+Deno.test("audit: a lagging cache does not make a release delete a silent main that runs again", async () => {
+  const { env, cs, cached } = resuspendBehindCache((c) => {
+    c.spec.suspend = true;
+    c.spec.hibernatePolicy = "release";
+  });
+  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [cached]));
+  const main = await getPod(env.fake, "demo-0");
+  assert.equal(main?.metadata.deletionTimestamp, undefined, "the running VM's pod stays");
+  assert.equal(env.fake.actions.filter((a) => a.verb === "delete").length, 0);
+});
+
+Deno.test("audit: a lagging cache does not make a migration delete a silent main that runs again", async () => {
+  const { env, cs, cached } = resuspendBehindCache((c) => {
+    c.spec.nodeName = "node-b";
+    c.status = { phase: "Migrating" } as CocoonSet["status"];
+  });
+  await reconcileMigration(newTestPass(depsOf(env), cs, [cached]));
+  const main = await getPod(env.fake, "demo-0");
+  assert.equal(main?.metadata.deletionTimestamp, undefined, "the running VM's pod stays");
+  assert.equal(env.fake.actions.filter((a) => a.verb === "delete").length, 0);
+});
+
+/**
+ * A main a Hibernate request has hibernated (VM down, tag pushed) whose request the set's cache
+ * does not show yet: the API server does (the request, then its pod patch, are newer than the
+ * cached request list).
+ */
+function hibernatedByUnseenRequest(mod: (cs: CocoonSet) => void) {
+  const live = newTestEnv().fake;
+  live.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
+  const env = newTestEnv([], undefined, { apiReader: live });
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = seedSet(env, seatSet(withFinalizer, mod));
+  const main = env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-a" })));
+  return { env, cs, main };
+}
+
+Deno.test("audit: a migration pass does not wake a main a request hibernated that its cache does not show", async () => {
+  // Pinned to the node it is on: a hibernated main there reads as "quiesced where it should be".
+  const { env, cs, main } = hibernatedByUnseenRequest((c) => c.spec.nodeName = "node-a");
+  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "still hibernated");
+  assert.notEqual((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
+});
+
+Deno.test("audit: an unsuspend does not clear the hibernate request of a request its cache does not show", async () => {
+  const { env, cs, main } = hibernatedByUnseenRequest(() => {});
+  await applyUnsuspend(newTestPass(depsOf(env), cs, [main]));
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "still hibernated");
 });

@@ -5,13 +5,18 @@
  * on pods a CocoonHibernation is hibernating.
  */
 import type { Result } from "../kube/reconcile.ts";
-import { Pods } from "../kube/core.ts";
+import { type Pod, Pods } from "../kube/core.ts";
 import { isAlreadyExists, wrapError } from "../kube/errors.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
-import { parseVMSpec, readHibernateState, vmHibernationConfirmed } from "../common/meta/mod.ts";
+import {
+  parseVMSpec,
+  readHibernateState,
+  readLifecycleState,
+  vmHibernationConfirmed,
+} from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import { podIsTerminal } from "./pod_state.ts";
-import { type Pass, podRef } from "./pass.ts";
+import { type Pass, podRef, readStoredPod } from "./pass.ts";
 import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EveryVM, recordHibernation } from "./snapshot_ledger.ts";
@@ -69,11 +74,37 @@ export async function allOwnedPodsHibernated(pass: Pass): Promise<boolean> {
     const spec = parseVMSpec(pod);
     if (!spec.managed || podIsTerminal(pod)) continue;
     if (!spec.vmName) return false;
-    if (!vmHibernationConfirmed(pod, generation)) return false;
+    if (!await vmHibernationConfirmedStored(pass, pod, generation)) return false;
     if (!pass.deps.registry) return false;
     if (!await hasHibernateSnapshot(pass.deps.registry, spec.vmName, pass.signal)) return false;
   }
   return true;
+}
+
+/**
+ * vmHibernationConfirmed on pod, and — when the cached copy passes by the cleared VM id of a
+ * vk-cocoon that writes no lifecycle annotations — on the stored pod too. That signal carries no
+ * generation: a lagging cache can still show the previous round's hibernated pod (id cleared,
+ * hibernate request set) after the VM was woken and asked to hibernate again, and that pass would
+ * end the suspend or delete the main over the older tag while the VM runs on. The lifecycle pair
+ * needs no re-read: its generation already tells the rounds apart. One GET per pod, only on the
+ * pass that would complete.
+ */
+export async function vmHibernationConfirmedStored(
+  pass: Pass,
+  pod: Pod,
+  generation?: number,
+): Promise<boolean> {
+  if (!vmHibernationConfirmed(pod, generation)) return false;
+  if (readLifecycleState(pod) !== "") return true;
+  const stored = await readStoredPod(
+    pass,
+    pod.metadata.namespace ?? "",
+    pod.metadata.name ?? "",
+    "re-read hibernated pod",
+  );
+  if (!stored || stored.metadata.uid !== pod.metadata.uid) return false;
+  return vmHibernationConfirmed(stored, generation);
 }
 
 /**

@@ -16,8 +16,10 @@ import {
   CocoonHibernationPhaseHibernating,
 } from "../common/apis/v1/mod.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import { readLifecycleState } from "../common/meta/lifecycle.ts";
 import { vmHibernationConfirmed } from "../common/meta/vm_liveness.ts";
-import { wrapError } from "../kube/errors.ts";
+import { type Pod, Pods } from "../kube/core.ts";
+import { isNotFound, wrapError } from "../kube/errors.ts";
 import type { Result } from "../kube/reconcile.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import type { Pass, StepDeps } from "./pass.ts";
@@ -43,7 +45,7 @@ export async function reconcileHibernate(deps: StepDeps, pass: Pass): Promise<Re
       HIBERNATE_TIMEOUT_MS,
       deps.clock.now(),
     );
-  if (vmHibernationConfirmed(pod)) {
+  if (await vmHibernationConfirmedStored(deps, pod, signal)) {
     let present = false;
     try {
       present = await hasHibernateSnapshot(deps.registry, vmName, signal);
@@ -61,4 +63,29 @@ export async function reconcileHibernate(deps: StepDeps, pass: Pass): Promise<Re
   }
   await deps.transitions.enter(hib, CocoonHibernationPhaseHibernating, vmName, signal);
   return { requeueAfter: REQUEUE_INTERVAL_MS };
+}
+
+/**
+ * vmHibernationConfirmed on pod and, when it passes by the cleared VM id of a vk-cocoon that
+ * writes no lifecycle annotations, on the stored pod too: that signal carries no round, and a
+ * lagging cache can still show an earlier round's hibernated pod after the VM was woken and asked
+ * again, which would read Hibernated (and an earlier round's tag) while the VM runs.
+ */
+async function vmHibernationConfirmedStored(
+  deps: StepDeps,
+  pod: Pod,
+  signal: AbortSignal,
+): Promise<boolean> {
+  if (!vmHibernationConfirmed(pod)) return false;
+  if (readLifecycleState(pod) !== "") return true;
+  let stored: Pod;
+  try {
+    stored = await deps.reader.get(Pods, pod.metadata.namespace ?? "", pod.metadata.name ?? "", {
+      signal,
+    });
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw wrapError(`re-read hibernated pod ${pod.metadata.name}`, err);
+  }
+  return stored.metadata.uid === pod.metadata.uid && vmHibernationConfirmed(stored);
 }

@@ -232,3 +232,45 @@ Deno.test("follow-up 2: the time a Hibernating request yields to its CocoonSet d
   assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseFailed);
   await h.close();
 });
+
+Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does not end a silent Hibernate", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate"); // the earlier round's
+  // Stored: woken since (VM vmid-2) and asked to hibernate again; the VM still runs.
+  const stored = vmPod({ hibernate: true, vmID: "vmid-2", running: true });
+  stored.spec!.nodeName = "node-a";
+  const h = Harness.create([
+    request("hib", "Hibernate", {
+      status: { phase: CocoonHibernationPhaseHibernating, vmName: VM },
+    }),
+    stored,
+  ], {
+    registry,
+    cachedClient: (api) => {
+      let stale: Pod | undefined;
+      return new Proxy(api, {
+        get(target, prop, receiver) {
+          if (prop === "get") {
+            return async (...args: Parameters<typeof api.get>) => {
+              const got = await target.get(...args);
+              if (args[0] !== Pods) return got;
+              // The cache still shows the earlier round: id cleared, nothing running.
+              stale ??= (() => {
+                const copy = structuredClone(got) as Pod;
+                delete copy.metadata.annotations![AnnotationVMID];
+                copy.status = { phase: "Pending" };
+                return copy;
+              })();
+              return structuredClone(stale) as typeof got;
+            };
+          }
+          const v = Reflect.get(target, prop, receiver);
+          return typeof v === "function" ? v.bind(target) : v;
+        },
+      });
+    },
+  });
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  await h.close();
+});
