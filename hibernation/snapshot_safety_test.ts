@@ -9,6 +9,7 @@ import {
   CocoonHibernationPhaseFailed,
   CocoonHibernationPhaseHibernated,
   CocoonHibernationPhaseHibernating,
+  CocoonHibernationPhaseWaking,
   CocoonHibernations,
   CocoonSets,
 } from "../common/apis/v1/mod.ts";
@@ -19,7 +20,7 @@ import {
 } from "../common/meta/mod.ts";
 import { Events, type Pod, Pods } from "../kube/core.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
+import { at, Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
 import { ConditionTypeBlocked, ReasonYieldedToCocoonSet } from "./precedence.ts";
 
 function set(name: string, mod: (cs: CocoonSet) => void, namespace = NS): CocoonSet {
@@ -272,5 +273,45 @@ Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does
   });
   await h.reconcile("hib");
   assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  await h.close();
+});
+
+Deno.test("follow-up 2: the time a Waking request yields to its CocoonSet does not count toward its deadline", async () => {
+  const h = Harness.create([
+    request("hib", "Wake", {
+      status: {
+        phase: CocoonHibernationPhaseWaking,
+        vmName: VM,
+        conditions: [{
+          type: "Ready",
+          status: "False",
+          reason: "Pending",
+          message: CocoonHibernationPhaseWaking,
+          observedGeneration: 1,
+          lastTransitionTime: at(0),
+        }],
+      },
+    }),
+    // Not running yet: the restore is slow.
+    ownedBy(vmPod({ hibernate: false }), "demo"),
+  ]);
+  h.api.seed(
+    CocoonSets,
+    set("demo", (cs) => cs.status = { phase: "Migrating" } as CocoonSet["status"]),
+  );
+  await h.reconcile("hib");
+  assert.equal(
+    (await h.hib("hib")).status?.conditions?.find((c) => c.type === ConditionTypeBlocked)?.status,
+    "True",
+  );
+  h.clock.advance(20 * 60_000); // far past the 5-minute deadline, all of it yielded
+  const cs = await h.api.get(CocoonSets, NS, "demo");
+  cs.status = { phase: "Running" } as CocoonSet["status"];
+  await h.api.updateStatus(CocoonSets, cs);
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseWaking);
+  h.clock.advance(6 * 60_000); // now past it, counted outside the yield
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseFailed);
   await h.close();
 });
