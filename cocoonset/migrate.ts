@@ -19,7 +19,6 @@ import {
   parseVMSpec,
   readHibernateState,
   readRestoreFromHibernate,
-  vmHibernationConfirmed,
   vmLive,
   vmNameForDeployment,
   vmUp,
@@ -33,7 +32,8 @@ import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
-import { dropTag } from "./tag_gate.ts";
+import { dropTag, hibernateRefused } from "./tag_gate.ts";
+import { vmHibernationConfirmedStored } from "./suspend.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -116,6 +116,11 @@ export async function reconcileMigration(pass: Pass): Promise<Handled> {
  */
 async function startMigration(pass: Pass, main: Pod, desired: string): Promise<Handled> {
   await ensureSpecBuildable(pass);
+  // A VM name another namespace derives too is not hibernated (its push would land where the
+  // other tenant reads): the migration does not start, and looks again later.
+  if (!readHibernateState(main) && await hibernateRefused(pass, main)) {
+    return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
+  }
   if (!readHibernateState(main)) {
     pass.log.info("migrating main from {from} to {to}: hibernating it", {
       from: main.spec?.nodeName ?? "",
@@ -157,7 +162,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
     }
     // The tag alone is no proof: vk-cocoon pushes it before it removes the VM, and rolls it back
     // when the removal fails. Only the VM's own confirmation makes it final.
-    if (!vmHibernationConfirmed(main)) return await markMigrating(pass);
+    if (!await vmHibernationConfirmedStored(pass, main)) return await markMigrating(pass);
     // The snapshot landed: tear down the old pod. The node check spares a restore pod that is
     // not scheduled yet, which would otherwise be deleted and recreated in a loop.
     pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {

@@ -27,17 +27,21 @@ export function newRestoreIntent(
   return () => loaded ??= podsRestorableByCR(deps, namespace, signal);
 }
 
-/** podRef names of the namespace's CocoonHibernations that accept() keeps. */
+/**
+ * podRef names of the namespace's CocoonHibernations that accept() keeps, from the cache unless
+ * fresh asks for the API server.
+ */
 export async function hibernationPodNames(
   deps: CocoonSetDeps,
   namespace: string,
   accept: (h: CocoonHibernation) => boolean,
   signal?: AbortSignal,
+  fresh = false,
 ): Promise<Set<string>> {
   let list;
   try {
     // Read-only scan: no copies of every CR in the namespace.
-    list = await deps.client.list(CocoonHibernations, {
+    list = await (fresh ? deps.apiReader : deps.client).list(CocoonHibernations, {
       namespace,
       unsafeDisableDeepCopy: true,
       signal,
@@ -71,7 +75,12 @@ export function podsRestorableByCR(
   );
 }
 
-/** Pods a CocoonHibernation is hibernating or asked to hibernate: suspend logic leaves them be. */
+/**
+ * Pods a CocoonHibernation is hibernating or asked to hibernate: suspend logic leaves them be.
+ * Read past the cache: the callers clear the hibernate request of a pod not listed, and the pod
+ * cache can already show a request's annotation while the request cache does not yet show the
+ * request (a just-created one), which would wake a VM against it.
+ */
 export function podsHibernatedByCR(
   deps: CocoonSetDeps,
   namespace: string,
@@ -82,6 +91,7 @@ export function podsHibernatedByCR(
     namespace,
     (h) => h.spec?.desire === "Hibernate" || h.status?.phase === "Hibernating",
     signal,
+    true,
   );
 }
 

@@ -18,8 +18,13 @@ import {
   readHibernateState,
 } from "../common/meta/mod.ts";
 import { AnnotationDeleteVMNames } from "./delete.ts";
-import { ReasonOrphanHibernateWithdrawn, reconcileWake } from "./slot_release.ts";
-import { ReasonSnapshotDeleteRefused } from "./tag_gate.ts";
+import {
+  ReasonOrphanHibernateWithdrawn,
+  reconcileSuspendRelease,
+  reconcileWake,
+} from "./slot_release.ts";
+import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
+import { ReasonHibernateRefused, ReasonSnapshotDeleteRefused } from "./tag_gate.ts";
 import { reconcileMigration } from "./migrate.ts";
 import {
   depsOf,
@@ -213,4 +218,204 @@ Deno.test("finding 5: migration deletes the old main only on the VM's own confir
       assert.equal(await migrationStep(env, lifecycle("hibernated")), true);
     },
   );
+});
+
+Deno.test("follow-up 1: with vk-cocoon of today (no lifecycle annotations) a retain suspend ends once the VM id is cleared", async () => {
+  const env = newTestEnv();
+  const cs = seedSet(
+    env,
+    seatSet(withFinalizer, (c) => {
+      c.spec.suspend = true;
+    }),
+    [mainPod(seatSet(), { node: "node-a", vmID: "vmid-1", running: true })],
+  );
+  await reconcileSet(env, cs.metadata.name!);
+  assert.equal(
+    readHibernateState((await getPod(env.fake, "demo-0"))!),
+    true,
+    "the VM is asked to hibernate",
+  );
+  // vk-cocoon pushes first: the tag alone does not end the suspend.
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  await reconcileSet(env, cs.metadata.name!);
+  assert.equal((await getSet(env.fake, cs.metadata.name!)).status?.phase, "Suspending");
+  // It removes the VM and clears the id last.
+  const pod = (await getPod(env.fake, "demo-0"))!;
+  delete pod.metadata.annotations![AnnotationVMID];
+  pod.status = { phase: "Pending" };
+  await env.fake.update(Pods, pod);
+  await reconcileSet(env, cs.metadata.name!);
+  assert.equal((await getSet(env.fake, cs.metadata.name!)).status?.phase, "Suspended");
+});
+
+Deno.test("follow-up 1: with vk-cocoon of today a release suspend frees the seat once the VM id is cleared", async () => {
+  const env = newTestEnv();
+  const cs = seedSet(
+    env,
+    seatSet(withFinalizer, (c) => {
+      c.spec.suspend = true;
+      c.spec.hibernatePolicy = "release";
+    }),
+    [withHibernate(mainPod(seatSet(), { node: "node-a", running: true }))],
+  );
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  for (let i = 0; i < 4; i++) await reconcileSet(env, cs.metadata.name!);
+  const released = await getPod(env.fake, "demo-0");
+  assert.ok(!released || released.metadata.deletionTimestamp, "the seat is released");
+  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), true, "the tag is kept");
+  assert.equal((await getSet(env.fake, cs.metadata.name!)).status?.phase, "Suspended");
+});
+
+/** team-x/prod (main VM vk-team-x-prod-0) beside team/x-prod-0, which derives the same name. */
+function collidingSets(mod: (cs: CocoonSet) => void): ReturnType<typeof newTestEnv> {
+  const env = newTestEnv();
+  const other = mainPod(newCocoonSet("x-prod"));
+  other.metadata.namespace = "team";
+  other.metadata.name = "x-prod-0";
+  other.metadata.annotations = {
+    ...other.metadata.annotations,
+    [AnnotationVMName]: "vk-team-x-prod-0",
+  };
+  env.fake.seed(Pods, other);
+  const cs = newCocoonSet("prod", withFinalizer, (c) => {
+    c.metadata.namespace = "team-x";
+    c.metadata.generation = 1;
+  }, mod);
+  env.fake.seed(CocoonSets, cs);
+  env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
+  return env;
+}
+
+async function reconcileProd(env: ReturnType<typeof newTestEnv>): Promise<void> {
+  await env.reconciler.reconcile(
+    { namespace: "team-x", name: "prod" },
+    new AbortController().signal,
+  );
+}
+
+Deno.test("follow-up 3: a suspend does not hibernate a VM whose name another namespace derives, naming both", async (t) => {
+  for (const policy of ["retain", "release"] as const) {
+    await t.step(policy, async () => {
+      const env = collidingSets((c) => {
+        c.spec.suspend = true;
+        c.spec.hibernatePolicy = policy;
+      });
+      await reconcileProd(env);
+      await reconcileProd(env);
+      const main = await env.fake.get(Pods, "team-x", "prod-0");
+      assert.equal(readHibernateState(main), false, "no push into the shared repository");
+      assert.equal(main.metadata.deletionTimestamp, undefined, "the seat is not released");
+      const refused = env.recorder.withReason(ReasonHibernateRefused);
+      assert.ok(refused.length > 0);
+      assert.match(refused[0].message, /CocoonSet team-x\/prod.*Pod team\/x-prod-0/);
+      const cs = await env.fake.get(CocoonSets, "team-x", "prod");
+      assert.equal(cs.status?.phase, "Suspending");
+    });
+  }
+});
+
+Deno.test("follow-up 3: a migration does not hibernate a VM whose name another namespace derives, naming both", async () => {
+  const env = collidingSets((c) => {
+    c.spec.nodeName = "node-b";
+  });
+  await reconcileProd(env);
+  await reconcileProd(env);
+  const main = await env.fake.get(Pods, "team-x", "prod-0");
+  assert.equal(readHibernateState(main), false, "no push into the shared repository");
+  assert.equal(main.metadata.deletionTimestamp, undefined);
+  const refused = env.recorder.withReason(ReasonHibernateRefused);
+  assert.ok(refused.length > 0);
+  assert.match(refused[0].message, /CocoonSet team-x\/prod.*Pod team\/x-prod-0/);
+  assert.notEqual((await env.fake.get(CocoonSets, "team-x", "prod")).status?.phase, "Migrating");
+});
+
+Deno.test("follow-up 3: without a colliding namespace the same suspend and migration hibernate", async () => {
+  for (
+    const mod of [
+      (c: CocoonSet) => c.spec.suspend = true,
+      (c: CocoonSet) => c.spec.nodeName = "node-b",
+    ]
+  ) {
+    const env = collidingSets(mod);
+    await env.fake.delete(Pods, "team", "x-prod-0");
+    await reconcileProd(env);
+    await reconcileProd(env);
+    assert.equal(readHibernateState(await env.fake.get(Pods, "team-x", "prod-0")), true);
+    assert.equal(env.recorder.withReason(ReasonHibernateRefused).length, 0);
+  }
+});
+
+/**
+ * A re-suspend of a set run by vk-cocoon of today, seen through a lagging cache: the stored main
+ * was woken (VM vmid-2) and asked to hibernate again; the cache still shows it as the previous
+ * round left it (hibernate request set, VM id cleared). The tag is the previous round's.
+ */
+function resuspendBehindCache(mod: (cs: CocoonSet) => void) {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = seedSet(env, seatSet(withFinalizer, (c) => c.metadata.generation = 3, mod));
+  const stored = env.fake.seed(
+    Pods,
+    withHibernate(mainPod(cs, { node: "node-a", vmID: "vmid-2", running: true })),
+  );
+  const cached = structuredClone(stored);
+  delete cached.metadata.annotations![AnnotationVMID];
+  cached.status = { phase: "Pending" };
+  return { env, cs, cached };
+}
+
+Deno.test("audit: a lagging cache showing the previous round's hibernated pod does not end a silent suspend", async () => {
+  const { env, cs, cached } = resuspendBehindCache((c) => c.spec.suspend = true);
+  assert.equal(await allOwnedPodsHibernated(newTestPass(depsOf(env), cs, [cached])), false);
+});
+
+Deno.test("audit: a lagging cache does not make a release delete a silent main that runs again", async () => {
+  const { env, cs, cached } = resuspendBehindCache((c) => {
+    c.spec.suspend = true;
+    c.spec.hibernatePolicy = "release";
+  });
+  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [cached]));
+  const main = await getPod(env.fake, "demo-0");
+  assert.equal(main?.metadata.deletionTimestamp, undefined, "the running VM's pod stays");
+  assert.equal(env.fake.actions.filter((a) => a.verb === "delete").length, 0);
+});
+
+Deno.test("audit: a lagging cache does not make a migration delete a silent main that runs again", async () => {
+  const { env, cs, cached } = resuspendBehindCache((c) => {
+    c.spec.nodeName = "node-b";
+    c.status = { phase: "Migrating" } as CocoonSet["status"];
+  });
+  await reconcileMigration(newTestPass(depsOf(env), cs, [cached]));
+  const main = await getPod(env.fake, "demo-0");
+  assert.equal(main?.metadata.deletionTimestamp, undefined, "the running VM's pod stays");
+  assert.equal(env.fake.actions.filter((a) => a.verb === "delete").length, 0);
+});
+
+/**
+ * A main a Hibernate request has hibernated (VM down, tag pushed) whose request the set's cache
+ * does not show yet: the API server does (the request, then its pod patch, are newer than the
+ * cached request list).
+ */
+function hibernatedByUnseenRequest(mod: (cs: CocoonSet) => void) {
+  const live = newTestEnv().fake;
+  live.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
+  const env = newTestEnv([], undefined, { apiReader: live });
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = seedSet(env, seatSet(withFinalizer, mod));
+  const main = env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-a" })));
+  return { env, cs, main };
+}
+
+Deno.test("audit: a migration pass does not wake a main a request hibernated that its cache does not show", async () => {
+  // Pinned to the node it is on: a hibernated main there reads as "quiesced where it should be".
+  const { env, cs, main } = hibernatedByUnseenRequest((c) => c.spec.nodeName = "node-a");
+  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "still hibernated");
+  assert.notEqual((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
+});
+
+Deno.test("audit: an unsuspend does not clear the hibernate request of a request its cache does not show", async () => {
+  const { env, cs, main } = hibernatedByUnseenRequest(() => {});
+  await applyUnsuspend(newTestPass(depsOf(env), cs, [main]));
+  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "still hibernated");
 });

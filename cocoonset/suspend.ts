@@ -5,22 +5,23 @@
  * on pods a CocoonHibernation is hibernating.
  */
 import type { Result } from "../kube/reconcile.ts";
-import { Pods } from "../kube/core.ts";
+import { type Pod, Pods } from "../kube/core.ts";
 import { isAlreadyExists, wrapError } from "../kube/errors.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
 import {
-  LifecycleStateHibernated,
   parseVMSpec,
   readHibernateState,
-  readLifecycleStatus,
+  readLifecycleState,
+  vmHibernationConfirmed,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import { podIsTerminal } from "./pod_state.ts";
-import { type Pass, podRef } from "./pass.ts";
+import { type Pass, podRef, readStoredPod } from "./pass.ts";
 import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EveryVM, recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
+import { hibernateRefused } from "./tag_gate.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 
@@ -60,9 +61,10 @@ async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
 
 /**
  * Whether every managed, non-terminal owned pod has hibernated for this generation and has its
- * `:hibernate` snapshot. The lifecycle pair (written together by vk-cocoon, and only after this
- * round's push) is checked before the registry, so neither a tag left by an earlier cycle nor a
- * lagging cache can end the wait early. Static toolboxes have no VM lifecycle and are skipped;
+ * `:hibernate` snapshot. The VM's own confirmation (vmHibernationConfirmed: the lifecycle pair at
+ * this generation, or with a vk-cocoon that writes none the hibernate request and a cleared VM
+ * id — both written only after this round's push) is checked before the registry, so neither a
+ * tag left by an earlier cycle nor a lagging cache can end the wait early. Static toolboxes have no VM lifecycle and are skipped;
  * a terminal pod has no VM to snapshot. A registry error is thrown, never read as "absent".
  */
 export async function allOwnedPodsHibernated(pass: Pass): Promise<boolean> {
@@ -72,10 +74,7 @@ export async function allOwnedPodsHibernated(pass: Pass): Promise<boolean> {
     const spec = parseVMSpec(pod);
     if (!spec.managed || podIsTerminal(pod)) continue;
     if (!spec.vmName) return false;
-    const lifecycle = readLifecycleStatus(pod);
-    if (
-      lifecycle.state !== LifecycleStateHibernated || lifecycle.observedGeneration < generation
-    ) return false;
+    if (!await vmHibernationConfirmedStored(pass, pod, generation)) return false;
     if (!pass.deps.registry) return false;
     if (!await hasHibernateSnapshot(pass.deps.registry, spec.vmName, pass.signal)) return false;
   }
@@ -83,13 +82,43 @@ export async function allOwnedPodsHibernated(pass: Pass): Promise<boolean> {
 }
 
 /**
+ * vmHibernationConfirmed on pod, and — when the cached copy passes by the cleared VM id of a
+ * vk-cocoon that writes no lifecycle annotations — on the stored pod too. That signal carries no
+ * generation: a lagging cache can still show the previous round's hibernated pod (id cleared,
+ * hibernate request set) after the VM was woken and asked to hibernate again, and that pass would
+ * end the suspend or delete the main over the older tag while the VM runs on. The lifecycle pair
+ * needs no re-read: its generation already tells the rounds apart. One GET per pod, only on the
+ * pass that would complete.
+ */
+export async function vmHibernationConfirmedStored(
+  pass: Pass,
+  pod: Pod,
+  generation?: number,
+): Promise<boolean> {
+  if (!vmHibernationConfirmed(pod, generation)) return false;
+  if (readLifecycleState(pod) !== "") return true;
+  const stored = await readStoredPod(
+    pass,
+    pod.metadata.namespace ?? "",
+    pod.metadata.name ?? "",
+    "re-read hibernated pod",
+  );
+  if (!stored || stored.metadata.uid !== pod.metadata.uid) return false;
+  return vmHibernationConfirmed(stored, generation);
+}
+
+/**
  * Asks every owned pod (static toolboxes included) to hibernate, after recording in the snapshot
- * ledger that every VM of the set may now hold `:hibernate`.
+ * ledger that every VM of the set may now hold `:hibernate`. A pod whose VM name the set does not
+ * own alone (tag_gate.ts hibernateRefused) is left running with a Warning, which holds the
+ * suspend in Suspending: nothing is pushed, and a release never deletes its pods.
  */
 export async function applySuspend(pass: Pass): Promise<void> {
   await recordHibernation(pass, [EveryVM]);
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();
+    // The name check runs once per pod: only when the request is not on it yet.
+    if (!readHibernateState(pod) && await hibernateRefused(pass, pod)) continue;
     try {
       await patchHibernateState(pass.deps.client, pod, true, pass.signal);
     } catch (err) {

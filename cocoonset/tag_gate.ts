@@ -6,11 +6,20 @@
  * the tag is left to its claimants, whose own flow drops it once done.
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { type Actor, deleteTagIfAllowed, type Verdict } from "../snapshotgate/mod.ts";
-import { emit, type Pass } from "./pass.ts";
+import type { Pod } from "../kube/core.ts";
+import { parseVMSpec } from "../common/meta/mod.ts";
+import {
+  actingRefusal,
+  type Actor,
+  deleteTagIfAllowed,
+  type Verdict,
+} from "../snapshotgate/mod.ts";
+import { emit, type Pass, podRef } from "./pass.ts";
 
 /** Warning reason: a tag was not deleted because the set cannot own its VM name. */
 export const ReasonSnapshotDeleteRefused = "SnapshotDeleteRefused";
+/** Warning reason: a pod was not asked to hibernate because the set cannot own its VM name. */
+export const ReasonHibernateRefused = "HibernateRefused";
 
 /** The gate's actor for cs: its namespace, name and every toolbox name it knows. */
 export function setActor(cs: CocoonSet): Actor {
@@ -52,4 +61,27 @@ export async function dropTag(pass: Pass, vmName: string, tag: string): Promise<
     }
   }
   return verdict;
+}
+
+/**
+ * Whether the set must not ask pod's VM to hibernate (suspend, migration): its VM name is not one
+ * the set derives, or another namespace derives it too, so the `:hibernate` push would land in a
+ * repository another tenant's VM reads. A refusal is logged and gets a Warning Event naming both
+ * sides; the caller leaves the pod alone, so its flow waits (Suspending, no migration) instead of
+ * acting. A pod without a VM name (nothing to push) is never refused. Read past the cache: a
+ * collision is another namespace's object, which this set's watch does not see change.
+ */
+export async function hibernateRefused(pass: Pass, pod: Pod): Promise<boolean> {
+  const vmName = parseVMSpec(pod).vmName;
+  if (vmName === "") return false;
+  const refusal = await actingRefusal(
+    pass.deps.apiReader,
+    setActor(pass.cs),
+    vmName,
+    pass.signal,
+  );
+  if (!refusal) return false;
+  pass.log.warn("not hibernating {pod}: {reason}", { pod: podRef(pod), reason: refusal.message });
+  emit(pass, "Warning", ReasonHibernateRefused, `pod ${podRef(pod)}: ${refusal.message}`);
+  return true;
 }

@@ -2,11 +2,12 @@
  * The hibernate step: ask vk-cocoon to hibernate the VM (the pod's hibernate annotation), then
  * poll until this round's hibernation is confirmed or the deadline passes.
  *
- * Confirmation needs both signals, in this order: vk-cocoon's lifecycle pair on the pod
- * (`lifecycle-state=hibernated` with an observed generation at least the pod's CocoonSet
- * generation stamp — vk writes the two together, so an older round's pair is rejected), and then
- * the `:hibernate` manifest in the registry. Probing the registry only after the lifecycle pair
- * qualifies keeps a tag left over from an earlier suspend from passing for this round's snapshot.
+ * Confirmation needs both signals, in this order: the VM's own confirmation on the pod
+ * (vmHibernationConfirmed in common/meta, the rule a migration and a suspend use too: vk-cocoon's
+ * lifecycle pair `hibernated` at the pod's CocoonSet generation stamp, or with a vk-cocoon that
+ * writes no lifecycle annotations the hibernate request and a cleared VM id), and then the
+ * `:hibernate` manifest in the registry. Probing the registry only after the VM confirmed keeps a
+ * tag left over from an earlier suspend from passing for this round's snapshot.
  *
  * @module
  */
@@ -15,24 +16,14 @@ import {
   CocoonHibernationPhaseHibernating,
 } from "../common/apis/v1/mod.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
-import {
-  LifecycleStateHibernated,
-  readCocoonSetGeneration,
-  readLifecycleStatus,
-} from "../common/meta/lifecycle.ts";
-import type { Pod } from "../kube/core.ts";
-import { wrapError } from "../kube/errors.ts";
+import { readLifecycleState } from "../common/meta/lifecycle.ts";
+import { vmHibernationConfirmed } from "../common/meta/vm_liveness.ts";
+import { type Pod, Pods } from "../kube/core.ts";
+import { isNotFound, wrapError } from "../kube/errors.ts";
 import type { Result } from "../kube/reconcile.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import type { Pass, StepDeps } from "./pass.ts";
 import { HIBERNATE_TIMEOUT_MS, phaseDeadlineExceeded, REQUEUE_INTERVAL_MS } from "./status.ts";
-
-/** Whether vk-cocoon reports this round's hibernation as finished on the pod. */
-export function lifecycleReportsHibernated(pod: Pod): boolean {
-  const lc = readLifecycleStatus(pod);
-  return lc.state === LifecycleStateHibernated &&
-    lc.observedGeneration >= readCocoonSetGeneration(pod);
-}
 
 /**
  * One hibernate pass: Hibernated once confirmed, Failed past the 3-minute deadline, otherwise
@@ -54,7 +45,7 @@ export async function reconcileHibernate(deps: StepDeps, pass: Pass): Promise<Re
       HIBERNATE_TIMEOUT_MS,
       deps.clock.now(),
     );
-  if (lifecycleReportsHibernated(pod)) {
+  if (await vmHibernationConfirmedStored(deps, pod, signal)) {
     let present = false;
     try {
       present = await hasHibernateSnapshot(deps.registry, vmName, signal);
@@ -72,4 +63,29 @@ export async function reconcileHibernate(deps: StepDeps, pass: Pass): Promise<Re
   }
   await deps.transitions.enter(hib, CocoonHibernationPhaseHibernating, vmName, signal);
   return { requeueAfter: REQUEUE_INTERVAL_MS };
+}
+
+/**
+ * vmHibernationConfirmed on pod and, when it passes by the cleared VM id of a vk-cocoon that
+ * writes no lifecycle annotations, on the stored pod too: that signal carries no round, and a
+ * lagging cache can still show an earlier round's hibernated pod after the VM was woken and asked
+ * again, which would read Hibernated (and an earlier round's tag) while the VM runs.
+ */
+async function vmHibernationConfirmedStored(
+  deps: StepDeps,
+  pod: Pod,
+  signal: AbortSignal,
+): Promise<boolean> {
+  if (!vmHibernationConfirmed(pod)) return false;
+  if (readLifecycleState(pod) !== "") return true;
+  let stored: Pod;
+  try {
+    stored = await deps.reader.get(Pods, pod.metadata.namespace ?? "", pod.metadata.name ?? "", {
+      signal,
+    });
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw wrapError(`re-read hibernated pod ${pod.metadata.name}`, err);
+  }
+  return stored.metadata.uid === pod.metadata.uid && vmHibernationConfirmed(stored);
 }

@@ -19,7 +19,13 @@ import {
   CocoonSets,
   HibernationDesireHibernate,
 } from "../common/apis/v1/mod.ts";
-import { findStatusCondition, setStatusCondition } from "../common/k8s/condition.ts";
+import {
+  type Condition,
+  ConditionTypeReady,
+  findStatusCondition,
+  formatConditionTime,
+  setStatusCondition,
+} from "../common/k8s/condition.ts";
 import {
   AnnotationHibernatedOnNode,
   cocoonSetOwnerName,
@@ -31,7 +37,9 @@ import { patchStatus } from "../kube/client_patch.ts";
 import type { Pod } from "../kube/core.ts";
 import { isNotFound, wrapError } from "../kube/errors.ts";
 import type { EventRecorder } from "../kube/events.ts";
+import { parseRfc3339 } from "../kube/time.ts";
 import { direction } from "./direction.ts";
+import { hasPhaseDeadline } from "./status.ts";
 
 /** Condition type a request carries while it yields to a CocoonSet. */
 export const ConditionTypeBlocked = "Blocked";
@@ -107,14 +115,21 @@ export async function markYielded(
   }
 }
 
-/** Turns a stored Blocked=True to False once the set lets go; nothing otherwise. */
+/**
+ * Turns a stored Blocked=True to False once the set lets go; nothing otherwise. The yielded
+ * stretch does not count toward a Hibernating or Waking deadline: the phase clock
+ * (Ready.lastTransitionTime) moves forward by the time spent blocked, in the same status write,
+ * so the request keeps what was left of its timeout when it yielded. A crash before that write
+ * leaves Blocked=True stored, and the next pass computes the same shift again.
+ */
 export async function clearYielded(
   client: Writer,
   hib: CocoonHibernation,
   nowMs: number,
   signal: AbortSignal,
 ): Promise<void> {
-  if (findStatusCondition(hib.status?.conditions, ConditionTypeBlocked)?.status !== "True") return;
+  const blocked = findStatusCondition(hib.status?.conditions, ConditionTypeBlocked);
+  if (blocked?.status !== "True") return;
   await writeBlocked(
     client,
     hib,
@@ -123,7 +138,28 @@ export async function clearYielded(
     "no CocoonSet drives the VM",
     nowMs,
     signal,
+    (conditions) => excludeYieldFromPhaseClock(hib, conditions, blocked, nowMs),
   );
+}
+
+/**
+ * Moves the Ready clock of a deadline phase forward by the part of the yield (Blocked=True since
+ * its lastTransitionTime) that fell inside the phase. Leaves it when either time is unknown.
+ */
+function excludeYieldFromPhaseClock(
+  hib: CocoonHibernation,
+  conditions: Condition[],
+  blocked: Condition,
+  nowMs: number,
+): void {
+  if (!hasPhaseDeadline(hib.status?.phase)) return;
+  const ready = findStatusCondition(conditions, ConditionTypeReady);
+  const entered = parseRfc3339(ready?.lastTransitionTime);
+  const blockedAt = parseRfc3339(blocked.lastTransitionTime);
+  if (!ready || entered === undefined || blockedAt === undefined) return;
+  const from = Math.max(entered, blockedAt);
+  if (nowMs <= from) return;
+  ready.lastTransitionTime = formatConditionTime(new Date(entered + (nowMs - from)));
 }
 
 async function writeBlocked(
@@ -134,6 +170,7 @@ async function writeBlocked(
   message: string,
   nowMs: number,
   signal: AbortSignal,
+  adjust: (conditions: Condition[]) => void = () => {},
 ): Promise<boolean> {
   const conditions = structuredClone(hib.status?.conditions ?? []);
   const changed = setStatusCondition(conditions, {
@@ -145,6 +182,7 @@ async function writeBlocked(
     lastTransitionTime: "",
   }, () => new Date(nowMs));
   if (!changed) return false;
+  adjust(conditions);
   await patchStatus(client, CocoonHibernations, hib, (h) => {
     h.status = { ...h.status, conditions };
   }, { optimisticLock: true, signal });

@@ -8,13 +8,19 @@ import {
   CocoonHibernationPhaseActive,
   CocoonHibernationPhaseFailed,
   CocoonHibernationPhaseHibernated,
+  CocoonHibernationPhaseHibernating,
+  CocoonHibernationPhaseWaking,
   CocoonHibernations,
   CocoonSets,
 } from "../common/apis/v1/mod.ts";
-import { AnnotationHibernatedOnNode, readHibernateState } from "../common/meta/mod.ts";
+import {
+  AnnotationHibernatedOnNode,
+  AnnotationVMID,
+  readHibernateState,
+} from "../common/meta/mod.ts";
 import { Events, type Pod, Pods } from "../kube/core.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
+import { at, Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
 import { ConditionTypeBlocked, ReasonYieldedToCocoonSet } from "./precedence.ts";
 
 function set(name: string, mod: (cs: CocoonSet) => void, namespace = NS): CocoonSet {
@@ -171,5 +177,141 @@ Deno.test("tenancy: team / x-prod-0 and team-x / prod-0 share a VM name; the req
   const ev = (await h.api.list(Events)).items.find((e) => e.reason === "VMNameRefused");
   assert.match(ev?.message ?? "", /CocoonHibernation team\/hib.*CocoonSet team-x\/prod/);
   assert.equal(readHibernateState(await h.api.get(Pods, "team", "x-prod-0")), false);
+  await h.close();
+});
+
+Deno.test("follow-up 1: with vk-cocoon of today (no lifecycle annotations) Hibernate ends once the VM id is cleared", async () => {
+  const registry = new FakeRegistry();
+  const live = vmPod({ vmID: "vmid-1", running: true });
+  live.spec!.nodeName = "node-a";
+  const h = Harness.create([request("hib", "Hibernate"), live], { registry });
+  await h.reconcile("hib");
+  assert.equal(readHibernateState(await h.pod()), true, "the VM is asked to hibernate");
+  // vk-cocoon saves and pushes: the tag exists while the VM still runs under its id.
+  registry.put(VM, "hibernate");
+  await h.reconcile("hib");
+  assert.notEqual((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  // It removes the VM and clears the id last: that is its confirmation.
+  const pod = await h.pod();
+  delete pod.metadata.annotations![AnnotationVMID];
+  pod.status = { phase: "Pending" };
+  await h.api.update(Pods, pod);
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  await h.close();
+});
+
+Deno.test("follow-up 2: the time a Hibernating request yields to its CocoonSet does not count toward its deadline", async () => {
+  const h = Harness.create([request("hib", "Hibernate"), livePod(false)]);
+  const demo = h.api.seed(
+    CocoonSets,
+    set("demo", (cs) => cs.status = { phase: "Running" } as CocoonSet["status"]),
+  );
+  const setPhase = async (phase: string) => {
+    const cs = await h.api.get(CocoonSets, NS, demo.metadata.name!);
+    cs.status = { phase } as CocoonSet["status"];
+    await h.api.updateStatus(CocoonSets, cs);
+  };
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  h.clock.advance(60_000); // one of its three minutes used
+  await setPhase("Migrating");
+  await h.reconcile("hib");
+  const blocked = (await h.hib("hib")).status?.conditions?.find((c) =>
+    c.type === ConditionTypeBlocked
+  );
+  assert.equal(blocked?.status, "True");
+  h.clock.advance(10 * 60_000); // far past the deadline, all of it yielded
+  await setPhase("Running");
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  h.clock.advance(90_000); // 2.5 minutes counted
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  h.clock.advance(60_000); // 3.5 minutes counted: the deadline still holds
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseFailed);
+  await h.close();
+});
+
+Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does not end a silent Hibernate", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate"); // the earlier round's
+  // Stored: woken since (VM vmid-2) and asked to hibernate again; the VM still runs.
+  const stored = vmPod({ hibernate: true, vmID: "vmid-2", running: true });
+  stored.spec!.nodeName = "node-a";
+  const h = Harness.create([
+    request("hib", "Hibernate", {
+      status: { phase: CocoonHibernationPhaseHibernating, vmName: VM },
+    }),
+    stored,
+  ], {
+    registry,
+    cachedClient: (api) => {
+      let stale: Pod | undefined;
+      return new Proxy(api, {
+        get(target, prop, receiver) {
+          if (prop === "get") {
+            return async (...args: Parameters<typeof api.get>) => {
+              const got = await target.get(...args);
+              if (args[0] !== Pods) return got;
+              // The cache still shows the earlier round: id cleared, nothing running.
+              stale ??= (() => {
+                const copy = structuredClone(got) as Pod;
+                delete copy.metadata.annotations![AnnotationVMID];
+                copy.status = { phase: "Pending" };
+                return copy;
+              })();
+              return structuredClone(stale) as typeof got;
+            };
+          }
+          const v = Reflect.get(target, prop, receiver);
+          return typeof v === "function" ? v.bind(target) : v;
+        },
+      });
+    },
+  });
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  await h.close();
+});
+
+Deno.test("follow-up 2: the time a Waking request yields to its CocoonSet does not count toward its deadline", async () => {
+  const h = Harness.create([
+    request("hib", "Wake", {
+      status: {
+        phase: CocoonHibernationPhaseWaking,
+        vmName: VM,
+        conditions: [{
+          type: "Ready",
+          status: "False",
+          reason: "Pending",
+          message: CocoonHibernationPhaseWaking,
+          observedGeneration: 1,
+          lastTransitionTime: at(0),
+        }],
+      },
+    }),
+    // Not running yet: the restore is slow.
+    ownedBy(vmPod({ hibernate: false }), "demo"),
+  ]);
+  h.api.seed(
+    CocoonSets,
+    set("demo", (cs) => cs.status = { phase: "Migrating" } as CocoonSet["status"]),
+  );
+  await h.reconcile("hib");
+  assert.equal(
+    (await h.hib("hib")).status?.conditions?.find((c) => c.type === ConditionTypeBlocked)?.status,
+    "True",
+  );
+  h.clock.advance(20 * 60_000); // far past the 5-minute deadline, all of it yielded
+  const cs = await h.api.get(CocoonSets, NS, "demo");
+  cs.status = { phase: "Running" } as CocoonSet["status"];
+  await h.api.updateStatus(CocoonSets, cs);
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseWaking);
+  h.clock.advance(6 * 60_000); // now past it, counted outside the yield
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseFailed);
   await h.close();
 });

@@ -39,18 +39,28 @@ export function vmLive(pod: Pod): boolean {
 
 /**
  * Whether the VM itself confirmed the hibernation the pod asks for, so its `:hibernate` tag is
- * final. A vk-cocoon that writes lifecycle annotations confirms with `hibernated` at the pod's
- * generation stamp; the vk-cocoon of today writes none and hibernates as save → push → remove,
- * clearing the VM id only after the removal (a failed removal rolls the pushed tag back and keeps
- * the id), so there the cleared id is the confirmation. The tag alone never is: it exists from
- * the push on, while the VM still runs and may still roll it back.
+ * final: the one rule behind a migration's delete of the old main, a retain/release suspend's
+ * Suspended and a CocoonHibernation's Hibernated.
+ *
+ * A vk-cocoon that writes lifecycle annotations confirms with `hibernated` observed at
+ * `minGeneration` or later (by default the pod's own generation stamp; vk writes the state and
+ * the generation together, so an older round's pair never passes). The vk-cocoon of today writes
+ * none and hibernates as save → push → remove, clearing the VM id only after the removal (a
+ * failed removal rolls the pushed tag back and keeps the id), so there the hibernate request plus
+ * a cleared id on a pod bound to a node is the confirmation — which is also how vk-cocoon itself
+ * tracks a hibernated pod. An unbound pod never had a VM, so its missing id proves nothing. The
+ * tag alone never is: it exists from the push on, while the VM still runs and may still roll it
+ * back.
  */
-export function vmHibernationConfirmed(pod: Pod): boolean {
-  if (!readHibernateState(pod)) return false;
+export function vmHibernationConfirmed(
+  pod: Pod,
+  minGeneration: number = readCocoonSetGeneration(pod),
+): boolean {
   const state = readLifecycleState(pod);
   if (state !== "") {
     return state === LifecycleStateHibernated &&
-      readLifecycleObservedGeneration(pod) >= readCocoonSetGeneration(pod);
+      readLifecycleObservedGeneration(pod) >= minGeneration;
   }
-  return parseVMRuntime(pod).vmID === "";
+  return readHibernateState(pod) && parseVMRuntime(pod).vmID === "" &&
+    (pod.spec?.nodeName ?? "") !== "";
 }

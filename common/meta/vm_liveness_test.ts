@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
-import { AnnotationLifecycleState, AnnotationVMID } from "./keys.ts";
-import { vmLive, vmUp } from "./vm_liveness.ts";
+import {
+  AnnotationCocoonSetGeneration,
+  AnnotationHibernate,
+  AnnotationLifecycleObservedGeneration,
+  AnnotationLifecycleState,
+  AnnotationVMID,
+} from "./keys.ts";
+import { vmHibernationConfirmed, vmLive, vmUp } from "./vm_liveness.ts";
 
 /** A pod with the given annotations and, when running, one running container. */
 function pod(annotations: Record<string, string>, running: boolean): Pod {
@@ -49,4 +55,41 @@ Deno.test("vmUp / vmLive: what vk-cocoon shows while a VM runs, restores and hib
       assert.equal(vmLive(p), live, "vmLive");
     });
   }
+});
+
+Deno.test("vmHibernationConfirmed: one rule for both vk-cocoons (lifecycle pair, or the id cleared on a bound pod)", async (t) => {
+  const bound = (annotations: Record<string, string>, node = "node-a"): Pod => {
+    const p = pod(annotations, false);
+    if (node) p.spec!.nodeName = node;
+    return p;
+  };
+  const asked = { [AnnotationHibernate]: "true" };
+  const pair = (state: string, observed: number) => ({
+    [AnnotationLifecycleState]: state,
+    [AnnotationLifecycleObservedGeneration]: String(observed),
+    [AnnotationCocoonSetGeneration]: "2",
+  });
+  const cases: [string, Pod, boolean][] = [
+    ["silent: asked, id cleared, bound", bound(asked), true],
+    [
+      "silent: asked, id still there (pushed, not removed)",
+      bound({ ...asked, [AnnotationVMID]: "v" }),
+      false,
+    ],
+    ["silent: asked, unbound (never had a VM)", bound(asked, ""), false],
+    ["silent: not asked", bound({}), false],
+    ["annotated: hibernated at the stamp", bound({ ...asked, ...pair("hibernated", 2) }), true],
+    [
+      "annotated: hibernated for an older round",
+      bound({ ...asked, ...pair("hibernated", 1) }),
+      false,
+    ],
+    ["annotated: hibernating, id cleared", bound({ ...asked, ...pair("hibernating", 2) }), false],
+  ];
+  for (const [name, p, want] of cases) {
+    await t.step(name, () => assert.equal(vmHibernationConfirmed(p), want));
+  }
+  await t.step("a caller's generation outdates the pod's stamp", () => {
+    assert.equal(vmHibernationConfirmed(bound({ ...asked, ...pair("hibernated", 2) }), 3), false);
+  });
 });

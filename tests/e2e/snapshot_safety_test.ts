@@ -9,7 +9,14 @@ import assert from "node:assert/strict";
 import { type CocoonHibernation, CocoonHibernations } from "../../common/apis/v1/mod.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import { findStatusCondition } from "../../common/k8s/condition.ts";
-import { AnnotationHibernate, AnnotationVMName } from "../../common/meta/keys.ts";
+import {
+  AnnotationHibernate,
+  AnnotationLifecycleObservedGeneration,
+  AnnotationLifecycleState,
+  AnnotationLifecycleStateMessage,
+  AnnotationVMName,
+} from "../../common/meta/keys.ts";
+import { AnnotationSimLifecycle, AnnotationSimRemoveDelayMs } from "../../sim/knobs.ts";
 import { Pods } from "../../kube/core.ts";
 import { isNotFound } from "../../kube/errors.ts";
 import type { Stack } from "../harness/stack.ts";
@@ -57,6 +64,25 @@ async function waitRequest(
     const h = await stack.admin.get(CocoonHibernations, namespace, name);
     return ok(h) ? h : undefined;
   }, { what: `${namespace}/${name} ${what}`, timeoutMs: 60_000, intervalMs: 100 });
+}
+
+/**
+ * Turns the pod's VM into one run by vk-cocoon as it is today: no lifecycle annotations (the ones
+ * the boot wrote are dropped), and a hibernation as save → push → remove with the VM up for a
+ * while after the push.
+ */
+async function silence(stack: Stack, namespace: string, pod: string): Promise<void> {
+  await stack.admin.patch(Pods, namespace, pod, "merge", {
+    metadata: {
+      annotations: {
+        [AnnotationSimLifecycle]: "silent",
+        [AnnotationSimRemoveDelayMs]: "1500",
+        [AnnotationLifecycleState]: null,
+        [AnnotationLifecycleObservedGeneration]: null,
+        [AnnotationLifecycleStateMessage]: null,
+      },
+    },
+  });
 }
 
 function deleteRequests(stack: Stack, vm: string) {
@@ -236,6 +262,78 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
           if (!isNotFound(err)) throw err;
         });
       }
+    },
+  );
+
+  await step(
+    "follow-up 1: with vk-cocoon of today a retain suspend, a release suspend and a Hibernate request end",
+    async () => {
+      let retain = await createSet(stack, NS, "quiet", {});
+      let release = await createSet(stack, NS, "quietrel", { hibernatePolicy: "release" });
+      const byHand = await createSet(stack, NS, "quiethib", {});
+      retain = await waitSet(stack, retain, "Running", inPhase("Running"));
+      release = await waitSet(stack, release, "Running", inPhase("Running"));
+      await waitSet(stack, byHand, "Running", inPhase("Running"));
+      for (const pod of ["quiet-0", "quietrel-0", "quiethib-0"]) await silence(stack, NS, pod);
+
+      retain = await patchSpec(stack, retain, { suspend: true });
+      release = await patchSpec(stack, release, { suspend: true });
+      await createRequest(stack, NS, "quiet-hib", "quiethib-0", "Hibernate");
+
+      await waitSet(stack, retain, "Suspended", inPhase("Suspended"));
+      assert.equal((await stack.sim.vm(NS, "quiet-0"))?.phase, "hibernated");
+      assert.deepEqual(await stack.tagsOf(vmOf(NS, "quiet", 0)), ["hibernate"]);
+      const quiet = await stack.admin.get(Pods, NS, "quiet-0");
+      assert.equal(quiet.metadata.annotations?.[AnnotationLifecycleState], undefined, "silent");
+
+      await waitSet(stack, release, "Suspended", inPhase("Suspended"));
+      await waitGone("quietrel-0", () => stack.admin.get(Pods, NS, "quietrel-0"));
+      assert.deepEqual(await stack.tagsOf(vmOf(NS, "quietrel", 0)), ["hibernate"]);
+
+      await waitRequest(
+        stack,
+        NS,
+        "quiet-hib",
+        "Hibernated",
+        (h) => h.status?.phase === "Hibernated",
+      );
+      assert.equal((await stack.sim.vm(NS, "quiethib-0"))?.phase, "hibernated");
+      assert.deepEqual(await stack.tagsOf(vmOf(NS, "quiethib", 0)), ["hibernate"]);
+      await stack.admin.delete(CocoonHibernations, NS, "quiet-hib");
+    },
+  );
+
+  await step(
+    "follow-up 3: a suspend does not hibernate a VM whose name another namespace derives",
+    async () => {
+      // e2e-team / x-late-0 and e2e-team-x / late-0 both derive vk-e2e-team-x-late-0.
+      await stack.namespace("e2e-team");
+      let cs = await createSet(stack, "e2e-team-x", "late", {});
+      cs = await waitSet(stack, cs, "Running", inPhase("Running"));
+      const shared = vmOf("e2e-team-x", "late", 0);
+      await stack.admin.create(Pods, {
+        metadata: {
+          name: "x-late-0",
+          namespace: "e2e-team",
+          annotations: { [AnnotationVMName]: shared },
+        },
+        spec: { containers: [{ name: "c", image: "x" }], nodeName: "no-such-node" },
+      });
+      cs = await patchSpec(stack, cs, { suspend: true });
+      await waitEvent(
+        stack,
+        cs,
+        "HibernateRefused",
+        /CocoonSet e2e-team-x\/late.*Pod e2e-team\/x-late-0/,
+      );
+      cs = await waitSet(stack, cs, "Suspending", inPhase("Suspending"));
+      const main = await stack.admin.get(Pods, "e2e-team-x", "late-0");
+      assert.equal(main.metadata.annotations?.[AnnotationHibernate], undefined);
+      assert.equal((await stack.sim.vm("e2e-team-x", "late-0"))?.phase, "running");
+      assert.deepEqual(await stack.tagsOf(shared), [], "nothing was pushed under the shared name");
+      // Once the other namespace's pod is gone, the same suspend goes through.
+      await stack.admin.delete(Pods, "e2e-team", "x-late-0", { gracePeriodSeconds: 0 });
+      await waitSet(stack, cs, "Suspended", inPhase("Suspended"));
     },
   );
 });
