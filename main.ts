@@ -16,6 +16,7 @@ import { LabelCocoonSet, LabelNodePool } from "./common/meta/keys.ts";
 import { ping } from "./kube/servers.ts";
 import { register as registerOperatorMetrics } from "./metrics/metrics.ts";
 import type { Transport } from "./kube/transport.ts";
+import { removeNetGuard } from "./kube/net_guard.ts";
 import { connect, missingEnvGrants, PreflightError } from "./preflight.ts";
 import { describeMissing, localOnlyEnv, operatorEnv } from "./permissions.ts";
 import { permittedEnvRecord } from "./common/env.ts";
@@ -95,8 +96,10 @@ export async function main(
   try {
     transport = await connect(config, (name) => env[name], {
       userAgent: `cocoon-operator/${VERSION}`,
+      guardNet: true,
     });
   } catch (err) {
+    removeNetGuard();
     // No cluster, or none that answers: one line, nothing else on the terminal.
     if (!(err instanceof PreflightError)) throw err;
     console.error(`cocoon-operator: ${err.message}`);
@@ -123,6 +126,7 @@ export async function main(
     } catch (err) {
       console.error(`cocoon-operator: ${err instanceof Error ? err.message : String(err)}`);
       transport.close();
+      removeNetGuard();
       return 2;
     }
   }
@@ -186,6 +190,7 @@ export async function main(
   } finally {
     for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
     transport.close();
+    removeNetGuard();
   }
 }
 

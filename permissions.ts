@@ -67,6 +67,7 @@ export const operatorEnv: readonly string[] = [
   "DOCKER_CONFIG",
   "OPERATOR_ALLOW_EXTRA_PERMISSIONS",
   "OPERATOR_ALLOW_PLAIN_HTTP",
+  "OPERATOR_ALLOW_NET",
   "METRICS_SECURE",
   "METRICS_CERT_DIR",
   // Read only to refuse them unless their proxy was granted (proxyNeeds): Deno routes requests
@@ -277,6 +278,7 @@ export function operatorNeeds(input: NeedsInput): Need[] {
   const { registry } = parseRegistryBase(config.ociRegistry);
   net(withPort(registry, registryPort(registry, input.plainHttpHosts ?? [])), "OCI_REGISTRY");
   for (const need of proxyNeeds(env)) needs.push(need);
+  for (const entry of allowNetEntries(env)) net(entry, allowNetEnv);
   const google = isGoogleHost(registry.replace(/:\d+$/, ""));
   const home = env("HOME")?.replace(/\/+$/, "");
   if (google) {
@@ -334,6 +336,8 @@ export function missingPermissions(
     const key = `${n.kind}\0${n.value}`;
     if (seen.has(key)) return false;
     seen.add(key);
+    // Deno cannot be asked about a wildcard host; net_guard.ts enforces it.
+    if (n.kind === "net" && n.value.startsWith("*.")) return false;
     const d: Deno.PermissionDescriptor = n.kind === "net"
       ? { name: "net", host: n.value }
       : n.kind === "read"
@@ -391,7 +395,38 @@ function registryPort(registry: string, plainHttpHosts: readonly string[]): numb
     : 443;
 }
 
-/** A proxy variable that cannot be turned into a host to check; the message names it. */
+/**
+ * The variable naming hosts beyond the operator's own needs it may connect to: a registry's
+ * token realm or redirect target on another host (`auth.example.com:443`, `*.example.com:443`;
+ * a wildcard matches exactly one label, kube/net_guard.ts).
+ */
+export const allowNetEnv = "OPERATOR_ALLOW_NET";
+
+/** OPERATOR_ALLOW_NET's entries, each with a port (443 when none is written). */
+export function allowNetEntries(env: (name: string) => string | undefined): string[] {
+  const entries = (env(allowNetEnv) ?? "").split(",").map((e) => e.trim()).filter((e) => e);
+  for (const e of entries) {
+    try {
+      checkNetEntry(e, `${allowNetEnv} entry`);
+    } catch (err) {
+      throw new ProxyVariableError((err as Error).message);
+    }
+  }
+  return entries.map((e) => withPort(e, 443));
+}
+
+/**
+ * The operator's own allow-list (kube/net_guard.ts): every net need, i.e. exactly what
+ * localPermissionSet grants through --allow-net.
+ */
+export function netAllowEntries(needs: readonly Need[]): string[] {
+  return [...new Set(needs.filter((n) => n.kind === "net").map((n) => n.value))];
+}
+
+/**
+ * A proxy variable that cannot be turned into a host to check, or an OPERATOR_ALLOW_NET entry
+ * that is no host; the message names it.
+ */
 export class ProxyVariableError extends Error {
   constructor(message: string) {
     super(message);

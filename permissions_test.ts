@@ -9,6 +9,7 @@ import {
   localPermissionSet,
   missingPermissions,
   type NeedsInput,
+  netAllowEntries,
   operatorEnv,
   operatorNeeds,
   permissionFlags,
@@ -427,4 +428,37 @@ Deno.test("an exec plugin user needs run for that one program and PATH; in clust
   assert.ok(!operatorNeeds(podInput()).some((n) => n.kind === "run"));
   assert.equal(inClusterPermissionSet().run, undefined);
   assert.ok(!permissionFlags(inClusterPermissionSet()).some((f) => f.startsWith("--allow-run")));
+});
+
+Deno.test("the operator's allow-list is its net needs: exact host:port, OPERATOR_ALLOW_NET added", () => {
+  const needs = operatorNeeds(
+    podInput({ OPERATOR_ALLOW_NET: "auth.example.com, *.blobs.example.com:8443" }),
+  );
+  assert.deepEqual(netAllowEntries(needs), [
+    "0.0.0.0:8080",
+    "0.0.0.0:8081",
+    "kubernetes.default.svc:443",
+    "europe-docker.pkg.dev:443",
+    "auth.example.com:443",
+    "*.blobs.example.com:8443",
+    "169.254.169.254:80",
+    "oauth2.googleapis.com:443",
+  ]);
+  // The same entries go into the local --allow-net, so the two lists cannot drift apart.
+  const local = localPermissionSet(
+    podInput({ OPERATOR_ALLOW_NET: "auth.example.com, *.blobs.example.com:8443" }),
+  );
+  assert.deepEqual(local.net, netAllowEntries(needs));
+  // Deno cannot be asked about a wildcard: the guard enforces it, the start-up check skips it.
+  const asked: string[] = [];
+  missingPermissions(needs, (d) => {
+    if (d.name === "net") asked.push(d.host ?? "");
+    return "granted";
+  });
+  assert.ok(!asked.some((h) => h.startsWith("*.")));
+  assert.throws(
+    () => operatorNeeds(podInput({ OPERATOR_ALLOW_NET: "https://auth.example.com" })),
+    (err: unknown) =>
+      err instanceof ProxyVariableError && /OPERATOR_ALLOW_NET entry/.test(err.message),
+  );
 });

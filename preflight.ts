@@ -24,10 +24,12 @@ import {
   extraPermissions,
   missingPermissions,
   type Need,
+  netAllowEntries,
   operatorEnv,
   operatorNeeds,
   ProxyVariableError,
 } from "./permissions.ts";
+import { installNetGuard, NetAllowList } from "./kube/net_guard.ts";
 import { isLoopbackHost } from "./kube/loopback.ts";
 
 /** A set-up problem; the message is one line. */
@@ -70,6 +72,11 @@ export async function connect(
     checkExtraPermissions?: boolean;
     /** Asks Deno for a permission the operator must not hold (default: Deno itself). */
     queryExtra?: Parameters<typeof extraPermissions>[1];
+    /**
+     * Put the operator's allow-list in front of the global fetch (kube/net_guard.ts) before the
+     * first request; main.ts does, tests that share the process with other servers do not.
+     */
+    guardNet?: boolean;
   } = {},
 ): Promise<Transport> {
   let access: ClusterAccess;
@@ -105,6 +112,7 @@ export async function connect(
   }
   const missing = missingPermissions(needs, opts.query);
   if (missing.length > 0) throw new PreflightError(describeMissing(missing));
+  if (opts.guardNet) installNetGuard(new NetAllowList(netAllowEntries(needs)));
   let transport: Transport;
   try {
     transport = new Transport({

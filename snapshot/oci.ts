@@ -227,7 +227,8 @@ export function newOciRegistry(base: string, opts: OciRegistryOptions = {}): Oci
   const session = new RegistrySession({
     registry: parsed.registry,
     keychain,
-    fetch: opts.fetch ?? fetch,
+    // Looked up per call, so the allow-list main.ts installs later (kube/net_guard.ts) applies.
+    fetch: opts.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     timeoutMs,
     now: opts.now,
     plainHttpHosts: opts.plainHttpHosts,
