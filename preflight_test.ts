@@ -3,6 +3,7 @@ import { parseConfig } from "./config.ts";
 import { checkApiServerScheme, connect, PreflightError } from "./preflight.ts";
 
 import type { ClusterSource } from "./kube/kubeconfig.ts";
+import { NetRefusedError, removeNetGuard } from "./kube/net_guard.ts";
 
 const source: ClusterSource = { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] };
 
@@ -187,4 +188,35 @@ Deno.test("preflight: run access to the kubeconfig's exec plugin is not extra; a
     await server.shutdown();
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("preflight: guardNet puts the operator's allow-list in front of every fetch", async () => {
+  await withApiServer(async (kubeconfig) => {
+    const env: Record<string, string> = {
+      KUBECONFIG: kubeconfig,
+      OCI_REGISTRY: "127.0.0.1:5000/c",
+      OPERATOR_ALLOW_NET: "*.blobs.invalid:443",
+    };
+    const transport = await connect(parseConfig(["--leader-elect=false"], env), (n) => env[n], {
+      queryExtra: () => "prompt",
+      guardNet: true,
+    });
+    try {
+      // The API server it just reached is on the list; a host it never needs is not, nor a
+      // second label under an OPERATOR_ALLOW_NET wildcard.
+      await assert.rejects(
+        () => fetch("http://127.0.0.1:5001/v2/"),
+        (e: unknown) => e instanceof NetRefusedError && /127\.0\.0\.1:5001/.test(e.message),
+      );
+      await assert.rejects(
+        () => fetch("https://a.b.blobs.invalid/x"),
+        (e: unknown) =>
+          e instanceof NetRefusedError &&
+          /rule \*\.blobs\.invalid:443 matches exactly one label/.test(e.message),
+      );
+    } finally {
+      transport.close();
+      removeNetGuard();
+    }
+  });
 });
