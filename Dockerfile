@@ -2,9 +2,9 @@
 # permission set baked in) on distroless. Both base images are pinned by digest, so a rebuild
 # uses exactly the bytes that were reviewed; a tag alone could move under the build. Build
 # arguments:
-#   DENO_IMAGE_DIGEST  sha256 digest of denoland/deno:${DENO_VERSION} (required: the build fails
-#                      on an unpinned reference); find it with
-#                      `docker buildx imagetools inspect denoland/deno:2.9.6`
+#   DENO_IMAGE_DIGEST  sha256 digest of denoland/deno:${DENO_VERSION} (default below: the OCI
+#                      index of 2.9.6; check a new one with
+#                      `docker buildx imagetools inspect denoland/deno:<version>`)
 #   BASE_IMAGE_DIGEST  sha256 digest of gcr.io/distroless/cc-debian12:nonroot (default below)
 #   REGISTRY_HOSTS     registry hosts the binary may reach (comma-separated, default
 #                      *.pkg.dev:443; an entry without a port gets :443)
@@ -12,7 +12,7 @@
 #                      friends (default none: such a variable then stops the operator at start)
 #   VERSION, REVISION, BUILT_AT  what --version prints
 ARG DENO_VERSION=2.9.6
-ARG DENO_IMAGE_DIGEST
+ARG DENO_IMAGE_DIGEST=sha256:2014dc167ece617ef7e7ba40631ac2234c59e75ce693e7cc2dc2602b3c87859d
 ARG BASE_IMAGE_DIGEST=sha256:9dac0a79194e45a7da0158a9c6da57b217585af0786db3845d1f0ec1a0dd182f
 
 FROM denoland/deno:${DENO_VERSION}@${DENO_IMAGE_DIGEST} AS build
