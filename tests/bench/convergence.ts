@@ -16,7 +16,9 @@
  *   `steadySeconds` (default 60) that start 5 s after all sets are Running (goal: 0), the
  *   writes in those 5 s, and the non-watch reads of the window.
  * - idleCpuMsPerSecond: the operator's CPU in that window, ms per second (goal < 1): what it
- *   spends with nothing to do (timers, metric collection, queue ticks, bookmarks).
+ *   spends with nothing to do (timers, metric collection, queue ticks, bookmarks), and
+ *   idleCpuMsPerSecondBySegment: the same for each third of the window (the first third holds
+ *   V8's memory-reducer collections after the burst; the last is the rate that lasts).
  *
  * `deno task bench` runs it for 100 and 1 000 sets (`--sets` chooses), each on a fresh system.
  *
@@ -31,6 +33,7 @@ import { realClock, sleep } from "../../kube/clock.ts";
 import type { ApiProxy } from "./api_proxy.ts";
 import { type BenchFlags, benchFlagsOrExit } from "./flags.ts";
 import { createSets, nodesFor, PODS_PER_SET, progress, waitConverged } from "./load.ts";
+import { type CpuSample, idleCpuFigures } from "./idle_cpu.ts";
 import { memoryReport } from "./operator_under_test.ts";
 import { countByResource, countByVerb, isWrite } from "./request_info.ts";
 import { startBenchSystem } from "./system.ts";
@@ -43,6 +46,10 @@ export interface ConvergenceOptions {
   /** Length of the steady-state window (default 60). */
   steadySeconds?: number;
 }
+
+/** Parts of the steady-state window whose idle CPU is reported one by one (the first holds V8's
+ * memory-reducer collections, the last the rate that lasts). */
+const IDLE_SEGMENTS = 3;
 
 /** How long after all sets are Running the steady-state window starts. */
 const SETTLE_MS = 5_000;
@@ -86,12 +93,20 @@ export async function benchConvergence(opts: ConvergenceOptions): Promise<Record
   const tSteady = performance.now();
   const steadyFrom = await op.usage();
   progress(`convergence: steady state for ${steadySeconds} s`);
-  await sleep(realClock, steadySeconds * 1000, quiet);
-  const tEnd = performance.now();
-  const steadyTo = await op.usage();
-  const idleCpuMsPerSecond = +(
-    (steadyTo.cpuSeconds - steadyFrom.cpuSeconds) * 1e6 / (tEnd - tSteady)
-  ).toFixed(2);
+  // The window in IDLE_SEGMENTS equal parts, sampled at each boundary (see idle_cpu.ts).
+  const cpuSamples: CpuSample[] = [{ atMs: tSteady, cpuSeconds: steadyFrom.cpuSeconds }];
+  for (let i = 1; i <= IDLE_SEGMENTS; i++) {
+    await sleep(
+      realClock,
+      tSteady + steadySeconds * 1000 * i / IDLE_SEGMENTS - performance.now(),
+      quiet,
+    );
+    const atMs = performance.now();
+    cpuSamples.push({ atMs, cpuSeconds: (await op.usage()).cpuSeconds });
+  }
+  const tEnd = cpuSamples[cpuSamples.length - 1].atMs;
+  const idle = idleCpuFigures(cpuSamples);
+  const idleCpuMsPerSecond = idle.msPerSecond;
   const steadyWrites = system.api.between(tSteady, tEnd).filter(isWrite);
   const settleWrites = system.api.between(tRunning, tSteady).filter(isWrite);
   const steadyReads = system.api.between(tSteady, tEnd).filter((r) =>
@@ -114,6 +129,7 @@ export async function benchConvergence(opts: ConvergenceOptions): Promise<Record
     rssMiBAtAllRunning: after.rssMiB,
     afterSteadyState: memory,
     idleCpuMsPerSecond,
+    idleCpuMsPerSecondBySegment: idle.segmentsMsPerSecond,
     steadyState: {
       seconds: steadySeconds,
       startsSecondsAfterAllRunning: SETTLE_MS / 1000,
