@@ -148,7 +148,7 @@ async function stillFinalizing(pass: Pass): Promise<boolean> {
  * deletes leaks snapshots) but never hold the CocoonSet's deletion.
  */
 async function cleanRegistry(pass: Pass): Promise<void> {
-  const { cs, deps, signal } = pass;
+  const { cs, deps } = pass;
   const names = parseVMNamesAnnotation(cs.metadata.annotations?.[AnnotationDeleteVMNames]);
   if (!deps.registry) {
     if (names.length > 0) {

@@ -94,6 +94,7 @@ export class CocoonSetReconciler implements Reconciler {
       validGenerations: new Map(),
       teardownDeletes: new Map(),
       writtenStatuses: new Map(),
+      deferredDropEvents: new Map(),
     };
   }
 

@@ -19,7 +19,12 @@ import {
 } from "../common/meta/mod.ts";
 import { AnnotationDeleteVMNames } from "./delete.ts";
 import { ReasonOrphanHibernateWithdrawn, reconcileWake } from "./slot_release.ts";
-import { ReasonSnapshotDeleteRefused } from "./tag_gate.ts";
+import {
+  deferredDropEventIntervalMs,
+  dropTag,
+  ReasonSnapshotDeleteDeferred,
+  ReasonSnapshotDeleteRefused,
+} from "./tag_gate.ts";
 import { reconcileMigration } from "./migrate.ts";
 import {
   depsOf,
@@ -213,4 +218,52 @@ Deno.test("finding 5: migration deletes the old main only on the VM's own confir
       assert.equal(await migrationStep(env, lifecycle("hibernated")), true);
     },
   );
+});
+
+Deno.test("model seed 241: a migration finishes past a live Hibernate request that yields to it", async () => {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = seedSet(
+    env,
+    seatSet(withFinalizer, (c) => {
+      c.spec.nodeName = "node-b";
+      c.status = { phase: "Migrating" } as CocoonSet["status"];
+    }),
+  );
+  // The restored main runs on the target; the request waits for the migration to end.
+  env.fake.seed(
+    Pods,
+    restoreMarked(mainPod(cs, { node: "node-b", vmID: "vmid-2", running: true })),
+  );
+  env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernating"));
+  for (
+    let i = 0;
+    i < 4 && (await getSet(env.fake, seatSetName)).status?.phase === "Migrating";
+    i++
+  ) {
+    await reconcileSet(env, seatSetName);
+  }
+  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
+  assert.notEqual((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
+});
+
+Deno.test("a drop the gate defers gets a Warning naming the claimant, once per requeue interval", async () => {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = seedSet(env, seatSet((c) => c.status = { phase: "Running" } as CocoonSet["status"]));
+  env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
+  const drop = async () => {
+    const verdict = await dropTag(newTestPass(depsOf(env), cs), mainVMName, HibernateSnapshotTag);
+    assert.equal(verdict.allowed, false);
+  };
+  await drop();
+  await drop();
+  const deferred = () => env.recorder.withReason(ReasonSnapshotDeleteDeferred);
+  assert.equal(deferred().length, 1, "one Warning for two passes inside the interval");
+  assert.equal(deferred()[0].type, "Warning");
+  assert.match(deferred()[0].message, /CocoonHibernation ns\/h-demo-0/);
+  env.clock.advance(deferredDropEventIntervalMs);
+  await drop();
+  assert.equal(deferred().length, 2);
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
 });

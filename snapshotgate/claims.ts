@@ -24,6 +24,7 @@ import {
   vmNameForPod,
   vmNameSplits,
 } from "../common/meta/mod.ts";
+import { setFlowOnVM } from "./set_flow.ts";
 
 /** The kind of object that holds a claim on a tag. */
 export type ClaimHolder = "Pod" | "CocoonSet" | "CocoonHibernation";
@@ -179,10 +180,16 @@ export async function tagClaims(
       () => reader.list(CocoonSets, { namespace: ns, signal }),
       `list cocoonsets in ${ns} for ${vmName}`,
     );
+    // The acting set's own flow on the VM, read here as fresh as every claim: a request that
+    // yields to that flow does not hold its tag (set_flow.ts).
+    let actorFlow = "";
     for (const cs of sets?.items ?? []) {
       const name = cs.metadata.name ?? "";
       if (!setDerivesVMName(ns, name, setToolboxNames(cs), vmName)) continue;
-      if (isActor(actor, "CocoonSet", ns, name)) continue;
+      if (isActor(actor, "CocoonSet", ns, name)) {
+        actorFlow = setFlowOnVM(cs, vmName);
+        continue;
+      }
       add("CocoonSet", ns, name, setClaims(cs, vmName, tag));
     }
     const requests = await getOrUndefined(
@@ -197,6 +204,7 @@ export async function tagClaims(
       if (actor?.uid && h.metadata.uid === actor.uid) continue;
       // Only a live request of another namespace is a collision; a deleted one claims nothing.
       if (h.metadata.deletionTimestamp) continue;
+      if (actorFlow !== "") continue;
       add("CocoonHibernation", ns, name, requestClaims(h, tag));
     }
   }
