@@ -34,6 +34,7 @@ import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 import { dropTag } from "./tag_gate.ts";
+import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -176,6 +177,10 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
     await writeSetStatus(pass, "Migrating");
     const pod = buildAgentPod(withTarget(cs, desired), 0);
     markRestoreFromHibernate(pod);
+    if (await refuseCollidingCreate(pass, pod, "the main agent")) {
+      await writeSetStatus(pass, "Migrating");
+      return { handled: true, result: { requeueAfter: requeueVMNameConflictMs } };
+    }
     try {
       await deps.client.create(Pods, pod, { signal: pass.signal });
     } catch (err) {

@@ -66,6 +66,7 @@ import {
   rethrowInvalidMain,
 } from "./validate.ts";
 import { NameConflictError, ReasonNameConflict, settleMainCreateClash } from "./conflict.ts";
+import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 const log = getLogger(["cocoon-operator", "cocoonset"]);
 
@@ -268,6 +269,10 @@ async function createMainAgent(pass: Pass): Promise<Result> {
     restorable.has(pod.metadata.name ?? ""),
     pass.signal,
   );
+  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
+    await writeSetStatus(pass, "");
+    return { requeueAfter: requeueVMNameConflictMs };
+  }
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {

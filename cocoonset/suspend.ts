@@ -23,6 +23,7 @@ import { EveryVM, recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
+import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** How often a suspending set looks again (ms). */
 export const requeueSuspendPollMs = 5_000;
@@ -46,6 +47,10 @@ async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
   const pod = buildAgentPod(pass.cs, 0);
   // Suspend means the VM's state matters: restore whenever a snapshot exists.
   await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
+  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
+    await writeSetStatus(pass, "Suspending");
+    return { requeueAfter: requeueVMNameConflictMs };
+  }
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {

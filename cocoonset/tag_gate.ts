@@ -33,6 +33,7 @@ export function setActor(cs: CocoonSet): Actor {
     name: cs.metadata.name ?? "",
     uid: cs.metadata.uid,
     toolboxNames,
+    creationTimestamp: cs.metadata.creationTimestamp,
   };
 }
 

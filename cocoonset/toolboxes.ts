@@ -15,6 +15,7 @@ import { buildToolboxPod, podSpecMatchesToolbox, toolboxPodName } from "./pods.t
 import { markRestoreIfHibernated } from "./restore.ts";
 import { classifyNameClash, reportNameConflict } from "./conflict.ts";
 import { ensureSpecBuildable } from "./validate.ts";
+import { refuseCollidingCreate } from "./vm_collision.ts";
 
 /**
  * Spec problems with toolbox names, checked before any toolbox is created or deleted: a
@@ -97,6 +98,7 @@ async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
   } catch (err) {
     throw wrapError(`mark restore on toolbox ${tb.name}`, err);
   }
+  if (await refuseCollidingCreate(pass, pod, `toolbox ${tb.name}`)) return false;
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {

@@ -10,3 +10,4 @@ export { actorDerives, describeClaims, tagClaims } from "./claims.ts";
 export type { GateDeps, RefusalKind, Verdict } from "./gate.ts";
 export { actingRefusal, deleteTagIfAllowed, mayDeleteTag } from "./gate.ts";
 export { setFlowOnVM } from "./set_flow.ts";
+export { cameFirst, type SetAge } from "./first_comer.ts";
