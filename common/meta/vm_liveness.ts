@@ -54,3 +54,16 @@ export function vmHibernationConfirmed(pod: Pod): boolean {
   }
   return parseVMRuntime(pod).vmID === "";
 }
+
+/**
+ * Whether a wake brought the VM back, so the `:hibernate` tag it restored from may go: the VM is
+ * live and the waker saw it down since it asked for the wake. A live VM alone is no proof with
+ * the vk-cocoon of today: it writes no lifecycle annotations, and between its push and its
+ * removal a VM whose hibernate request was withdrawn still shows its old id and a running
+ * container, although it is about to go and be restored from that very tag. Only a waker that
+ * watched the VM go down knows that the VM it sees now is the restored one; any other waker
+ * leaves the tag (a leftover the set's flows, or a later request's, drop; never a lost state).
+ */
+export function wakeBroughtVMBack(pod: Pod, sawVMDown: boolean): boolean {
+  return sawVMDown && vmLive(pod);
+}

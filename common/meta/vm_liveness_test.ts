@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
 import { AnnotationLifecycleState, AnnotationVMID } from "./keys.ts";
-import { vmLive, vmUp } from "./vm_liveness.ts";
+import { vmLive, vmUp, wakeBroughtVMBack } from "./vm_liveness.ts";
 
 /** A pod with the given annotations and, when running, one running container. */
 function pod(annotations: Record<string, string>, running: boolean): Pod {
@@ -49,4 +49,12 @@ Deno.test("vmUp / vmLive: what vk-cocoon shows while a VM runs, restores and hib
       assert.equal(vmLive(p), live, "vmLive");
     });
   }
+});
+
+Deno.test("wakeBroughtVMBack: a live VM counts as woken only for a waker that saw it down", () => {
+  const live = pod({ [AnnotationVMID]: "vm-1" }, true);
+  // vk-cocoon of today between push and removal: the old VM shows live, nothing else changed.
+  assert.equal(wakeBroughtVMBack(live, false), false);
+  assert.equal(wakeBroughtVMBack(live, true), true);
+  assert.equal(wakeBroughtVMBack(pod({}, true), true), false, "restore not done yet");
 });
