@@ -21,6 +21,7 @@ import {
   readRestoreFromHibernate,
   vmHibernationConfirmed,
   vmLive,
+  vmMayBeLeaving,
   vmNameForDeployment,
   vmUp,
 } from "../common/meta/mod.ts";
@@ -144,6 +145,11 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
       // A main whose VM is not up may be restoring from this very tag (a wake in place, then a
       // re-target): wait for it to run before the tag counts as a leftover.
       if (!vmLive(main)) return await markMigrating(pass);
+      // The VM asked to hibernate last, still up under the same id: vk-cocoon of today may have
+      // pushed this tag from it and be about to remove it (the ask withdrawn meanwhile), so the
+      // tag may be its only copy. Ask again instead: a fresh push replaces the tag, and the old
+      // main goes only on the VM's own confirmation.
+      if (vmMayBeLeaving(main)) return await startMigration(pass, main, desired);
       // A tag this controller never asked for is a leftover (suspend/unsuspend keep tags);
       // restoring it would roll the VM back. Drop it, keep the live pod.
       pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {

@@ -7,7 +7,7 @@
 import type { Result } from "../kube/reconcile.ts";
 import { Pods } from "../kube/core.ts";
 import { isAlreadyExists, wrapError } from "../kube/errors.ts";
-import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import { patchHibernateAsk, patchHibernateState } from "../common/k8s/client_patch.ts";
 import {
   LifecycleStateHibernated,
   parseVMSpec,
@@ -96,7 +96,7 @@ export async function applySuspend(pass: Pass): Promise<void> {
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();
     try {
-      await patchHibernateState(pass.deps.client, pod, true, pass.signal);
+      await patchHibernateAsk(pass.deps.client, pod, pass.signal);
     } catch (err) {
       throw wrapError(`set hibernate on ${podRef(pod)}`, err);
     }

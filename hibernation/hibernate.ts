@@ -14,7 +14,7 @@ import {
   CocoonHibernationPhaseHibernated,
   CocoonHibernationPhaseHibernating,
 } from "../common/apis/v1/mod.ts";
-import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import { patchHibernateAsk } from "../common/k8s/client_patch.ts";
 import {
   LifecycleStateHibernated,
   readCocoonSetGeneration,
@@ -43,7 +43,7 @@ export function lifecycleReportsHibernated(pod: Pod): boolean {
 export async function reconcileHibernate(deps: StepDeps, pass: Pass): Promise<Result> {
   const { hib, pod, vmName, signal } = pass;
   try {
-    await patchHibernateState(deps.client, pod, true, signal);
+    await patchHibernateAsk(deps.client, pod, signal);
   } catch (err) {
     throw wrapError(`set hibernate annotation on pod ${pod.metadata.name}`, err);
   }
