@@ -8,6 +8,7 @@ import { type Pod, Pods } from "../kube/core.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
+  AnnotationHibernateAskedVMID,
   AnnotationHibernatedOnNode,
   AnnotationVMID,
   AnnotationVMName,
@@ -266,4 +267,33 @@ Deno.test("a drop the gate defers gets a Warning naming the claimant, once per r
   await drop();
   assert.equal(deferred().length, 2);
   assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+});
+
+Deno.test("model seed 3093 (vk-cocoon HEAD): a migration keeps a tag the VM asked to hibernate may just have pushed", async () => {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = env.fake.seed(
+    CocoonSets,
+    seatSet((c) => {
+      c.spec.nodeName = "node-b";
+      c.status = { phase: "Running" } as CocoonSet["status"];
+    }),
+  );
+  // A suspend asked vmid-1 to hibernate, an unsuspend withdrew the ask after vk-cocoon pushed:
+  // the VM still shows up under vmid-1 until vk-cocoon removes it and restores it from the tag.
+  const main = mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true });
+  main.metadata.annotations = {
+    ...main.metadata.annotations,
+    [AnnotationHibernateAskedVMID]: "vmid-1",
+  };
+  env.fake.seed(Pods, main);
+  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  assert.ok(
+    env.registry.contains(mainVMName, HibernateSnapshotTag),
+    "the tag may be the only copy",
+  );
+  assert.equal(env.registry.callsOf("deleteManifest").length, 0);
+  const asked = await getPod(env.fake, "demo-0");
+  assert.equal(readHibernateState(asked!), true, "asked to hibernate again for the migration");
+  assert.equal((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
 });

@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
 import { AnnotationLifecycleState, AnnotationVMID } from "./keys.ts";
-import { vmLive, vmUp, wakeBroughtVMBack } from "./vm_liveness.ts";
+import {
+  AnnotationHibernateAskedVMID,
+  recordHibernateAsk,
+  vmLive,
+  vmMayBeLeaving,
+  vmUp,
+  wakeBroughtVMBack,
+} from "./vm_liveness.ts";
 
 /** A pod with the given annotations and, when running, one running container. */
 function pod(annotations: Record<string, string>, running: boolean): Pod {
@@ -57,4 +64,17 @@ Deno.test("wakeBroughtVMBack: a live VM counts as woken only for a waker that sa
   assert.equal(wakeBroughtVMBack(live, false), false);
   assert.equal(wakeBroughtVMBack(live, true), true);
   assert.equal(wakeBroughtVMBack(pod({}, true), true), false, "restore not done yet");
+});
+
+Deno.test("vmMayBeLeaving: the VM asked to hibernate last, until a new VM id shows", () => {
+  const asked = pod({ [AnnotationVMID]: "vm-1" }, true);
+  assert.equal(vmMayBeLeaving(asked), false, "never asked");
+  recordHibernateAsk(asked);
+  assert.equal(asked.metadata.annotations?.[AnnotationHibernateAskedVMID], "vm-1");
+  assert.equal(vmMayBeLeaving(asked), true, "pushed and about to be removed, for all it shows");
+  asked.metadata.annotations![AnnotationVMID] = "vm-2";
+  assert.equal(vmMayBeLeaving(asked), false, "restored: a new VM");
+  const down = pod({}, false);
+  recordHibernateAsk(down);
+  assert.equal(down.metadata.annotations?.[AnnotationHibernateAskedVMID], undefined);
 });
