@@ -557,7 +557,11 @@ export class ModelRun {
    * undefined when the owning set is gone or being deleted.
    */
   claimant(vm: string): string | undefined {
-    const s = this.sets.find((r) => r.vm === vm);
+    // Two sets of a colliding name: the one whose pod booted the VM holds its state (the other
+    // never ran it); before any boot there is no state to claim, so either will do.
+    const owners = this.sets.filter((r) => r.vm === vm);
+    const booted = this.vk?.bootedBy(vm);
+    const s = owners.find((r) => `${r.ns}/${r.name}-0` === booted) ?? owners[0];
     if (!s) return undefined;
     const set = this.#find(CocoonSets, s.ns, s.name) as CocoonSet | undefined;
     if (!set || set.metadata.deletionTimestamp) return undefined;
