@@ -174,7 +174,7 @@ Deno.test("tenancy: team / x-prod-0 and team-x / prod-0 share a VM name; the req
   await h.close();
 });
 
-Deno.test("model seed 5931 (vk-cocoon HEAD): a Wake request that never saw the VM down leaves the tag its push just wrote", async () => {
+Deno.test("model seed 5931 (vk-cocoon HEAD): a Wake request that never saw the VM down keeps the tag its push just wrote", async () => {
   // An unsuspend withdrew the set's hibernate request after vk-cocoon pushed the tag but before
   // it removed the VM: the pod still shows the old VM live and no lifecycle annotation at all.
   const registry = new FakeRegistry();
