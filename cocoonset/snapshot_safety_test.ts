@@ -503,3 +503,54 @@ Deno.test("model seed 3093 (vk-cocoon HEAD): a migration keeps a tag the VM aske
   assert.equal(readHibernateState(asked!), true, "asked to hibernate again for the migration");
   assert.equal((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
 });
+
+/**
+ * team-x/prod (running its main) and team/x-prod both derive vk-team-x-prod-0; team/x-prod has
+ * no pod. Which of the two came first is set by their creationTimestamps.
+ */
+function collidingSetOnly(prodFirst: boolean): ReturnType<typeof newTestEnv> {
+  const env = newTestEnv();
+  const early = "2026-01-01T00:00:00Z";
+  const late = "2026-01-02T00:00:00Z";
+  env.fake.seed(
+    CocoonSets,
+    newCocoonSet("x-prod", (c) => {
+      c.metadata.namespace = "team";
+      c.metadata.creationTimestamp = prodFirst ? late : early;
+    }),
+  );
+  const cs = newCocoonSet("prod", withFinalizer, (c) => {
+    c.metadata.namespace = "team-x";
+    c.metadata.generation = 1;
+    c.metadata.creationTimestamp = prodFirst ? early : late;
+    c.spec.suspend = true;
+  });
+  env.fake.seed(CocoonSets, cs);
+  env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
+  return env;
+}
+
+Deno.test("follow-up 3 x first comer: a set-only collision refuses the second comer's hibernate, not the first's", async (t) => {
+  await t.step(
+    "team-x/prod came first: its suspend hibernates, the later set holds nothing",
+    async () => {
+      const env = collidingSetOnly(true);
+      await reconcileProd(env);
+      await reconcileProd(env);
+      assert.equal(readHibernateState(await env.fake.get(Pods, "team-x", "prod-0")), true);
+      assert.equal(env.recorder.withReason(ReasonHibernateRefused).length, 0);
+    },
+  );
+  await t.step(
+    "team/x-prod came first: team-x/prod does not hibernate through its name",
+    async () => {
+      const env = collidingSetOnly(false);
+      await reconcileProd(env);
+      await reconcileProd(env);
+      assert.equal(readHibernateState(await env.fake.get(Pods, "team-x", "prod-0")), false);
+      const refused = env.recorder.withReason(ReasonHibernateRefused);
+      assert.ok(refused.length > 0);
+      assert.match(refused[0].message, /CocoonSet team-x\/prod.*CocoonSet team\/x-prod/);
+    },
+  );
+});
