@@ -396,4 +396,29 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       await waitSet(stack, cs, "Suspended", inPhase("Suspended"));
     },
   );
+
+  await step(
+    "follow-up 3 x first comer: a first comer suspends although a later set of the other namespace derives its name",
+    async () => {
+      // e2e-fc-x / early came first; e2e-fc / x-early, created later, derives the same VM name,
+      // creates no pod (VMNameConflict) and so holds nothing under it.
+      let first = await createSet(stack, "e2e-fc-x", "early", {});
+      first = await waitSet(stack, first, "Running", inPhase("Running"));
+      const second = await createSet(stack, "e2e-fc", "x-early", {});
+      await waitSet(
+        stack,
+        second,
+        "Ready=False VMNameConflict",
+        (c) => conditionOf(c, "Ready")?.reason === "VMNameConflict",
+      );
+      first = await patchSpec(stack, first, { suspend: true });
+      await waitSet(stack, first, "Suspended", inPhase("Suspended"));
+      const shared = vmOf("e2e-fc-x", "early", 0);
+      assert.ok((await stack.tagsOf(shared)).includes("hibernate"), "the first comer pushed");
+      await stack.admin.delete(CocoonSets, "e2e-fc", "x-early");
+      await waitGone("x-early", () => stack.admin.get(CocoonSets, "e2e-fc", "x-early"));
+      await stack.admin.delete(CocoonSets, "e2e-fc-x", "early");
+      await waitGone("early", () => stack.admin.get(CocoonSets, "e2e-fc-x", "early"));
+    },
+  );
 });
