@@ -29,6 +29,7 @@ import {
   type RebuildHistory,
 } from "./rebuild.ts";
 import { markRestoreIfHibernated } from "./restore.ts";
+import { refuseCollidingCreate } from "./vm_collision.ts";
 
 /** Sub-agent creates in flight at once during a scale-up. */
 export const subAgentCreateConcurrency = 8;
@@ -125,6 +126,7 @@ async function createSubAgents(
     } catch (err) {
       throw wrapError(`mark restore on sub-agent slot ${slot}`, err);
     }
+    if (await refuseCollidingCreate(pass, pod, `sub-agent slot ${slot}`)) return;
     try {
       await pass.deps.client.create(Pods, pod, { signal });
     } catch (err) {

@@ -20,6 +20,7 @@ import {
   readHibernateState,
   readRestoreFromHibernate,
   vmLive,
+  vmMayBeLeaving,
   vmNameForDeployment,
   vmUp,
 } from "../common/meta/mod.ts";
@@ -34,6 +35,7 @@ import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./vali
 import { settleMainCreateClash } from "./conflict.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
+import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -148,6 +150,11 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
       // A main whose VM is not up may be restoring from this very tag (a wake in place, then a
       // re-target): wait for it to run before the tag counts as a leftover.
       if (!vmLive(main)) return await markMigrating(pass);
+      // The VM asked to hibernate last, still up under the same id: vk-cocoon of today may have
+      // pushed this tag from it and be about to remove it (the ask withdrawn meanwhile), so the
+      // tag may be its only copy. Ask again instead: a fresh push replaces the tag, and the old
+      // main goes only on the VM's own confirmation.
+      if (vmMayBeLeaving(main)) return await startMigration(pass, main, desired);
       // A tag this controller never asked for is a leftover (suspend/unsuspend keep tags);
       // restoring it would roll the VM back. Drop it, keep the live pod.
       pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {
@@ -181,6 +188,10 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
     await writeSetStatus(pass, "Migrating");
     const pod = buildAgentPod(withTarget(cs, desired), 0);
     markRestoreFromHibernate(pod);
+    if (await refuseCollidingCreate(pass, pod, "the main agent")) {
+      await writeSetStatus(pass, "Migrating");
+      return { handled: true, result: { requeueAfter: requeueVMNameConflictMs } };
+    }
     try {
       await deps.client.create(Pods, pod, { signal: pass.signal });
     } catch (err) {

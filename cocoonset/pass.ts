@@ -50,6 +50,11 @@ export interface CocoonSetDeps {
    * not caught up with that write is noticed even when nothing differs from it.
    */
   writtenStatuses: Map<string, CocoonSetStatus>;
+  /**
+   * "set UID vm:tag" → when this process last emitted the Warning of a tag delete the gate
+   * deferred, and its message (tag_gate.ts): one Event per requeue interval, not one per pass.
+   */
+  deferredDropEvents: Map<string, { message: string; atMs: number }>;
 }
 
 /** What a step that may own the pass returns: handled=false hands back to the normal flow. */

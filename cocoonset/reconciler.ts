@@ -72,6 +72,7 @@ import { settleMainCreateClash } from "./conflict.ts";
 import { defaultSetLimits, overLimit, type SetLimits } from "./limits.ts";
 import { passResult, reportDeadLetters } from "./outcome.ts";
 import { QuotaExceededError, reportQuotaRefusal } from "./quota.ts";
+import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 const log = getLogger(["cocoon-operator", "cocoonset"]);
 
@@ -104,6 +105,7 @@ export class CocoonSetReconciler implements Reconciler {
       verifiedShapes: new Set(),
       teardownDeletes: new Map(),
       writtenStatuses: new Map(),
+      deferredDropEvents: new Map(),
     };
   }
 
@@ -280,6 +282,10 @@ async function createMainAgent(pass: Pass): Promise<Result> {
     restorable.has(pod.metadata.name ?? ""),
     pass.signal,
   );
+  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
+    await writeSetStatus(pass, "");
+    return { requeueAfter: requeueVMNameConflictMs };
+  }
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {

@@ -41,6 +41,7 @@ import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
 import { dropTag } from "./tag_gate.ts";
+import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
 export const ReasonWakeNoCapacity = "WakeNoCapacity";
@@ -224,6 +225,10 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
   const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
   // A spec.nodeName pin already gave the pod a required affinity; it wins over the hint.
   if (hint && !pod.spec!.affinity) pod.spec!.affinity = preferredHostnameAffinity(hint);
+  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
+    await writeSetStatus(pass, "Waking");
+    return { handled: true, result: { requeueAfter: requeueVMNameConflictMs } };
+  }
   try {
     await deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {

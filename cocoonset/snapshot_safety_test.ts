@@ -8,6 +8,7 @@ import { type Pod, Pods } from "../kube/core.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
+  AnnotationHibernateAskedVMID,
   AnnotationHibernatedOnNode,
   AnnotationVMID,
   AnnotationVMName,
@@ -24,7 +25,13 @@ import {
   reconcileWake,
 } from "./slot_release.ts";
 import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
-import { ReasonHibernateRefused, ReasonSnapshotDeleteRefused } from "./tag_gate.ts";
+import {
+  deferredDropEventIntervalMs,
+  dropTag,
+  ReasonHibernateRefused,
+  ReasonSnapshotDeleteDeferred,
+  ReasonSnapshotDeleteRefused,
+} from "./tag_gate.ts";
 import { reconcileMigration } from "./migrate.ts";
 import {
   depsOf,
@@ -418,4 +425,132 @@ Deno.test("audit: an unsuspend does not clear the hibernate request of a request
   const { env, cs, main } = hibernatedByUnseenRequest(() => {});
   await applyUnsuspend(newTestPass(depsOf(env), cs, [main]));
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "still hibernated");
+});
+
+Deno.test("model seed 241: a migration finishes past a live Hibernate request that yields to it", async () => {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = seedSet(
+    env,
+    seatSet(withFinalizer, (c) => {
+      c.spec.nodeName = "node-b";
+      c.status = { phase: "Migrating" } as CocoonSet["status"];
+    }),
+  );
+  // The restored main runs on the target; the request waits for the migration to end.
+  env.fake.seed(
+    Pods,
+    restoreMarked(mainPod(cs, { node: "node-b", vmID: "vmid-2", running: true })),
+  );
+  env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernating"));
+  for (
+    let i = 0;
+    i < 4 && (await getSet(env.fake, seatSetName)).status?.phase === "Migrating";
+    i++
+  ) {
+    await reconcileSet(env, seatSetName);
+  }
+  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
+  assert.notEqual((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
+});
+
+Deno.test("a drop the gate defers gets a Warning naming the claimant, once per requeue interval", async () => {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = seedSet(env, seatSet((c) => c.status = { phase: "Running" } as CocoonSet["status"]));
+  env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
+  const drop = async () => {
+    const verdict = await dropTag(newTestPass(depsOf(env), cs), mainVMName, HibernateSnapshotTag);
+    assert.equal(verdict.allowed, false);
+  };
+  await drop();
+  await drop();
+  const deferred = () => env.recorder.withReason(ReasonSnapshotDeleteDeferred);
+  assert.equal(deferred().length, 1, "one Warning for two passes inside the interval");
+  assert.equal(deferred()[0].type, "Warning");
+  assert.match(deferred()[0].message, /CocoonHibernation ns\/h-demo-0/);
+  env.clock.advance(deferredDropEventIntervalMs);
+  await drop();
+  assert.equal(deferred().length, 2);
+  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+});
+
+Deno.test("model seed 3093 (vk-cocoon HEAD): a migration keeps a tag the VM asked to hibernate may just have pushed", async () => {
+  const env = newTestEnv();
+  env.registry.put(mainVMName, HibernateSnapshotTag);
+  const cs = env.fake.seed(
+    CocoonSets,
+    seatSet((c) => {
+      c.spec.nodeName = "node-b";
+      c.status = { phase: "Running" } as CocoonSet["status"];
+    }),
+  );
+  // A suspend asked vmid-1 to hibernate, an unsuspend withdrew the ask after vk-cocoon pushed:
+  // the VM still shows up under vmid-1 until vk-cocoon removes it and restores it from the tag.
+  const main = mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true });
+  main.metadata.annotations = {
+    ...main.metadata.annotations,
+    [AnnotationHibernateAskedVMID]: "vmid-1",
+  };
+  env.fake.seed(Pods, main);
+  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  assert.ok(
+    env.registry.contains(mainVMName, HibernateSnapshotTag),
+    "the tag may be the only copy",
+  );
+  assert.equal(env.registry.callsOf("deleteManifest").length, 0);
+  const asked = await getPod(env.fake, "demo-0");
+  assert.equal(readHibernateState(asked!), true, "asked to hibernate again for the migration");
+  assert.equal((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
+});
+
+/**
+ * team-x/prod (running its main) and team/x-prod both derive vk-team-x-prod-0; team/x-prod has
+ * no pod. Which of the two came first is set by their creationTimestamps.
+ */
+function collidingSetOnly(prodFirst: boolean): ReturnType<typeof newTestEnv> {
+  const env = newTestEnv();
+  const early = "2026-01-01T00:00:00Z";
+  const late = "2026-01-02T00:00:00Z";
+  env.fake.seed(
+    CocoonSets,
+    newCocoonSet("x-prod", (c) => {
+      c.metadata.namespace = "team";
+      c.metadata.creationTimestamp = prodFirst ? late : early;
+    }),
+  );
+  const cs = newCocoonSet("prod", withFinalizer, (c) => {
+    c.metadata.namespace = "team-x";
+    c.metadata.generation = 1;
+    c.metadata.creationTimestamp = prodFirst ? early : late;
+    c.spec.suspend = true;
+  });
+  env.fake.seed(CocoonSets, cs);
+  env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
+  return env;
+}
+
+Deno.test("follow-up 3 x first comer: a set-only collision refuses the second comer's hibernate, not the first's", async (t) => {
+  await t.step(
+    "team-x/prod came first: its suspend hibernates, the later set holds nothing",
+    async () => {
+      const env = collidingSetOnly(true);
+      await reconcileProd(env);
+      await reconcileProd(env);
+      assert.equal(readHibernateState(await env.fake.get(Pods, "team-x", "prod-0")), true);
+      assert.equal(env.recorder.withReason(ReasonHibernateRefused).length, 0);
+    },
+  );
+  await t.step(
+    "team/x-prod came first: team-x/prod does not hibernate through its name",
+    async () => {
+      const env = collidingSetOnly(false);
+      await reconcileProd(env);
+      await reconcileProd(env);
+      assert.equal(readHibernateState(await env.fake.get(Pods, "team-x", "prod-0")), false);
+      const refused = env.recorder.withReason(ReasonHibernateRefused);
+      assert.ok(refused.length > 0);
+      assert.match(refused[0].message, /CocoonSet team-x\/prod.*CocoonSet team\/x-prod/);
+    },
+  );
 });

@@ -7,7 +7,7 @@
 import type { Result } from "../kube/reconcile.ts";
 import { type Pod, Pods } from "../kube/core.ts";
 import { isAlreadyExists, wrapError } from "../kube/errors.ts";
-import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import { patchHibernateAsk, patchHibernateState } from "../common/k8s/client_patch.ts";
 import {
   parseVMSpec,
   readHibernateState,
@@ -24,6 +24,7 @@ import { writeSetStatus } from "./status.ts";
 import { hibernateRefused } from "./tag_gate.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
 import { settleMainCreateClash } from "./conflict.ts";
+import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** How often a suspending set looks again (ms). */
 export const requeueSuspendPollMs = 5_000;
@@ -47,6 +48,10 @@ async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
   const pod = buildAgentPod(pass.cs, 0);
   // Suspend means the VM's state matters: restore whenever a snapshot exists.
   await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
+  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
+    await writeSetStatus(pass, "Suspending");
+    return { requeueAfter: requeueVMNameConflictMs };
+  }
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
@@ -120,7 +125,7 @@ export async function applySuspend(pass: Pass): Promise<void> {
     // The name check runs once per pod: only when the request is not on it yet.
     if (!readHibernateState(pod) && await hibernateRefused(pass, pod)) continue;
     try {
-      await patchHibernateState(pass.deps.client, pod, true, pass.signal);
+      await patchHibernateAsk(pass.deps.client, pod, pass.signal);
     } catch (err) {
       throw wrapError(`set hibernate on ${podRef(pod)}`, err);
     }

@@ -2,8 +2,11 @@
  * The CocoonSet side of the snapshot gate (snapshotgate/): every registry tag this reconciler
  * deletes goes through dropTag, on behalf of the set, so a tag goes only under a name the set
  * derives from its own namespace, name and toolboxes, shared with no other namespace, and needed
- * by no other claimant. A refusal is logged (a Warning Event for a name the set cannot own) and
- * the tag is left to its claimants, whose own flow drops it once done.
+ * by no other claimant. A refusal is logged, with a Warning Event: SnapshotDeleteRefused for a
+ * name the set cannot own, SnapshotDeleteDeferred naming the claimants that keep the tag (at most
+ * one per requeue interval while the same claimants hold it, so a flow waiting on them is seen
+ * and never floods). The tag is left to its claimants, whose own flow drops it once done, and
+ * the set's flow asks again on its next pass.
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { Pod } from "../kube/core.ts";
@@ -20,6 +23,12 @@ import { emit, type Pass, podRef } from "./pass.ts";
 export const ReasonSnapshotDeleteRefused = "SnapshotDeleteRefused";
 /** Warning reason: a pod was not asked to hibernate because the set cannot own its VM name. */
 export const ReasonHibernateRefused = "HibernateRefused";
+/** Warning reason: a tag the set's flow drops is still needed by another claimant; retried. */
+export const ReasonSnapshotDeleteDeferred = "SnapshotDeleteDeferred";
+/** The shortest gap between two SnapshotDeleteDeferred Events of one tag with one message. */
+export const deferredDropEventIntervalMs = 5_000;
+/** Remembered deferrals beyond which stale ones are forgotten (bounded memory). */
+const deferredDropMemory = 1024;
 
 /** The gate's actor for cs: its namespace, name and every toolbox name it knows. */
 export function setActor(cs: CocoonSet): Actor {
@@ -33,6 +42,7 @@ export function setActor(cs: CocoonSet): Actor {
     name: cs.metadata.name ?? "",
     uid: cs.metadata.uid,
     toolboxNames,
+    creationTimestamp: cs.metadata.creationTimestamp,
   };
 }
 
@@ -58,6 +68,8 @@ export async function dropTag(pass: Pass, vmName: string, tag: string): Promise<
     });
     if (verdict.kind !== "claimed") {
       emit(pass, "Warning", ReasonSnapshotDeleteRefused, verdict.message);
+    } else if (deferralDue(pass, vmName, tag, verdict.message)) {
+      emit(pass, "Warning", ReasonSnapshotDeleteDeferred, verdict.message);
     }
   }
   return verdict;
@@ -83,5 +95,23 @@ export async function hibernateRefused(pass: Pass, pod: Pod): Promise<boolean> {
   if (!refusal) return false;
   pass.log.warn("not hibernating {pod}: {reason}", { pod: podRef(pod), reason: refusal.message });
   emit(pass, "Warning", ReasonHibernateRefused, `pod ${podRef(pod)}: ${refusal.message}`);
+  return true;
+}
+
+/** Whether this deferral's Warning is due now, and if so records it as emitted. */
+function deferralDue(pass: Pass, vmName: string, tag: string, message: string): boolean {
+  const seen = pass.deps.deferredDropEvents;
+  const now = pass.deps.clock.now();
+  const key = `${pass.cs.metadata.uid ?? pass.cs.metadata.name} ${vmName}:${tag}`;
+  const last = seen.get(key);
+  if (last && last.message === message && now - last.atMs < deferredDropEventIntervalMs) {
+    return false;
+  }
+  if (seen.size >= deferredDropMemory) {
+    for (const [k, v] of seen) {
+      if (now - v.atMs >= deferredDropEventIntervalMs) seen.delete(k);
+    }
+  }
+  seen.set(key, { message, atMs: now });
   return true;
 }

@@ -16,6 +16,7 @@ import { markRestoreIfHibernated } from "./restore.ts";
 import { classifyNameClash, reportNameConflict } from "./conflict.ts";
 import { toolboxBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
+import { refuseCollidingCreate } from "./vm_collision.ts";
 
 /**
  * Spec problems with toolbox names, checked before any toolbox is created or deleted: a
@@ -98,6 +99,7 @@ async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
   } catch (err) {
     throw wrapError(`mark restore on toolbox ${tb.name}`, err);
   }
+  if (await refuseCollidingCreate(pass, pod, `toolbox ${tb.name}`)) return false;
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {

@@ -15,7 +15,7 @@ import {
   CocoonHibernationPhaseHibernated,
   CocoonHibernationPhaseHibernating,
 } from "../common/apis/v1/mod.ts";
-import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import { patchHibernateAsk } from "../common/k8s/client_patch.ts";
 import { readLifecycleState } from "../common/meta/lifecycle.ts";
 import { vmHibernationConfirmed } from "../common/meta/vm_liveness.ts";
 import { type Pod, Pods } from "../kube/core.ts";
@@ -34,7 +34,7 @@ import { HIBERNATE_TIMEOUT_MS, phaseDeadlineExceeded, REQUEUE_INTERVAL_MS } from
 export async function reconcileHibernate(deps: StepDeps, pass: Pass): Promise<Result> {
   const { hib, pod, vmName, signal } = pass;
   try {
-    await patchHibernateState(deps.client, pod, true, signal);
+    await patchHibernateAsk(deps.client, pod, signal);
   } catch (err) {
     throw wrapError(`set hibernate annotation on pod ${pod.metadata.name}`, err);
   }

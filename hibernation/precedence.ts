@@ -26,18 +26,14 @@ import {
   formatConditionTime,
   setStatusCondition,
 } from "../common/k8s/condition.ts";
-import {
-  AnnotationHibernatedOnNode,
-  cocoonSetOwnerName,
-  extractAgentSlot,
-  parseVMSpec,
-} from "../common/meta/mod.ts";
+import { cocoonSetOwnerName, parseVMSpec } from "../common/meta/mod.ts";
 import type { Reader, Writer } from "../kube/client.ts";
 import { patchStatus } from "../kube/client_patch.ts";
 import type { Pod } from "../kube/core.ts";
 import { isNotFound, wrapError } from "../kube/errors.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import { parseRfc3339 } from "../kube/time.ts";
+import { setFlowOnVM } from "../snapshotgate/mod.ts";
 import { direction } from "./direction.ts";
 import { hasPhaseDeadline } from "./status.ts";
 
@@ -50,15 +46,9 @@ export const ReasonNotBlocked = "NotBlocked";
 
 /** What the set that owns pod is doing with its VM that a request must not cross; "" for nothing. */
 export function setDrive(cs: CocoonSet, pod: Pod, hib: CocoonHibernation): string {
-  const ns = cs.metadata.namespace ?? "";
-  const main = extractAgentSlot(ns, cs.metadata.name ?? "", parseVMSpec(pod).vmName) === 0;
+  const flow = setFlowOnVM(cs, parseVMSpec(pod).vmName);
+  if (flow !== "") return flow;
   const phase = cs.status?.phase ?? "";
-  if (cs.metadata.deletionTimestamp) return "is being deleted";
-  if (phase === "Migrating") return "is migrating its main";
-  if (phase === "Waking") return "is waking its released seat";
-  if (main && (cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "") !== "") {
-    return "has released its seat";
-  }
   const suspending = cs.spec?.suspend || phase === "Suspending" || phase === "Suspended";
   if (suspending && direction(hib) !== HibernationDesireHibernate) return "is suspended";
   return "";

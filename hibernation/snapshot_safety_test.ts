@@ -315,3 +315,38 @@ Deno.test("follow-up 2: the time a Waking request yields to its CocoonSet does n
   assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseFailed);
   await h.close();
 });
+
+Deno.test("model seed 5931 (vk-cocoon HEAD): a Wake request that never saw the VM down keeps the tag its push just wrote", async () => {
+  // An unsuspend withdrew the set's hibernate request after vk-cocoon pushed the tag but before
+  // it removed the VM: the pod still shows the old VM live and no lifecycle annotation at all.
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const pod = ownedBy(vmPod({ vmID: "vmid-1", running: true }), "demo");
+  const h = Harness.create([request("wake", "Wake"), pod], { registry });
+  h.api.seed(
+    CocoonSets,
+    set("demo", (cs) => cs.status = { phase: "Running" } as CocoonSet["status"]),
+  );
+  await h.reconcile("wake");
+  assert.equal((await h.hib("wake")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal(registry.contains(VM, "hibernate"), true, "the only copy of the VM's state stays");
+  assert.equal(registry.callsOf("deleteManifest").length, 0);
+  await h.close();
+});
+
+Deno.test("a Wake request that saw its VM down drops the tag once the restored VM is live", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("wake", "Wake", { status: { vmName: VM, phase: "Waking" } }),
+    ownedBy(vmPod({ vmID: "vmid-2", running: true }), "demo"),
+  ], { registry });
+  h.api.seed(
+    CocoonSets,
+    set("demo", (cs) => cs.status = { phase: "Running" } as CocoonSet["status"]),
+  );
+  await h.reconcile("wake");
+  assert.equal((await h.hib("wake")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal(registry.contains(VM, "hibernate"), false);
+  await h.close();
+});

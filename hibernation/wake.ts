@@ -4,8 +4,9 @@
  *
  * "Running again" is common/meta vmLive: a VM id and a running container, on a VM vk-cocoon is not
  * hibernating (it pushes the snapshot before it tears the VM down and clears the id, so until then
- * the VM the pod shows is the one going away). The tag goes only then, so the snapshot survives
- * until the VM it restores is live.
+ * the VM the pod shows is the one going away). The tag goes only then, and only when this wake
+ * saw the VM down first (phase Waking): the vk-cocoon of today writes no lifecycle annotations,
+ * so a VM that was pushed and is about to be removed and restored shows live until its removal.
  *
  * @module
  */
@@ -15,7 +16,7 @@ import {
 } from "../common/apis/v1/mod.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
-import { vmLive } from "../common/meta/vm_liveness.ts";
+import { vmLive, wakeBroughtVMBack } from "../common/meta/vm_liveness.ts";
 import { wrapError } from "../kube/errors.ts";
 import type { Result } from "../kube/reconcile.ts";
 import type { Pass, StepDeps } from "./pass.ts";
@@ -37,7 +38,10 @@ export async function reconcileWake(deps: StepDeps, pass: Pass): Promise<Result>
     }
   }
   if (vmLive(pod)) {
-    await dropHibernateTag(deps, vmName, hib, signal);
+    // Only a wake that saw the VM down (it entered Waking for that) drops the tag: a VM live
+    // from the start may be the one vk-cocoon pushed and is about to remove (vm_liveness.ts).
+    const sawDown = hib.status?.phase === CocoonHibernationPhaseWaking;
+    if (wakeBroughtVMBack(pod, sawDown)) await dropHibernateTag(deps, vmName, hib, signal);
     await deps.transitions.enter(hib, CocoonHibernationPhaseActive, vmName, signal);
     return {};
   }

@@ -24,6 +24,8 @@ import {
   vmNameForPod,
   vmNameSplits,
 } from "../common/meta/mod.ts";
+import { cameFirst } from "./first_comer.ts";
+import { setFlowOnVM } from "./set_flow.ts";
 
 /** The kind of object that holds a claim on a tag. */
 export type ClaimHolder = "Pod" | "CocoonSet" | "CocoonHibernation";
@@ -48,6 +50,8 @@ export type Actor =
     uid?: string;
     /** Toolbox names of the set (spec and status): toolbox VMs are derived from them. */
     toolboxNames: readonly string[];
+    /** The set's creationTimestamp: a set of another namespace created later is no claimant. */
+    creationTimestamp?: string;
   }
   | {
     kind: "CocoonHibernation";
@@ -78,6 +82,19 @@ export function actorDerives(actor: Actor, vmName: string): boolean {
 function isActor(actor: Actor | undefined, kind: ClaimHolder, ns: string, name: string): boolean {
   return actor !== undefined && actor.kind === kind && actor.namespace === ns &&
     actor.name === name;
+}
+
+/**
+ * Whether cs, of another namespace than the acting set, came after it: it never created a pod
+ * under the shared name (cocoonset/vm_collision.ts), so it holds nothing there.
+ */
+function secondComer(cs: CocoonSet, actor: Actor & { kind: "CocoonSet" }): boolean {
+  const age = {
+    namespace: cs.metadata.namespace ?? "",
+    name: cs.metadata.name ?? "",
+    creationTimestamp: cs.metadata.creationTimestamp,
+  };
+  return cameFirst(actor, age);
 }
 
 /** A pod's claims on vmName's tag (the pod already derives or names vmName). */
@@ -165,6 +182,9 @@ export async function tagClaims(
   }
   for (const [ns, rests] of namespaces) {
     signal?.throwIfAborted();
+    // Whether this namespace holds the name at all: a pod of it, or a set that is no second
+    // comer. A request there whose namespace holds nothing asks about a VM that never ran.
+    let holds = false;
     for (const rest of rests) {
       const pod = await getOrUndefined(
         () => reader.get(Pods, ns, rest, { signal }),
@@ -173,16 +193,27 @@ export async function tagClaims(
       // The request's own target counts too: a request never owns the VM, it only asks.
       // A pod that names another VM (vk-cocoon wrote it) runs that VM, not this one.
       const names = pod ? parseVMSpec(pod).vmName : "";
-      if (pod && (names === "" || names === vmName)) add("Pod", ns, rest, podClaims(pod, tag));
+      if (pod && (names === "" || names === vmName)) {
+        holds = true;
+        add("Pod", ns, rest, podClaims(pod, tag));
+      }
     }
     const sets = await getOrUndefined(
       () => reader.list(CocoonSets, { namespace: ns, signal }),
       `list cocoonsets in ${ns} for ${vmName}`,
     );
+    // The acting set's own flow on the VM, read here as fresh as every claim: a request that
+    // yields to that flow does not hold its tag (set_flow.ts).
+    let actorFlow = "";
     for (const cs of sets?.items ?? []) {
       const name = cs.metadata.name ?? "";
       if (!setDerivesVMName(ns, name, setToolboxNames(cs), vmName)) continue;
-      if (isActor(actor, "CocoonSet", ns, name)) continue;
+      if (isActor(actor, "CocoonSet", ns, name)) {
+        actorFlow = setFlowOnVM(cs, vmName);
+        continue;
+      }
+      if (actor?.kind === "CocoonSet" && ns !== actor.namespace && secondComer(cs, actor)) continue;
+      holds = true;
       add("CocoonSet", ns, name, setClaims(cs, vmName, tag));
     }
     const requests = await getOrUndefined(
@@ -197,6 +228,8 @@ export async function tagClaims(
       if (actor?.uid && h.metadata.uid === actor.uid) continue;
       // Only a live request of another namespace is a collision; a deleted one claims nothing.
       if (h.metadata.deletionTimestamp) continue;
+      if (actorFlow !== "") continue;
+      if (actor?.kind === "CocoonSet" && ns !== actor.namespace && !holds) continue;
       add("CocoonHibernation", ns, name, requestClaims(h, tag));
     }
   }

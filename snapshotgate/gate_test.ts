@@ -180,3 +180,40 @@ Deno.test("gate: team / x-prod-0 and team-x / prod-0 collide and are refused nam
     true,
   );
 });
+
+Deno.test("gate: a request yielding to the set's migration does not hold the migration's tag", async () => {
+  const vm = "vk-ns-demo-0";
+  const migrating = set("ns", "demo", (cs) => {
+    cs.status = { phase: "Migrating" } as CocoonSet["status"];
+  });
+  const fake = new FakeClient();
+  fake.seed(CocoonSets, migrating);
+  // The restored main runs; the Hibernate request waits for the migration (it yields).
+  fake.seed(Pods, pod("ns", "demo-0"));
+  fake.seed(CocoonHibernations, request("ns", "hib", "demo-0", "Hibernate", "Hibernating"));
+  const registry = new FakeRegistry();
+  registry.put(vm, "hibernate");
+  const v = await deleteTagIfAllowed(
+    { reader: fake, registry },
+    setActor("ns", "demo"),
+    vm,
+    "hibernate",
+  );
+  assert.equal(v.allowed, true, !v.allowed ? v.message : "");
+  assert.equal(registry.contains(vm, "hibernate"), false);
+
+  // Once the request made vk-cocoon hibernate the pod again, the pod holds the fresh push.
+  const asked = new FakeClient();
+  asked.seed(CocoonSets, migrating);
+  asked.seed(Pods, pod("ns", "demo-0", { [AnnotationHibernate]: "true" }));
+  asked.seed(CocoonHibernations, request("ns", "hib", "demo-0", "Hibernate", "Hibernating"));
+  const w = await mayDeleteTag(asked, setActor("ns", "demo"), vm, "hibernate");
+  assert.ok(!w.allowed && /Pod ns\/demo-0 \(asked to hibernate\)/.test(w.message));
+
+  // A set that runs no flow of its own on the VM still waits for the request.
+  const running = new FakeClient();
+  running.seed(CocoonSets, set("ns", "demo"));
+  running.seed(CocoonHibernations, request("ns", "hib", "demo-0", "Hibernate", "Hibernated"));
+  const r = await mayDeleteTag(running, setActor("ns", "demo"), vm, "hibernate");
+  assert.ok(!r.allowed && /CocoonHibernation ns\/hib/.test(r.message));
+});

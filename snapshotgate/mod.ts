@@ -9,3 +9,5 @@ export type { Actor, Claim, ClaimHolder } from "./claims.ts";
 export { actorDerives, describeClaims, tagClaims } from "./claims.ts";
 export type { GateDeps, RefusalKind, Verdict } from "./gate.ts";
 export { actingRefusal, deleteTagIfAllowed, mayDeleteTag } from "./gate.ts";
+export { setFlowOnVM } from "./set_flow.ts";
+export { cameFirst, type SetAge } from "./first_comer.ts";

@@ -13,6 +13,7 @@ import {
   readKeepSnapshotOnDelete,
 } from "../meta/hibernate.ts";
 import { readCocoonSetGeneration, stampCocoonSetGeneration } from "../meta/lifecycle.ts";
+import { recordHibernateAsk } from "../meta/vm_liveness.ts";
 
 /**
  * Sets (true) or removes (false) the hibernate annotation on the pod. Makes no API call when
@@ -26,6 +27,22 @@ export async function patchHibernateState(
 ): Promise<void> {
   if (readHibernateState(pod) === state) return;
   await patchObject(client, Pods, pod, (p) => applyHibernateState(state, p), { signal });
+}
+
+/**
+ * Asks the pod's VM to hibernate (the hibernate annotation) and records, in the same patch, the
+ * VM id it shows now (common/meta vmMayBeLeaving). No API call when the pod already asks.
+ */
+export async function patchHibernateAsk(
+  client: Writer,
+  pod: Pod,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (readHibernateState(pod)) return;
+  await patchObject(client, Pods, pod, (p) => {
+    applyHibernateState(true, p);
+    recordHibernateAsk(p);
+  }, { signal });
 }
 
 /**

@@ -22,6 +22,30 @@ import { isContainerRunning } from "./pod.ts";
 import { parseVMRuntime } from "./vmruntime.ts";
 
 /**
+ * The VM id the pod showed when this operator last asked it to hibernate (set with the hibernate
+ * annotation, never cleared). Not part of the vk-cocoon contract: only this operator reads it.
+ */
+export const AnnotationHibernateAskedVMID = "cocoonset.cocoonstack.io/hibernate-asked-vm-id";
+
+/** Records on pod (in place) the VM id it shows now as the one asked to hibernate. */
+export function recordHibernateAsk(pod: Pod): void {
+  const vmID = parseVMRuntime(pod).vmID;
+  if (vmID === "") return;
+  pod.metadata.annotations = { ...pod.metadata.annotations, [AnnotationHibernateAskedVMID]: vmID };
+}
+
+/**
+ * Whether the VM the pod shows is the very one that was asked to hibernate last: with the
+ * vk-cocoon of today (no lifecycle annotations; save → push → remove) it may have pushed its
+ * `:hibernate` and be about to be removed even though the ask was withdrawn since, so a tag found
+ * now may be its only copy. A VM restored (or booted) since shows a new id.
+ */
+export function vmMayBeLeaving(pod: Pod): boolean {
+  const asked = pod.metadata.annotations?.[AnnotationHibernateAskedVMID] ?? "";
+  return asked !== "" && asked === parseVMRuntime(pod).vmID;
+}
+
+/**
  * Whether the pod still shows a VM: vk-cocoon wrote its id and a container runs (a container can
  * show running for a moment before the restore wrote the id). False means the VM is down.
  */
@@ -63,4 +87,17 @@ export function vmHibernationConfirmed(
   }
   return readHibernateState(pod) && parseVMRuntime(pod).vmID === "" &&
     (pod.spec?.nodeName ?? "") !== "";
+}
+
+/**
+ * Whether a wake brought the VM back, so the `:hibernate` tag it restored from may go: the VM is
+ * live and the waker saw it down since it asked for the wake. A live VM alone is no proof with
+ * the vk-cocoon of today: it writes no lifecycle annotations, and between its push and its
+ * removal a VM whose hibernate request was withdrawn still shows its old id and a running
+ * container, although it is about to go and be restored from that very tag. Only a waker that
+ * watched the VM go down knows that the VM it sees now is the restored one; any other waker
+ * leaves the tag (a leftover the set's flows, or a later request's, drop; never a lost state).
+ */
+export function wakeBroughtVMBack(pod: Pod, sawVMDown: boolean): boolean {
+  return sawVMDown && vmLive(pod);
 }

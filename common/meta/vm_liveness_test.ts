@@ -7,7 +7,15 @@ import {
   AnnotationLifecycleState,
   AnnotationVMID,
 } from "./keys.ts";
-import { vmHibernationConfirmed, vmLive, vmUp } from "./vm_liveness.ts";
+import {
+  AnnotationHibernateAskedVMID,
+  recordHibernateAsk,
+  vmHibernationConfirmed,
+  vmLive,
+  vmMayBeLeaving,
+  vmUp,
+  wakeBroughtVMBack,
+} from "./vm_liveness.ts";
 
 /** A pod with the given annotations and, when running, one running container. */
 function pod(annotations: Record<string, string>, running: boolean): Pod {
@@ -92,4 +100,25 @@ Deno.test("vmHibernationConfirmed: one rule for both vk-cocoons (lifecycle pair,
   await t.step("a caller's generation outdates the pod's stamp", () => {
     assert.equal(vmHibernationConfirmed(bound({ ...asked, ...pair("hibernated", 2) }), 3), false);
   });
+});
+
+Deno.test("wakeBroughtVMBack: a live VM counts as woken only for a waker that saw it down", () => {
+  const live = pod({ [AnnotationVMID]: "vm-1" }, true);
+  // vk-cocoon of today between push and removal: the old VM shows live, nothing else changed.
+  assert.equal(wakeBroughtVMBack(live, false), false);
+  assert.equal(wakeBroughtVMBack(live, true), true);
+  assert.equal(wakeBroughtVMBack(pod({}, true), true), false, "restore not done yet");
+});
+
+Deno.test("vmMayBeLeaving: the VM asked to hibernate last, until a new VM id shows", () => {
+  const asked = pod({ [AnnotationVMID]: "vm-1" }, true);
+  assert.equal(vmMayBeLeaving(asked), false, "never asked");
+  recordHibernateAsk(asked);
+  assert.equal(asked.metadata.annotations?.[AnnotationHibernateAskedVMID], "vm-1");
+  assert.equal(vmMayBeLeaving(asked), true, "pushed and about to be removed, for all it shows");
+  asked.metadata.annotations![AnnotationVMID] = "vm-2";
+  assert.equal(vmMayBeLeaving(asked), false, "restored: a new VM");
+  const down = pod({}, false);
+  recordHibernateAsk(down);
+  assert.equal(down.metadata.annotations?.[AnnotationHibernateAskedVMID], undefined);
 });

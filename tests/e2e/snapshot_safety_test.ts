@@ -22,6 +22,7 @@ import { isNotFound } from "../../kube/errors.ts";
 import type { Stack } from "../harness/stack.ts";
 import { waitUntil } from "../harness/wait.ts";
 import {
+  conditionOf,
   createSet,
   eventCount,
   getSet,
@@ -174,6 +175,65 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       await waitEvent(stack, cs, "OrphanHibernateWithdrawn", /orph-0/);
       cs = await waitSet(stack, cs, "Running", inPhase("Running"));
       assert.equal((await stack.sim.vm(NS, "orph-0"))?.phase, "running");
+    },
+  );
+
+  await step(
+    "model seed 241: a migration ends past a Hibernate request that yields to it, which then hibernates",
+    async () => {
+      let cs = await createSet(stack, NS, "mv", {});
+      cs = await waitSet(stack, cs, "Running", inPhase("Running"));
+      const from = (await stack.admin.get(Pods, NS, "mv-0")).spec!.nodeName!;
+      const to = from === "vk-a" ? "vk-b" : "vk-a";
+      cs = await patchSpec(stack, cs, { nodeName: to });
+      await waitSet(stack, cs, "Migrating", (c) => c.status?.phase === "Migrating");
+      // The request arrives mid-migration: it yields, and must not hold the migration's tag.
+      await createRequest(stack, NS, "mvh", "mv-0", "Hibernate");
+      cs = await waitSet(
+        stack,
+        cs,
+        `Running on ${to}`,
+        (c) => inPhase("Running")(c) && c.spec.nodeName === to,
+        120_000,
+      );
+      await waitPod(stack, NS, "mv-0", `on ${to}`, (p) => p.spec?.nodeName === to);
+      // Then the request has its turn: vk-cocoon pushes a fresh :hibernate of the moved VM.
+      await waitRequest(stack, NS, "mvh", "Hibernated", (h) => h.status?.phase === "Hibernated");
+      assert.deepEqual(await stack.tagsOf(vmOf(NS, "mv", 0)), ["hibernate"]);
+      await stack.admin.delete(CocoonHibernations, NS, "mvh");
+      await waitGone("mvh", () => stack.admin.get(CocoonHibernations, NS, "mvh"));
+    },
+  );
+
+  await step(
+    "VM name collision: e2e-col-x/prod comes second to e2e-col/x-prod and creates no pod",
+    async () => {
+      let first = await createSet(stack, "e2e-col", "x-prod", {});
+      first = await waitSet(stack, first, "Running", inPhase("Running"));
+      const second = await createSet(stack, "e2e-col-x", "prod", {});
+      const lost = await waitSet(
+        stack,
+        second,
+        "Ready=False VMNameConflict",
+        (c) => conditionOf(c, "Ready")?.reason === "VMNameConflict",
+      );
+      assert.equal(conditionOf(lost, "Ready")?.status, "False");
+      await waitEvent(
+        stack,
+        lost,
+        "VMNameConflict",
+        /vk-e2e-col-x-prod-0.*e2e-col\/x-prod.*e2e-col-x\/prod/,
+      );
+      await assert.rejects(
+        () => stack.admin.get(Pods, "e2e-col-x", "prod-0"),
+        (err) => isNotFound(err),
+        "no second VM under the shared name",
+      );
+      assert.equal((await stack.sim.vm("e2e-col", "x-prod-0"))?.phase, "running");
+      await stack.admin.delete(CocoonSets, "e2e-col-x", "prod");
+      await waitGone("prod", () => stack.admin.get(CocoonSets, "e2e-col-x", "prod"));
+      await stack.admin.delete(CocoonSets, "e2e-col", "x-prod");
+      await waitGone("x-prod", () => stack.admin.get(CocoonSets, "e2e-col", "x-prod"));
     },
   );
 
@@ -334,6 +394,31 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       // Once the other namespace's pod is gone, the same suspend goes through.
       await stack.admin.delete(Pods, "e2e-team", "x-late-0", { gracePeriodSeconds: 0 });
       await waitSet(stack, cs, "Suspended", inPhase("Suspended"));
+    },
+  );
+
+  await step(
+    "follow-up 3 x first comer: a first comer suspends although a later set of the other namespace derives its name",
+    async () => {
+      // e2e-fc-x / early came first; e2e-fc / x-early, created later, derives the same VM name,
+      // creates no pod (VMNameConflict) and so holds nothing under it.
+      let first = await createSet(stack, "e2e-fc-x", "early", {});
+      first = await waitSet(stack, first, "Running", inPhase("Running"));
+      const second = await createSet(stack, "e2e-fc", "x-early", {});
+      await waitSet(
+        stack,
+        second,
+        "Ready=False VMNameConflict",
+        (c) => conditionOf(c, "Ready")?.reason === "VMNameConflict",
+      );
+      first = await patchSpec(stack, first, { suspend: true });
+      await waitSet(stack, first, "Suspended", inPhase("Suspended"));
+      const shared = vmOf("e2e-fc-x", "early", 0);
+      assert.ok((await stack.tagsOf(shared)).includes("hibernate"), "the first comer pushed");
+      await stack.admin.delete(CocoonSets, "e2e-fc", "x-early");
+      await waitGone("x-early", () => stack.admin.get(CocoonSets, "e2e-fc", "x-early"));
+      await stack.admin.delete(CocoonSets, "e2e-fc-x", "early");
+      await waitGone("early", () => stack.admin.get(CocoonSets, "e2e-fc-x", "early"));
     },
   );
 });

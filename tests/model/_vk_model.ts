@@ -87,6 +87,8 @@ export class VkModel {
   readonly #tagVersion = new Map<string, number>();
   /** Pod uid → its running VM. */
   readonly #running = new Map<string, RunningVM>();
+  /** VM name → "namespace/pod" of the pod that booted it last (the name's holder in a collision). */
+  readonly #bootedBy = new Map<string, string>();
   /** Pod uids whose VM vk-cocoon removed by a hibernation (a wake pulls `:hibernate`). */
   readonly #hibernated = new Set<string>();
   /** Pod uids vk-cocoon has admitted (CreatePod ran). */
@@ -109,6 +111,11 @@ export class VkModel {
   ) {}
 
   /** The version `vm:tag` holds, or undefined when the tag is absent. */
+  /** "namespace/pod" of the pod that booted vm last, or undefined when none ever did. */
+  bootedBy(vm: string): string | undefined {
+    return this.#bootedBy.get(vm);
+  }
+
   tagHolds(vm: string, tag: string): number | undefined {
     return this.registry.contains(vm, tag) ? this.#tagVersion.get(`${vm}:${tag}`) : undefined;
   }
@@ -381,6 +388,7 @@ export class VkModel {
       }
     }
     this.#running.set(uid, { vm: vmName, pod: name, version, frozen: false });
+    this.#bootedBy.set(vmName, name);
     this.#discarded.delete(vmName);
     this.log.push(`vk: ${name} ${how}`);
     const annotations: Record<string, string | null> = {

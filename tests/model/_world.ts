@@ -487,6 +487,11 @@ export class ModelRun {
         h.metadata.namespace === s.ns && h.spec.podRef.name === `${s.name}-0` &&
         !h.metadata.deletionTimestamp && h.spec.desire === "Hibernate"
       );
+      // A set that lost to a request (or the other way round), or lost its VM name to another
+      // namespace (suspended or not: it has no VM to suspend), says so in a condition.
+      if (set.status?.conditions?.some((c) => /Conflict|Precedence|HeldBy/i.test(c.reason ?? ""))) {
+        continue;
+      }
       if (set.spec.suspend) {
         if (phase === "Suspended") continue;
         if (phase === "Suspending" && this.mode === "head" && main && this.#parked(main)) {
@@ -499,10 +504,6 @@ export class ModelRun {
       }
       if (phase === "Running" && main && vmUp(main)) continue;
       if (heldByRequest && ["Running", "Pending", "Suspended"].includes(phase)) continue;
-      // A set that lost to a request (or the other way round) says so in a condition.
-      if (set.status?.conditions?.some((c) => /Conflict|Precedence|HeldBy/i.test(c.reason ?? ""))) {
-        continue;
-      }
       return `${setText(s)} phase ${phase || "(none)"}${this.#mainText(main)}`;
     }
     for (const h of hibs) {
@@ -556,7 +557,11 @@ export class ModelRun {
    * undefined when the owning set is gone or being deleted.
    */
   claimant(vm: string): string | undefined {
-    const s = this.sets.find((r) => r.vm === vm);
+    // Two sets of a colliding name: the one whose pod booted the VM holds its state (the other
+    // never ran it); before any boot there is no state to claim, so either will do.
+    const owners = this.sets.filter((r) => r.vm === vm);
+    const booted = this.vk?.bootedBy(vm);
+    const s = owners.find((r) => `${r.ns}/${r.name}-0` === booted) ?? owners[0];
     if (!s) return undefined;
     const set = this.#find(CocoonSets, s.ns, s.name) as CocoonSet | undefined;
     if (!set || set.metadata.deletionTimestamp) return undefined;
