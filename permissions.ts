@@ -41,6 +41,20 @@ export interface PermissionSet {
 }
 
 /**
+ * The proxy variables Deno's HTTP client honours by itself. `--allow-net` checks the request's
+ * target, never the proxy, so a set variable would send every request (and, for plain http, its
+ * credentials) to a host the permission set does not name.
+ */
+export const proxyVariables: readonly string[] = [
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "ALL_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "all_proxy",
+];
+
+/**
  * Every variable the operator reads in a pod (config.ts, main.ts, kube/leader.ts,
  * kube/kubeconfig.ts, snapshot/auth/*). All must be granted; main.ts checks.
  */
@@ -72,26 +86,7 @@ export const operatorEnv: readonly string[] = [
   "METRICS_CERT_DIR",
   // Read only to refuse them unless their proxy was granted (proxyNeeds): Deno routes requests
   // through these proxies without checking the proxy against --allow-net.
-  "HTTP_PROXY",
-  "HTTPS_PROXY",
-  "ALL_PROXY",
-  "http_proxy",
-  "https_proxy",
-  "all_proxy",
-];
-
-/**
- * The proxy variables Deno's HTTP client honours by itself. `--allow-net` checks the request's
- * target, never the proxy, so a set variable would send every request (and, for plain http, its
- * credentials) to a host the permission set does not name.
- */
-export const proxyVariables: readonly string[] = [
-  "HTTP_PROXY",
-  "HTTPS_PROXY",
-  "ALL_PROXY",
-  "http_proxy",
-  "https_proxy",
-  "all_proxy",
+  ...proxyVariables,
 ];
 
 /**
