@@ -13,32 +13,69 @@
  * @module
  */
 
-/** Kubernetes release whose kube-apiserver and kubectl are built. */
-export const KUBERNETES_VERSION = "1.35.4";
-/** etcd release (newest v3.6.x on the module proxy when this was written). */
+/**
+ * Kubernetes releases the tests run against, by minor version. 1.35 is the default control
+ * plane; 1.36 is built beside it for the features that first ship there (server-side sharded
+ * list and watch, behind the alpha `ShardedListAndWatch` gate).
+ */
+export const KUBERNETES_RELEASES = { "1.35": "1.35.4", "1.36": "1.36.3" } as const;
+/** A minor version the envtest task knows how to build. */
+export type KubernetesMinor = keyof typeof KUBERNETES_RELEASES;
+/** The minor version every test uses unless it asks for another. */
+export const DEFAULT_KUBERNETES_MINOR: KubernetesMinor = "1.35";
+/** Kubernetes release of the default control plane. */
+export const KUBERNETES_VERSION = KUBERNETES_RELEASES[DEFAULT_KUBERNETES_MINOR];
+/** etcd release (newest v3.6.x on the module proxy when this was written; 1.35 and 1.36 both use it). */
 export const ETCD_VERSION = "3.6.16";
 /** Names of the binaries a usable bin folder must contain. */
 export const ENVTEST_BINARIES = ["etcd", "kube-apiserver", "kubectl"] as const;
 
 /** Staging modules are tagged v0.<minor>.<patch> for Kubernetes v1.<minor>.<patch>. */
-const STAGING_VERSION = `v0.${KUBERNETES_VERSION.split(".").slice(1).join(".")}`;
+function stagingVersion(release: string): string {
+  return `v0.${release.split(".").slice(1).join(".")}`;
+}
 
-/** Where the binaries for the pinned versions live once built. */
-export function envtestCacheDir(): string {
+/** Parses `1.36`, `v1.36` or `1.36.3` into a known minor version; throws on any other. */
+export function parseKubernetesMinor(text: string): KubernetesMinor {
+  const minor = text.replace(/^v/, "").split(".").slice(0, 2).join(".");
+  if (minor in KUBERNETES_RELEASES) return minor as KubernetesMinor;
+  throw new Error(
+    `unknown Kubernetes version ${JSON.stringify(text)}; known: ${
+      Object.keys(KUBERNETES_RELEASES).join(", ")
+    }`,
+  );
+}
+
+/** Where the binaries for one minor version live once built. */
+export function envtestCacheDir(minor: KubernetesMinor = DEFAULT_KUBERNETES_MINOR): string {
   const home = Deno.env.get("HOME") ?? "/tmp";
   const cache = Deno.env.get("XDG_CACHE_HOME") || `${home}/.cache`;
-  return `${cache}/cocoon-operator/envtest/k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}/bin`;
+  const release = KUBERNETES_RELEASES[minor];
+  return `${cache}/cocoon-operator/envtest/k8s-${release}_etcd-${ETCD_VERSION}/bin`;
 }
 
 /**
- * Returns a folder holding etcd, kube-apiserver and kubectl: `ENVTEST_BIN_DIR` when it has all
- * three, else the version-keyed cache, building into it first when it is missing.
+ * The variable that may point at a ready folder for one minor version: `ENVTEST_BIN_DIR` for the
+ * default, `ENVTEST_BIN_DIR_1_36` (and so on) for the others.
  */
-export async function envtestBinDir(): Promise<string> {
-  const found = await existingEnvtestBinDir();
+export function envtestBinDirVariable(minor: KubernetesMinor = DEFAULT_KUBERNETES_MINOR): string {
+  return minor === DEFAULT_KUBERNETES_MINOR
+    ? "ENVTEST_BIN_DIR"
+    : `ENVTEST_BIN_DIR_${minor.replace(".", "_")}`;
+}
+
+/**
+ * Returns a folder holding etcd, kube-apiserver and kubectl of one minor version: the folder its
+ * variable names when it has all three, else the version-keyed cache, building into it first
+ * when it is missing.
+ */
+export async function envtestBinDir(
+  minor: KubernetesMinor = DEFAULT_KUBERNETES_MINOR,
+): Promise<string> {
+  const found = await existingEnvtestBinDir(minor);
   if (found) return found;
-  const dir = envtestCacheDir();
-  await buildInto(dir);
+  const dir = envtestCacheDir(minor);
+  await buildInto(dir, KUBERNETES_RELEASES[minor]);
   return dir;
 }
 
@@ -46,10 +83,12 @@ export async function envtestBinDir(): Promise<string> {
  * The folder {@linkcode envtestBinDir} would return without building anything, or undefined
  * when a build is needed (callers announce that it takes minutes).
  */
-export async function existingEnvtestBinDir(): Promise<string | undefined> {
-  const fromEnv = Deno.env.get("ENVTEST_BIN_DIR");
+export async function existingEnvtestBinDir(
+  minor: KubernetesMinor = DEFAULT_KUBERNETES_MINOR,
+): Promise<string | undefined> {
+  const fromEnv = Deno.env.get(envtestBinDirVariable(minor));
   if (fromEnv && await hasAllBinaries(fromEnv)) return fromEnv;
-  const dir = envtestCacheDir();
+  const dir = envtestCacheDir(minor);
   return await hasAllBinaries(dir) ? dir : undefined;
 }
 
@@ -185,10 +224,10 @@ async function buildWrapper(spec: WrapperSpec, work: string, outDir: string): Pr
  * Version variables Kubernetes' own build sets with `-X`; without them the binaries report
  * v0.0.0-master, and clients that look at /version would see a bogus server version.
  */
-function kubernetesVersionStamp(): Record<string, string> {
-  const [major, minor] = KUBERNETES_VERSION.split(".");
+function kubernetesVersionStamp(release: string): Record<string, string> {
+  const [major, minor] = release.split(".");
   const values: Record<string, string> = {
-    gitVersion: `v${KUBERNETES_VERSION}`,
+    gitVersion: `v${release}`,
     gitMajor: major,
     gitMinor: minor,
     gitTreeState: "clean",
@@ -202,7 +241,7 @@ function kubernetesVersionStamp(): Record<string, string> {
 }
 
 /** Builds all binaries into a scratch folder beside `dir`, then renames it into place. */
-async function buildInto(dir: string): Promise<void> {
+async function buildInto(dir: string, release: string): Promise<void> {
   const parent = dir.slice(0, dir.lastIndexOf("/"));
   const root = parent.slice(0, parent.lastIndexOf("/"));
   await Deno.mkdir(root, { recursive: true });
@@ -233,8 +272,8 @@ async function buildInto(dir: string): Promise<void> {
     await Deno.mkdir(work, { recursive: true });
     await Deno.mkdir(out, { recursive: true });
 
-    progress(`fetching k8s.io/kubernetes v${KUBERNETES_VERSION} go.mod`);
-    const k8sMod = await downloadGoMod("k8s.io/kubernetes", `v${KUBERNETES_VERSION}`, work);
+    progress(`fetching k8s.io/kubernetes v${release} go.mod`);
+    const k8sMod = await downloadGoMod("k8s.io/kubernetes", `v${release}`, work);
     const staging = localReplacements(k8sMod).filter((m) => m.startsWith("k8s.io/"));
     if (staging.length === 0) throw new Error("k8s.io/kubernetes go.mod has no staging replaces");
     const etcdMod = await downloadGoMod("go.etcd.io/etcd/server/v3", `v${ETCD_VERSION}`, work);
@@ -258,10 +297,10 @@ async function buildInto(dir: string): Promise<void> {
       {
         name: "kubernetes",
         module: "k8s.io/kubernetes",
-        version: `v${KUBERNETES_VERSION}`,
-        replace: Object.fromEntries(staging.map((m) => [m, STAGING_VERSION])),
+        version: `v${release}`,
+        replace: Object.fromEntries(staging.map((m) => [m, stagingVersion(release)])),
         languageFrom: k8sMod,
-        stamp: kubernetesVersionStamp(),
+        stamp: kubernetesVersionStamp(release),
         binaries: {
           "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
           kubectl: "k8s.io/kubernetes/cmd/kubectl",
@@ -303,7 +342,9 @@ async function removeStaleScratch(root: string): Promise<void> {
 
 if (import.meta.main) {
   try {
-    console.log(await envtestBinDir());
+    // `deno task envtest` builds the default version; `deno task envtest 1.36` another one.
+    const minor = Deno.args[0] ? parseKubernetesMinor(Deno.args[0]) : DEFAULT_KUBERNETES_MINOR;
+    console.log(await envtestBinDir(minor));
   } catch (err) {
     console.error(`[envtest] ${err instanceof Error ? err.message : String(err)}`);
     Deno.exit(1);
