@@ -30,7 +30,8 @@ import { FakeClock } from "../kube/testing/fake_clock.ts";
 import { rfc3339 } from "../kube/time.ts";
 import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { HIBERNATION_FINALIZER, HibernationReconciler } from "./reconciler.ts";
+import { HIBERNATION_FINALIZER } from "./finalizer.ts";
+import { HibernationReconciler } from "./reconciler.ts";
 
 export const NS = "ns";
 export const POD = "demo-0";

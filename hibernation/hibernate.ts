@@ -22,8 +22,8 @@ import { type Pod, Pods } from "../kube/core.ts";
 import { isNotFound, wrapError } from "../kube/errors.ts";
 import type { Result } from "../kube/reconcile.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import type { Pass, StepDeps } from "./pass.ts";
-import { HIBERNATE_TIMEOUT_MS, phaseDeadlineExceeded, REQUEUE_INTERVAL_MS } from "./status.ts";
+import type { RequestPass, StepDeps } from "./pass.ts";
+import { HIBERNATE_TIMEOUT_MS, phaseDeadlineExceeded, REQUEUE_INTERVAL_MS } from "./timers.ts";
 
 /**
  * One hibernate pass: Hibernated once confirmed, Failed past the 3-minute deadline, otherwise
@@ -31,7 +31,7 @@ import { HIBERNATE_TIMEOUT_MS, phaseDeadlineExceeded, REQUEUE_INTERVAL_MS } from
  * controller retries with backoff) and never read as "absent"; at the deadline it no longer holds
  * the request in Hibernating.
  */
-export async function reconcileHibernate(deps: StepDeps, pass: Pass): Promise<Result> {
+export async function reconcileHibernate(deps: StepDeps, pass: RequestPass): Promise<Result> {
   const { hib, pod, vmName, signal } = pass;
   try {
     await patchHibernateAsk(deps.client, pod, signal);

@@ -3,20 +3,13 @@
  *
  * @module
  */
-export {
-  HIBERNATION_FINALIZER,
-  HibernationReconciler,
-  type HibernationReconcilerDeps,
-} from "./reconciler.ts";
+export { HIBERNATION_FINALIZER } from "./finalizer.ts";
+export { HibernationReconciler, type HibernationReconcilerDeps } from "./reconciler.ts";
 export {
   HIBERNATION_CONTROLLER,
   type HibernationSetupDeps,
   setupHibernationController,
 } from "./setup.ts";
-export {
-  HIBERNATE_TIMEOUT_MS,
-  ReasonHibernationConflict,
-  REQUEUE_INTERVAL_MS,
-  WAKE_TIMEOUT_MS,
-} from "./status.ts";
+export { ReasonHibernationConflict } from "./events.ts";
+export { HIBERNATE_TIMEOUT_MS, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./timers.ts";
 export { POD_REF_INDEX } from "./watch.ts";

@@ -12,7 +12,7 @@ import type { Registry } from "../snapshot/registry.ts";
 import type { PhaseTransitions } from "./transitions.ts";
 
 /** The request, its target pod and the pod's VM name, as read at the start of the pass. */
-export interface Pass {
+export interface RequestPass {
   hib: CocoonHibernation;
   pod: Pod;
   vmName: string;

@@ -1,5 +1,6 @@
 /**
- * Precedence between a CocoonSet and a CocoonHibernation on the same VM: the set wins. While the
+ * Precedence between a CocoonSet and a CocoonHibernation on the same VM (docs/hibernation.md,
+ * "One pass" step 5; "Precedence" in docs/cocoonset.md): the set wins. While the
  * set that owns the target pod drives its VM — torn down, migrating, waking a released seat, a
  * seat released, or suspending/suspended against a request to wake — the request does not touch
  * the pod or the registry: it gets a Warning Event and the condition `Blocked=True` naming the
@@ -35,12 +36,12 @@ import type { EventRecorder } from "../kube/events.ts";
 import { parseRfc3339 } from "../kube/time.ts";
 import { setFlowOnVM } from "../snapshotgate/mod.ts";
 import { direction } from "./direction.ts";
+import { ReasonYieldedToCocoonSet, recordRequestEvent } from "./events.ts";
+import type { RequestProblem } from "./problem.ts";
 import { hasPhaseDeadline } from "./status.ts";
 
 /** Condition type a request carries while it yields to a CocoonSet. */
 export const ConditionTypeBlocked = "Blocked";
-/** Reason of Blocked=True and of the Warning Event: the set that owns the pod drives the VM. */
-export const ReasonYieldedToCocoonSet = "YieldedToCocoonSet";
 /** Reason of Blocked=False once the set lets go. */
 export const ReasonNotBlocked = "NotBlocked";
 
@@ -75,6 +76,26 @@ export async function drivingSet(
 }
 
 /**
+ * The yielded problem of hib on vmName: the set that owns pod drives the VM (drivingSet), named
+ * with what it does; undefined when no set does.
+ */
+export async function yieldProblem(
+  reader: Reader,
+  pod: Pod,
+  hib: CocoonHibernation,
+  vmName: string,
+  signal: AbortSignal,
+): Promise<RequestProblem | undefined> {
+  const driver = await drivingSet(reader, pod, hib, signal);
+  if (!driver) return undefined;
+  const namespace = hib.metadata.namespace ?? "";
+  const message = `CocoonSet ${namespace}/${driver.set.metadata.name} ${driver.drive}: ` +
+    `this request to ${hib.spec.desire} pod ${hib.spec.podRef.name} waits and does not touch ` +
+    `VM ${vmName}`;
+  return { problem: "yielded", message };
+}
+
+/**
  * Records that hib yields to set: Blocked=True with the message, and a Warning Event when that
  * condition is newly written. Nothing is written when the stored condition already says so.
  */
@@ -95,14 +116,7 @@ export async function markYielded(
     nowMs,
     signal,
   );
-  if (changed) {
-    recorder.event(
-      { object: hib, resource: CocoonHibernations },
-      "Warning",
-      ReasonYieldedToCocoonSet,
-      message,
-    );
-  }
+  if (changed) recordRequestEvent(recorder, hib, "Warning", ReasonYieldedToCocoonSet, message);
 }
 
 /**

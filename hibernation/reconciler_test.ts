@@ -25,8 +25,8 @@ import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
 import { parseRfc3339 } from "../kube/time.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, NS, POD, ready, request, VM, vmPod } from "./_fixtures.ts";
-import { HIBERNATION_FINALIZER } from "./reconciler.ts";
-import { HIBERNATE_TIMEOUT_MS, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./status.ts";
+import { HIBERNATION_FINALIZER } from "./finalizer.ts";
+import { HIBERNATE_TIMEOUT_MS, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./timers.ts";
 
 const hibernatedLifecycle = { state: "hibernated", observedGeneration: 0 };
 

@@ -21,7 +21,8 @@ import {
 import { Events, type Pod, Pods } from "../kube/core.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
-import { ConditionTypeBlocked, ReasonYieldedToCocoonSet } from "./precedence.ts";
+import { ReasonYieldedToCocoonSet } from "./events.ts";
+import { ConditionTypeBlocked } from "./precedence.ts";
 
 function set(name: string, mod: (cs: CocoonSet) => void, namespace = NS): CocoonSet {
   const cs = {

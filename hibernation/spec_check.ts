@@ -1,11 +1,13 @@
 /**
- * Static checks of a CocoonHibernation's spec. A spec that can never name a pod, or asks for
+ * Step 3 of a pass (docs/hibernation.md, "One pass"): static checks of a CocoonHibernation's
+ * spec. A spec that can never name a pod, or asks for
  * something other than Hibernate or Wake, fails the request at once: waiting for such a pod would
  * read as "not yet present" forever.
  *
  * @module
  */
 import { type CocoonHibernation, isValidHibernationDesire } from "../common/apis/v1/mod.ts";
+import type { RequestProblem } from "./problem.ts";
 
 /** Longest name the API server accepts for a pod (a DNS-1123 subdomain). */
 const MAX_POD_NAME_LENGTH = 253;
@@ -49,4 +51,10 @@ export function specProblem(hib: CocoonHibernation): string | undefined {
   const desire: unknown = hib.spec?.desire;
   if (!isValidHibernationDesire(desire)) return `unknown desire ${JSON.stringify(desire ?? "")}`;
   return undefined;
+}
+
+/** specProblem as the problem the pass records (invalid-spec: Failed, no requeue). */
+export function specCheck(hib: CocoonHibernation): RequestProblem | undefined {
+  const message = specProblem(hib);
+  return message === undefined ? undefined : { problem: "invalid-spec", message };
 }

@@ -1,7 +1,8 @@
 /**
- * The CocoonHibernation status as a function of the phase: the Ready condition each phase implies,
- * the status a phase change produces, and the phase clock (Ready.lastTransitionTime) that the
- * Hibernating and Waking deadlines are measured from.
+ * The CocoonHibernation status as a function of the phase (docs/hibernation.md, "Status"): the
+ * Ready condition each phase implies, the status a phase change produces, and the phase clock
+ * (Ready.lastTransitionTime) that the Hibernating and Waking deadlines (timers.ts) are measured
+ * from.
  *
  * Invariant kept here: the Ready condition always matches the phase (True/`Done` for Hibernated
  * and Active, False otherwise), and the phase clock restarts whenever the phase enters Hibernating
@@ -34,16 +35,6 @@ import {
 } from "../common/k8s/condition.ts";
 import { jsonEqual } from "../kube/patch.ts";
 import { parseRfc3339 } from "../kube/time.ts";
-
-/** How often a request that is waiting on something is looked at again. */
-export const REQUEUE_INTERVAL_MS = 5_000;
-/** How long Hibernating may last before the request fails. */
-export const HIBERNATE_TIMEOUT_MS = 3 * 60_000;
-/** How long Waking may last before the request fails. */
-export const WAKE_TIMEOUT_MS = 5 * 60_000;
-
-/** Ready=False reason of a request refused because an earlier one wants the opposite. */
-export const ReasonHibernationConflict = "Conflict";
 
 /** What a pass wants the status to say. */
 export interface PhaseChange {
@@ -135,30 +126,4 @@ export function sameStatus(
 export function phaseEnteredAt(hib: CocoonHibernation): number | undefined {
   const ready = findStatusCondition(hib.status?.conditions, ConditionTypeReady);
   return parseRfc3339(ready?.lastTransitionTime);
-}
-
-/**
- * Whether hib has been in phase for longer than timeoutMs at nowMs. False when it is in another
- * phase or the phase clock is unknown.
- */
-export function phaseDeadlineExceeded(
-  hib: CocoonHibernation,
-  phase: CocoonHibernationPhase,
-  timeoutMs: number,
-  nowMs: number,
-): boolean {
-  if (hib.status?.phase !== phase) return false;
-  const entered = phaseEnteredAt(hib);
-  return entered !== undefined && nowMs - entered > timeoutMs;
-}
-
-/** A duration as Go prints it for whole seconds ("3m0s", "45s"), as the messages quote them. */
-export function goDuration(ms: number): string {
-  const total = Math.floor(ms / 1000);
-  const h = Math.floor(total / 3600);
-  const m = Math.floor((total % 3600) / 60);
-  const s = total % 60;
-  if (h > 0) return `${h}h${m}m${s}s`;
-  if (m > 0) return `${m}m${s}s`;
-  return `${s}s`;
 }

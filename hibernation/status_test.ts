@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import {
-  type CocoonHibernation,
   type CocoonHibernationPhase,
   CocoonHibernationPhaseActive,
   CocoonHibernationPhaseFailed,
@@ -10,15 +9,7 @@ import {
   CocoonHibernationPhaseWaking,
 } from "../common/apis/v1/mod.ts";
 import { at, ready, request, T0 } from "./_fixtures.ts";
-import {
-  goDuration,
-  HIBERNATE_TIMEOUT_MS,
-  nextStatus,
-  phaseDeadlineExceeded,
-  readyCondition,
-  sameStatus,
-  WAKE_TIMEOUT_MS,
-} from "./status.ts";
+import { nextStatus, readyCondition, sameStatus } from "./status.ts";
 
 Deno.test("readyCondition maps each phase to Ready's status and reason", () => {
   const cases: [CocoonHibernationPhase, string, string][] = [
@@ -38,46 +29,6 @@ Deno.test("readyCondition maps each phase to Ready's status and reason", () => {
     assert.equal(c.observedGeneration, 1);
     assert.equal(c.lastTransitionTime, "", "left for setStatusCondition to fill");
   }
-});
-
-function inPhase(phase: CocoonHibernationPhase | undefined, enteredAt?: string): CocoonHibernation {
-  return request("hib", "Hibernate", {
-    status: {
-      ...(phase ? { phase } : {}),
-      ...(enteredAt ? { conditions: [ready("False", "Pending", enteredAt)] } : {}),
-    },
-  });
-}
-
-Deno.test("the Hibernating deadline: not started, within budget, past budget", () => {
-  const p = CocoonHibernationPhaseHibernating;
-  assert.equal(phaseDeadlineExceeded(inPhase(undefined), p, HIBERNATE_TIMEOUT_MS, T0), false);
-  assert.equal(phaseDeadlineExceeded(inPhase(p, at(0)), p, HIBERNATE_TIMEOUT_MS, T0), false);
-  assert.equal(
-    phaseDeadlineExceeded(inPhase(p, at(-2 * HIBERNATE_TIMEOUT_MS)), p, HIBERNATE_TIMEOUT_MS, T0),
-    true,
-  );
-  // Another phase's clock never counts, nor does a missing one.
-  assert.equal(
-    phaseDeadlineExceeded(
-      inPhase(CocoonHibernationPhaseWaking, at(-HIBERNATE_TIMEOUT_MS * 2)),
-      p,
-      1,
-      T0,
-    ),
-    false,
-  );
-  assert.equal(phaseDeadlineExceeded(inPhase(p), p, 1, T0), false);
-});
-
-Deno.test("the Waking deadline: not started, within budget, past budget", () => {
-  const p = CocoonHibernationPhaseWaking;
-  assert.equal(phaseDeadlineExceeded(inPhase(undefined), p, WAKE_TIMEOUT_MS, T0), false);
-  assert.equal(phaseDeadlineExceeded(inPhase(p, at(0)), p, WAKE_TIMEOUT_MS, T0), false);
-  assert.equal(
-    phaseDeadlineExceeded(inPhase(p, at(-2 * WAKE_TIMEOUT_MS)), p, WAKE_TIMEOUT_MS, T0),
-    true,
-  );
 });
 
 Deno.test("nextStatus restarts the clock on entering a deadline phase, not within it", () => {
@@ -116,11 +67,4 @@ Deno.test("sameStatus ignores key order and undefined fields", () => {
   );
   assert.equal(sameStatus({ phase: "Active", vmName: undefined }, { phase: "Active" }), true);
   assert.equal(sameStatus({ phase: "Active" }, { phase: "Failed" }), false);
-});
-
-Deno.test("goDuration prints like Go's time.Duration for whole seconds", () => {
-  assert.equal(goDuration(HIBERNATE_TIMEOUT_MS), "3m0s");
-  assert.equal(goDuration(WAKE_TIMEOUT_MS), "5m0s");
-  assert.equal(goDuration(45_000), "45s");
-  assert.equal(goDuration(3_725_000), "1h2m5s");
 });

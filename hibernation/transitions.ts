@@ -26,24 +26,19 @@ import { patchStatus } from "../kube/client_patch.ts";
 import type { Writer } from "../kube/client.ts";
 import type { Clock } from "../kube/clock.ts";
 import type { EventRecorder, EventType } from "../kube/events.ts";
-import { hibernatePhaseDurationSeconds, wakePhaseDurationSeconds } from "../metrics/metrics.ts";
 import { direction } from "./direction.ts";
 import {
-  goDuration,
-  HIBERNATE_TIMEOUT_MS,
-  nextStatus,
-  type PhaseChange,
-  phaseEnteredAt,
+  ReasonHibernated,
+  ReasonHibernateTimedOut,
   ReasonHibernationConflict,
-  sameStatus,
-  WAKE_TIMEOUT_MS,
-} from "./status.ts";
-
-/** The phase a written status left, and when that phase had been entered. */
-interface Left {
-  phase: string | undefined;
-  enteredAtMs: number | undefined;
-}
+  ReasonRetryRequested,
+  ReasonWakeTimedOut,
+  ReasonWokenActive,
+  recordRequestEvent,
+} from "./events.ts";
+import { type LeftPhase, observePhaseExit } from "./metrics.ts";
+import { nextStatus, type PhaseChange, phaseEnteredAt, sameStatus } from "./status.ts";
+import { goDuration, HIBERNATE_TIMEOUT_MS, WAKE_TIMEOUT_MS } from "./timers.ts";
 
 /** What a transition needs: the API writer, the Event recorder and the time source. */
 export interface TransitionDeps {
@@ -83,15 +78,15 @@ export class PhaseTransitions {
           phase === CocoonHibernationPhaseHibernated
         ? HibernationDesireHibernate
         : HibernationDesireWake;
-      this.#event(hib, "Normal", "RetryRequested", `retrying ${desire} after prior failure`);
+      this.#event(hib, "Normal", ReasonRetryRequested, `retrying ${desire} after prior failure`);
     }
     if (phase === CocoonHibernationPhaseHibernated) {
       this.#observeExit(left, CocoonHibernationPhaseHibernating, "ok");
-      this.#event(hib, "Normal", "Hibernated", `snapshot ${vmName} pushed to the registry`);
+      this.#event(hib, "Normal", ReasonHibernated, `snapshot ${vmName} pushed to the registry`);
     } else if (phase === CocoonHibernationPhaseActive) {
       this.#observeExit(left, CocoonHibernationPhaseWaking, "ok");
       const pod = `${hib.metadata.namespace}/${hib.spec.podRef.name}`;
-      this.#event(hib, "Normal", "WokenActive", `pod ${pod} is running`);
+      this.#event(hib, "Normal", ReasonWokenActive, `pod ${pod} is running`);
     }
   }
 
@@ -117,14 +112,14 @@ export class PhaseTransitions {
       this.#event(
         hib,
         "Warning",
-        "HibernateTimedOut",
+        ReasonHibernateTimedOut,
         `snapshot ${vmName} not confirmed in the registry within ${limit}`,
       );
     } else {
       this.#event(
         hib,
         "Warning",
-        "WakeTimedOut",
+        ReasonWakeTimedOut,
         `vk-cocoon did not report the container running within ${limit}`,
       );
     }
@@ -149,24 +144,24 @@ export class PhaseTransitions {
   }
 
   /**
-   * Refuses hib because winner, an earlier request on the same VM, drives it the other way: phase
-   * Failed, Ready reason `Conflict`, and a `Conflict` Warning naming winner when the refusal is
-   * first written (or names a different winner).
+   * Refuses hib because earlier, an earlier request on the same VM, drives it the opposite way:
+   * phase Failed, Ready reason `Conflict`, and a `Conflict` Warning naming earlier when the
+   * refusal is first written (or names a different request).
    */
-  async conflict(
+  async refuseOpposing(
     hib: CocoonHibernation,
-    winner: CocoonHibernation,
+    earlier: CocoonHibernation,
     vmName: string,
     signal: AbortSignal,
   ): Promise<void> {
-    const way = direction(winner);
-    const message = way === winner.spec.desire
-      ? `CocoonHibernation ${winner.metadata.name} was created first and asks to ${way} VM ` +
+    const way = direction(earlier);
+    const message = way === earlier.spec.desire
+      ? `CocoonHibernation ${earlier.metadata.name} was created first and asks to ${way} VM ` +
         `${vmName}; this request to ${hib.spec.desire} waits until that one is deleted or asks ` +
         `the same`
-      : `CocoonHibernation ${winner.metadata.name} was created first and is still finishing its ` +
+      : `CocoonHibernation ${earlier.metadata.name} was created first and is still finishing its ` +
         `${way === HibernationDesireWake ? "wake" : "hibernation"} of VM ${vmName} (it asks to ` +
-        `${winner.spec.desire} next); this request to ${hib.spec.desire} waits until that one ` +
+        `${earlier.spec.desire} next); this request to ${hib.spec.desire} waits until that one ` +
         `is done or deleted`;
     const left = await this.#write(
       hib,
@@ -181,7 +176,7 @@ export class PhaseTransitions {
     hib: CocoonHibernation,
     change: PhaseChange,
     signal: AbortSignal,
-  ): Promise<Left | undefined> {
+  ): Promise<LeftPhase | undefined> {
     const next = nextStatus(hib, change, this.#deps.clock.now());
     if (sameStatus(hib.status, next)) return undefined;
     const left = { phase: hib.status?.phase, enteredAtMs: phaseEnteredAt(hib) };
@@ -191,16 +186,11 @@ export class PhaseTransitions {
     return left;
   }
 
-  #observeExit(left: Left, phase: string, result: "ok" | "timeout"): void {
-    if (left.phase !== phase || left.enteredAtMs === undefined) return;
-    const seconds = Math.max(0, (this.#deps.clock.now() - left.enteredAtMs) / 1000);
-    const histogram = phase === CocoonHibernationPhaseHibernating
-      ? hibernatePhaseDurationSeconds
-      : wakePhaseDurationSeconds;
-    histogram.observe({ result }, seconds);
+  #observeExit(left: LeftPhase, phase: string, result: "ok" | "timeout"): void {
+    observePhaseExit(left, phase, result, this.#deps.clock.now());
   }
 
   #event(hib: CocoonHibernation, type: EventType, reason: string, message: string): void {
-    this.#deps.recorder.event({ object: hib, resource: CocoonHibernations }, type, reason, message);
+    recordRequestEvent(this.#deps.recorder, hib, type, reason, message);
   }
 }

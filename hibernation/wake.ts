@@ -19,16 +19,16 @@ import { readHibernateState } from "../common/meta/hibernate.ts";
 import { vmLive, wakeBroughtVMBack } from "../common/meta/vm_liveness.ts";
 import { wrapError } from "../kube/errors.ts";
 import type { Result } from "../kube/reconcile.ts";
-import type { Pass, StepDeps } from "./pass.ts";
+import type { RequestPass, StepDeps } from "./pass.ts";
 import { dropHibernateTag } from "./tag.ts";
-import { phaseDeadlineExceeded, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./status.ts";
+import { phaseDeadlineExceeded, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./timers.ts";
 
 /**
  * One wake pass: Active once the VM is live (the tag dropped first), Failed past the 5-minute
  * deadline, otherwise Waking with a look again in 5 s. A failed tag delete does not hold the
  * wake back; it is logged at error level because a persistent one leaks every snapshot.
  */
-export async function reconcileWake(deps: StepDeps, pass: Pass): Promise<Result> {
+export async function reconcileWake(deps: StepDeps, pass: RequestPass): Promise<Result> {
   const { hib, pod, vmName, signal } = pass;
   if (readHibernateState(pod)) {
     try {

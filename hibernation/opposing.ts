@@ -1,7 +1,8 @@
 /**
- * Other CocoonHibernations that reach the same VM. Nothing in the API stops two requests from
- * naming one pod (cocoon-webhook does, when installed); these helpers decide who may act on the
- * VM and who keeps its `:hibernate` tag alive.
+ * Opposing requests (docs/hibernation.md, "One pass" step 5, and Differences 1): other
+ * CocoonHibernations that reach the same VM and would drive it the other way. Nothing in the API
+ * stops two requests from naming one pod (cocoon-webhook does, when installed); the earliest sets
+ * the direction, and a request opposing it is refused (problem.ts) and touches nothing.
  *
  * A request reaches a VM through its pod reference or through the VM name its status recorded.
  * Requests being deleted no longer count.
@@ -10,6 +11,7 @@
  */
 import { type CocoonHibernation, isValidHibernationDesire } from "../common/apis/v1/mod.ts";
 import { direction } from "./direction.ts";
+import type { RequestProblem } from "./problem.ts";
 
 function live(h: CocoonHibernation): boolean {
   return !h.metadata.deletionTimestamp;
@@ -47,20 +49,12 @@ export function opposingRequest(
   return earliest;
 }
 
-/**
- * Whether another live request still tracks the VM of a request being deleted (by status.vmName,
- * or by pod reference, which also covers a duplicate that has not written a status yet). The last
- * holder drops the shared `:hibernate` tag; dropping it earlier would leave the others reporting
- * Hibernated with no snapshot behind them.
- */
-export function vmHeldByAnother(
+/** The opposing problem of hib on vmName among namespaceRequests, or undefined when it may act. */
+export function opposingProblem(
   hib: CocoonHibernation,
   namespaceRequests: readonly CocoonHibernation[],
-): boolean {
-  const vmName = hib.status?.vmName ?? "";
-  const podName = hib.spec?.podRef?.name ?? "";
-  return namespaceRequests.some((o) =>
-    o.metadata.uid !== hib.metadata.uid && live(o) &&
-    ((o.status?.vmName ?? "") === vmName || (o.spec?.podRef?.name ?? "") === podName)
-  );
+  vmName: string,
+): RequestProblem | undefined {
+  const earlier = opposingRequest(hib, namespaceRequests, vmName);
+  return earlier ? { problem: "opposing", earlier, vmName } : undefined;
 }

@@ -1,0 +1,147 @@
+/**
+ * The finalizer (docs/hibernation.md, "One pass" steps 1 and 2, and "Finalizer and the
+ * `:hibernate` tag"): added in a pass of its own; on deletion it drops the `:hibernate` tag of the
+ * VM the request recorded, unless another live request still tracks that VM or its own wake is
+ * restoring from it, and lets the request go. The drop goes through the snapshot gate (tag.ts),
+ * which keeps the tag for every other claimant. A registry failure is logged at error level and
+ * never holds the deletion (the snapshot may then be left behind).
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import {
+  type CocoonHibernation,
+  CocoonHibernationPhaseWaking,
+  CocoonHibernations,
+} from "../common/apis/v1/mod.ts";
+import { HibernateSnapshotTag } from "../common/meta/keys.ts";
+import { vmLive } from "../common/meta/vm_liveness.ts";
+import { parseVMSpec } from "../common/meta/vmspec.ts";
+import type { Client } from "../kube/client.ts";
+import { patchObject } from "../kube/client_patch.ts";
+import { addFinalizer, removeFinalizer } from "../kube/controllerutil.ts";
+import type { EventRecorder } from "../kube/events.ts";
+import type { Registry } from "../snapshot/registry.ts";
+import { ReasonVMNameRefused, recordRequestEvent } from "./events.ts";
+import { dropHibernateTag } from "./tag.ts";
+import { readTargetPod, type TargetReaders } from "./target_pod.ts";
+import type { StripedLock } from "./vm_lock.ts";
+
+const log = getLogger(["cocoon-operator", "hibernation"]);
+
+/** Keeps a request until its VM's `:hibernate` tag has been dealt with. */
+export const HIBERNATION_FINALIZER = "cocoonhibernation.cocoonset.cocoonstack.io/finalizer";
+
+/** What the finalizer reads, deletes, records and locks with. */
+export interface FinalizerDeps extends TargetReaders {
+  client: Client;
+  registry: Registry;
+  recorder: EventRecorder;
+  locks: StripedLock;
+}
+
+/**
+ * Adds the finalizer when hib lacks it and says whether it did: that pass ends there, and the
+ * next one starts from the stored object, finalizer included (status untouched).
+ */
+export async function ensureFinalizer(
+  client: Client,
+  hib: CocoonHibernation,
+  signal: AbortSignal,
+): Promise<boolean> {
+  if (hib.metadata.finalizers?.includes(HIBERNATION_FINALIZER)) return false;
+  await patchObject(client, CocoonHibernations, hib, (h) => {
+    addFinalizer(h, HIBERNATION_FINALIZER);
+  }, { optimisticLock: true, signal });
+  return true;
+}
+
+/**
+ * Whether another live request still tracks the VM of a request being deleted (by status.vmName,
+ * or by pod reference, which also covers a duplicate that has not written a status yet). The last
+ * holder drops the shared `:hibernate` tag; dropping it earlier would leave the others reporting
+ * Hibernated with no snapshot behind them.
+ */
+export function vmHeldByAnother(
+  hib: CocoonHibernation,
+  namespaceRequests: readonly CocoonHibernation[],
+): boolean {
+  const vmName = hib.status?.vmName ?? "";
+  const podName = hib.spec?.podRef?.name ?? "";
+  return namespaceRequests.some((o) =>
+    o.metadata.uid !== hib.metadata.uid && !o.metadata.deletionTimestamp &&
+    ((o.status?.vmName ?? "") === vmName || (o.spec?.podRef?.name ?? "") === podName)
+  );
+}
+
+/**
+ * The request's own claim on the tag, which the gate leaves to it: it was Waking and the VM of
+ * its pod does not run yet, so vk-cocoon is restoring from the tag. Every other claimant (a
+ * hibernated or restoring pod, a set, another request) is the gate's.
+ */
+async function ownWakeNeedsTag(
+  readers: TargetReaders,
+  hib: CocoonHibernation,
+  vmName: string,
+  signal: AbortSignal,
+): Promise<boolean> {
+  if (hib.status?.phase !== CocoonHibernationPhaseWaking) return false;
+  const pod = await readTargetPod(
+    readers,
+    hib.metadata.namespace ?? "",
+    hib.spec.podRef.name,
+    signal,
+  );
+  if (pod === undefined || parseVMSpec(pod).vmName !== vmName) return false;
+  return !vmLive(pod);
+}
+
+/** Runs the finalizer of a request being deleted (see the module doc), under its VM's lock. */
+export async function finalize(
+  deps: FinalizerDeps,
+  hib: CocoonHibernation,
+  signal: AbortSignal,
+): Promise<void> {
+  const vmName = hib.status?.vmName ?? "";
+  // Lock the recorded VM: that is the tag touched here, whatever the spec names now.
+  const release = vmName ? await deps.locks.lock(vmName, signal) : () => {};
+  try {
+    if (vmName) {
+      const peers = await deps.client.list(CocoonHibernations, {
+        namespace: hib.metadata.namespace,
+        signal,
+      });
+      if (vmHeldByAnother(hib, peers.items)) {
+        log.info("keeping {vm}:{tag}: another CocoonHibernation still tracks it", {
+          vm: vmName,
+          tag: HibernateSnapshotTag,
+          hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
+        });
+      } else if (await ownWakeNeedsTag(deps, hib, vmName, signal)) {
+        log.warn("keeping {vm}:{tag}: pod {pod} is restoring from it", {
+          pod: hib.spec.podRef.name,
+          vm: vmName,
+          tag: HibernateSnapshotTag,
+          hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
+        });
+      } else {
+        // The gate keeps the tag for any claimant (a released seat, a migration, a hibernated
+        // pod), whoever's: that claimant's own flow drops it once done.
+        const verdict = await dropHibernateTag(
+          { reader: deps.apiReader, registry: deps.registry },
+          vmName,
+          hib,
+          signal,
+        );
+        if (verdict && !verdict.allowed && verdict.kind !== "claimed") {
+          recordRequestEvent(deps.recorder, hib, "Warning", ReasonVMNameRefused, verdict.message);
+        }
+      }
+    }
+    await patchObject(deps.client, CocoonHibernations, hib, (h) => {
+      removeFinalizer(h, HIBERNATION_FINALIZER);
+    }, { optimisticLock: true, signal });
+  } finally {
+    release();
+  }
+}
