@@ -11,7 +11,11 @@ import {
   type CocoonHibernationStatus,
   type HibernationDesire,
 } from "../common/apis/v1/mod.ts";
-import type { Condition } from "../common/k8s/condition.ts";
+import {
+  type Condition,
+  ConditionTypeReady,
+  findStatusCondition,
+} from "../common/k8s/condition.ts";
 import { applyHibernateState } from "../common/meta/hibernate.ts";
 import {
   AnnotationCocoonSetGeneration,
@@ -27,6 +31,7 @@ import type { KubeObject } from "../kube/object.ts";
 import type { Result } from "../kube/reconcile.ts";
 import { FakeClient } from "../kube/testing/fake.ts";
 import { FakeClock } from "../kube/testing/fake_clock.ts";
+import { metricValue } from "../kube/testing/metrics.ts";
 import { rfc3339 } from "../kube/time.ts";
 import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
@@ -36,6 +41,25 @@ import { HibernationReconciler } from "./reconciler.ts";
 export const NS = "ns";
 export const POD = "demo-0";
 export const VM = "vk-ns-demo-0";
+/** vk-cocoon's lifecycle pair of a hibernated VM at the pods' (zero) generation stamp. */
+export const hibernatedLifecycle = { state: "hibernated", observedGeneration: 0 };
+
+/** The Ready condition of a status. */
+export function readyOf(
+  status: { conditions?: Parameters<typeof findStatusCondition>[0] } | undefined,
+): Condition | undefined {
+  return findStatusCondition(status?.conditions, ConditionTypeReady);
+}
+
+/** Observations so far of a phase-duration histogram with result. */
+export async function histogramCount(
+  family: "hibernate" | "wake",
+  result: string,
+): Promise<number> {
+  return await metricValue(`cocoon_operator_${family}_phase_duration_seconds_count`, { result }) ??
+    0;
+}
+
 /** The fake clock's start: every timestamp in these tests is relative to it. */
 export const T0 = Date.parse("2026-03-02T10:00:00Z");
 

@@ -8,8 +8,19 @@ import {
   CocoonHibernationPhasePending,
   CocoonHibernationPhaseWaking,
 } from "../common/apis/v1/mod.ts";
-import { at, ready, request, T0 } from "./_fixtures.ts";
+import {
+  at,
+  Harness,
+  hibernatedLifecycle,
+  ready,
+  readyOf,
+  request,
+  T0,
+  VM,
+  vmPod,
+} from "./_fixtures.ts";
 import { nextStatus, readyCondition, sameStatus } from "./status.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
 
 Deno.test("readyCondition maps each phase to Ready's status and reason", () => {
   const cases: [CocoonHibernationPhase, string, string][] = [
@@ -67,4 +78,29 @@ Deno.test("sameStatus ignores key order and undefined fields", () => {
   );
   assert.equal(sameStatus({ phase: "Active", vmName: undefined }, { phase: "Active" }), true);
   assert.equal(sameStatus({ phase: "Active" }, { phase: "Failed" }), false);
+});
+
+// --- conditions follow the phase (Differences from the Go operator) --------------------------
+
+Deno.test("a Ready condition that contradicts the phase is rewritten", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Hibernate", {
+      status: {
+        phase: CocoonHibernationPhaseHibernated,
+        vmName: VM,
+        observedGeneration: 1,
+        conditions: [ready("False", "Pending", at(-60_000), "Hibernating")],
+      },
+    }),
+    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+  ], { registry });
+  await h.reconcile("hib");
+  const got = await h.hib("hib");
+  assert.equal(got.status?.phase, CocoonHibernationPhaseHibernated);
+  assert.equal(readyOf(got.status)?.status, "True");
+  assert.equal(readyOf(got.status)?.reason, "Done");
+  assert.equal(readyOf(got.status)?.message, "Hibernated");
+  await h.close();
 });

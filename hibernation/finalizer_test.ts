@@ -1,0 +1,192 @@
+/**
+ * The finalizer on the fake API (finalizer.ts): added in a pass of its own, the tag dropped or
+ * kept on deletion.
+ */
+import assert from "node:assert/strict";
+import {
+  CocoonHibernationPhaseHibernated,
+  CocoonHibernationPhaseHibernating,
+  CocoonHibernationPhaseWaking,
+  CocoonHibernations,
+  type CocoonHibernationStatus,
+} from "../common/apis/v1/mod.ts";
+import { readHibernateState } from "../common/meta/hibernate.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
+import { Harness, hibernatedLifecycle, NS, request, VM, vmPod } from "./_fixtures.ts";
+import { HIBERNATION_FINALIZER } from "./finalizer.ts";
+
+// --- finalizer -------------------------------------------------------------------------------
+
+Deno.test("adds the finalizer in a pass of its own and requeues, status untouched", async () => {
+  const h = Harness.create([request("hib", "Hibernate", { finalizers: [] }), vmPod()]);
+  const res = await h.reconcile("hib");
+  assert.deepEqual(res, { requeue: true });
+  const got = await h.hib("hib");
+  assert.deepEqual(got.metadata.finalizers, [HIBERNATION_FINALIZER]);
+  assert.equal(got.status?.phase, undefined);
+  assert.equal(readHibernateState(await h.pod()), false, "no pod write in the finalizer pass");
+  await h.close();
+});
+
+Deno.test("delete drops the VM's :hibernate tag and removes the finalizer", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Hibernate", { deleting: true, status: { vmName: VM } }),
+  ], { registry });
+  assert.deepEqual(await h.reconcile("hib"), {});
+  assert.equal(registry.contains(VM, "hibernate"), false);
+  assert.equal(await h.gone("hib"), true, "finalizer removed, object gone");
+  await h.close();
+});
+
+Deno.test("delete removes the finalizer even when the tag delete fails", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  registry.failNext("deleteManifest", new Error("registry unavailable"), { times: Infinity });
+  const h = Harness.create([
+    request("hib", "Hibernate", { deleting: true, status: { vmName: VM } }),
+  ], { registry });
+  assert.deepEqual(await h.reconcile("hib"), {});
+  assert.equal(registry.callsOf("deleteManifest", VM).length, 1);
+  assert.equal(await h.gone("hib"), true);
+  await h.close();
+});
+
+Deno.test("delete makes no registry call when the request never recorded a VM", async () => {
+  const registry = new FakeRegistry();
+  const h = Harness.create([request("hib", "Hibernate", { deleting: true })], { registry });
+  await h.reconcile("hib");
+  assert.equal(registry.calls.length, 0);
+  assert.equal(await h.gone("hib"), true);
+  await h.close();
+});
+
+Deno.test("delete keeps the tag while another live request tracks the VM; the last drops it", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const hibernated: CocoonHibernationStatus = {
+    vmName: VM,
+    phase: CocoonHibernationPhaseHibernated,
+  };
+  const h = Harness.create([
+    request("a", "Hibernate", { deleting: true, status: hibernated }),
+    request("b", "Hibernate", { status: hibernated }),
+  ], { registry });
+  await h.reconcile("a");
+  assert.equal(await h.gone("a"), true);
+  assert.equal(registry.contains(VM, "hibernate"), true, "b still holds the VM");
+  assert.equal(registry.callsOf("deleteManifest").length, 0);
+
+  await h.api.delete(CocoonHibernations, NS, "b");
+  await h.reconcile("b");
+  assert.equal(await h.gone("b"), true);
+  assert.equal(registry.contains(VM, "hibernate"), false, "the last holder drops the tag");
+  await h.close();
+});
+
+Deno.test("delete keeps the tag for a duplicate that has not reconciled yet (podRef match)", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("a", "Hibernate", { deleting: true, status: { vmName: VM } }),
+    request("c", "Hibernate", { finalizers: [] }),
+  ], { registry });
+  await h.reconcile("a");
+  assert.equal(registry.contains(VM, "hibernate"), true);
+  assert.equal(registry.callsOf("deleteManifest").length, 0);
+  await h.close();
+});
+
+// A Waking request has withdrawn the hibernate annotation: vk-cocoon is restoring the VM from
+// `:hibernate`. Its finalizer dropped that tag under the restore, which then failed for good.
+Deno.test("delete while Waking keeps the tag until the restored VM runs", async (t) => {
+  const waking: CocoonHibernationStatus = { vmName: VM, phase: CocoonHibernationPhaseWaking };
+  await t.step("restore in flight: the tag stays, the finalizer goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Wake", { deleting: true, status: waking }),
+      vmPod({ lifecycle: hibernatedLifecycle }),
+    ], { registry });
+    assert.deepEqual(await h.reconcile("hib"), {});
+    assert.equal(await h.gone("hib"), true);
+    assert.equal(registry.contains(VM, "hibernate"), true);
+    assert.equal(registry.callsOf("deleteManifest").length, 0);
+    await h.close();
+  });
+  await t.step("the VM already runs again: the tag goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Wake", { deleting: true, status: waking }),
+      vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }),
+    ], { registry });
+    await h.reconcile("hib");
+    assert.equal(await h.gone("hib"), true);
+    assert.equal(registry.contains(VM, "hibernate"), false);
+    await h.close();
+  });
+  await t.step("the pod is gone: the tag goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([request("hib", "Wake", { deleting: true, status: waking })], {
+      registry,
+    });
+    await h.reconcile("hib");
+    assert.equal(await h.gone("hib"), true);
+    assert.equal(registry.contains(VM, "hibernate"), false);
+    await h.close();
+  });
+});
+
+Deno.test("delete keeps the tag while the pod is still asked to hibernate (its VM's state is only there)", async (t) => {
+  const phases: [string, CocoonHibernationStatus][] = [
+    ["Hibernated", { vmName: VM, phase: CocoonHibernationPhaseHibernated }],
+    ["Hibernating", { vmName: VM, phase: CocoonHibernationPhaseHibernating }],
+  ];
+  for (const [name, status] of phases) {
+    await t.step(`${name}: the tag stays, the finalizer goes`, async () => {
+      const registry = new FakeRegistry();
+      registry.put(VM, "hibernate");
+      const h = Harness.create([
+        request("hib", "Hibernate", { deleting: true, status }),
+        vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+      ], { registry });
+      assert.deepEqual(await h.reconcile("hib"), {});
+      assert.equal(await h.gone("hib"), true);
+      assert.equal(registry.contains(VM, "hibernate"), true);
+      assert.equal(registry.callsOf("deleteManifest").length, 0);
+      await h.close();
+    });
+  }
+  await t.step("the pod was woken by hand and runs: the tag goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Hibernate", {
+        deleting: true,
+        status: { vmName: VM, phase: CocoonHibernationPhaseHibernated },
+      }),
+      vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }),
+    ], { registry });
+    await h.reconcile("hib");
+    assert.equal(await h.gone("hib"), true);
+    assert.equal(registry.contains(VM, "hibernate"), false);
+    await h.close();
+  });
+  await t.step("the pod now runs another VM: the recorded VM's tag goes", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Hibernate", {
+        deleting: true,
+        status: { vmName: VM, phase: CocoonHibernationPhaseHibernated },
+      }),
+      vmPod({ vmName: "vk-other", hibernate: true }),
+    ], { registry });
+    await h.reconcile("hib");
+    assert.equal(registry.contains(VM, "hibernate"), false);
+    await h.close();
+  });
+});

@@ -1,0 +1,171 @@
+/**
+ * Opposing requests on one VM on the fake API (opposing.ts; docs/hibernation.md, Differences 1).
+ */
+import assert from "node:assert/strict";
+import {
+  CocoonHibernationPhaseActive,
+  CocoonHibernationPhaseFailed,
+  CocoonHibernationPhaseHibernated,
+  CocoonHibernationPhaseHibernating,
+  CocoonHibernationPhaseWaking,
+  CocoonHibernations,
+} from "../common/apis/v1/mod.ts";
+import { readHibernateState } from "../common/meta/hibernate.ts";
+import { Pods } from "../kube/core.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
+import { at, Harness, hibernatedLifecycle, NS, readyOf, request, VM, vmPod } from "./_fixtures.ts";
+import { REQUEUE_INTERVAL_MS } from "./timers.ts";
+
+// --- opposite requests on one VM (Differences from the Go operator) --------------------------
+
+Deno.test("opposite requests: the later one is refused with Conflict and touches nothing", async () => {
+  const registry = new FakeRegistry();
+  const h = Harness.create([
+    request("a", "Hibernate", { created: at(-10_000) }),
+    request("b", "Wake", { created: at(-5_000) }),
+    vmPod({ vmID: "vmid-1", running: true }),
+  ], { registry });
+  assert.deepEqual(await h.reconcile("a"), { requeueAfter: REQUEUE_INTERVAL_MS });
+  assert.equal(readHibernateState(await h.pod()), true);
+
+  const podRv = (await h.pod()).metadata.resourceVersion;
+  assert.deepEqual(await h.reconcile("b"), { requeueAfter: REQUEUE_INTERVAL_MS });
+  const b = await h.hib("b");
+  assert.equal(b.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(readyOf(b.status)?.reason, "Conflict");
+  assert.match(readyOf(b.status)?.message ?? "", /CocoonHibernation a .*Hibernate VM vk-ns-demo-0/);
+  assert.equal((await h.pod()).metadata.resourceVersion, podRv, "the refused request left the pod");
+  assert.equal(registry.calls.length, 0);
+  const conflict = (await h.events()).find((e) => e.reason === "Conflict");
+  assert.equal(conflict?.type, "Warning");
+  assert.equal(conflict?.involvedObject.name, "b");
+  assert.match(conflict?.message ?? "", /CocoonHibernation a /);
+
+  // While the refusal lasts, a pass costs no write at all.
+  const writes = h.writes();
+  for (let i = 0; i < 3; i++) {
+    assert.deepEqual(await h.reconcile("b"), { requeueAfter: REQUEUE_INTERVAL_MS });
+    assert.deepEqual(await h.reconcile("a"), { requeueAfter: REQUEUE_INTERVAL_MS });
+  }
+  assert.equal(h.writes(), writes);
+  assert.deepEqual(await h.reasons("b"), ["Conflict"]);
+  await h.close();
+});
+
+Deno.test("opposite requests: the refused one proceeds once the earlier one is gone", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("a", "Hibernate", {
+      created: at(-10_000),
+      status: { phase: CocoonHibernationPhaseHibernated, vmName: VM },
+    }),
+    request("b", "Wake", { created: at(-5_000) }),
+    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+  ], { registry });
+  await h.reconcile("b");
+  assert.equal((await h.hib("b")).status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(readHibernateState(await h.pod()), true, "the VM keeps the earlier request's state");
+
+  await h.api.delete(CocoonHibernations, NS, "a");
+  await h.reconcile("a");
+  assert.equal(await h.gone("a"), true);
+  assert.equal(registry.contains(VM, "hibernate"), true, "b still tracks the VM (podRef)");
+  await h.reconcile("b");
+  assert.equal((await h.hib("b")).status?.phase, CocoonHibernationPhaseWaking);
+  assert.equal(readHibernateState(await h.pod()), false);
+  assert.deepEqual(await h.reasons("b"), ["Conflict", "RetryRequested"]);
+  await h.close();
+});
+
+Deno.test("opposite requests: a later request that agrees with the earliest still acts", async () => {
+  const h = Harness.create([
+    request("a", "Hibernate", { created: at(-10_000) }),
+    request("b", "Wake", { created: at(-5_000) }),
+    request("c", "Hibernate", { created: at(-1_000) }),
+    vmPod(),
+  ]);
+  await h.reconcile("c");
+  assert.equal((await h.hib("c")).status?.phase, CocoonHibernationPhaseHibernating);
+  await h.reconcile("b");
+  assert.equal((await h.hib("b")).status?.phase, CocoonHibernationPhaseFailed);
+  await h.close();
+});
+
+Deno.test("opposite requests: the earliest's transition in flight sets the direction, not its new desire", async (t) => {
+  await t.step(
+    "Hibernate asked of a VM the earliest is still waking waits for the wake",
+    async () => {
+      const registry = new FakeRegistry();
+      registry.put(VM, "hibernate");
+      const h = Harness.create([
+        // Flipped back to Hibernate mid-wake: it keeps waking until Active.
+        request("a", "Hibernate", {
+          created: at(-10_000),
+          status: { phase: CocoonHibernationPhaseWaking, vmName: VM },
+        }),
+        request("b", "Hibernate", { created: at(-5_000) }),
+        vmPod({ lifecycle: hibernatedLifecycle }),
+      ], { registry });
+      const podRv = (await h.pod()).metadata.resourceVersion;
+      assert.deepEqual(await h.reconcile("b"), { requeueAfter: REQUEUE_INTERVAL_MS });
+      assert.equal((await h.pod()).metadata.resourceVersion, podRv, "no hibernate asked mid-wake");
+      const b = await h.hib("b");
+      assert.equal(b.status?.phase, CocoonHibernationPhaseFailed);
+      assert.equal(readyOf(b.status)?.reason, "Conflict");
+      assert.match(
+        readyOf(b.status)?.message ?? "",
+        /CocoonHibernation a .* wake of VM vk-ns-demo-0/,
+      );
+      assert.equal(registry.calls.length, 0);
+
+      // The wake done, a turns to its Hibernate and b agrees with it again.
+      h.api.seed(Pods, vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }));
+      await h.reconcile("a");
+      assert.equal((await h.hib("a")).status?.phase, CocoonHibernationPhaseActive);
+      await h.reconcile("a");
+      assert.equal((await h.hib("a")).status?.phase, CocoonHibernationPhaseHibernating);
+      await h.reconcile("b");
+      assert.equal((await h.hib("b")).status?.phase, CocoonHibernationPhaseHibernating);
+      assert.deepEqual(await h.reasons("b"), ["Conflict", "RetryRequested"]);
+      await h.close();
+    },
+  );
+
+  await t.step(
+    "Wake asked of a VM the earliest is still hibernating keeps the snapshot",
+    async () => {
+      const registry = new FakeRegistry();
+      registry.put(VM, "hibernate");
+      const h = Harness.create([
+        // Flipped to Wake mid-hibernate: it keeps hibernating until Hibernated.
+        request("a", "Wake", {
+          created: at(-10_000),
+          status: { phase: CocoonHibernationPhaseHibernating, vmName: VM },
+        }),
+        request("b", "Wake", { created: at(-5_000) }),
+        // A lagging view of the pod: still running with its old VM id.
+        vmPod({ hibernate: true, vmID: "vmid-old", running: true }),
+      ], { registry });
+      assert.deepEqual(await h.reconcile("b"), { requeueAfter: REQUEUE_INTERVAL_MS });
+      assert.equal(readHibernateState(await h.pod()), true, "the hibernation is not withdrawn");
+      assert.equal(registry.contains(VM, "hibernate"), true, "no tag GC off a stale view");
+      assert.equal(registry.callsOf("deleteManifest").length, 0);
+      assert.equal(readyOf((await h.hib("b")).status)?.reason, "Conflict");
+      await h.close();
+    },
+  );
+});
+
+Deno.test("opposite requests created in the same second: the name decides, consistently", async () => {
+  const h = Harness.create([
+    request("x", "Wake", { created: at(0) }),
+    request("y", "Hibernate", { created: at(0) }),
+    vmPod(),
+  ]);
+  await h.reconcile("y");
+  await h.reconcile("x");
+  assert.equal((await h.hib("y")).status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal((await h.hib("x")).status?.phase, CocoonHibernationPhaseWaking);
+  await h.close();
+});

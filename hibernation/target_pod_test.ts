@@ -1,0 +1,114 @@
+/**
+ * The target pod on the fake API (target_pod.ts): Pending while it or its VM name is missing, and
+ * the read past the cache.
+ */
+import assert from "node:assert/strict";
+import {
+  type CocoonHibernationPhase,
+  CocoonHibernationPhaseHibernated,
+  CocoonHibernationPhaseHibernating,
+  CocoonHibernationPhasePending,
+  CocoonHibernationPhaseWaking,
+} from "../common/apis/v1/mod.ts";
+import { readHibernateState } from "../common/meta/hibernate.ts";
+import { newApiError } from "../kube/errors.ts";
+import { type KubeObject } from "../kube/object.ts";
+import { at, Harness, NS, POD, ready, readyOf, request, VM, vmPod } from "./_fixtures.ts";
+import { REQUEUE_INTERVAL_MS } from "./timers.ts";
+
+// --- pending -----------------------------------------------------------------------------------
+
+Deno.test("a missing pod parks the request on Pending and requeues in 5 s", async () => {
+  const h = Harness.create([request("hib", "Hibernate")]);
+  assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
+  const got = await h.hib("hib");
+  assert.equal(got.status?.phase, CocoonHibernationPhasePending);
+  assert.equal(readyOf(got.status)?.message, `pod ${NS}/${POD} not yet present`);
+  assert.equal(readyOf(got.status)?.reason, "Pending");
+  await h.close();
+});
+
+Deno.test("a pod without a VM name parks the request on Pending and requeues in 5 s", async () => {
+  const h = Harness.create([request("hib", "Hibernate"), vmPod({ vmName: null })]);
+  assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
+  const got = await h.hib("hib");
+  assert.equal(got.status?.phase, CocoonHibernationPhasePending);
+  assert.equal(
+    readyOf(got.status)?.message,
+    `pod ${NS}/${POD} has no vm.cocoonstack.io/name annotation yet`,
+  );
+  assert.equal(readHibernateState(await h.pod()), false, "nothing asked of a pod with no VM");
+  await h.close();
+});
+
+Deno.test("Hibernated and Waking survive pod gaps (pod missing or without VM name)", async (t) => {
+  for (const gap of ["pod missing", "pod without vmname"]) {
+    const phases: CocoonHibernationPhase[] = [
+      CocoonHibernationPhaseHibernated,
+      CocoonHibernationPhaseWaking,
+    ];
+    for (const phase of phases) {
+      await t.step(`${gap}/${phase}`, async () => {
+        const objects: KubeObject[] = [
+          request("hib", "Hibernate", { status: { phase, vmName: VM } }),
+        ];
+        if (gap === "pod without vmname") objects.push(vmPod({ vmName: null }));
+        const h = Harness.create(objects);
+        const before = (await h.hib("hib")).metadata.resourceVersion;
+        assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
+        const got = await h.hib("hib");
+        assert.equal(got.status?.phase, phase);
+        assert.equal(got.metadata.resourceVersion, before, "no status write");
+        await h.close();
+      });
+    }
+  }
+});
+
+Deno.test("Pending is rewritten when only the generation moved", async () => {
+  const msg = `pod ${NS}/${POD} not yet present`;
+  const h = Harness.create([request("hib", "Hibernate", {
+    generation: 4,
+    status: {
+      phase: CocoonHibernationPhasePending,
+      observedGeneration: 3,
+      conditions: [ready("False", "Pending", at(-1000), msg)],
+    },
+  })]);
+  await h.reconcile("hib");
+  const got = await h.hib("hib");
+  assert.equal(got.status?.observedGeneration, 4);
+  assert.equal(readyOf(got.status)?.observedGeneration, 4);
+  // Unchanged afterwards: no further write.
+  const rv = got.metadata.resourceVersion;
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).metadata.resourceVersion, rv);
+  await h.close();
+});
+
+// --- target pods outside the pod cache -------------------------------------------------------
+
+Deno.test("a target pod the cache does not hold is read from the API server", async () => {
+  const h = Harness.create([request("hib", "Hibernate"), vmPod()], {
+    // A pod cache scoped to CocoonSet pods: this unlabelled pod is not in it.
+    cachedClient: (api) =>
+      new Proxy(api, {
+        get(target, prop, receiver) {
+          if (prop === "get") {
+            return async (...args: Parameters<typeof api.get>) => {
+              if (args[0].plural === "pods") {
+                throw newApiError(404, "NotFound", { resource: "pods" }, "not in cache");
+              }
+              return await target.get(...args);
+            };
+          }
+          const v = Reflect.get(target, prop, receiver);
+          return typeof v === "function" ? v.bind(target) : v;
+        },
+      }),
+  });
+  assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal(readHibernateState(await h.pod()), true);
+  await h.close();
+});

@@ -1,0 +1,184 @@
+/**
+ * The wake step on the fake API (wake.ts): the counterparts of the Go operator's wake tests
+ * (named after them in tests/PARITY.md) and what this port adds.
+ */
+import assert from "node:assert/strict";
+import {
+  CocoonHibernationPhaseActive,
+  CocoonHibernationPhaseFailed,
+  CocoonHibernationPhaseHibernated,
+  CocoonHibernationPhaseWaking,
+} from "../common/apis/v1/mod.ts";
+import { readHibernateState } from "../common/meta/hibernate.ts";
+import { AnnotationHibernate } from "../common/meta/keys.ts";
+import { Pods } from "../kube/core.ts";
+import { parseRfc3339 } from "../kube/time.ts";
+import { FakeRegistry } from "../snapshot/testing/fake.ts";
+import {
+  at,
+  Harness,
+  hibernatedLifecycle,
+  histogramCount,
+  NS,
+  POD,
+  ready,
+  readyOf,
+  request,
+  VM,
+  vmPod,
+} from "./_fixtures.ts";
+import { REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./timers.ts";
+
+// --- wake ------------------------------------------------------------------------------------
+
+Deno.test("wake: clears the annotation, waits in Waking, keeps the tag", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseHibernated, vmName: VM } }),
+    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+  ], { registry });
+  assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
+  const pod = await h.pod();
+  assert.equal(pod.metadata.annotations?.[AnnotationHibernate], undefined);
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseWaking);
+  assert.equal(registry.contains(VM, "hibernate"), true);
+  // Idempotent: an already-clear annotation is not patched again.
+  const podWrites = h.writes("pods");
+  await h.reconcile("hib");
+  assert.equal(h.writes("pods"), podWrites);
+  await h.close();
+});
+
+Deno.test("wake: past 5 minutes → Failed, WakeTimedOut, histogram result=timeout", async () => {
+  const timeouts = await histogramCount("wake", "timeout");
+  const h = Harness.create([
+    request("hib", "Wake", {
+      status: {
+        phase: CocoonHibernationPhaseWaking,
+        vmName: VM,
+        conditions: [ready("False", "Pending", at(-2 * WAKE_TIMEOUT_MS))],
+      },
+    }),
+    vmPod(),
+  ]);
+  assert.deepEqual(await h.reconcile("hib"), {});
+  const got = await h.hib("hib");
+  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(
+    readyOf(got.status)?.message,
+    "wake timed out after 5m0s; vk-cocoon never reported the container running",
+  );
+  assert.deepEqual(await h.reasons("hib"), ["WakeTimedOut"]);
+  assert.equal(await histogramCount("wake", "timeout"), timeouts + 1);
+  await h.close();
+});
+
+Deno.test("wake: Failed re-enters Waking with a fresh clock that does not re-trip", async () => {
+  const stale = at(-2 * WAKE_TIMEOUT_MS);
+  const h = Harness.create([
+    request("hib", "Wake", {
+      status: {
+        phase: CocoonHibernationPhaseFailed,
+        conditions: [ready("False", "Failed", stale)],
+      },
+    }),
+    vmPod(),
+  ]);
+  await h.reconcile("hib");
+  let got = await h.hib("hib");
+  assert.equal(got.status?.phase, CocoonHibernationPhaseWaking);
+  assert.ok(parseRfc3339(readyOf(got.status)?.lastTransitionTime)! > parseRfc3339(stale)!);
+  await h.reconcile("hib");
+  got = await h.hib("hib");
+  assert.equal(got.status?.phase, CocoonHibernationPhaseWaking, "the deadline must not re-trip");
+  assert.deepEqual(await h.reasons("hib"), ["RetryRequested"]);
+  await h.close();
+});
+
+Deno.test("wake: fast path — a live VM clears the residue and goes Active in one pass", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseWaking } }),
+    vmPod({ hibernate: true, vmID: "vmid-live", running: true }),
+  ], { registry });
+  assert.deepEqual(await h.reconcile("hib"), {});
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal(readHibernateState(await h.pod()), false);
+  assert.equal(registry.contains(VM, "hibernate"), false);
+  await h.close();
+});
+
+Deno.test("wake: VM live → tag dropped, Active, WokenActive and histogram ok once", async () => {
+  const oks = await histogramCount("wake", "ok");
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseHibernated, vmName: VM } }),
+    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+  ], { registry });
+  await h.reconcile("hib");
+  assert.equal(registry.contains(VM, "hibernate"), true, "kept while the VM is not live");
+  h.clock.advance(20_000);
+  // vk restores: a fresh VM id and a running container.
+  h.api.seed(Pods, vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }));
+  assert.deepEqual(await h.reconcile("hib"), {});
+  const got = await h.hib("hib");
+  assert.equal(got.status?.phase, CocoonHibernationPhaseActive);
+  assert.equal(readyOf(got.status)?.status, "True");
+  assert.equal(registry.contains(VM, "hibernate"), false);
+  await h.reconcile("hib");
+  assert.deepEqual(await h.reasons("hib"), ["WokenActive"]);
+  const event = (await h.events()).find((e) => e.reason === "WokenActive");
+  assert.equal(event?.message, `pod ${NS}/${POD} is running`);
+  assert.equal(await histogramCount("wake", "ok"), oks + 1);
+  await h.close();
+});
+
+// vk-cocoon pushes `:hibernate` before it tears the VM down and clears its id; the contract has it
+// report lifecycle-state=hibernating meanwhile. A wake landing in that window saw the old VM
+// still "live", dropped the snapshot and went Active — and then vk-cocoon removed the VM and found
+// no snapshot to restore it from.
+Deno.test("wake: a VM vk-cocoon is still hibernating is not live; the tag outlives it", async () => {
+  const registry = new FakeRegistry();
+  const h = Harness.create([
+    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseActive, vmName: VM } }),
+    // A suspend raced the Wake: vk-cocoon has pushed the snapshot, the old VM still shows.
+    vmPod({
+      hibernate: true,
+      vmID: "vmid-old",
+      running: true,
+      lifecycle: { state: "hibernating" },
+    }),
+  ], { registry });
+  registry.put(VM, "hibernate");
+  assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
+  assert.equal(readHibernateState(await h.pod()), false, "the hibernate request is withdrawn");
+  assert.equal(registry.contains(VM, "hibernate"), true, "the snapshot is kept");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseWaking);
+
+  // The hibernation completes (VM gone), then vk-cocoon restores from the snapshot.
+  h.api.seed(Pods, vmPod({ lifecycle: hibernatedLifecycle }));
+  await h.reconcile("hib");
+  assert.equal(registry.contains(VM, "hibernate"), true, "kept until the restored VM runs");
+  h.api.seed(Pods, vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }));
+  assert.deepEqual(await h.reconcile("hib"), {});
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal(registry.contains(VM, "hibernate"), false);
+  await h.close();
+});
+
+Deno.test("wake: a failing tag delete is logged and the wake still completes", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  registry.failNext("deleteManifest", new Error("denied"), { times: Infinity });
+  const h = Harness.create([
+    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseWaking, vmName: VM } }),
+    vmPod({ vmID: "vmid-new", running: true }),
+  ], { registry });
+  assert.deepEqual(await h.reconcile("hib"), {});
+  assert.equal(registry.callsOf("deleteManifest", VM).length, 1, "the tag delete was tried");
+  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
+  await h.close();
+});
