@@ -1,6 +1,7 @@
 /**
- * The hibernate step: ask vk-cocoon to hibernate the VM (the pod's hibernate annotation), then
- * poll until this round's hibernation is confirmed or the deadline passes.
+ * The hibernate step (docs/hibernation.md, "What a request does", `Hibernate`): ask vk-cocoon to
+ * hibernate the VM (the pod's hibernate annotation), then poll until this round's hibernation is
+ * confirmed or the deadline passes.
  *
  * Confirmation needs both signals, in this order: the VM's own confirmation on the pod
  * (vmHibernationConfirmed in common/meta, the rule a migration and a suspend use too: vk-cocoon's
@@ -25,11 +26,35 @@ import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import type { RequestPass, StepDeps } from "./pass.ts";
 import { HIBERNATE_TIMEOUT_MS, phaseDeadlineExceeded, REQUEUE_INTERVAL_MS } from "./timers.ts";
 
+/** What the registry said about `<vm>:hibernate` this pass; "unprobed" until the VM confirmed. */
+export type SnapshotProbe = "present" | "absent" | "error" | "unprobed";
+
+/** The one thing a hibernate pass does, decided by hibernateOutcome. */
+export type HibernateOutcome =
+  /** Both signals are there: enter Hibernated. */
+  | "hibernated"
+  /** The registry could not be asked and there is time left: fail the pass, retried with backoff. */
+  | "retry"
+  /** Hibernating for longer than its deadline: Failed, `HibernateTimedOut`. */
+  | "timed-out"
+  /** Still waiting for the VM or its snapshot: Hibernating, look again in 5 s. */
+  | "hibernating";
+
+/**
+ * The outcome of a hibernate pass from this round's snapshot probe and the deadline. A present
+ * snapshot wins even past the deadline; a probe error is never read as "absent" before the
+ * deadline, and at the deadline it no longer holds the request.
+ */
+export function hibernateOutcome(snapshot: SnapshotProbe, expired: boolean): HibernateOutcome {
+  if (snapshot === "present") return "hibernated";
+  if (expired) return "timed-out";
+  return snapshot === "error" ? "retry" : "hibernating";
+}
+
 /**
  * One hibernate pass: Hibernated once confirmed, Failed past the 3-minute deadline, otherwise
- * Hibernating with a look again in 5 s. A registry probe error before the deadline is thrown (the
- * controller retries with backoff) and never read as "absent"; at the deadline it no longer holds
- * the request in Hibernating.
+ * Hibernating with a look again in 5 s (hibernateOutcome). A registry probe error before the
+ * deadline is thrown (the controller retries with backoff).
  */
 export async function reconcileHibernate(deps: StepDeps, pass: RequestPass): Promise<Result> {
   const { hib, pod, vmName, signal } = pass;
@@ -38,31 +63,37 @@ export async function reconcileHibernate(deps: StepDeps, pass: RequestPass): Pro
   } catch (err) {
     throw wrapError(`set hibernate annotation on pod ${pod.metadata.name}`, err);
   }
-  const expired = () =>
-    phaseDeadlineExceeded(
-      hib,
-      CocoonHibernationPhaseHibernating,
-      HIBERNATE_TIMEOUT_MS,
-      deps.clock.now(),
-    );
+  let snapshot: SnapshotProbe = "unprobed";
+  let probeError: unknown;
+  // The registry is asked only once the VM confirmed: a tag left by an earlier round must not
+  // pass for this one's snapshot.
   if (await vmHibernationConfirmedStored(deps, pod, signal)) {
-    let present = false;
     try {
-      present = await hasHibernateSnapshot(deps.registry, vmName, signal);
+      snapshot = await hasHibernateSnapshot(deps.registry, vmName, signal) ? "present" : "absent";
     } catch (err) {
-      if (!expired()) throw err;
+      snapshot = "error";
+      probeError = err;
     }
-    if (present) {
+  }
+  const expired = phaseDeadlineExceeded(
+    hib,
+    CocoonHibernationPhaseHibernating,
+    HIBERNATE_TIMEOUT_MS,
+    deps.clock.now(),
+  );
+  switch (hibernateOutcome(snapshot, expired)) {
+    case "hibernated":
       await deps.transitions.enter(hib, CocoonHibernationPhaseHibernated, vmName, signal);
       return {};
-    }
+    case "retry":
+      throw probeError;
+    case "timed-out":
+      await deps.transitions.timedOut(hib, CocoonHibernationPhaseHibernating, vmName, signal);
+      return {};
+    case "hibernating":
+      await deps.transitions.enter(hib, CocoonHibernationPhaseHibernating, vmName, signal);
+      return { requeueAfter: REQUEUE_INTERVAL_MS };
   }
-  if (expired()) {
-    await deps.transitions.timedOut(hib, CocoonHibernationPhaseHibernating, vmName, signal);
-    return {};
-  }
-  await deps.transitions.enter(hib, CocoonHibernationPhaseHibernating, vmName, signal);
-  return { requeueAfter: REQUEUE_INTERVAL_MS };
 }
 
 /**

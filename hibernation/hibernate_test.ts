@@ -3,6 +3,7 @@
  * hibernate tests (named after them in tests/PARITY.md) and what this port adds.
  */
 import assert from "node:assert/strict";
+import { type HibernateOutcome, hibernateOutcome, type SnapshotProbe } from "./hibernate.ts";
 import {
   CocoonHibernationPhaseFailed,
   CocoonHibernationPhaseHibernated,
@@ -263,4 +264,22 @@ Deno.test("hibernate: a Hibernated request whose tag vanished goes back to Hiber
   assert.equal(got.status?.phase, CocoonHibernationPhaseHibernating);
   assert.equal(readyOf(got.status)?.lastTransitionTime, at(0), "a fresh 3-minute clock");
   await h.close();
+});
+
+// --- the decision of a hibernate pass ---------------------------------------------------------
+
+Deno.test("hibernateOutcome: every probe answer, before and past the deadline", () => {
+  const table: [SnapshotProbe, boolean, HibernateOutcome][] = [
+    ["present", false, "hibernated"],
+    ["present", true, "hibernated"],
+    ["absent", false, "hibernating"],
+    ["absent", true, "timed-out"],
+    ["error", false, "retry"],
+    ["error", true, "timed-out"],
+    ["unprobed", false, "hibernating"],
+    ["unprobed", true, "timed-out"],
+  ];
+  for (const [snapshot, expired, want] of table) {
+    assert.equal(hibernateOutcome(snapshot, expired), want, `${snapshot}, expired=${expired}`);
+  }
 });

@@ -1,6 +1,7 @@
 /**
- * The wake step: withdraw the hibernate request from the pod, wait until vk-cocoon runs the VM
- * again, then drop the VM's `:hibernate` tag.
+ * The wake step (docs/hibernation.md, "What a request does", `Wake`): withdraw the hibernate
+ * request from the pod, wait until vk-cocoon runs the VM again, then drop the VM's `:hibernate`
+ * tag.
  *
  * "Running again" is common/meta vmLive: a VM id and a running container, on a VM vk-cocoon is not
  * hibernating (it pushes the snapshot before it tears the VM down and clears the id, so until then
@@ -23,10 +24,38 @@ import type { RequestPass, StepDeps } from "./pass.ts";
 import { dropHibernateTag } from "./tag.ts";
 import { phaseDeadlineExceeded, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./timers.ts";
 
+/** The one thing a wake pass does, decided by wakeOutcome. */
+export type WakeOutcome =
+  /** The VM is live again after this wake saw it down: drop the tag, then enter Active. */
+  | "active-drop-tag"
+  /** The VM is live but this wake never saw it down: enter Active and leave the tag. */
+  | "active-keep-tag"
+  /** Waking for longer than its deadline: Failed, `WakeTimedOut`. */
+  | "timed-out"
+  /** The VM is not live yet: Waking, look again in 5 s. */
+  | "waking";
+
+/** What a wake pass decides on. */
+export interface WakeSignals {
+  /** vmLive on the pod: a VM id and a running container, not being hibernated. */
+  live: boolean;
+  /** wakeBroughtVMBack: live, and this wake saw the VM down first (it was Waking). */
+  broughtBack: boolean;
+  /** Waking for longer than its deadline. */
+  expired: boolean;
+}
+
+/** The outcome of a wake pass; a live VM wins even past the deadline. */
+export function wakeOutcome(s: WakeSignals): WakeOutcome {
+  if (s.live) return s.broughtBack ? "active-drop-tag" : "active-keep-tag";
+  return s.expired ? "timed-out" : "waking";
+}
+
 /**
- * One wake pass: Active once the VM is live (the tag dropped first), Failed past the 5-minute
- * deadline, otherwise Waking with a look again in 5 s. A failed tag delete does not hold the
- * wake back; it is logged at error level because a persistent one leaks every snapshot.
+ * One wake pass: Active once the VM is live (the tag dropped first when this wake brought it
+ * back), Failed past the 5-minute deadline, otherwise Waking with a look again in 5 s
+ * (wakeOutcome). A failed or refused tag delete does not hold the wake back; it is logged (a
+ * failure at error level, because a persistent one leaks every snapshot).
  */
 export async function reconcileWake(deps: StepDeps, pass: RequestPass): Promise<Result> {
   const { hib, pod, vmName, signal } = pass;
@@ -37,18 +66,32 @@ export async function reconcileWake(deps: StepDeps, pass: RequestPass): Promise<
       throw wrapError(`clear hibernate annotation on pod ${pod.metadata.name}`, err);
     }
   }
-  if (vmLive(pod)) {
-    // Only a wake that saw the VM down (it entered Waking for that) drops the tag: a VM live
-    // from the start may be the one vk-cocoon pushed and is about to remove (vm_liveness.ts).
-    const sawDown = hib.status?.phase === CocoonHibernationPhaseWaking;
-    if (wakeBroughtVMBack(pod, sawDown)) await dropHibernateTag(deps, vmName, hib, signal);
-    await deps.transitions.enter(hib, CocoonHibernationPhaseActive, vmName, signal);
-    return {};
+  // Only a wake that saw the VM down (it entered Waking for that) drops the tag: a VM live from
+  // the start may be the one vk-cocoon pushed and is about to remove (vm_liveness.ts).
+  const sawDown = hib.status?.phase === CocoonHibernationPhaseWaking;
+  const outcome = wakeOutcome({
+    live: vmLive(pod),
+    broughtBack: wakeBroughtVMBack(pod, sawDown),
+    expired: phaseDeadlineExceeded(
+      hib,
+      CocoonHibernationPhaseWaking,
+      WAKE_TIMEOUT_MS,
+      deps.clock.now(),
+    ),
+  });
+  switch (outcome) {
+    case "active-drop-tag":
+      await dropHibernateTag(deps, vmName, hib, signal);
+      await deps.transitions.enter(hib, CocoonHibernationPhaseActive, vmName, signal);
+      return {};
+    case "active-keep-tag":
+      await deps.transitions.enter(hib, CocoonHibernationPhaseActive, vmName, signal);
+      return {};
+    case "timed-out":
+      await deps.transitions.timedOut(hib, CocoonHibernationPhaseWaking, vmName, signal);
+      return {};
+    case "waking":
+      await deps.transitions.enter(hib, CocoonHibernationPhaseWaking, vmName, signal);
+      return { requeueAfter: REQUEUE_INTERVAL_MS };
   }
-  if (phaseDeadlineExceeded(hib, CocoonHibernationPhaseWaking, WAKE_TIMEOUT_MS, deps.clock.now())) {
-    await deps.transitions.timedOut(hib, CocoonHibernationPhaseWaking, vmName, signal);
-    return {};
-  }
-  await deps.transitions.enter(hib, CocoonHibernationPhaseWaking, vmName, signal);
-  return { requeueAfter: REQUEUE_INTERVAL_MS };
 }

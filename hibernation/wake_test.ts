@@ -3,6 +3,7 @@
  * (named after them in tests/PARITY.md) and what this port adds.
  */
 import assert from "node:assert/strict";
+import { type WakeOutcome, wakeOutcome, type WakeSignals } from "./wake.ts";
 import {
   CocoonHibernationPhaseActive,
   CocoonHibernationPhaseFailed,
@@ -181,4 +182,20 @@ Deno.test("wake: a failing tag delete is logged and the wake still completes", a
   assert.equal(registry.callsOf("deleteManifest", VM).length, 1, "the tag delete was tried");
   assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
   await h.close();
+});
+
+// --- the decision of a wake pass ---------------------------------------------------------------
+
+Deno.test("wakeOutcome: a live VM wins, the tag goes only when this wake brought it back", () => {
+  const table: [WakeSignals, WakeOutcome][] = [
+    [{ live: true, broughtBack: true, expired: false }, "active-drop-tag"],
+    [{ live: true, broughtBack: true, expired: true }, "active-drop-tag"],
+    [{ live: true, broughtBack: false, expired: false }, "active-keep-tag"],
+    [{ live: true, broughtBack: false, expired: true }, "active-keep-tag"],
+    [{ live: false, broughtBack: false, expired: false }, "waking"],
+    [{ live: false, broughtBack: false, expired: true }, "timed-out"],
+  ];
+  for (const [signals, want] of table) {
+    assert.equal(wakeOutcome(signals), want, JSON.stringify(signals));
+  }
 });
