@@ -112,18 +112,24 @@ export async function finalize(
         signal,
       });
       if (vmHeldByAnother(hib, peers.items)) {
-        log.info("keeping {vm}:{tag}: another CocoonHibernation still tracks it", {
-          vm: vmName,
-          tag: HibernateSnapshotTag,
-          hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
-        });
+        log.info(
+          "CocoonHibernation {hibernation} keeps {vm}:{tag}: another CocoonHibernation still tracks it",
+          {
+            vm: vmName,
+            tag: HibernateSnapshotTag,
+            hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
+          },
+        );
       } else if (await ownWakeNeedsTag(deps, hib, vmName, signal)) {
-        log.warn("keeping {vm}:{tag}: pod {pod} is restoring from it", {
-          pod: hib.spec.podRef.name,
-          vm: vmName,
-          tag: HibernateSnapshotTag,
-          hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
-        });
+        log.warn(
+          "CocoonHibernation {hibernation} keeps {vm}:{tag}: pod {pod} is restoring from it",
+          {
+            pod: hib.spec.podRef.name,
+            vm: vmName,
+            tag: HibernateSnapshotTag,
+            hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
+          },
+        );
       } else {
         // The gate keeps the tag for any claimant (a released seat, a migration, a hibernated
         // pod), whoever's: that claimant's own flow drops it once done.

@@ -54,7 +54,7 @@ export async function dropHibernateTag(
       signal,
     );
     if (!verdict.allowed) {
-      log.warn("keeping {vm}:{tag}: {reason}", {
+      log.warn("CocoonHibernation {hibernation} keeps {vm}:{tag}: {reason}", {
         vm: vmName,
         tag: HibernateSnapshotTag,
         reason: verdict.message,
@@ -64,7 +64,7 @@ export async function dropHibernateTag(
     return verdict;
   } catch (err) {
     signal.throwIfAborted();
-    log.error("delete hibernate snapshot {vm}:{tag}: {error}", {
+    log.error("delete hibernate snapshot {vm}:{tag} for CocoonHibernation {hibernation}: {error}", {
       vm: vmName,
       tag: HibernateSnapshotTag,
       error: errorMessage(err),

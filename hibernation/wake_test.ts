@@ -3,6 +3,7 @@
  * (named after them in tests/PARITY.md) and what this port adds.
  */
 import assert from "node:assert/strict";
+import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { type WakeOutcome, wakeOutcome, type WakeSignals } from "./wake.ts";
 import {
   CocoonHibernationPhaseActive,
@@ -181,6 +182,52 @@ Deno.test("wake: a failing tag delete is logged and the wake still completes", a
   assert.deepEqual(await h.reconcile("hib"), {});
   assert.equal(registry.callsOf("deleteManifest", VM).length, 1, "the tag delete was tried");
   assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
+  await h.close();
+});
+
+/** The log records of the operator's loggers while fn runs, each with its rendered message. */
+async function capturedLogs(fn: () => Promise<void>): Promise<{ level: string; text: string }[]> {
+  const records: LogRecord[] = [];
+  await configure({
+    sinks: { capture: (r: LogRecord) => records.push(r) },
+    loggers: [
+      { category: ["cocoon-operator"], lowestLevel: "debug", sinks: ["capture"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: [] },
+    ],
+    reset: true,
+  });
+  try {
+    await fn();
+  } finally {
+    await reset();
+  }
+  return records.map((r) => ({ level: r.level, text: r.message.map(String).join("") }));
+}
+
+Deno.test("wake: a refused tag drop is logged naming the request; the wake completes", async () => {
+  // "late" also wakes the VM and is Waking: the gate keeps the tag for it and only logs that.
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("early", "Wake", {
+      status: { phase: CocoonHibernationPhaseWaking, vmName: VM },
+      created: at(-60_000),
+    }),
+    request("late", "Wake", {
+      status: { phase: CocoonHibernationPhaseWaking, vmName: VM },
+      created: at(0),
+    }),
+    vmPod({ vmID: "vmid-new", running: true }),
+  ], { registry });
+  const logs = await capturedLogs(async () => {
+    assert.deepEqual(await h.reconcile("early"), {});
+  });
+  assert.equal((await h.hib("early")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal(registry.contains(VM, "hibernate"), true, "the tag is kept for the other request");
+  assert.equal(registry.callsOf("deleteManifest").length, 0);
+  const kept = logs.filter((l) => l.level === "warning" && l.text.includes(`${VM}:hibernate`));
+  assert.equal(kept.length, 1, JSON.stringify(logs));
+  assert.match(kept[0].text, new RegExp(`CocoonHibernation ${NS}/early\\b`));
   await h.close();
 });
 
