@@ -3,10 +3,11 @@
  * on the CR and the phase-duration histograms.
  *
  * Every status write is a merge patch carrying the resourceVersion it was computed from. A pass
- * working from a cache copy that lags behind an earlier write of its own therefore gets a Conflict
- * (the reconciler retries it) instead of repeating a transition; and because the Events and the
- * histogram observation follow only a successful write, each transition is announced exactly once.
- * A write that would change nothing is not sent.
+ * working from a cache copy that lags behind an earlier write of its own therefore gets a 409
+ * Conflict (the reconciler retries it) instead of repeating a transition; and because the Events
+ * and the histogram observation follow only a successful write, each transition is announced
+ * exactly once. A write that would change nothing is not sent. The phase-duration histograms are
+ * observed through metrics.ts, the Events recorded through events.ts.
  *
  * @module
  */

@@ -1,8 +1,10 @@
 /**
- * Who still needs a VM's registry tag: the claimant table of docs/cocoonset.md "Snapshot
- * safety", evaluated over fresh (uncached) reads. A VM name `vk-<ns>-<rest>` can have been built
- * from several (namespace, rest) pairs (common/meta vmNameSplits), so every one of them is
- * searched: a claimant in a namespace the acting object does not own is a name collision.
+ * Steps 2 and 3 of the gate (docs/cocoonset.md, "Snapshot safety"): who still needs a VM's
+ * registry tag — the claimant table, evaluated over fresh (uncached) reads — and who in another
+ * namespace derives the same name (a collision, reported as a claim). A VM name `vk-<ns>-<rest>`
+ * can have been built from several (namespace, rest) pairs (common/meta vmNameSplits), so every
+ * one of them is searched: a claimant in a namespace the acting object does not own is a name
+ * collision.
  *
  * @module
  */
@@ -24,6 +26,7 @@ import {
   vmNameForPod,
   vmNameSplits,
 } from "../common/meta/mod.ts";
+import { type Actor, isActor } from "./actor.ts";
 import { cameFirst } from "./first_comer.ts";
 import { setFlowOnVM } from "./set_flow.ts";
 
@@ -41,27 +44,6 @@ export interface Claim {
   collision?: boolean;
 }
 
-/** The object on whose behalf a tag is deleted (or a VM hibernated or woken). */
-export type Actor =
-  | {
-    kind: "CocoonSet";
-    namespace: string;
-    name: string;
-    uid?: string;
-    /** Toolbox names of the set (spec and status): toolbox VMs are derived from them. */
-    toolboxNames: readonly string[];
-    /** The set's creationTimestamp: a set of another namespace created later is no claimant. */
-    creationTimestamp?: string;
-  }
-  | {
-    kind: "CocoonHibernation";
-    namespace: string;
-    name: string;
-    uid?: string;
-    /** The request's target pod (spec.podRef.name). */
-    podName: string;
-  };
-
 /** Set phases in which the set's own flow still reads the VM's `:hibernate` tag. */
 const setPhasesHoldingTag: ReadonlySet<string> = new Set(["Suspending", "Suspended", "Waking"]);
 /** Request phases in which the request's VM state is, or is being restored from, the tag. */
@@ -70,19 +52,6 @@ const requestPhasesHoldingTag: ReadonlySet<string> = new Set([
   "Hibernated",
   "Waking",
 ]);
-
-/** Whether the actor can derive vmName from its own namespace and names. */
-export function actorDerives(actor: Actor, vmName: string): boolean {
-  if (actor.kind === "CocoonSet") {
-    return setDerivesVMName(actor.namespace, actor.name, actor.toolboxNames, vmName);
-  }
-  return vmName === vmNameForPod(actor.namespace, actor.podName);
-}
-
-function isActor(actor: Actor | undefined, kind: ClaimHolder, ns: string, name: string): boolean {
-  return actor !== undefined && actor.kind === kind && actor.namespace === ns &&
-    actor.name === name;
-}
 
 /**
  * Whether cs, of another namespace than the acting set, came after it: it never created a pod
@@ -157,6 +126,60 @@ async function getOrUndefined<T>(read: () => Promise<T>, what: string): Promise<
   }
 }
 
+/** The pods of ns named like the VM (one per way the name splits there) that run it or none. */
+async function podsOfVM(
+  reader: Reader,
+  ns: string,
+  rests: readonly string[],
+  vmName: string,
+  signal?: AbortSignal,
+): Promise<{ name: string; pod: Pod }[]> {
+  const out: { name: string; pod: Pod }[] = [];
+  for (const rest of rests) {
+    const pod = await getOrUndefined(
+      () => reader.get(Pods, ns, rest, { signal }),
+      `read pod ${ns}/${rest} for ${vmName}`,
+    );
+    // The request's own target counts too: a request never owns the VM, it only asks.
+    // A pod that names another VM (vk-cocoon wrote it) runs that VM, not this one.
+    const names = pod ? parseVMSpec(pod).vmName : "";
+    if (pod && (names === "" || names === vmName)) out.push({ name: rest, pod });
+  }
+  return out;
+}
+
+/** The CocoonSets of ns that derive the VM name. */
+async function setsDerivingVM(
+  reader: Reader,
+  ns: string,
+  vmName: string,
+  signal?: AbortSignal,
+): Promise<CocoonSet[]> {
+  const sets = await getOrUndefined(
+    () => reader.list(CocoonSets, { namespace: ns, signal }),
+    `list cocoonsets in ${ns} for ${vmName}`,
+  );
+  return (sets?.items ?? []).filter((cs) =>
+    setDerivesVMName(ns, cs.metadata.name ?? "", setToolboxNames(cs), vmName)
+  );
+}
+
+/** The CocoonHibernations of ns that target the VM (by pod reference or recorded VM name). */
+async function requestsOnVM(
+  reader: Reader,
+  ns: string,
+  vmName: string,
+  signal?: AbortSignal,
+): Promise<CocoonHibernation[]> {
+  const requests = await getOrUndefined(
+    () => reader.list(CocoonHibernations, { namespace: ns, signal }),
+    `list cocoonhibernations in ${ns} for ${vmName}`,
+  );
+  return (requests?.items ?? []).filter((h) =>
+    vmNameForPod(ns, h.spec?.podRef?.name ?? "") === vmName || (h.status?.vmName ?? "") === vmName
+  );
+}
+
 /**
  * Every claim on `<vmName>:<tag>` except the actor's own, read past the cache. Also reports, as
  * a claim with `collision`, any object in another namespace that derives the same VM name.
@@ -184,30 +207,14 @@ export async function tagClaims(
     signal?.throwIfAborted();
     // Whether this namespace holds the name at all: a pod of it, or a set that is no second
     // comer. A request there whose namespace holds nothing asks about a VM that never ran.
-    let holds = false;
-    for (const rest of rests) {
-      const pod = await getOrUndefined(
-        () => reader.get(Pods, ns, rest, { signal }),
-        `read pod ${ns}/${rest} for ${vmName}`,
-      );
-      // The request's own target counts too: a request never owns the VM, it only asks.
-      // A pod that names another VM (vk-cocoon wrote it) runs that VM, not this one.
-      const names = pod ? parseVMSpec(pod).vmName : "";
-      if (pod && (names === "" || names === vmName)) {
-        holds = true;
-        add("Pod", ns, rest, podClaims(pod, tag));
-      }
-    }
-    const sets = await getOrUndefined(
-      () => reader.list(CocoonSets, { namespace: ns, signal }),
-      `list cocoonsets in ${ns} for ${vmName}`,
-    );
+    const pods = await podsOfVM(reader, ns, rests, vmName, signal);
+    for (const { name, pod } of pods) add("Pod", ns, name, podClaims(pod, tag));
+    let holds = pods.length > 0;
     // The acting set's own flow on the VM, read here as fresh as every claim: a request that
     // yields to that flow does not hold its tag (set_flow.ts).
     let actorFlow = "";
-    for (const cs of sets?.items ?? []) {
+    for (const cs of await setsDerivingVM(reader, ns, vmName, signal)) {
       const name = cs.metadata.name ?? "";
-      if (!setDerivesVMName(ns, name, setToolboxNames(cs), vmName)) continue;
       if (isActor(actor, "CocoonSet", ns, name)) {
         actorFlow = setFlowOnVM(cs, vmName);
         continue;
@@ -216,15 +223,9 @@ export async function tagClaims(
       holds = true;
       add("CocoonSet", ns, name, setClaims(cs, vmName, tag));
     }
-    const requests = await getOrUndefined(
-      () => reader.list(CocoonHibernations, { namespace: ns, signal }),
-      `list cocoonhibernations in ${ns} for ${vmName}`,
-    );
-    for (const h of requests?.items ?? []) {
+    for (const h of await requestsOnVM(reader, ns, vmName, signal)) {
       const name = h.metadata.name ?? "";
-      const targets = vmNameForPod(ns, h.spec?.podRef?.name ?? "") === vmName ||
-        (h.status?.vmName ?? "") === vmName;
-      if (!targets || isActor(actor, "CocoonHibernation", ns, name)) continue;
+      if (isActor(actor, "CocoonHibernation", ns, name)) continue;
       if (actor?.uid && h.metadata.uid === actor.uid) continue;
       // Only a live request of another namespace is a collision; a deleted one claims nothing.
       if (h.metadata.deletionTimestamp) continue;

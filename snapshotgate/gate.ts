@@ -1,8 +1,8 @@
 /**
  * The one gate every registry tag delete of both reconcilers goes through: "may this tag of this
  * VM be deleted now, on behalf of this object?". Allowed only when the acting object derives the
- * VM name from its own namespace and names (never from an editable annotation alone), no other
- * namespace derives the same name, and no claimant (snapshotgate/claims.ts) still needs the tag.
+ * VM name from its own namespace and names (never from an editable annotation alone: actor.ts),
+ * no other namespace derives the same name, and no claimant still needs the tag (both claims.ts).
  *
  * A refusal is returned, never thrown: each caller logs it with the claimants and hands the tag
  * to them (their own flow drops it once done) or looks again on its next pass.
@@ -11,7 +11,8 @@
  */
 import type { Reader } from "../kube/client.ts";
 import type { Registry } from "../snapshot/registry.ts";
-import { type Actor, actorDerives, type Claim, describeClaims, tagClaims } from "./claims.ts";
+import { type Actor, actorDerives, actorRef } from "./actor.ts";
+import { type Claim, describeClaims, tagClaims } from "./claims.ts";
 
 /** Why a delete was refused: the actor cannot derive the name, or someone still needs the tag. */
 export type RefusalKind = "not-derived" | "collision" | "claimed";
@@ -26,10 +27,6 @@ export interface GateDeps {
   /** Uncached reads: a stale cache could hide a claimant. */
   reader: Reader;
   registry: Registry;
-}
-
-function actorRef(actor: Actor): string {
-  return `${actor.kind} ${actor.namespace}/${actor.name}`;
 }
 
 /** Answers whether `<vmName>:<tag>` may be deleted now on behalf of actor. */

@@ -5,8 +5,9 @@
  *
  * @module
  */
-export type { Actor, Claim, ClaimHolder } from "./claims.ts";
-export { actorDerives, describeClaims, tagClaims } from "./claims.ts";
+export { type Actor, actorDerives } from "./actor.ts";
+export type { Claim, ClaimHolder } from "./claims.ts";
+export { describeClaims, tagClaims } from "./claims.ts";
 export type { GateDeps, RefusalKind, Verdict } from "./gate.ts";
 export { actingRefusal, deleteTagIfAllowed, mayDeleteTag } from "./gate.ts";
 export { setFlowOnVM } from "./set_flow.ts";
