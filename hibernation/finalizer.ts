@@ -96,6 +96,51 @@ async function ownWakeNeedsTag(
   return !vmLive(pod);
 }
 
+/**
+ * Drops `<vmName>:hibernate` for a request being deleted, unless another live request still
+ * tracks the VM or the request's own wake is restoring from it (both logged); the gate keeps it
+ * for every other claimant. A refused VM name gets a `VMNameRefused` Warning.
+ */
+async function releaseTag(
+  deps: FinalizerDeps,
+  hib: CocoonHibernation,
+  vmName: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const hibernation = `${hib.metadata.namespace}/${hib.metadata.name}`;
+  const peers = await deps.client.list(CocoonHibernations, {
+    namespace: hib.metadata.namespace,
+    signal,
+  });
+  if (vmHeldByAnother(hib, peers.items)) {
+    log.info(
+      "CocoonHibernation {hibernation} keeps {vm}:{tag}: another CocoonHibernation still tracks it",
+      { vm: vmName, tag: HibernateSnapshotTag, hibernation },
+    );
+    return;
+  }
+  if (await ownWakeNeedsTag(deps, hib, vmName, signal)) {
+    log.warn("CocoonHibernation {hibernation} keeps {vm}:{tag}: pod {pod} is restoring from it", {
+      pod: hib.spec.podRef.name,
+      vm: vmName,
+      tag: HibernateSnapshotTag,
+      hibernation,
+    });
+    return;
+  }
+  // The gate keeps the tag for any claimant (a released seat, a migration, a hibernated pod),
+  // whoever's: that claimant's own flow drops it once done.
+  const verdict = await dropHibernateTag(
+    { reader: deps.apiReader, registry: deps.registry },
+    vmName,
+    hib,
+    signal,
+  );
+  if (verdict && !verdict.allowed && verdict.kind !== "claimed") {
+    recordRequestEvent(deps.recorder, hib, "Warning", ReasonVMNameRefused, verdict.message);
+  }
+}
+
 /** Runs the finalizer of a request being deleted (see the module doc), under its VM's lock. */
 export async function finalize(
   deps: FinalizerDeps,
@@ -103,47 +148,11 @@ export async function finalize(
   signal: AbortSignal,
 ): Promise<void> {
   const vmName = hib.status?.vmName ?? "";
-  // Lock the recorded VM: that is the tag touched here, whatever the spec names now.
+  // Lock the recorded VM: that is the tag touched here, whatever the spec names now. A request
+  // that never recorded a VM makes no registry call.
   const release = vmName ? await deps.locks.lock(vmName, signal) : () => {};
   try {
-    if (vmName) {
-      const peers = await deps.client.list(CocoonHibernations, {
-        namespace: hib.metadata.namespace,
-        signal,
-      });
-      if (vmHeldByAnother(hib, peers.items)) {
-        log.info(
-          "CocoonHibernation {hibernation} keeps {vm}:{tag}: another CocoonHibernation still tracks it",
-          {
-            vm: vmName,
-            tag: HibernateSnapshotTag,
-            hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
-          },
-        );
-      } else if (await ownWakeNeedsTag(deps, hib, vmName, signal)) {
-        log.warn(
-          "CocoonHibernation {hibernation} keeps {vm}:{tag}: pod {pod} is restoring from it",
-          {
-            pod: hib.spec.podRef.name,
-            vm: vmName,
-            tag: HibernateSnapshotTag,
-            hibernation: `${hib.metadata.namespace}/${hib.metadata.name}`,
-          },
-        );
-      } else {
-        // The gate keeps the tag for any claimant (a released seat, a migration, a hibernated
-        // pod), whoever's: that claimant's own flow drops it once done.
-        const verdict = await dropHibernateTag(
-          { reader: deps.apiReader, registry: deps.registry },
-          vmName,
-          hib,
-          signal,
-        );
-        if (verdict && !verdict.allowed && verdict.kind !== "claimed") {
-          recordRequestEvent(deps.recorder, hib, "Warning", ReasonVMNameRefused, verdict.message);
-        }
-      }
-    }
+    if (vmName) await releaseTag(deps, hib, vmName, signal);
     await patchObject(deps.client, CocoonHibernations, hib, (h) => {
       removeFinalizer(h, HIBERNATION_FINALIZER);
     }, { optimisticLock: true, signal });
