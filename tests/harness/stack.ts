@@ -258,7 +258,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       alive,
       async killOperator(i, signal = "SIGTERM") {
         const op = operators[i];
-        if (alive(i)) await retire(i);
+        if (alive(i)) {
+          await retire(i);
+          await op.recordMetrics();
+        }
         op.proc.kill(signal);
         return await op.proc.status;
       },
