@@ -28,7 +28,11 @@ export interface Tolerance {
 export const DEFAULT_TOLERANCE: Tolerance = { absolute: 3, relative: 0.5 };
 
 /** Sections whose differences are reported but never fail a comparison (see module doc). */
-export const ADVISORY: ReadonlySet<Section> = new Set(["responses", "eventRepeats"]);
+export const ADVISORY: ReadonlySet<Section> = new Set([
+  "responses",
+  "eventRepeats",
+  "registryResponses",
+]);
 
 /** Sections compared by key only (the count is how many scrapes saw the key). */
 const KEYS_ONLY: ReadonlySet<Section> = new Set(["metrics"]);

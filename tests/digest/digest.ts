@@ -9,10 +9,12 @@
  * - `responses`: the same requests by verb, resource/subresource and HTTP code of the answer;
  * - `events`: Events the operator created, by reason, type, involved kind and reporter;
  * - `eventRepeats`: count bumps (patches) of those Events, by the same key as their create;
- * - `statusWrites`: status subresource writes by resource, verb, phase and each condition's
- *   type/status/reason;
+ * - `statusWrites`: status subresource writes by resource, verb, and the phase and each
+ *   condition's type/status/reason the write left;
  * - `statusFields`: the same writes by the top-level status fields they carry;
- * - `metrics`: each metric family on the operator's /metrics with its type and label names.
+ * - `metrics`: each metric family on the operator's /metrics with its type and label names;
+ * - `registry`: the operators' registry requests by method and path shape (repository names
+ *   left out, tags kept, digests as `<digest>`); `registryResponses` the same with the status.
  *
  * @module
  */
@@ -25,7 +27,13 @@ export const OPERATOR_USER_AGENT_PREFIX = "cocoon-operator/";
 /** A digest: section → key → count (`metrics` counts the scrapes a family was seen in). */
 export interface Digest {
   /** What was read, for a reader to judge the digest's coverage; not compared. */
-  inputs: { auditFiles: number; auditEvents: number; operatorRequests: number; scrapes: number };
+  inputs: {
+    auditFiles: number;
+    auditEvents: number;
+    operatorRequests: number;
+    scrapes: number;
+    registryRequests: number;
+  };
   requests: Record<string, number>;
   responses: Record<string, number>;
   events: Record<string, number>;
@@ -33,6 +41,8 @@ export interface Digest {
   statusWrites: Record<string, number>;
   statusFields: Record<string, number>;
   metrics: Record<string, number>;
+  registry: Record<string, number>;
+  registryResponses: Record<string, number>;
 }
 
 /** The compared sections, in output order. */
@@ -44,6 +54,8 @@ export const SECTIONS = [
   "statusWrites",
   "statusFields",
   "metrics",
+  "registry",
+  "registryResponses",
 ] as const;
 export type Section = typeof SECTIONS[number];
 
@@ -64,6 +76,7 @@ interface AuditEvent {
   };
   responseStatus?: { code?: number };
   requestObject?: unknown;
+  responseObject?: unknown;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -129,32 +142,45 @@ function conditionPart(c: unknown): string {
   return `${str(c.type) ?? "?"}=${str(c.status) ?? "?"}/${str(c.reason) ?? "-"}`;
 }
 
-/**
- * The keys of a status write: in `statusWrites` the resource, the verb, the phase and the
- * conditions (type=status/reason, sorted; `-` when the body carries none); in `statusFields`
- * the top-level status fields the body carries (a merge patch sends what changed, so this
- * follows timing more than the first). A JSON patch is keyed by its operations' paths.
- */
-export function statusWriteKeys(ev: AuditEvent): { write: string; fields: string } {
-  const head = `${resourceOf(ev)} ${ev.verb ?? "?"}`;
-  const body = ev.requestObject;
-  if (Array.isArray(body)) {
-    const paths = body.map((op) => isRecord(op) ? `${str(op.op)}:${str(op.path)}` : "?");
-    const key = `${head} jsonpatch=[${[...new Set(paths)].sort().join(",")}]`;
-    return { write: key, fields: key };
-  }
-  const status = isRecord(body) && isRecord(body.status) ? body.status : undefined;
-  if (!status) {
-    const key = `${head} ${isRecord(body) ? "nostatus" : "nobody"}`;
-    return { write: key, fields: key };
-  }
+/** `phase=… conditions=[type=status/reason,…]` of a status object (`-` for what it lacks). */
+function statusState(status: Record<string, unknown>): string {
   const phase = str(status.phase) ?? "-";
   const conditions = Array.isArray(status.conditions)
     ? [...new Set(status.conditions.map(conditionPart))].sort().join(",")
     : "-";
+  return `phase=${phase} conditions=[${conditions}]`;
+}
+
+function statusOf(obj: unknown): Record<string, unknown> | undefined {
+  return isRecord(obj) && isRecord(obj.status) ? obj.status : undefined;
+}
+
+/**
+ * The keys of a status write: in `statusWrites` the resource, the verb and the status the write
+ * left (the answer's phase and each condition's type=status/reason, sorted; the body's when the
+ * log has no answer); in `statusFields` the top-level status fields the body carried (a merge
+ * patch sends what changed, so this follows timing more than the first). A JSON patch body is
+ * named by its operations' paths.
+ */
+export function statusWriteKeys(ev: AuditEvent): { write: string; fields: string } {
+  const head = `${resourceOf(ev)} ${ev.verb ?? "?"}`;
+  const body = ev.requestObject;
+  let fields: string;
+  if (Array.isArray(body)) {
+    const paths = body.map((op) => isRecord(op) ? `${str(op.op)}:${str(op.path)}` : "?");
+    fields = `jsonpatch=[${[...new Set(paths)].sort().join(",")}]`;
+  } else {
+    const sent = statusOf(body);
+    fields = sent
+      ? `fields=[${Object.keys(sent).sort().join(",")}]`
+      : isRecord(body)
+      ? "nostatus"
+      : "nobody";
+  }
+  const left = statusOf(ev.responseObject) ?? (Array.isArray(body) ? undefined : statusOf(body));
   return {
-    write: `${head} phase=${phase} conditions=[${conditions}]`,
-    fields: `${head} fields=[${Object.keys(status).sort().join(",")}]`,
+    write: `${head} ${left ? statusState(left) : fields}`,
+    fields: `${head} ${fields}`,
   };
 }
 
@@ -187,7 +213,11 @@ export function addAuditLog(into: Digest, text: string, seen: Set<string>): void
     seen.add(id);
     const earlier = byId.get(id);
     // The request body is on every stage at Request level; keep it if a later stage lacks it.
-    byId.set(id, { ...ev, requestObject: ev.requestObject ?? earlier?.requestObject });
+    byId.set(id, {
+      ...ev,
+      requestObject: ev.requestObject ?? earlier?.requestObject,
+      responseObject: ev.responseObject ?? earlier?.responseObject,
+    });
   }
   for (const ev of byId.values()) {
     into.inputs.operatorRequests++;
@@ -226,9 +256,10 @@ const LABEL_NAME = /([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"/g;
 const SUFFIXES = ["_bucket", "_sum", "_count", "_total", "_created", "_info"];
 
 /**
- * Adds one /metrics scrape to `into.metrics`: every family with its type and each distinct set
- * of label names its samples carry (`le` and `quantile` left out: they are the type's own), as
- * `name type {a,b}`; a family with no samples shows `{}` once.
+ * Adds one /metrics scrape to `into.metrics`: every family as `name type`, and each distinct set
+ * of label names its samples carry as `name type {a,b}` (`le` and `quantile` left out: they are
+ * the type's own). A family without samples (a replica that is not the leader registers its
+ * controllers' families but never fills them) adds only the first key.
  */
 export function addScrape(into: Digest, text: string): void {
   into.inputs.scrapes++;
@@ -238,7 +269,6 @@ export function addScrape(into: Digest, text: string): void {
     const t = TYPE_LINE.exec(line);
     if (t) {
       types.set(t[1], t[2]);
-      if (!labelSets.has(t[1])) labelSets.set(t[1], new Set());
       continue;
     }
     if (line.startsWith("#")) continue;
@@ -257,18 +287,47 @@ export function addScrape(into: Digest, text: string): void {
     sets.add(`{${names.join(",")}}`);
     labelSets.set(family, sets);
   }
-  for (const [family, sets] of labelSets) {
+  const families = new Set([...types.keys(), ...labelSets.keys()]);
+  for (const family of families) {
     const type = types.get(family) ?? "untyped";
-    for (const set of sets.size > 0 ? sets : new Set(["{}"])) {
-      bump(into.metrics, `${family} ${type} ${set}`);
+    bump(into.metrics, `${family} ${type}`);
+    for (const set of labelSets.get(family) ?? []) bump(into.metrics, `${family} ${type} ${set}`);
+  }
+}
+
+/**
+ * The shape of a distribution API path: `/v2/`, `manifests/<tag>` (tags such as `hibernate` are
+ * part of the contract), `manifests/<digest>`, `blobs/<digest>`, `tags/list`, … with the
+ * repository (namespace and VM names) left out.
+ */
+export function registryPathShape(path: string): string {
+  const m = path.match(/^\/v2\/.+?\/(manifests|blobs|tags|referrers)\/(.*)$/);
+  if (!m) return path;
+  const ref = m[2].startsWith("sha256:") ? "<digest>" : m[2];
+  return `${m[1]}/${ref}`;
+}
+
+/** Adds one stack's registry requests (JSON lines of method, path, status) to `into`. */
+export function addRegistryLog(into: Digest, text: string): void {
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    let req: { method?: unknown; path?: unknown; status?: unknown };
+    try {
+      req = JSON.parse(line);
+    } catch {
+      continue;
     }
+    into.inputs.registryRequests++;
+    const key = `${String(req.method)} ${registryPathShape(String(req.path))}`;
+    bump(into.registry, key);
+    bump(into.registryResponses, `${key} ${String(req.status)}`);
   }
 }
 
 /** An empty digest. */
 export function emptyDigest(): Digest {
   return {
-    inputs: { auditFiles: 0, auditEvents: 0, operatorRequests: 0, scrapes: 0 },
+    inputs: { auditFiles: 0, auditEvents: 0, operatorRequests: 0, scrapes: 0, registryRequests: 0 },
     requests: {},
     responses: {},
     events: {},
@@ -276,6 +335,8 @@ export function emptyDigest(): Digest {
     statusWrites: {},
     statusFields: {},
     metrics: {},
+    registry: {},
+    registryResponses: {},
   };
 }
 
@@ -289,7 +350,10 @@ export function sorted(d: Digest): Digest {
   return out;
 }
 
-/** Reads a recording folder: every `audit-*.jsonl` and `metrics-*.prom` in it, in name order. */
+/**
+ * Reads a recording folder: every `audit-*.jsonl`, `metrics-*.prom` and `registry-*.jsonl` in
+ * it, in name order.
+ */
 export async function digestOfDir(dir: string): Promise<Digest> {
   const names: string[] = [];
   for await (const e of Deno.readDir(dir)) if (e.isFile) names.push(e.name);
@@ -301,6 +365,8 @@ export async function digestOfDir(dir: string): Promise<Digest> {
       addAuditLog(digest, await Deno.readTextFile(`${dir}/${name}`), seen);
     } else if (name.startsWith("metrics-") && name.endsWith(".prom")) {
       addScrape(digest, await Deno.readTextFile(`${dir}/${name}`));
+    } else if (name.startsWith("registry-") && name.endsWith(".jsonl")) {
+      addRegistryLog(digest, await Deno.readTextFile(`${dir}/${name}`));
     }
   }
   return sorted(digest);

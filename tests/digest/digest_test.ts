@@ -1,11 +1,13 @@
 import { deepStrictEqual, strictEqual as assertEquals } from "node:assert/strict";
 import {
   addAuditLog,
+  addRegistryLog,
   addScrape,
   digestOfDir,
   emptyDigest,
   eventKey,
   OPERATOR_USER,
+  registryPathShape,
   requestKey,
   statusWriteKeys,
 } from "./digest.ts";
@@ -157,7 +159,7 @@ Deno.test("digest: Event creates keyed by reason, type, kind, reporter; patches 
   });
 });
 
-Deno.test("digest: status writes keyed by phase and conditions, fields apart", () => {
+Deno.test("digest: status writes keyed by the status they left, fields sent apart", () => {
   const ref = {
     resource: "cocoonsets",
     subresource: "status",
@@ -208,6 +210,27 @@ Deno.test("digest: status writes keyed by phase and conditions, fields apart", (
       .write,
     "cocoonset.cocoonstack.io/cocoonsets/status patch jsonpatch=[replace:/status/phase]",
   );
+  // A merge patch of one field: the answer (RequestResponse level) says what the status became.
+  deepStrictEqual(
+    statusWriteKeys({
+      verb: "patch",
+      objectRef: ref,
+      requestObject: { status: { readyAgents: 1 } },
+      responseObject: {
+        kind: "CocoonSet",
+        status: {
+          phase: "Running",
+          readyAgents: 1,
+          conditions: [{ type: "Ready", status: "True", reason: "AllAgentsReady" }],
+        },
+      },
+    }),
+    {
+      write: "cocoonset.cocoonstack.io/cocoonsets/status patch phase=Running " +
+        "conditions=[Ready=True/AllAgentsReady]",
+      fields: "cocoonset.cocoonstack.io/cocoonsets/status patch fields=[readyAgents]",
+    },
+  );
   // In a log: a 409 wrote nothing; a read of the status is no write.
   const d = emptyDigest();
   addAuditLog(
@@ -255,9 +278,13 @@ Deno.test("digest: metric families with their type and label-name sets, values i
     ].join("\n"),
   );
   deepStrictEqual(d.metrics, {
+    "workqueue_adds_total counter": 1,
     "workqueue_adds_total counter {controller,name}": 1,
+    "controller_runtime_reconcile_time_seconds histogram": 1,
     "controller_runtime_reconcile_time_seconds histogram {controller}": 1,
-    "cocoon_operator_subagent_rebuild_total counter {}": 1,
+    // Registered, never filled: the family alone, no label set.
+    "cocoon_operator_subagent_rebuild_total counter": 1,
+    "rest_client_requests_total counter": 1,
     "rest_client_requests_total counter {code,method}": 1,
     "rest_client_requests_total counter {code,host,method}": 1,
   });
@@ -291,4 +318,33 @@ Deno.test("digest: a folder's digest is the same JSON whatever order its files w
     await Deno.remove(a, { recursive: true });
     await Deno.remove(b, { recursive: true });
   }
+});
+
+Deno.test("digest: registry requests by method and path shape, repositories left out", () => {
+  assertEquals(registryPathShape("/v2/"), "/v2/");
+  assertEquals(
+    registryPathShape("/v2/cocoon/vk-a-demo-0/manifests/hibernate"),
+    "manifests/hibernate",
+  );
+  assertEquals(
+    registryPathShape("/v2/cocoon/vk-b-x-1/manifests/sha256:0123abcd"),
+    "manifests/<digest>",
+  );
+  assertEquals(registryPathShape("/v2/cocoon/vk-a-demo-0/tags/list"), "tags/list");
+  const d = emptyDigest();
+  addRegistryLog(
+    d,
+    [
+      { method: "HEAD", path: "/v2/cocoon/vk-a-one-0/manifests/hibernate", status: 200 },
+      { method: "HEAD", path: "/v2/cocoon/vk-a-two-0/manifests/hibernate", status: 404 },
+      { method: "DELETE", path: "/v2/cocoon/vk-a-one-0/manifests/sha256:ab", status: 202 },
+    ].map((r) => JSON.stringify(r)).join("\n") + "\n",
+  );
+  deepStrictEqual(d.registry, { "HEAD manifests/hibernate": 2, "DELETE manifests/<digest>": 1 });
+  deepStrictEqual(d.registryResponses, {
+    "HEAD manifests/hibernate 200": 1,
+    "HEAD manifests/hibernate 404": 1,
+    "DELETE manifests/<digest> 202": 1,
+  });
+  assertEquals(d.inputs.registryRequests, 3);
 });

@@ -1,12 +1,14 @@
 /**
  * Opt-in recording of what the operator did, for the behaviour digest (tests/digest/): when
  * `COCOON_BEHAVIOUR_DIGEST_DIR` names a folder, every control plane the harness starts writes a
- * kube-apiserver audit log there, and every sandboxed operator has its /metrics scraped once just
- * before it is stopped, the text saved there too. Unset (the default), nothing here does anything.
+ * kube-apiserver audit log there, every sandboxed operator has its /metrics scraped once just
+ * before it is stopped, and every stack saves the registry requests its proxy passed on. Unset
+ * (the default), nothing here does anything.
  *
  * Files in the folder, one per source so parallel planes and replicas never share a file:
  * - `audit-<id>.jsonl`: the API server's audit events (JSON lines), across API server restarts;
- * - `metrics-<id>.prom`: one scrape of one operator process.
+ * - `metrics-<id>.prom`: one scrape of one operator process;
+ * - `registry-<id>.jsonl`: the operators' registry requests through one stack's proxy.
  *
  * @module
  */
@@ -26,11 +28,12 @@ export function digestDir(): string | undefined {
 }
 
 /**
- * The audit policy: Request level (the body as sent) for Event writes of both Event APIs and for
- * status writes of the project's CRDs, so reasons, conditions and phases are visible; Metadata
- * (who, what, which resource, the answer's code) for everything else. The first matching rule
- * wins. The RequestReceived stage is left out: every request still leaves ResponseStarted (watches)
- * or ResponseComplete, and the digest counts each audit ID once.
+ * The audit policy: RequestResponse level for status writes of the project's CRDs (the body sent
+ * shows which fields a write carried, the answer the status it left: phase, conditions and
+ * reasons), Request level (the body as sent) for Event writes of both Event APIs, Metadata (who,
+ * what, which resource, the answer's code) for everything else. The first matching rule wins. The
+ * RequestReceived stage is left out: every request still leaves ResponseStarted (watches) or
+ * ResponseComplete, and the digest counts each audit ID once.
  */
 export const AUDIT_POLICY = {
   apiVersion: "audit.k8s.io/v1",
@@ -38,15 +41,19 @@ export const AUDIT_POLICY = {
   omitStages: ["RequestReceived"],
   rules: [
     {
+      level: "RequestResponse",
+      verbs: ["create", "update", "patch"],
+      resources: [{
+        group: "cocoonset.cocoonstack.io",
+        resources: ["cocoonsets/status", "cocoonhibernations/status"],
+      }],
+    },
+    {
       level: "Request",
       verbs: ["create", "update", "patch"],
       resources: [
         { group: "", resources: ["events"] },
         { group: "events.k8s.io", resources: ["events"] },
-        {
-          group: "cocoonset.cocoonstack.io",
-          resources: ["cocoonsets/status", "cocoonhibernations/status"],
-        },
       ],
     },
     { level: "Metadata" },
@@ -102,4 +109,32 @@ export function metricsRecorder(
       console.error(`[behaviour-digest] no metrics scrape of ${what}: ${message}`);
     }
   };
+}
+
+/** One registry request as the proxy saw it (tests/harness/registry_proxy.ts ProxiedRequest). */
+export interface RecordedRegistryRequest {
+  method: string;
+  path: string;
+  status: number;
+}
+
+/**
+ * Saves the requests the operators sent through the registry proxy (the simulator goes around
+ * it) as `registry-<id>.jsonl`, when recording is on. Never throws; a failure is noted on stderr.
+ */
+export async function recordRegistryRequests(
+  requests: readonly RecordedRegistryRequest[],
+): Promise<void> {
+  const dir = digestDir();
+  if (!dir) return;
+  try {
+    await Deno.mkdir(dir, { recursive: true });
+    const lines = requests.map(({ method, path, status }) =>
+      JSON.stringify({ method, path, status })
+    );
+    await Deno.writeTextFile(`${dir}/registry-${uniqueId()}.jsonl`, lines.join("\n") + "\n");
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    console.error(`[behaviour-digest] registry requests not saved: ${message}`);
+  }
 }
