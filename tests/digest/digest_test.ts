@@ -9,6 +9,7 @@ import {
   OPERATOR_USER,
   registryPathShape,
   requestKey,
+  sorted,
   statusWriteKeys,
 } from "./digest.ts";
 
@@ -289,6 +290,20 @@ Deno.test("digest: metric families with their type and label-name sets, values i
     "rest_client_requests_total counter {code,host,method}": 1,
   });
   assertEquals(d.inputs.scrapes, 1);
+});
+
+Deno.test("digest: sections come out with sorted keys whatever order they were counted in", () => {
+  const d = emptyDigest();
+  d.requests["watch core/pods cluster"] = 1;
+  d.requests["get core/pods namespaced"] = 2;
+  d.metrics["z gauge"] = 1;
+  d.metrics["a gauge"] = 1;
+  const out = sorted(d);
+  deepStrictEqual(Object.keys(out.requests), [
+    "get core/pods namespaced",
+    "watch core/pods cluster",
+  ]);
+  deepStrictEqual(Object.keys(out.metrics), ["a gauge", "z gauge"]);
 });
 
 Deno.test("digest: a folder's digest is the same JSON whatever order its files were written", async () => {
