@@ -86,3 +86,16 @@ Deno.test("compare: the command exits 1 on a behaviour difference, 0 on advisory
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("compare: the default tolerance passes the measured spread and reports a doubling", () => {
+  // The largest moves between two baseline runs of the same code (docs/development.md).
+  const before = digest({
+    requests: { "get cocoonsets": 61, "patch status": 325, "update leases": 8, "get pods": 20 },
+  });
+  const after = digest({
+    requests: { "get cocoonsets": 56, "patch status": 312, "update leases": 6, "get pods": 40 },
+  });
+  deepStrictEqual(compareDigests(before, after).map(formatFinding), [
+    "requests: count 20 -> 40: get pods",
+  ]);
+});
