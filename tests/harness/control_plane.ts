@@ -31,6 +31,7 @@ import {
   type IssuedCertificate,
   type LeafOptions,
 } from "./certs.ts";
+import { auditFlags } from "./behaviour_recording.ts";
 import { freePort, waitUntil } from "./wait.ts";
 import { spawnWatchdog } from "./watchdog.ts";
 
@@ -313,6 +314,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     "--allow-privileged=true",
     "--profiling=false",
     `--watch-cache=${opts.watchCache ?? false}`,
+    // Only with COCOON_BEHAVIOUR_DIGEST_DIR set (tests/harness/behaviour_recording.ts).
+    ...await auditFlags(dataDir),
     ...opts.apiServerFlags ?? [],
   ];
 

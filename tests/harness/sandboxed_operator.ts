@@ -36,6 +36,7 @@ import type { ControlPlane } from "./control_plane.ts";
 import { operatorKubeconfig } from "./operator_identity.ts";
 import type { TokenPlugin } from "./exec_plugin.ts";
 import { type ProcessHandle, runProcess } from "./process.ts";
+import { metricsRecorder } from "./behaviour_recording.ts";
 import { freePort, waitFor } from "./wait.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
@@ -116,6 +117,11 @@ export interface SandboxedOperator {
   forbiddenRequests(): Promise<number>;
   /** Throws, quoting the operator's output, if any request was Forbidden. */
   assertNoForbidden(): Promise<void>;
+  /**
+   * With COCOON_BEHAVIOUR_DIGEST_DIR set, saves this process's /metrics there (once; stop() calls
+   * it, so call it yourself only before signalling proc directly). Otherwise does nothing.
+   */
+  recordMetrics(): Promise<void>;
   /** SIGTERM, then SIGKILL after graceMs. */
   stop(graceMs?: number): Promise<Deno.CommandStatus>;
 }
@@ -196,6 +202,7 @@ export async function startSandboxedOperator(
     }
     return n;
   };
+  const recordMetrics = metricsRecorder(`operator pid ${proc.pid}`, metrics);
   const handle: SandboxedOperator = {
     proc,
     flags,
@@ -215,7 +222,11 @@ export async function startSandboxedOperator(
         );
       }
     },
-    stop: (graceMs = 20_000) => proc.stop(graceMs),
+    recordMetrics,
+    async stop(graceMs = 20_000) {
+      await recordMetrics();
+      return await proc.stop(graceMs);
+    },
   };
   if (opts.waitReady ?? true) {
     let ready = false;

@@ -43,6 +43,7 @@ import type { KubeObject } from "../../kube/object.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import type { Latencies } from "../../sim/kubelet.ts";
 import type { SimNode } from "../../sim/nodes.ts";
+import { recordRegistryRequests } from "./behaviour_recording.ts";
 import { type ControlPlane, startControlPlane } from "./control_plane.ts";
 import { type TokenPlugin, writeTokenPlugin } from "./exec_plugin.ts";
 import { operatorKubeconfig } from "./operator_identity.ts";
@@ -162,7 +163,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       }),
     ]);
     const proxy = startRegistryProxy(registry.url);
-    started.push(() => proxy.close());
+    started.push(async () => {
+      // Runs after the operators stopped (cleanups go last first), so nothing is missed.
+      await recordRegistryRequests(proxy.requests);
+      await proxy.close();
+    });
     const transport = new Transport(await loadRestConfig(cp.kubeconfigPath));
     started.push(() => Promise.resolve(transport.close()));
     const admin = new ApiClient(transport, "e2e-test");
@@ -258,7 +263,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       alive,
       async killOperator(i, signal = "SIGTERM") {
         const op = operators[i];
-        if (alive(i)) await retire(i);
+        if (alive(i)) {
+          await retire(i);
+          await op.recordMetrics();
+        }
         op.proc.kill(signal);
         return await op.proc.status;
       },
