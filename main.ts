@@ -7,6 +7,7 @@ import { type Config, defaults, leaderElectionId, parseConfig, usage } from "./c
 import { setupLogging } from "./common/log.ts";
 import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
 import { ApiClient } from "./kube/api_client.ts";
+import { errorMessage } from "./kube/errors.ts";
 import { Manager, type ManagerOptions } from "./kube/manager.ts";
 import { withAuthenticationAndAuthorization } from "./kube/metrics_auth.ts";
 import { metricsTls } from "./kube/metrics_serving.ts";
@@ -80,11 +81,7 @@ export async function main(
     registry = newOciRegistry(config.ociRegistry, { plainHttpHosts: config.plainHttpHosts });
   } catch (err) {
     // Bad input fails before anything connects, with one line and exit code 2.
-    const message = envNotGranted.length > 0
-      ? describeMissing(envNotGranted)
-      : err instanceof Error
-      ? err.message
-      : String(err);
+    const message = envNotGranted.length > 0 ? describeMissing(envNotGranted) : errorMessage(err);
     console.error(`cocoon-operator: ${message}`);
     return 2;
   }
@@ -124,7 +121,7 @@ export async function main(
         filter: (handler) => withAuthenticationAndAuthorization(transport, handler),
       };
     } catch (err) {
-      console.error(`cocoon-operator: ${err instanceof Error ? err.message : String(err)}`);
+      console.error(`cocoon-operator: ${errorMessage(err)}`);
       transport.close();
       removeNetGuard();
       return 2;

@@ -21,6 +21,7 @@
  */
 import { defaultRegistryHosts, inClusterPermissionSet, permissionFlags } from "../permissions.ts";
 import { parseArgsOrExit } from "./cli.ts";
+import { rfc3339 } from "../kube/time.ts";
 import { v8FlagsArg } from "./runtime_flags.ts";
 
 const repoRoot = new URL("../", import.meta.url);
@@ -143,7 +144,7 @@ export async function defaultStamp(env: (name: string) => string | undefined): P
     version: env("VERSION") || await git(["describe", "--tags", "--always", "--dirty"]) ||
       VERSION,
     revision: env("REVISION") || await git(["rev-parse", "HEAD"]) || "unknown",
-    builtAt: env("BUILT_AT") || new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+    builtAt: env("BUILT_AT") || rfc3339(Date.now()),
   };
 }
 

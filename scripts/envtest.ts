@@ -12,6 +12,8 @@
  *
  * @module
  */
+import { errorMessage } from "../kube/errors.ts";
+import { rfc3339 } from "../kube/time.ts";
 
 /**
  * Kubernetes releases the tests run against, by minor version. 1.35 is the default control
@@ -231,7 +233,7 @@ function kubernetesVersionStamp(release: string): Record<string, string> {
     gitMajor: major,
     gitMinor: minor,
     gitTreeState: "clean",
-    buildDate: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+    buildDate: rfc3339(Date.now()),
   };
   const stamp: Record<string, string> = {};
   for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
@@ -346,7 +348,7 @@ if (import.meta.main) {
     const minor = Deno.args[0] ? parseKubernetesMinor(Deno.args[0]) : DEFAULT_KUBERNETES_MINOR;
     console.log(await envtestBinDir(minor));
   } catch (err) {
-    console.error(`[envtest] ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`[envtest] ${errorMessage(err)}`);
     Deno.exit(1);
   }
 }

@@ -17,6 +17,7 @@
 
 import { getLogger } from "@logtape/logtape";
 import { isRecord } from "../errors.ts";
+import { errorMessage } from "../../kube/errors.ts";
 import { GOOGLE_TOKEN_URL, isGoogleHost } from "./google_endpoints.ts";
 
 export { credentialsTokenEndpoint, GOOGLE_TOKEN_URL, isGoogleHost } from "./google_endpoints.ts";
@@ -330,7 +331,7 @@ export function googleKeychain(opts: GoogleOptions = {}): Keychain {
     } catch (err) {
       failedAt = now();
       logger.warn("Google credentials unavailable, falling back: {error}", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
       });
       return undefined;
     }
