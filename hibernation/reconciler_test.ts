@@ -22,6 +22,8 @@ import { newApiError } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/object.ts";
 import { metricValue } from "../kube/testing/metrics.ts";
 import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
+import { staleCache } from "../kube/testing/stale_cache.ts";
+import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { parseRfc3339 } from "../kube/time.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, NS, POD, ready, request, VM, vmPod } from "./_fixtures.ts";
@@ -452,25 +454,14 @@ Deno.test("hibernate: confirmed → Hibernated, Event and histogram ok exactly o
 Deno.test("hibernate: a stale cache copy cannot announce a transition twice", async () => {
   const oks = await histogramCount("hibernate", "ok");
   const registry = new FakeRegistry();
-  let stale: unknown;
+  let stale: CocoonHibernation | undefined;
   const h = Harness.create([request("hib", "Hibernate"), vmPod()], {
     registry,
     // A cache that still serves the Hibernating copy after the Hibernated write.
     cachedClient: (api) =>
-      new Proxy(api, {
-        get(target, prop, receiver) {
-          if (prop === "get") {
-            return async (...args: Parameters<typeof api.get>) => {
-              const [rt, , name] = args;
-              if (stale && rt.plural === "cocoonhibernations" && name === "hib") {
-                return structuredClone(stale);
-              }
-              return await target.get(...args);
-            };
-          }
-          const v = Reflect.get(target, prop, receiver);
-          return typeof v === "function" ? v.bind(target) : v;
-        },
+      staleCache(api, {
+        get: (rt, _namespace, name) =>
+          stale && rt.plural === "cocoonhibernations" && name === "hib" ? stale : undefined,
       }),
   });
   await h.reconcile("hib");
@@ -944,18 +935,12 @@ Deno.test("a target pod the cache does not hold is read from the API server", as
   const h = Harness.create([request("hib", "Hibernate"), vmPod()], {
     // A pod cache scoped to CocoonSet pods: this unlabelled pod is not in it.
     cachedClient: (api) =>
-      new Proxy(api, {
-        get(target, prop, receiver) {
-          if (prop === "get") {
-            return async (...args: Parameters<typeof api.get>) => {
-              if (args[0].plural === "pods") {
-                throw newApiError(404, "NotFound", { resource: "pods" }, "not in cache");
-              }
-              return await target.get(...args);
-            };
+      staleCache(api, {
+        get: (rt) => {
+          if (rt.plural === "pods") {
+            throw newApiError(404, "NotFound", { resource: "pods" }, "not in cache");
           }
-          const v = Reflect.get(target, prop, receiver);
-          return typeof v === "function" ? v.bind(target) : v;
+          return undefined;
         },
       }),
   });
