@@ -36,7 +36,7 @@ export interface Wiring {
 }
 
 /** Registers every reconciler on the manager. */
-export function registerReconcilers(w: Wiring): void {
+function registerReconcilers(w: Wiring): void {
   setupCocoonSetController(w.manager, {
     registry: w.registry,
     concurrency: w.config.cocoonSetConcurrency,

@@ -101,7 +101,7 @@ export function isDenortDownloadFailure(stderr: string): boolean {
 }
 
 /** The message printed when the runtime download is what failed. */
-export function denortMessage(output: string): string {
+function denortMessage(output: string): string {
   return `deno compile could not download its runtime (denort) for this target, so ${output} ` +
     "was not written. Everything before that step passed: type check, module graph, stamped " +
     "version and permission flags. Build where the Deno release host is reachable (the " +
@@ -138,7 +138,7 @@ async function git(args: string[]): Promise<string | undefined> {
 }
 
 /** The stamp from the environment, else git, else version.ts's development values. */
-export async function defaultStamp(env: (name: string) => string | undefined): Promise<BuildStamp> {
+async function defaultStamp(env: (name: string) => string | undefined): Promise<BuildStamp> {
   const { VERSION } = await import("../version.ts");
   return {
     version: env("VERSION") || await git(["describe", "--tags", "--always", "--dirty"]) ||

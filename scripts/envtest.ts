@@ -25,12 +25,10 @@ export const KUBERNETES_RELEASES = { "1.35": "1.35.4", "1.36": "1.36.3" } as con
 export type KubernetesMinor = keyof typeof KUBERNETES_RELEASES;
 /** The minor version every test uses unless it asks for another. */
 export const DEFAULT_KUBERNETES_MINOR: KubernetesMinor = "1.35";
-/** Kubernetes release of the default control plane. */
-export const KUBERNETES_VERSION = KUBERNETES_RELEASES[DEFAULT_KUBERNETES_MINOR];
 /** etcd release (newest v3.6.x on the module proxy when this was written; 1.35 and 1.36 both use it). */
-export const ETCD_VERSION = "3.6.16";
+const ETCD_VERSION = "3.6.16";
 /** Names of the binaries a usable bin folder must contain. */
-export const ENVTEST_BINARIES = ["etcd", "kube-apiserver", "kubectl"] as const;
+const ENVTEST_BINARIES = ["etcd", "kube-apiserver", "kubectl"] as const;
 
 /** Staging modules are tagged v0.<minor>.<patch> for Kubernetes v1.<minor>.<patch>. */
 function stagingVersion(release: string): string {

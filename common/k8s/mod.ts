@@ -6,6 +6,5 @@
  */
 export * from "./client_patch.ts";
 export * from "./condition.ts";
-export * from "./patch.ts";
 export * from "./quantity.ts";
 export * from "./yaml.ts";
