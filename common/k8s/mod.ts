@@ -4,7 +4,7 @@
  *
  * @module
  */
-export * from "./client_patch.ts";
+export * from "./pod_patch.ts";
 export * from "./condition.ts";
 export * from "./quantity.ts";
 export * from "./same_json.ts";
