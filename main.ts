@@ -182,6 +182,8 @@ export async function main(
     log.info("manager stopped cleanly");
     return 0;
   } catch (err) {
+    // String(err), not errorMessage: this line has always carried the error's name too
+    // ("ApiError: …"), and issue 22 changes no visible text.
     log.error("manager failed: {error}", { error: String(err) });
     return 1;
   } finally {
