@@ -24,9 +24,9 @@ export function sameJson(a: unknown, b: unknown, reviver?: WireReviver): boolean
  * API server's encoder leaves empty strings out of what it stores, where Go's typed comparison
  * sees "" on both sides.
  */
-export const emptyStringAbsent: WireReviver = function (this: unknown, _key, value) {
+export function emptyStringAbsent(this: unknown, _key: string, value: unknown): unknown {
   return value === "" && !Array.isArray(this) ? undefined : value;
-};
+}
 
 function wireForm(v: unknown, reviver?: WireReviver): unknown {
   const text = JSON.stringify(v);
