@@ -11,6 +11,7 @@
 import { parseArgs } from "node:util";
 import { type LogLevelName, parseLogLevelName } from "./common/log_level.ts";
 import { parseBindAddress } from "./kube/bind_address.ts";
+import { errorMessage } from "./kube/errors.ts";
 import { defaultSetLimits } from "./cocoonset/limits.ts";
 
 /** Everything main.ts needs to start the operator. */
@@ -472,7 +473,7 @@ function extractBoolFlags(args: string[]): { rest: string[]; bools: Map<string, 
 }
 
 function flagErrorMessage(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
+  const msg = errorMessage(err);
   // parseArgs messages span lines with hints about "--"; keep the first line.
   return `${msg.split("\n")[0].trim()} (see --help)`;
 }

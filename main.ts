@@ -7,6 +7,7 @@ import { type Config, defaults, leaderElectionId, parseConfig, usage } from "./c
 import { setupLogging } from "./common/log.ts";
 import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
 import { ApiClient } from "./kube/api_client.ts";
+import { errorMessage } from "./kube/errors.ts";
 import { Manager, type ManagerOptions } from "./kube/manager.ts";
 import { withAuthenticationAndAuthorization } from "./kube/metrics_auth.ts";
 import { metricsTls } from "./kube/metrics_serving.ts";
@@ -35,7 +36,7 @@ export interface Wiring {
 }
 
 /** Registers every reconciler on the manager. */
-export function registerReconcilers(w: Wiring): void {
+function registerReconcilers(w: Wiring): void {
   setupCocoonSetController(w.manager, {
     registry: w.registry,
     concurrency: w.config.cocoonSetConcurrency,
@@ -80,11 +81,7 @@ export async function main(
     registry = newOciRegistry(config.ociRegistry, { plainHttpHosts: config.plainHttpHosts });
   } catch (err) {
     // Bad input fails before anything connects, with one line and exit code 2.
-    const message = envNotGranted.length > 0
-      ? describeMissing(envNotGranted)
-      : err instanceof Error
-      ? err.message
-      : String(err);
+    const message = envNotGranted.length > 0 ? describeMissing(envNotGranted) : errorMessage(err);
     console.error(`cocoon-operator: ${message}`);
     return 2;
   }
@@ -124,7 +121,7 @@ export async function main(
         filter: (handler) => withAuthenticationAndAuthorization(transport, handler),
       };
     } catch (err) {
-      console.error(`cocoon-operator: ${err instanceof Error ? err.message : String(err)}`);
+      console.error(`cocoon-operator: ${errorMessage(err)}`);
       transport.close();
       removeNetGuard();
       return 2;
@@ -185,6 +182,8 @@ export async function main(
     log.info("manager stopped cleanly");
     return 0;
   } catch (err) {
+    // String(err), not errorMessage: this line has always carried the error's name too
+    // ("ApiError: …"), and issue 22 changes no visible text.
     log.error("manager failed: {error}", { error: String(err) });
     return 1;
   } finally {

@@ -104,12 +104,12 @@ export const localOnlyEnv: readonly string[] = ["HOME", "XDG_RUNTIME_DIR", "REGI
 export const defaultRegistryHosts: readonly string[] = ["*.pkg.dev:443"];
 
 /** The GCE metadata server the Google credential chain asks for tokens (port 80, plain HTTP). */
-export const gceMetadataEndpoint = "169.254.169.254:80";
+const gceMetadataEndpoint = "169.254.169.254:80";
 /** The OAuth token URI of Google service-account keys and gcloud user credentials. */
-export const googleTokenEndpoint = `${new URL(GOOGLE_TOKEN_URL).hostname}:443`;
+const googleTokenEndpoint = `${new URL(GOOGLE_TOKEN_URL).hostname}:443`;
 
 /** Where the sa-key overlay mounts the Google service-account key Secret. */
-export const googleKeyDir = "/var/run/secrets/gcp";
+const googleKeyDir = "/var/run/secrets/gcp";
 /** Where a Docker config Secret may be mounted (DOCKER_CONFIG=/var/run/secrets/docker). */
 export const dockerConfigDir = "/var/run/secrets/docker";
 /** Where config/manager mounts the (optional) metrics serving certificate Secret. */
@@ -395,10 +395,10 @@ function registryPort(registry: string, plainHttpHosts: readonly string[]): numb
  * token realm or redirect target on another host (`auth.example.com:443`, `*.example.com:443`;
  * a wildcard matches exactly one label, kube/net_guard.ts).
  */
-export const allowNetEnv = "OPERATOR_ALLOW_NET";
+const allowNetEnv = "OPERATOR_ALLOW_NET";
 
 /** OPERATOR_ALLOW_NET's entries, each with a port (443 when none is written). */
-export function allowNetEntries(env: (name: string) => string | undefined): string[] {
+function allowNetEntries(env: (name: string) => string | undefined): string[] {
   const entries = (env(allowNetEnv) ?? "").split(",").map((e) => e.trim()).filter((e) => e);
   for (const e of entries) {
     try {
@@ -435,7 +435,7 @@ export class ProxyVariableError extends Error {
  * line naming the variable (describeMissing); one it names was put there on purpose. Throws
  * ProxyVariableError for a value that names no host.
  */
-export function proxyNeeds(env: (name: string) => string | undefined): Need[] {
+function proxyNeeds(env: (name: string) => string | undefined): Need[] {
   const needs: Need[] = [];
   for (const name of proxyVariables) {
     const value = env(name)?.trim();
@@ -556,8 +556,8 @@ export function extraPermissions(
 }
 
 /** The flag and environment variable that accept extra permissions on purpose. */
-export const allowExtraPermissionsFlag = "--allow-extra-permissions";
-export const allowExtraPermissionsEnv = "OPERATOR_ALLOW_EXTRA_PERMISSIONS";
+const allowExtraPermissionsFlag = "--allow-extra-permissions";
+const allowExtraPermissionsEnv = "OPERATOR_ALLOW_EXTRA_PERMISSIONS";
 
 /** One line for stderr naming the extra grants and how to accept them on purpose. */
 export function describeExtra(extra: readonly string[]): string {

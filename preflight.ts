@@ -148,7 +148,7 @@ export async function connect(
  * bare program names (a plugin may well be `kubectl`, as with `kubectl oidc-login`) and Deno
  * resolves those through PATH to the granted path. Any other run grant the probe finds is extra.
  */
-export function allowedExtrasFor(
+function allowedExtrasFor(
   access: Pick<ClusterAccess, "exec">,
   given: ExtraPermissionAllowances = {},
 ): ExtraPermissionAllowances {

@@ -10,6 +10,7 @@ import { type Node, Nodes, type Pod, Pods } from "../kube/core.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { type FakeAction, FakeClient } from "../kube/testing/fake.ts";
 import { FakeClock } from "../kube/testing/fake_clock.ts";
+import { staleCache } from "../kube/testing/stale_cache.ts";
 import { metricValue } from "../kube/testing/metrics.ts";
 import { RecordingRecorder } from "../kube/testing/recorder.ts";
 import type { KubeObject } from "../kube/object.ts";
@@ -221,24 +222,11 @@ export interface CacheLag {
  * fresh copy each time), everything else (other reads, every write) reaches the fake.
  */
 export function laggingCache(fake: FakeClient, lag: CacheLag): Client {
-  return new Proxy(fake, {
-    get(target, prop, receiver) {
-      if (prop === "get" && lag.set) {
-        return (rt: unknown, ...rest: unknown[]) =>
-          rt === CocoonSets
-            ? Promise.resolve(structuredClone(lag.set))
-            : (target.get as (...a: unknown[]) => unknown).call(target, rt, ...rest);
-      }
-      if (prop === "list" && lag.pods) {
-        return (rt: unknown, ...rest: unknown[]) =>
-          rt === Pods
-            ? Promise.resolve({ metadata: {}, items: structuredClone(lag.pods) })
-            : (target.list as (...a: unknown[]) => unknown).call(target, rt, ...rest);
-      }
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  }) as Client;
+  // lag is read at each call, so a test may change what the cache shows as it goes.
+  return staleCache(fake, {
+    get: (rt) => rt === CocoonSets ? lag.set : undefined,
+    list: (rt) => rt === Pods ? lag.pods : undefined,
+  });
 }
 
 /** A reconciler like env's whose cached reads go through client (the uncached reader stays). */

@@ -19,7 +19,7 @@ export { LogConfigError, type LogLevelName, parseLogLevelName } from "./log_leve
 export type LogFormat = "json" | "text";
 
 /** Root category of every operator logger. */
-export const rootCategory = "cocoon-operator";
+const rootCategory = "cocoon-operator";
 
 /** Parses a format name ("json" or "text"). */
 export function parseLogFormat(value: string): LogFormat {

@@ -13,6 +13,8 @@ import { readHibernateState } from "../common/meta/hibernate.ts";
 import { AnnotationLifecycleState } from "../common/meta/keys.ts";
 import { Pods } from "../kube/core.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
+import { staleCache } from "../kube/testing/stale_cache.ts";
+import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import {
   at,
   Harness,
@@ -195,25 +197,14 @@ Deno.test("hibernate: confirmed → Hibernated, Event and histogram ok exactly o
 Deno.test("hibernate: a stale cache copy cannot announce a transition twice", async () => {
   const oks = await histogramCount("hibernate", "ok");
   const registry = new FakeRegistry();
-  let stale: unknown;
+  let stale: CocoonHibernation | undefined;
   const h = Harness.create([request("hib", "Hibernate"), vmPod()], {
     registry,
     // A cache that still serves the Hibernating copy after the Hibernated write.
     cachedClient: (api) =>
-      new Proxy(api, {
-        get(target, prop, receiver) {
-          if (prop === "get") {
-            return async (...args: Parameters<typeof api.get>) => {
-              const [rt, , name] = args;
-              if (stale && rt.plural === "cocoonhibernations" && name === "hib") {
-                return structuredClone(stale);
-              }
-              return await target.get(...args);
-            };
-          }
-          const v = Reflect.get(target, prop, receiver);
-          return typeof v === "function" ? v.bind(target) : v;
-        },
+      staleCache(api, {
+        get: (rt, _namespace, name) =>
+          stale && rt.plural === "cocoonhibernations" && name === "hib" ? stale : undefined,
       }),
   });
   await h.reconcile("hib");

@@ -20,6 +20,7 @@ import {
 } from "../common/meta/mod.ts";
 import { Events, type Pod, Pods } from "../kube/core.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
+import { staleCache } from "../kube/testing/stale_cache.ts";
 import { at, Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
 import { ReasonYieldedToCocoonSet } from "./events.ts";
 import { ConditionTypeBlocked } from "./precedence.ts";
@@ -250,24 +251,18 @@ Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does
     registry,
     cachedClient: (api) => {
       let stale: Pod | undefined;
-      return new Proxy(api, {
-        get(target, prop, receiver) {
-          if (prop === "get") {
-            return async (...args: Parameters<typeof api.get>) => {
-              const got = await target.get(...args);
-              if (args[0] !== Pods) return got;
-              // The cache still shows the earlier round: id cleared, nothing running.
-              stale ??= (() => {
-                const copy = structuredClone(got) as Pod;
-                delete copy.metadata.annotations![AnnotationVMID];
-                copy.status = { phase: "Pending" };
-                return copy;
-              })();
-              return structuredClone(stale) as typeof got;
-            };
-          }
-          const v = Reflect.get(target, prop, receiver);
-          return typeof v === "function" ? v.bind(target) : v;
+      return staleCache(api, {
+        get: async (rt, _namespace, _name, read) => {
+          const got = await read();
+          if (rt !== Pods) return got;
+          // The cache still shows the earlier round: id cleared, nothing running.
+          stale ??= (() => {
+            const copy = structuredClone(got) as Pod;
+            delete copy.metadata.annotations![AnnotationVMID];
+            copy.status = { phase: "Pending" };
+            return copy;
+          })();
+          return stale;
         },
       });
     },

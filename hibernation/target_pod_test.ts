@@ -13,6 +13,7 @@ import {
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { newApiError } from "../kube/errors.ts";
 import { type KubeObject } from "../kube/object.ts";
+import { staleCache } from "../kube/testing/stale_cache.ts";
 import { at, Harness, NS, POD, ready, readyOf, request, VM, vmPod } from "./_fixtures.ts";
 import { REQUEUE_INTERVAL_MS } from "./timers.ts";
 
@@ -92,18 +93,12 @@ Deno.test("a target pod the cache does not hold is read from the API server", as
   const h = Harness.create([request("hib", "Hibernate"), vmPod()], {
     // A pod cache scoped to CocoonSet pods: this unlabelled pod is not in it.
     cachedClient: (api) =>
-      new Proxy(api, {
-        get(target, prop, receiver) {
-          if (prop === "get") {
-            return async (...args: Parameters<typeof api.get>) => {
-              if (args[0].plural === "pods") {
-                throw newApiError(404, "NotFound", { resource: "pods" }, "not in cache");
-              }
-              return await target.get(...args);
-            };
+      staleCache(api, {
+        get: (rt) => {
+          if (rt.plural === "pods") {
+            throw newApiError(404, "NotFound", { resource: "pods" }, "not in cache");
           }
-          const v = Reflect.get(target, prop, receiver);
-          return typeof v === "function" ? v.bind(target) : v;
+          return undefined;
         },
       }),
   });

@@ -6,6 +6,7 @@
  * @module
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { errorMessage } from "../kube/errors.ts";
 
 /**
  * Parses as parseArgs (strict by default: unknown flags and positionals are refused unless config
@@ -19,7 +20,7 @@ export function parseArgsOrExit<T extends ParseArgsConfig>(
   try {
     return parseArgs(config);
   } catch (err) {
-    console.error(`${program}: ${err instanceof Error ? err.message : String(err)}\n${usage}`);
+    console.error(`${program}: ${errorMessage(err)}\n${usage}`);
     Deno.exit(2);
   }
 }

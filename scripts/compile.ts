@@ -21,6 +21,7 @@
  */
 import { defaultRegistryHosts, inClusterPermissionSet, permissionFlags } from "../permissions.ts";
 import { parseArgsOrExit } from "./cli.ts";
+import { rfc3339 } from "../kube/time.ts";
 import { v8FlagsArg } from "./runtime_flags.ts";
 
 const repoRoot = new URL("../", import.meta.url);
@@ -100,7 +101,7 @@ export function isDenortDownloadFailure(stderr: string): boolean {
 }
 
 /** The message printed when the runtime download is what failed. */
-export function denortMessage(output: string): string {
+function denortMessage(output: string): string {
   return `deno compile could not download its runtime (denort) for this target, so ${output} ` +
     "was not written. Everything before that step passed: type check, module graph, stamped " +
     "version and permission flags. Build where the Deno release host is reachable (the " +
@@ -137,13 +138,13 @@ async function git(args: string[]): Promise<string | undefined> {
 }
 
 /** The stamp from the environment, else git, else version.ts's development values. */
-export async function defaultStamp(env: (name: string) => string | undefined): Promise<BuildStamp> {
+async function defaultStamp(env: (name: string) => string | undefined): Promise<BuildStamp> {
   const { VERSION } = await import("../version.ts");
   return {
     version: env("VERSION") || await git(["describe", "--tags", "--always", "--dirty"]) ||
       VERSION,
     revision: env("REVISION") || await git(["rev-parse", "HEAD"]) || "unknown",
-    builtAt: env("BUILT_AT") || new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+    builtAt: env("BUILT_AT") || rfc3339(Date.now()),
   };
 }
 

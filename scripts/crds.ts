@@ -33,7 +33,7 @@ export async function staleCrdFiles(dir: URL = CRD_DIR): Promise<string[]> {
 }
 
 /** Writes every generated manifest into dir; returns the files written. */
-export async function writeCrdFiles(dir: URL = CRD_DIR): Promise<string[]> {
+async function writeCrdFiles(dir: URL = CRD_DIR): Promise<string[]> {
   await Deno.mkdir(dir, { recursive: true });
   const written: string[] = [];
   for (const [file, text] of generateCrdFiles()) {

@@ -77,7 +77,7 @@ export class DevUsageError extends Error {
 }
 
 /** The --help text. */
-export function devUsage(): string {
+function devUsage(): string {
   return `usage: deno task dev [--local] [--dir PATH]
 
 Runs the operator against the configured cluster (KUBECONFIG, in-cluster, ~/.kube/config; needs

@@ -12,6 +12,8 @@
  *
  * @module
  */
+import { errorMessage } from "../kube/errors.ts";
+import { rfc3339 } from "../kube/time.ts";
 
 /**
  * Kubernetes releases the tests run against, by minor version. 1.35 is the default control
@@ -23,12 +25,10 @@ export const KUBERNETES_RELEASES = { "1.35": "1.35.4", "1.36": "1.36.3" } as con
 export type KubernetesMinor = keyof typeof KUBERNETES_RELEASES;
 /** The minor version every test uses unless it asks for another. */
 export const DEFAULT_KUBERNETES_MINOR: KubernetesMinor = "1.35";
-/** Kubernetes release of the default control plane. */
-export const KUBERNETES_VERSION = KUBERNETES_RELEASES[DEFAULT_KUBERNETES_MINOR];
 /** etcd release (newest v3.6.x on the module proxy when this was written; 1.35 and 1.36 both use it). */
-export const ETCD_VERSION = "3.6.16";
+const ETCD_VERSION = "3.6.16";
 /** Names of the binaries a usable bin folder must contain. */
-export const ENVTEST_BINARIES = ["etcd", "kube-apiserver", "kubectl"] as const;
+const ENVTEST_BINARIES = ["etcd", "kube-apiserver", "kubectl"] as const;
 
 /** Staging modules are tagged v0.<minor>.<patch> for Kubernetes v1.<minor>.<patch>. */
 function stagingVersion(release: string): string {
@@ -231,7 +231,7 @@ function kubernetesVersionStamp(release: string): Record<string, string> {
     gitMajor: major,
     gitMinor: minor,
     gitTreeState: "clean",
-    buildDate: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+    buildDate: rfc3339(Date.now()),
   };
   const stamp: Record<string, string> = {};
   for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
@@ -346,7 +346,7 @@ if (import.meta.main) {
     const minor = Deno.args[0] ? parseKubernetesMinor(Deno.args[0]) : DEFAULT_KUBERNETES_MINOR;
     console.log(await envtestBinDir(minor));
   } catch (err) {
-    console.error(`[envtest] ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`[envtest] ${errorMessage(err)}`);
     Deno.exit(1);
   }
 }

@@ -21,7 +21,7 @@ export const operatorV8Flags: readonly string[] = ["--max-semi-space-size=2"];
  * each thread that allocates (V8's compiler and GC helpers, the runtime's I/O threads) an arena
  * of its own, which keeps freed memory resident; two arenas cut ~10 MiB of resident set.
  */
-export const operatorRuntimeEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
+const operatorRuntimeEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
 
 /** The `deno run` / `deno compile` flag carrying operatorV8Flags. */
 export function v8FlagsArg(): string {

@@ -42,7 +42,7 @@ import { pluginCandidates, resolvePluginPath, systemLookup } from "./exec_plugin
 const startModule = new URL(import.meta.url).pathname;
 
 /** What the deno runtime of the operator reads by itself: its cache, npm registry, trust store. */
-export const denoRuntimeEnv: readonly string[] = [
+const denoRuntimeEnv: readonly string[] = [
   "DENO_DIR",
   "DENO_CERT",
   "DENO_TLS_CA_STORE",
@@ -70,7 +70,7 @@ export const launcherEnv: readonly string[] = [
 ];
 
 /** The variables the operator process is started with, taken from the launcher's environment. */
-export function operatorEnvironment(
+function operatorEnvironment(
   env: Record<string, string | undefined>,
   overrides: Record<string, string>,
   withExecPlugin = false,
@@ -294,7 +294,7 @@ async function runDeno(args: string[], env: Record<string, string>): Promise<num
  * env without the proxy variables unless COCOON_START_KEEP_PROXY=1: the second step's own deno
  * runtime would otherwise reach out through them too.
  */
-export function withoutProxies(env: Record<string, string>): Record<string, string> {
+function withoutProxies(env: Record<string, string>): Record<string, string> {
   if (env.COCOON_START_KEEP_PROXY === "1") return env;
   return Object.fromEntries(Object.entries(env).filter(([k]) => !proxyVariables.includes(k)));
 }

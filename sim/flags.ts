@@ -16,6 +16,7 @@ import { type FailMode, parseFailMode } from "./knobs.ts";
 import { DEFAULT_LATENCIES, type Latencies } from "./kubelet.ts";
 import type { SimNode } from "./nodes.ts";
 import { type BindAddress, parseBindAddress } from "../kube/servers.ts";
+import { errorMessage } from "../kube/errors.ts";
 
 /** Everything sim/main.ts needs. */
 export interface SimConfig {
@@ -140,7 +141,7 @@ function parseFlags(args: string[]) {
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: false });
   } catch (err) {
-    throw new SimConfigError(err instanceof Error ? err.message : String(err));
+    throw new SimConfigError(errorMessage(err));
   }
 }
 
@@ -153,7 +154,7 @@ export function parseSimConfig(args: string[], env: Record<string, string | unde
     logLevel = parseLogLevelName(values["log-level"] ?? env.SIM_LOG_LEVEL ?? "info");
     logFormat = parseLogFormat(values["log-format"] ?? "json");
   } catch (err) {
-    throw new SimConfigError(err instanceof Error ? err.message : String(err));
+    throw new SimConfigError(errorMessage(err));
   }
   const help = values.help ?? false;
   const registry = values.registry ?? env.OCI_REGISTRY ?? "";
@@ -181,7 +182,7 @@ export function parseSimConfig(args: string[], env: Record<string, string | unde
   try {
     statusAddr = parseBindAddress(values["status-addr"] ?? "");
   } catch (err) {
-    throw new SimConfigError(`--status-addr: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SimConfigError(`--status-addr: ${errorMessage(err)}`);
   }
   return {
     kubeconfig: values.kubeconfig,

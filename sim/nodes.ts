@@ -39,12 +39,12 @@ export interface SimNode {
 /** Label marking nodes this simulator registered (its node watch selects on it). */
 export const LabelSimulatedNode = "sim.cocoonstack.io/node";
 /** Label value vk-cocoon's virtual-kubelet sets on `type`. */
-export const NodeTypeVirtualKubelet = "virtual-kubelet";
+const NodeTypeVirtualKubelet = "virtual-kubelet";
 /** The taint vk-cocoon puts on its node (key from the cocoon contract, value and effect from vk). */
 export const ProviderTaint: Taint = { key: TolerationKey, value: "cocoon", effect: "NoSchedule" };
 
 /** The labels of a simulated node. */
-export function nodeLabels(spec: SimNode): Record<string, string> {
+function nodeLabels(spec: SimNode): Record<string, string> {
   return {
     ...spec.labels,
     [LabelNodePool]: spec.pool || DefaultNodePool,
@@ -58,7 +58,7 @@ export function nodeLabels(spec: SimNode): Record<string, string> {
 }
 
 /** The status a simulated node reports: Ready, pressure-free, `seats` pods of capacity. */
-export function nodeStatus(spec: SimNode, address: string, now: number): Node["status"] {
+function nodeStatus(spec: SimNode, address: string, now: number): Node["status"] {
   const at = rfc3339(now);
   const condition = (type: string, status: "True" | "False", reason: string) => ({
     type,

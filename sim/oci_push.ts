@@ -13,7 +13,7 @@
 import { parseRegistryBase, repositoryFor } from "../snapshot/reference.ts";
 
 /** Media type of the manifests the simulator pushes. */
-export const OCI_MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json";
+const OCI_MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json";
 const OCI_CONFIG_TYPE = "application/vnd.oci.image.config.v1+json";
 
 /** The manifest shape the simulator pushes and reads back. */

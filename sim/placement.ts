@@ -46,7 +46,7 @@ const PREEMPTION_NO_VICTIMS = "No preemption victims found for incoming pod";
 const UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable";
 
 /** Whether one toleration tolerates one taint (Kubernetes' ToleratesTaint). */
-export function toleratesTaint(t: Toleration, taint: Taint): boolean {
+function toleratesTaint(t: Toleration, taint: Taint): boolean {
   if (t.effect && t.effect !== taint.effect) return false;
   if (t.key && t.key !== taint.key) return false;
   // An empty key with Exists tolerates everything.
@@ -60,7 +60,7 @@ export function tolerates(tolerations: Toleration[] | undefined, taint: Taint): 
 }
 
 /** The first NoSchedule / NoExecute taint of the node the pod does not tolerate. */
-export function untoleratedTaint(pod: Pod, node: NodeView): Taint | undefined {
+function untoleratedTaint(pod: Pod, node: NodeView): Taint | undefined {
   return node.taints.find((taint) =>
     (taint.effect === "NoSchedule" || taint.effect === "NoExecute") &&
     !tolerates(pod.spec?.tolerations, taint)
@@ -100,7 +100,7 @@ function matchesRequirement(
  * expression (only `metadata.name` exists for nodes) holds. An empty term matches nothing, as
  * in Kubernetes.
  */
-export function matchesTerm(term: NodeSelectorTerm, node: NodeView): boolean {
+function matchesTerm(term: NodeSelectorTerm, node: NodeView): boolean {
   const exprs = term.matchExpressions ?? [];
   const fields = term.matchFields ?? [];
   if (exprs.length === 0 && fields.length === 0) return false;
@@ -111,7 +111,7 @@ export function matchesTerm(term: NodeSelectorTerm, node: NodeView): boolean {
 }
 
 /** nodeSelector and required node affinity (terms ORed) both hold. */
-export function matchesNodeAffinity(pod: Pod, node: NodeView): boolean {
+function matchesNodeAffinity(pod: Pod, node: NodeView): boolean {
   for (const [k, v] of Object.entries(pod.spec?.nodeSelector ?? {})) {
     if (node.labels[k] !== v) return false;
   }
@@ -121,7 +121,7 @@ export function matchesNodeAffinity(pod: Pod, node: NodeView): boolean {
 }
 
 /** Sum of the weights of the preferred node affinity terms the node matches. */
-export function preferenceScore(pod: Pod, node: NodeView): number {
+function preferenceScore(pod: Pod, node: NodeView): number {
   const preferred = pod.spec?.affinity?.nodeAffinity
     ?.preferredDuringSchedulingIgnoredDuringExecution;
   let score = 0;
@@ -130,7 +130,7 @@ export function preferenceScore(pod: Pod, node: NodeView): number {
 }
 
 /** Why a node is rejected, or undefined when the pod fits; filters run in the default order. */
-export function filterNode(pod: Pod, node: NodeView): string | undefined {
+function filterNode(pod: Pod, node: NodeView): string | undefined {
   if (
     node.unschedulable &&
     !tolerates(pod.spec?.tolerations, { key: UNSCHEDULABLE_TAINT, effect: "NoSchedule" })

@@ -21,7 +21,7 @@ type Wanted = Pick<PodCondition, "type" | "status" | "reason" | "message">;
  * The pod's conditions after setting `wanted` (others of those types are replaced, the rest
  * kept unless `only`): a condition keeps its lastTransitionTime when its status is unchanged.
  */
-export function conditionsWith(
+function conditionsWith(
   pod: Pod,
   wanted: Wanted[],
   now: number,

@@ -44,12 +44,12 @@ export interface SchedulerOptions {
 }
 
 /** Whether a phase means the pod's containers are done for good (its seat is free). */
-export function isTerminated(pod: Pod): boolean {
+function isTerminated(pod: Pod): boolean {
   return pod.status?.phase === "Failed" || pod.status?.phase === "Succeeded";
 }
 
 /** Whether this scheduler should place the pod. */
-export function needsScheduling(pod: Pod): boolean {
+function needsScheduling(pod: Pod): boolean {
   const spec = pod.spec;
   if (!spec || spec.nodeName || pod.metadata.deletionTimestamp || isTerminated(pod)) return false;
   if (spec.schedulerName && spec.schedulerName !== DEFAULT_SCHEDULER) return false;
@@ -57,7 +57,7 @@ export function needsScheduling(pod: Pod): boolean {
 }
 
 /** The Binding that assigns pod to node; the pod's uid guards against a re-created namesake. */
-export function bindingFor(pod: Pod, node: string): Binding {
+function bindingFor(pod: Pod, node: string): Binding {
   return {
     apiVersion: "v1",
     kind: "Binding",

@@ -43,7 +43,7 @@ export interface SimStatusOptions {
 }
 
 /** The seats view of every node. */
-export function nodeSeats(sim: Simulator): NodeSeats[] {
+function nodeSeats(sim: Simulator): NodeSeats[] {
   return sim.nodes.map((n) => ({
     name: n.name,
     pool: n.pool || "default",

@@ -76,7 +76,7 @@ export function isManaged(pod: Pod): boolean {
 }
 
 /** A record for a pod the simulator sees for the first time on one of its nodes. */
-export function newRecord(pod: Pod, node: string): VmRecord {
+function newRecord(pod: Pod, node: string): VmRecord {
   return {
     uid: pod.metadata.uid ?? "",
     namespace: pod.metadata.namespace ?? "",

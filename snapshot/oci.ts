@@ -45,7 +45,7 @@ export const MANIFEST_ACCEPT = [
 ].join(",");
 
 /** Default per-request timeout. */
-export const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** Options of newOciRegistry. */
 export interface OciRegistryOptions {
@@ -252,7 +252,7 @@ export function buildRegistry(opts: OciRegistryOptions = {}): OciRegistry {
 }
 
 /** The other tag of the pair we keep per VM, if reference is one of them. */
-export function siblingTag(reference: string): string | undefined {
+function siblingTag(reference: string): string | undefined {
   if (reference === HIBERNATE_SNAPSHOT_TAG) return DEFAULT_SNAPSHOT_TAG;
   if (reference === DEFAULT_SNAPSHOT_TAG) return HIBERNATE_SNAPSHOT_TAG;
   return undefined;

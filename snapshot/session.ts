@@ -22,6 +22,7 @@ import { abortable, DeadlineError, type FetchFn, withDeadline } from "./deadline
 import { isRecord, parseDiagnostics, readCapped, RegistryError } from "./errors.ts";
 import { plainHttpPolicy } from "./reference.ts";
 import { isLoopbackHost } from "../kube/loopback.ts";
+import { errorMessage } from "../kube/errors.ts";
 
 const logger = getLogger(["cocoon-operator", "snapshot"]);
 
@@ -219,7 +220,7 @@ export class RegistrySession {
       return await authn.authorization(signal);
     } catch (err) {
       if (signal?.aborted && err === signal.reason) throw err;
-      throw new Error(`getting ${authn.source} credentials: ${message(err)}`, {
+      throw new Error(`getting ${authn.source} credentials: ${errorMessage(err)}`, {
         cause: err,
       });
     }
@@ -342,7 +343,7 @@ export class RegistrySession {
           if (errors.length === 2 && !settled) {
             settled = true;
             reject(
-              new Error(`ping ${this.registry}: ${errors.map(message).join("; ")}`, {
+              new Error(`ping ${this.registry}: ${errors.map(errorMessage).join("; ")}`, {
                 cause: errors[0],
               }),
             );
@@ -430,7 +431,7 @@ export class RegistrySession {
     return withDeadline(what, this.#timeoutMs, signal, fn).catch((err) => {
       if (err instanceof DeadlineError || err instanceof RegistryError) throw err;
       if (signal?.aborted) throw err;
-      throw new Error(`${what}: ${message(err)}`, { cause: err });
+      throw new Error(`${what}: ${errorMessage(err)}`, { cause: err });
     });
   }
 
@@ -503,7 +504,7 @@ export class RegistrySession {
     try {
       validateRealm(next.href, this.registry, policy.insecure);
     } catch (err) {
-      throw new Error(`refusing token-server redirect to ${next.origin}: ${message(err)}`);
+      throw new Error(`refusing token-server redirect to ${next.origin}: ${errorMessage(err)}`);
     }
     // 307/308 replay the body, and a token request body carries the refresh token.
     if (resendsBody && next.origin !== current.origin) {
@@ -557,7 +558,7 @@ function inContext(action: string, err: unknown, signal: AbortSignal | undefined
   if (signal?.aborted && err === signal.reason) return err;
   if (err instanceof RegistryError) return err.prefixed(action);
   if (err instanceof DeadlineError) return new DeadlineError(`${action}: ${err.what}`, err.ms);
-  return new Error(`${action}: ${message(err)}`, { cause: err });
+  return new Error(`${action}: ${errorMessage(err)}`, { cause: err });
 }
 
 /** The Authorization value for a credential outside a Bearer flow, if it has one. */
@@ -611,8 +612,4 @@ function oauthErrorOnly(text: string): string {
     // not JSON
   }
   return "";
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -1,79 +1,12 @@
 /**
- * The cocoon-specific patch helpers (cocoon-common's k8s/clientpatch.go): each writes one
- * annotation of the pod contract and makes no API call when the pod already says so. The generic
- * merge-from helpers they build on live in kube/client_patch.ts.
+ * The old name of common/k8s/pod_patch.ts, kept while cocoonset/ and hibernation/ still import
+ * it (issue 22: the lead switches those imports and deletes this file).
+ *
+ * @module
  */
-import { patchObject } from "../../kube/client_patch.ts";
-import type { Writer } from "../../kube/client.ts";
-import { type Pod, Pods } from "../../kube/core.ts";
-import {
-  applyHibernateState,
-  markKeepSnapshotOnDelete,
-  readHibernateState,
-  readKeepSnapshotOnDelete,
-} from "../meta/hibernate.ts";
-import { readCocoonSetGeneration, stampCocoonSetGeneration } from "../meta/lifecycle.ts";
-import { recordHibernateAsk } from "../meta/vm_liveness.ts";
-
-/**
- * Sets (true) or removes (false) the hibernate annotation on the pod. Makes no API call when
- * the pod already is in that state.
- */
-export async function patchHibernateState(
-  client: Writer,
-  pod: Pod,
-  state: boolean,
-  signal?: AbortSignal,
-): Promise<void> {
-  if (readHibernateState(pod) === state) return;
-  await patchObject(client, Pods, pod, (p) => applyHibernateState(state, p), { signal });
-}
-
-/**
- * Asks the pod's VM to hibernate (the hibernate annotation) and records, in the same patch, the
- * VM id it shows now (common/meta vmMayBeLeaving). No API call when the pod already asks.
- */
-export async function patchHibernateAsk(
-  client: Writer,
-  pod: Pod,
-  signal?: AbortSignal,
-): Promise<void> {
-  if (readHibernateState(pod)) return;
-  await patchObject(client, Pods, pod, (p) => {
-    applyHibernateState(true, p);
-    recordHibernateAsk(p);
-  }, { signal });
-}
-
-/**
- * Marks the pod's deletion as a seat release before it is deleted. No API call when the mark is
- * already there.
- */
-export async function patchKeepSnapshotOnDelete(
-  client: Writer,
-  pod: Pod,
-  signal?: AbortSignal,
-): Promise<void> {
-  if (readKeepSnapshotOnDelete(pod)) return;
-  await patchObject(client, Pods, pod, markKeepSnapshotOnDelete, { signal });
-}
-
-/**
- * Stamps the owning CocoonSet's generation on the pod so vk-cocoon can echo it back as the
- * lifecycle observed generation. No API call when the stamp is already right.
- */
-export async function patchCocoonSetGeneration(
-  client: Writer,
-  pod: Pod,
-  generation: number,
-  signal?: AbortSignal,
-): Promise<void> {
-  if (readCocoonSetGeneration(pod) === generation) return;
-  await patchObject(
-    client,
-    Pods,
-    pod,
-    (p) => stampCocoonSetGeneration(p, generation),
-    { signal },
-  );
-}
+export {
+  patchCocoonSetGeneration,
+  patchHibernateAsk,
+  patchHibernateState,
+  patchKeepSnapshotOnDelete,
+} from "./pod_patch.ts";

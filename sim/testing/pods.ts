@@ -53,7 +53,7 @@ export interface OperatorPodOptions {
 }
 
 /** The operator's tolerations, exactly. */
-export const operatorTolerations = [
+const operatorTolerations = [
   { key: TolerationKey, operator: "Exists" as const },
   {
     key: "node.kubernetes.io/not-ready",

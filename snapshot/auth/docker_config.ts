@@ -29,7 +29,7 @@ import {
 const logger = getLogger(["cocoon-operator", "snapshot"]);
 
 /** The key Docker uses for Docker Hub, for historical reasons. */
-export const DOCKER_HUB_AUTH_KEY = "https://index.docker.io/v1/";
+const DOCKER_HUB_AUTH_KEY = "https://index.docker.io/v1/";
 
 /** Parsed subset of config.json this client uses. */
 export interface DockerConfig {

@@ -17,6 +17,7 @@
 
 import { getLogger } from "@logtape/logtape";
 import { isRecord } from "../errors.ts";
+import { errorMessage } from "../../kube/errors.ts";
 import { GOOGLE_TOKEN_URL, isGoogleHost } from "./google_endpoints.ts";
 
 export { credentialsTokenEndpoint, GOOGLE_TOKEN_URL, isGoogleHost } from "./google_endpoints.ts";
@@ -38,7 +39,7 @@ const logger = getLogger(["cocoon-operator", "snapshot"]);
 /** OAuth scope requested for registry access. */
 export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
 /** Username Google registries expect alongside an access token. */
-export const GOOGLE_TOKEN_USERNAME = "_token";
+const GOOGLE_TOKEN_USERNAME = "_token";
 const METADATA_IP = "169.254.169.254";
 const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
@@ -72,7 +73,7 @@ export interface AuthorizedUser {
  * Token source exchanging a signed JWT assertion (iss = client_email, scope, aud = token_uri,
  * iat = now - 10 s, exp = iat + 1 h, kid = private_key_id) at the key's token_uri.
  */
-export function serviceAccountSource(
+function serviceAccountSource(
   key: ServiceAccountKey,
   scopes: string[],
   opts: TokenEndpointOptions = {},
@@ -110,7 +111,7 @@ export function serviceAccountSource(
 }
 
 /** Token source redeeming a gcloud user's refresh token (client id/secret in the form). */
-export function authorizedUserSource(
+function authorizedUserSource(
   user: AuthorizedUser,
   opts: TokenEndpointOptions = {},
 ): TokenSource {
@@ -137,12 +138,12 @@ export function authorizedUserSource(
 }
 
 /** The metadata server host: GCE_METADATA_HOST or the link-local address. */
-export function metadataHost(env: EnvGetter): string {
+function metadataHost(env: EnvGetter): string {
   return env("GCE_METADATA_HOST") || METADATA_IP;
 }
 
 /** Token source for the GCE default service account, from the metadata server. */
-export function metadataSource(
+function metadataSource(
   env: EnvGetter,
   scopes: string[],
   opts: TokenEndpointOptions = {},
@@ -241,7 +242,7 @@ export async function findDefaultCredentials(
 }
 
 /** Builds a token source from a credentials JSON file's text (messages never quote the file). */
-export function credentialsFromJson(
+function credentialsFromJson(
   path: string,
   text: string,
   scopes: string[],
@@ -291,7 +292,7 @@ export function credentialsFromJson(
 }
 
 /** Wraps a token source as the Basic `_token:<access token>` credential Google registries take. */
-export function tokenAuthenticator(source: string, tokens: TokenSource): Authenticator {
+function tokenAuthenticator(source: string, tokens: TokenSource): Authenticator {
   return {
     source,
     async authorization(signal) {
@@ -330,7 +331,7 @@ export function googleKeychain(opts: GoogleOptions = {}): Keychain {
     } catch (err) {
       failedAt = now();
       logger.warn("Google credentials unavailable, falling back: {error}", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
       });
       return undefined;
     }

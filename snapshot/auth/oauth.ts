@@ -20,7 +20,7 @@ export interface TokenSource {
 }
 
 /** Refresh this long before expiry so a token never expires in flight. */
-export const EXPIRY_DELTA_MS = 10_000;
+const EXPIRY_DELTA_MS = 10_000;
 
 /**
  * Caches the last token of src until EXPIRY_DELTA_MS before it expires; concurrent callers

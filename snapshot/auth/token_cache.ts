@@ -6,9 +6,9 @@
  */
 
 /** Lifetime assumed when the token endpoint does not say (distribution token spec). */
-export const DEFAULT_TOKEN_TTL_SECONDS = 60;
+const DEFAULT_TOKEN_TTL_SECONDS = 60;
 /** Tokens are treated as expired this long before their stated expiry. */
-export const TOKEN_EXPIRY_MARGIN_MS = 5_000;
+const TOKEN_EXPIRY_MARGIN_MS = 5_000;
 /** How often set() sweeps out expired tokens (scopes name repositories, and VMs come and go). */
 const SWEEP_INTERVAL_MS = 60_000;
 

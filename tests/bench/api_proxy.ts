@@ -16,6 +16,7 @@
  * @module
  */
 import { classifyRequest, type RequestInfo } from "./request_info.ts";
+import { errorMessage } from "../../kube/errors.ts";
 
 /** One request the operator made. */
 export interface ProxiedApiRequest extends RequestInfo {
@@ -116,7 +117,7 @@ export function startApiProxy(
       });
     } catch (err) {
       record.status = 502;
-      return new Response(`api proxy: ${err instanceof Error ? err.message : String(err)}`, {
+      return new Response(`api proxy: ${errorMessage(err)}`, {
         status: 502,
       });
     }

@@ -6,6 +6,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { errorMessage } from "../../kube/errors.ts";
 import { DEFAULT_OPERATOR_CMD } from "./operator_under_test.ts";
 
 /** Parsed benchmark flags. */
@@ -47,7 +48,7 @@ export function parseBenchFlags(args: string[]): BenchFlags | "help" {
       allowPositionals: false,
     }));
   } catch (err) {
-    throw new BenchFlagsError(err instanceof Error ? err.message : String(err));
+    throw new BenchFlagsError(errorMessage(err));
   }
   if (values.help) return "help";
   let sets: number[] | undefined;

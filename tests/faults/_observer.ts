@@ -11,6 +11,7 @@
  * @module
  */
 import type { Client } from "../../kube/client.ts";
+import { errorMessage } from "../../kube/errors.ts";
 import { keyString, type KubeObject, objectKey } from "../../kube/object.ts";
 import type { ResourceType } from "../../kube/resource.ts";
 
@@ -116,7 +117,7 @@ export async function observe<T extends KubeObject>(
         // The server closed the stream (its timeout): resume from the last version seen.
       } catch (err) {
         if (stop.signal.aborted) return;
-        errors.push(err instanceof Error ? err.message : String(err));
+        errors.push(errorMessage(err));
         // Relist until the server answers again; the diff reports what the gap hid.
         for (;;) {
           await new Promise((r) => setTimeout(r, RETRY_MS));
@@ -127,7 +128,7 @@ export async function observe<T extends KubeObject>(
             break;
           } catch (listErr) {
             if (stop.signal.aborted) return;
-            errors.push(listErr instanceof Error ? listErr.message : String(listErr));
+            errors.push(errorMessage(listErr));
           }
         }
       }

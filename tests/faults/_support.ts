@@ -16,6 +16,7 @@ import {
   CocoonSets,
 } from "../../common/apis/v1/mod.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
+import { errorMessage } from "../../kube/errors.ts";
 import { type Stack, type StackOptions, stackTest } from "../harness/stack.ts";
 import { type Observation, observe, type Observer } from "./_observer.ts";
 import { SlotLedger } from "./_pod_slots.ts";
@@ -102,7 +103,7 @@ async function assertHealthy(stack: Stack, tolerated: ReadonlyMap<number, number
 function printFigure(name: string, fig: Figure, ms: number, error: unknown): void {
   const line: Figure = { scenario: name, ok: error === undefined, ms, ...fig };
   if (error !== undefined) {
-    line.error = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+    line.error = errorMessage(error).split("\n")[0];
   }
   console.log(JSON.stringify(line));
 }

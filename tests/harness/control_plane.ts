@@ -33,6 +33,7 @@ import {
 } from "./certs.ts";
 import { auditFlags } from "./behaviour_recording.ts";
 import { freePort, waitUntil } from "./wait.ts";
+import { errorMessage } from "../../kube/errors.ts";
 import { spawnWatchdog } from "./watchdog.ts";
 
 /** Options for {@linkcode startControlPlane}. */
@@ -379,7 +380,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         return res.status === 200;
       }, { timeoutMs: 60_000, intervalMs: 100, what: "kube-apiserver /readyz" });
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       throw new Error(
         `kube-apiserver did not become ready: ${message}\n--- kube-apiserver log tail ---\n${await logTail(
           proc.logFile,

@@ -16,7 +16,7 @@ import {
   patchCocoonSetGeneration,
   patchHibernateState,
   patchKeepSnapshotOnDelete,
-} from "./client_patch.ts";
+} from "./pod_patch.ts";
 
 function newPod(annotations?: Record<string, string>): Pod {
   return {
