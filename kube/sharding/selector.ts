@@ -177,3 +177,29 @@ export function parseShardSelector(text: string): ShardSelector {
   }
   return { field: field!, ranges };
 }
+
+/**
+ * Whether a list response was filtered by the server with `requested`: its
+ * `metadata.shardInfo.selector` must be there and name the same field and ranges. An older
+ * server, or one with the ShardedListAndWatch gate off, ignores the parameter and sends no
+ * shardInfo: the caller must then filter on the client (watch events carry no shardInfo, so a
+ * watch is trusted only when the list before it was).
+ */
+export function serverAppliedShard(
+  listMetadata: { shardInfo?: { selector?: unknown } } | undefined,
+  requested: ShardSelector,
+): boolean {
+  const echoed = listMetadata?.shardInfo?.selector;
+  if (typeof echoed !== "string") return false;
+  let parsed: ShardSelector;
+  try {
+    parsed = parseShardSelector(echoed);
+  } catch {
+    return false;
+  }
+  return parsed.field === requested.field &&
+    parsed.ranges.length === requested.ranges.length &&
+    parsed.ranges.every((r, i) =>
+      r.start === requested.ranges[i].start && r.end === requested.ranges[i].end
+    );
+}

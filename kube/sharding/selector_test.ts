@@ -6,6 +6,7 @@ import {
   parseShardSelector,
   renderShardSelector,
   selectorMatches,
+  serverAppliedShard,
 } from "./selector.ts";
 
 /**
@@ -84,4 +85,15 @@ Deno.test("every selector formatShardSelector writes reads back to the same rang
   const parsed = parseShardSelector(formatShardSelector(ranges));
   assert.deepEqual(parsed.ranges, ranges);
   assert.equal(parsed.field, "object.metadata.namespace");
+});
+
+Deno.test("serverAppliedShard trusts only a shardInfo that echoes the requested ranges", () => {
+  const requested = parseShardSelector(formatShardSelector([{ start: 0n, end: 1n << 63n }]));
+  const echo = { shardInfo: { selector: formatShardSelector([{ start: 0n, end: 1n << 63n }]) } };
+  assert.equal(serverAppliedShard(echo, requested), true);
+  assert.equal(serverAppliedShard({}, requested), false, "no shardInfo: the gate is off");
+  assert.equal(serverAppliedShard(undefined, requested), false);
+  const other = { shardInfo: { selector: formatShardSelector([{ start: 0n, end: 1n << 62n }]) } };
+  assert.equal(serverAppliedShard(other, requested), false);
+  assert.equal(serverAppliedShard({ shardInfo: { selector: "garbage" } }, requested), false);
 });
