@@ -24,7 +24,7 @@
  * @module
  */
 
-import { envtestBinDir } from "../../scripts/envtest.ts";
+import { envtestBinDir, type KubernetesMinor } from "../../scripts/envtest.ts";
 import {
   createCertificateAuthority,
   generateKeyPair,
@@ -61,6 +61,11 @@ export interface ControlPlaneOptions {
    * off so an interrupted `deno test` takes the servers down with it.
    */
   detached?: boolean;
+  /**
+   * Kubernetes minor release of etcd/kube-apiserver/kubectl (default "1.35", scripts/envtest.ts
+   * DEFAULT_KUBERNETES_MINOR); each minor has its own cache folder and ENVTEST_BIN_DIR variable.
+   */
+  kubernetesMinor?: KubernetesMinor;
 }
 
 /** Result of a kubectl run. */
@@ -238,7 +243,7 @@ function kubeconfig(server: string, caPem: string, user: Record<string, string>)
 
 /** Starts etcd and kube-apiserver, installs CRDs, and returns a handle to drive and stop them. */
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
-  const binDir = await envtestBinDir();
+  const binDir = await envtestBinDir(opts.kubernetesMinor);
   const crdDir = opts.crdDir ?? PROJECT_CRD_DIR;
   const dataDir = await Deno.makeTempDir({ prefix: "cocoon-envtest-" });
   const decoder = new TextDecoder();

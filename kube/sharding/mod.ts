@@ -1,0 +1,50 @@
+/**
+ * Sharding of the operator across replicas by namespace hash: the API server's hash and
+ * `shardSelector` (Kubernetes v1.36, KEP-5866), the split of the hash space among member Leases,
+ * and the hand-over protocol that keeps two replicas off one namespace. Not yet wired into the
+ * informers or main (docs/architecture.md, "Sharding").
+ *
+ * @module
+ */
+export { fnv1a64, hashHex } from "./hash.ts";
+export {
+  formatBound,
+  formatRangeSet,
+  FULL_RANGE,
+  HASH_SPACE_END,
+  type HashRange,
+  parseBound,
+  parseRangeSet,
+  type RangeSet,
+} from "./range.ts";
+export {
+  formatShardSelector,
+  NAMESPACE_FIELD,
+  namespaceInRanges,
+  parseShardSelector,
+  selectorMatches,
+  serverAppliedShard,
+  type ShardField,
+  type ShardSelector,
+} from "./selector.ts";
+export { splitRanges } from "./split.ts";
+export { defaultShardTiming, type ShardTiming, validateShardTiming } from "./timing.ts";
+export { type MemberView } from "./members.ts";
+export {
+  actingRanges,
+  announcedRanges,
+  type ShardAction,
+  type ShardObservation,
+  type ShardState,
+  step,
+} from "./handover.ts";
+export {
+  desiredAnnotation,
+  heldAnnotation,
+  leavingAnnotation,
+  memberGroupLabel,
+  memberLeaseName,
+  type ShardCallbacks,
+  ShardMember,
+  type ShardMemberOptions,
+} from "./membership.ts";

@@ -1,0 +1,52 @@
+/**
+ * Timing of shard membership. The durations are leader election's (kube/leader.ts, after
+ * controller-runtime): a member Lease lasts 15 s, its holder stops acting when it has not
+ * renewed for 10 s, and renews every 2 s. The safety margin is how long past another member's
+ * observed expiry its ranges still count as taken, to cover clock-rate drift and requests the
+ * dead member sent before it stopped; the drain timeout bounds a hand-over that waits on a stuck
+ * reconcile.
+ *
+ * @module
+ */
+
+export interface ShardTiming {
+  /** Lease duration written to the member Lease (whole seconds on the wire). */
+  readonly leaseDurationMs: number;
+  /** A member that has not renewed for this long stops acting on all its ranges. */
+  readonly renewDeadlineMs: number;
+  /** One round (renew, list, step) every this often. */
+  readonly retryPeriodMs: number;
+  /** Extra time after another member's observed expiry during which its ranges still block. */
+  readonly expiryMarginMs: number;
+  /** A drain waiting longer than this releases the range and aborts what is still running. */
+  readonly drainTimeoutMs: number;
+}
+
+/** The defaults: leader election's durations, a 5 s margin, a 60 s drain bound. */
+export const defaultShardTiming: ShardTiming = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+  expiryMarginMs: 5_000,
+  drainTimeoutMs: 60_000,
+};
+
+/** Checks the relations the safety argument needs; throws naming the broken one. */
+export function validateShardTiming(t: ShardTiming): ShardTiming {
+  if (t.retryPeriodMs <= 0 || t.renewDeadlineMs <= 0 || t.leaseDurationMs <= 0) {
+    throw new RangeError("shard lease duration, renew deadline and retry period must be > 0");
+  }
+  if (t.leaseDurationMs % 1000 !== 0) {
+    throw new RangeError("shard lease duration must be whole seconds (leaseDurationSeconds)");
+  }
+  if (t.leaseDurationMs <= t.renewDeadlineMs) {
+    throw new RangeError("shard lease duration must be greater than the renew deadline");
+  }
+  if (t.renewDeadlineMs <= 1.2 * t.retryPeriodMs) {
+    throw new RangeError("shard renew deadline must be greater than 1.2 × the retry period");
+  }
+  if (t.expiryMarginMs < 0 || t.drainTimeoutMs <= 0) {
+    throw new RangeError("shard expiry margin must be >= 0 and the drain timeout > 0");
+  }
+  return t;
+}
