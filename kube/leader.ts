@@ -7,10 +7,10 @@
  * Defaults are controller-runtime's: 15 s lease, 10 s renew deadline, 2 s retry period.
  */
 import { getLogger } from "@logtape/logtape";
-import { permittedEnv } from "../common/env.ts";
 import type { Client } from "./client.ts";
 import { type Clock, realClock, sleep } from "./clock.ts";
 import { type Lease, Leases, type LeaseSpec } from "./core.ts";
+import { permittedEnv } from "./env.ts";
 import { isNotFound } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import { leaderElectionMasterStatus } from "./metrics.ts";

@@ -1,5 +1,5 @@
 import { getLogger } from "@logtape/logtape";
-import type { ControllerHost, Runnable } from "./builder.ts";
+import type { ControllerHost } from "./builder.ts";
 import { type ByObject, type CacheOptions, InformerCache } from "./cache.ts";
 import type { Client, Reader } from "./client.ts";
 import { type EventRecorder, Recorder } from "./events.ts";
@@ -7,6 +7,7 @@ import type { IndexFunc } from "./informer.ts";
 import { leaderElectionNamespace, LeaderElector, leaderIdentity } from "./leader.ts";
 import type { KubeObject } from "./object.ts";
 import type { ResourceType } from "./resource.ts";
+import type { Runnable } from "./runnable.ts";
 import { type Checker, Servers, type ServersOptions } from "./servers.ts";
 import type { Informer } from "./source.ts";
 

@@ -176,9 +176,9 @@ export type {
   BuilderControllerOptions,
   ControllerHost,
   OwnsOptions,
-  Runnable,
   WatchOptions,
 } from "./builder.ts";
+export type { Runnable } from "./runnable.ts";
 export { Builder, controllerManagedBy } from "./builder.ts";
 export type { Controller } from "./controller.ts";
 export type { EventHandler, Informer } from "./source.ts";
