@@ -3,12 +3,12 @@ import type { ControllerHost } from "./builder.ts";
 import { type ByObject, type CacheOptions, InformerCache } from "./cache.ts";
 import type { Client, Reader } from "./client.ts";
 import { type EventRecorder, Recorder } from "./events.ts";
-import type { IndexFunc } from "./informer.ts";
 import { leaderElectionNamespace, LeaderElector, leaderIdentity } from "./leader.ts";
 import type { KubeObject } from "./object.ts";
 import type { ResourceType } from "./resource.ts";
 import type { Runnable } from "./runnable.ts";
 import { type Checker, Servers, type ServersOptions } from "./servers.ts";
+import type { IndexFunc } from "./store.ts";
 import type { Informer } from "./source.ts";
 
 const log = getLogger(["cocoon-operator", "manager"]);

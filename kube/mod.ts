@@ -201,7 +201,7 @@ export { Manager } from "./manager.ts";
 export type { ByObject, ObjectScope } from "./cache.ts";
 export { byObject } from "./cache.ts";
 export { lowPriority } from "./priority_queue.ts";
-export type { IndexFunc } from "./informer.ts";
+export type { IndexFunc } from "./store.ts";
 export type { Checker } from "./servers.ts";
 export { ping } from "./servers.ts";
 
