@@ -202,11 +202,13 @@ export type { ByObject, ObjectScope } from "./cache.ts";
 export { byObject } from "./cache.ts";
 export { lowPriority } from "./priority_queue.ts";
 export type { IndexFunc } from "./store.ts";
+export { isValidLabelValue } from "./selector.ts";
 export type { Checker } from "./servers.ts";
 export { ping } from "./servers.ts";
 
 // Events and time.
-export type { EventRecorder, EventSubject, EventType } from "./events.ts";
+export type { EventRecorder, EventSubject, EventType, RecorderOptions } from "./events.ts";
+export { Recorder } from "./events.ts";
 export type { Clock, TimerId } from "./clock.ts";
 export { realClock, sleep } from "./clock.ts";
 export { parseRfc3339, rfc3339 } from "./time.ts";
