@@ -10,6 +10,7 @@ import type { Runnable } from "./runnable.ts";
 import { type Checker, Servers, type ServersOptions } from "./servers.ts";
 import type { IndexFunc } from "./store.ts";
 import type { Informer } from "./source.ts";
+import { errorText } from "./errors.ts";
 
 const log = getLogger(["cocoon-operator", "manager"]);
 
@@ -337,7 +338,7 @@ async function runLogged(
   try {
     await r.start(signal, abortSignal);
   } catch (err) {
-    log.error("runnable failed: {error}", { error: String(err) });
+    log.error("runnable failed: {error}", { error: errorText(err) });
     fail(err);
   }
 }
