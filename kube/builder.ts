@@ -24,8 +24,8 @@ export interface ControllerHost {
   add(runnable: Runnable): void;
 }
 
-/** Per-watch options. */
-export interface WatchOptions<T extends KubeObject> {
+/** Options of for() and watches() (the client's WatchOptions are a watch request's). */
+export interface BuilderWatchOptions<T extends KubeObject> {
   /**
    * All must pass for an event to be handled, after the controller's withEventFilter
    * predicates. A predicate lacking a method lets that event type through.
@@ -34,7 +34,7 @@ export interface WatchOptions<T extends KubeObject> {
 }
 
 /** Options of owns(). */
-export interface OwnsOptions<T extends KubeObject> extends WatchOptions<T> {
+export interface OwnsOptions<T extends KubeObject> extends BuilderWatchOptions<T> {
   /**
    * Follow every owner reference of the For kind, not only the controller one
    * (MatchEveryOwner). Default false: only the `controller: true` reference enqueues.
@@ -75,7 +75,7 @@ export class Builder {
   }
 
   /** The reconciled kind: its own events enqueue its own key. Call once. */
-  for<T extends KubeObject>(rt: ResourceType<T>, opts: WatchOptions<T> = {}): this {
+  for<T extends KubeObject>(rt: ResourceType<T>, opts: BuilderWatchOptions<T> = {}): this {
     if (this.#forType) {
       throw new Error("for() already called; use watches() for additional kinds");
     }
@@ -103,7 +103,7 @@ export class Builder {
   watches<T extends KubeObject>(
     rt: ResourceType<T>,
     handler: Handler<T>,
-    opts: WatchOptions<T> = {},
+    opts: BuilderWatchOptions<T> = {},
   ): this {
     return this.#addWatch(rt, handler, opts.predicates ?? []);
   }

@@ -127,7 +127,7 @@ export type {
   Watcher,
   WatchEvent,
   WatchEventType,
-  WatchOptions as ClientWatchOptions,
+  WatchOptions,
   WriteOptions,
   Writer,
 } from "./client.ts";
@@ -174,9 +174,9 @@ export { isTerminalError, TerminalError } from "./reconcile.ts";
 export type { RateLimiter } from "./rate_limiter.ts";
 export type {
   BuilderControllerOptions,
+  BuilderWatchOptions,
   ControllerHost,
   OwnsOptions,
-  WatchOptions,
 } from "./builder.ts";
 export type { Runnable } from "./runnable.ts";
 export { Builder, controllerManagedBy } from "./builder.ts";
