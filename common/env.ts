@@ -6,13 +6,11 @@
  * once at start-up (permissions.ts), not here.
  */
 
-/** The value of `name`, or undefined when it is unset or the sandbox does not grant it. */
-export function permittedEnv(name: string): string | undefined {
-  if (Deno.permissions.querySync({ name: "env", variable: name }).state !== "granted") {
-    return undefined;
-  }
-  return Deno.env.get(name);
-}
+import { permittedEnv } from "../kube/env.ts";
+
+// The lookup itself lives in kube/ (which may not import from here); the operator's code keeps
+// reading it from this module.
+export { permittedEnv };
 
 /** A record of the given variables as permittedEnv reads them (unset ones are left out). */
 export function permittedEnvRecord(names: readonly string[]): Record<string, string> {

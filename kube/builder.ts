@@ -4,26 +4,14 @@
  *
  * @module
  */
-import type { Clock } from "./clock.ts";
-import { Controller } from "./controller.ts";
+import { Controller, type ControllerOptions } from "./controller.ts";
 import { enqueueForObject, enqueueForOwner, type Handler } from "./handler.ts";
 import type { KubeObject } from "./object.ts";
 import type { Predicate } from "./predicates.ts";
-import type { RateLimiter } from "./rate_limiter.ts";
 import type { Reconciler } from "./reconcile.ts";
 import type { ResourceType } from "./resource.ts";
+import type { Runnable } from "./runnable.ts";
 import type { Informer } from "./source.ts";
-
-/** Something the manager runs: start resolves when the runnable has stopped. */
-export interface Runnable {
-  /**
-   * signal asks for a graceful stop. abortSignal, when given, asks to stop at once: work in
-   * progress is cancelled rather than drained (leadership was lost).
-   */
-  start(signal: AbortSignal, abortSignal?: AbortSignal): Promise<void>;
-  /** Only run on the elected leader; the manager treats absent as true for controllers. */
-  needLeaderElection?: boolean;
-}
 
 /**
  * What the builder needs from the manager (kube/manager.ts implements it): shared informers
@@ -36,8 +24,8 @@ export interface ControllerHost {
   add(runnable: Runnable): void;
 }
 
-/** Per-watch options. */
-export interface WatchOptions<T extends KubeObject> {
+/** Options of for() and watches() (the client's WatchOptions are a watch request's). */
+export interface BuilderWatchOptions<T extends KubeObject> {
   /**
    * All must pass for an event to be handled, after the controller's withEventFilter
    * predicates. A predicate lacking a method lets that event type through.
@@ -46,7 +34,7 @@ export interface WatchOptions<T extends KubeObject> {
 }
 
 /** Options of owns(). */
-export interface OwnsOptions<T extends KubeObject> extends WatchOptions<T> {
+export interface OwnsOptions<T extends KubeObject> extends BuilderWatchOptions<T> {
   /**
    * Follow every owner reference of the For kind, not only the controller one
    * (MatchEveryOwner). Default false: only the `controller: true` reference enqueues.
@@ -54,28 +42,11 @@ export interface OwnsOptions<T extends KubeObject> extends WatchOptions<T> {
   matchEveryOwner?: boolean;
 }
 
-/** Controller settings settable through withOptions() (controller.Options). Durations in ms. */
-export interface BuilderControllerOptions {
-  /** Workers reconciling distinct keys in parallel; default 1. */
-  maxConcurrentReconciles?: number;
-  /** How long the controller waits for its informers to sync; default 2 min. */
-  cacheSyncTimeoutMs?: number;
-  /** On stop, how long in-flight reconciles may finish before they are aborted; default 30 s. */
-  drainTimeoutMs?: number;
-  /** Aborts one reconcile's signal after this long; absent = no limit. */
-  reconciliationTimeoutMs?: number;
-  /**
-   * Backoff for errors and `requeue`; default 5 ms → 1000 s per key (plus an overall 10 qps /
-   * burst 100 bucket with `usePriorityQueue: false`), as ControllerOptions.rateLimiter.
-   */
-  rateLimiter?: RateLimiter;
-  /** false: the plain client-go queue instead of the priority queue (default true). */
-  usePriorityQueue?: boolean;
-  /** Start only on the elected leader; default true. */
-  needLeaderElection?: boolean;
-  /** Time source of the queue and timeouts (tests pass a FakeClock). */
-  clock?: Clock;
-}
+/**
+ * Controller settings settable through withOptions() (controller.Options): the controller's own
+ * options, less the two the builder fills in itself. Durations in ms.
+ */
+export type BuilderControllerOptions = Omit<ControllerOptions, "name" | "reconciler">;
 
 type Wiring = (ctrl: Controller, global: Predicate<KubeObject>[]) => void;
 
@@ -104,7 +75,7 @@ export class Builder {
   }
 
   /** The reconciled kind: its own events enqueue its own key. Call once. */
-  for<T extends KubeObject>(rt: ResourceType<T>, opts: WatchOptions<T> = {}): this {
+  for<T extends KubeObject>(rt: ResourceType<T>, opts: BuilderWatchOptions<T> = {}): this {
     if (this.#forType) {
       throw new Error("for() already called; use watches() for additional kinds");
     }
@@ -132,7 +103,7 @@ export class Builder {
   watches<T extends KubeObject>(
     rt: ResourceType<T>,
     handler: Handler<T>,
-    opts: WatchOptions<T> = {},
+    opts: BuilderWatchOptions<T> = {},
   ): this {
     return this.#addWatch(rt, handler, opts.predicates ?? []);
   }

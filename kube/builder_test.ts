@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { type ControllerHost, controllerManagedBy, type Runnable } from "./builder.ts";
+import { type ControllerHost, controllerManagedBy } from "./builder.ts";
+import type { Runnable } from "./runnable.ts";
 import { FakeClock } from "./testing/fake_clock.ts";
 import { Controller } from "./controller.ts";
 import { enqueueFromMap } from "./handler.ts";

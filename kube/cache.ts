@@ -3,12 +3,8 @@ import { newApiError } from "./errors.ts";
 import { deepCopy, type KubeObject, type ObjectList } from "./object.ts";
 import { apiVersionOf, resourceId, type ResourceType } from "./resource.ts";
 import { matchesLabels, parseFieldSelector, parseLabelSelector } from "./selector.ts";
-import {
-  type IndexFunc,
-  type InformerOptions,
-  SharedInformer,
-  stripManagedFields,
-} from "./informer.ts";
+import { type InformerOptions, SharedInformer } from "./informer.ts";
+import { type IndexFunc, stripManagedFields } from "./store.ts";
 
 /**
  * What the cache keeps of one kind (controller-runtime's cache.ByObject). The selectors are

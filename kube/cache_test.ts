@@ -281,3 +281,41 @@ Deno.test("cache: configure is refused once the kind's informer exists, twice, o
     /invalid field selector/,
   );
 });
+
+Deno.test("cache: reads return copies, answer label selectors and registered field indexes", async () => {
+  const fake = new FakeClient();
+  await fake.create(Pods, pod("a", { app: "x" }));
+  await fake.create(Pods, { ...pod("b", { app: "y" }), spec: { containers: [], nodeName: "n1" } });
+  const cache = new InformerCache({ client: fake });
+  cache.indexField(Pods, "spec.nodeName", (p) => p.spec?.nodeName ? [p.spec.nodeName] : []);
+  const ac = new AbortController();
+  cache.start(ac.signal);
+  try {
+    await cache.waitForSync(AbortSignal.timeout(5000));
+    assert.ok(cache.hasSynced());
+    const a = await cache.get(Pods, "ns", "a");
+    a.metadata.labels!.app = "mutated";
+    assert.equal((await cache.get(Pods, "ns", "a")).metadata.labels?.app, "x");
+    const byLabel = await cache.list(Pods, { namespace: "ns", labelSelector: { app: "y" } });
+    assert.deepEqual(byLabel.items.map((p) => p.metadata.name), ["b"]);
+    const byNode = await cache.list(Pods, { matchingFields: { "spec.nodeName": "n1" } });
+    assert.deepEqual(byNode.items.map((p) => p.metadata.name), ["b"]);
+    const byName = await cache.list(Pods, { matchingFields: { "metadata.name": "a" } });
+    assert.deepEqual(byName.items.map((p) => p.metadata.name), ["a"]);
+    await assert.rejects(cache.list(Pods, { matchingFields: { "spec.unknown": "1" } }), /no index/);
+    await assert.rejects(cache.get(Pods, "ns", "zzz"), /not found/);
+    await fake.patch(Pods, "ns", "b", "merge", { spec: { nodeName: "n2" } });
+    await waitFor(
+      "index follows updates",
+      async () =>
+        (await cache.list(Pods, { matchingFields: { "spec.nodeName": "n2" } })).items.length === 1,
+    );
+    assert.equal(
+      (await cache.list(Pods, { matchingFields: { "spec.nodeName": "n1" } })).items.length,
+      0,
+    );
+  } finally {
+    ac.abort();
+    await cache.stopped();
+  }
+});

@@ -14,7 +14,8 @@ import {
 import { errorMessage } from "./errors.ts";
 import { keyString, type KubeObject, parseKey } from "./object.ts";
 import { and, type Predicate } from "./predicates.ts";
-import { type ControllerQueue, lowPriority, PriorityQueue } from "./priority_queue.ts";
+import { lowPriority, PriorityQueue } from "./priority_queue.ts";
+import type { ControllerQueue } from "./queue.ts";
 import {
   defaultControllerRateLimiter,
   defaultItemRateLimiter,

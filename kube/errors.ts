@@ -172,6 +172,16 @@ export function errorMessage(err: unknown): string {
 }
 
 /**
+ * A caught error as a log line shows it: an Error with its class name first ("TypeError: …",
+ * as String(err) renders it, so the kind of failure stays visible), anything else as
+ * {@link errorMessage} renders it. For the text of a message (an Event, a condition, a wrapped
+ * error) use errorMessage.
+ */
+export function errorText(err: unknown): string {
+  return err instanceof Error ? String(err) : errorMessage(err);
+}
+
+/**
  * An Error saying what was being done, with err's message appended and err kept as the cause
  * (Go's fmt.Errorf("context: %w", err)). Classification helpers look through the cause chain.
  */

@@ -10,7 +10,7 @@ import { getLogger } from "@logtape/logtape";
 import type { Client } from "./client.ts";
 import { type Clock, realClock, sleep, type TimerId } from "./clock.ts";
 import { type CoreEvent, Events, type ObjectReference } from "./core.ts";
-import { ApiError, isAlreadyExists, isNotFound } from "./errors.ts";
+import { ApiError, errorText, isAlreadyExists, isNotFound } from "./errors.ts";
 import type { KubeObject } from "./object.ts";
 import { rfc3339 } from "./time.ts";
 import { apiVersionOf, type ResourceType } from "./resource.ts";
@@ -122,7 +122,7 @@ export class Recorder implements EventRecorder {
       this.#enqueue(subject, type, reason, message);
     } catch (err) {
       // Recording is best effort; a reconcile must never fail because of an Event.
-      log.error("unable to record event: {error}", { error: String(err), reason, message });
+      log.error("unable to record event: {error}", { error: errorText(err), reason, message });
     }
   }
 
@@ -245,7 +245,7 @@ export class Recorder implements EventRecorder {
       try {
         await this.#recordToSink(ev);
       } catch (err) {
-        log.error("unexpected error writing event: {error}", { error: String(err) });
+        log.error("unexpected error writing event: {error}", { error: errorText(err) });
       }
     }
   }
@@ -335,7 +335,7 @@ export class Recorder implements EventRecorder {
       }
       log.warn("unable to write event {reason} (may retry): {error}", {
         ...eventProps(ev),
-        error: String(err),
+        error: errorText(err),
       });
       return false;
     }

@@ -7,11 +7,11 @@
  * Defaults are controller-runtime's: 15 s lease, 10 s renew deadline, 2 s retry period.
  */
 import { getLogger } from "@logtape/logtape";
-import { permittedEnv } from "../common/env.ts";
 import type { Client } from "./client.ts";
 import { type Clock, realClock, sleep } from "./clock.ts";
 import { type Lease, Leases, type LeaseSpec } from "./core.ts";
-import { isNotFound } from "./errors.ts";
+import { permittedEnv } from "./env.ts";
+import { errorText, isNotFound } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import { leaderElectionMasterStatus } from "./metrics.ts";
 
@@ -294,7 +294,7 @@ export class LeaderElector {
         if (!signal.aborted) {
           log.debug("watch of lease {lease} failed: {error}", {
             lease: this.#describe(),
-            error: String(err),
+            error: errorText(err),
           });
         }
       }
@@ -361,7 +361,7 @@ export class LeaderElector {
         log.warn(
           "failed to update lease {lease} optimistically, falling back to slow path: " +
             "{error}",
-          { lease: this.#describe(), error: String(err) },
+          { lease: this.#describe(), error: errorText(err) },
         );
       }
     }
@@ -377,7 +377,7 @@ export class LeaderElector {
       if (!isNotFound(err)) {
         log.warn("error retrieving lease {lease}: {error}", {
           lease: this.#describe(),
-          error: String(err),
+          error: errorText(err),
         });
         return false;
       }
@@ -396,7 +396,7 @@ export class LeaderElector {
       } catch (err) {
         log.warn("error initially creating lease {lease}: {error}", {
           lease: this.#describe(),
-          error: String(err),
+          error: errorText(err),
         });
         return false;
       }
@@ -428,7 +428,7 @@ export class LeaderElector {
     } catch (err) {
       log.warn("failed to update lease {lease}: {error}", {
         lease: this.#describe(),
-        error: String(err),
+        error: errorText(err),
       });
       return false;
     }
@@ -453,7 +453,7 @@ export class LeaderElector {
         else {
           log.error("error retrieving lease {lease}: {error}", {
             lease: this.#describe(),
-            error: String(err),
+            error: errorText(err),
           });
         }
         return false;
@@ -475,7 +475,7 @@ export class LeaderElector {
       } catch (err) {
         log.error("failed to release lease {lease}: {error}", {
           lease: this.#describe(),
-          error: String(err),
+          error: errorText(err),
         });
         return false;
       }
@@ -560,10 +560,10 @@ export class LeaderElector {
     queueMicrotask(() => {
       try {
         Promise.resolve(this.#opts.onStartedLeading(signal)).catch((err) =>
-          log.error("onStartedLeading failed: {error}", { error: String(err) })
+          log.error("onStartedLeading failed: {error}", { error: errorText(err) })
         );
       } catch (err) {
-        log.error("onStartedLeading failed: {error}", { error: String(err) });
+        log.error("onStartedLeading failed: {error}", { error: errorText(err) });
       }
     });
   }
@@ -587,7 +587,7 @@ export class LeaderElector {
     try {
       fn();
     } catch (err) {
-      log.error("{callback} failed: {error}", { callback: what, error: String(err) });
+      log.error("{callback} failed: {error}", { callback: what, error: errorText(err) });
     }
   }
 

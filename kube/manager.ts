@@ -1,14 +1,16 @@
 import { getLogger } from "@logtape/logtape";
-import type { ControllerHost, Runnable } from "./builder.ts";
+import type { ControllerHost } from "./builder.ts";
 import { type ByObject, type CacheOptions, InformerCache } from "./cache.ts";
 import type { Client, Reader } from "./client.ts";
 import { type EventRecorder, Recorder } from "./events.ts";
-import type { IndexFunc } from "./informer.ts";
 import { leaderElectionNamespace, LeaderElector, leaderIdentity } from "./leader.ts";
 import type { KubeObject } from "./object.ts";
 import type { ResourceType } from "./resource.ts";
+import type { Runnable } from "./runnable.ts";
 import { type Checker, Servers, type ServersOptions } from "./servers.ts";
+import type { IndexFunc } from "./store.ts";
 import type { Informer } from "./source.ts";
+import { errorText } from "./errors.ts";
 
 const log = getLogger(["cocoon-operator", "manager"]);
 
@@ -336,7 +338,7 @@ async function runLogged(
   try {
     await r.start(signal, abortSignal);
   } catch (err) {
-    log.error("runnable failed: {error}", { error: String(err) });
+    log.error("runnable failed: {error}", { error: errorText(err) });
     fail(err);
   }
 }

@@ -15,6 +15,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { RequestSpec } from "./transport.ts";
+import { errorMessage } from "./errors.ts";
 
 const log = getLogger(["cocoon-operator", "metrics-auth"]);
 
@@ -89,7 +90,7 @@ export function withAuthenticationAndAuthorization(
       }
     } catch (err) {
       log.warn("metrics request: reviewing the caller failed: {error}", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
       });
       return text(500, "Internal Server Error: the caller could not be reviewed");
     }

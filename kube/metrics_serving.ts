@@ -7,6 +7,7 @@
  * @module
  */
 import { createCertificateAuthority } from "./x509.ts";
+import { errorText } from "./errors.ts";
 
 /** PEM certificate chain and key for Deno.serve. */
 export interface TlsMaterial {
@@ -64,7 +65,7 @@ async function readOptional(
     return await read(path);
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return undefined;
-    const why = err instanceof Deno.errors.NotCapable ? "no read permission" : String(err);
+    const why = err instanceof Deno.errors.NotCapable ? "no read permission" : errorText(err);
     throw new Error(`cannot read metrics certificate ${path}: ${why}`);
   }
 }

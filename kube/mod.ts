@@ -127,7 +127,7 @@ export type {
   Watcher,
   WatchEvent,
   WatchEventType,
-  WatchOptions as ClientWatchOptions,
+  WatchOptions,
   WriteOptions,
   Writer,
 } from "./client.ts";
@@ -174,11 +174,11 @@ export { isTerminalError, TerminalError } from "./reconcile.ts";
 export type { RateLimiter } from "./rate_limiter.ts";
 export type {
   BuilderControllerOptions,
+  BuilderWatchOptions,
   ControllerHost,
   OwnsOptions,
-  Runnable,
-  WatchOptions,
 } from "./builder.ts";
+export type { Runnable } from "./runnable.ts";
 export { Builder, controllerManagedBy } from "./builder.ts";
 export type { Controller } from "./controller.ts";
 export type { EventHandler, Informer } from "./source.ts";
@@ -201,12 +201,14 @@ export { Manager } from "./manager.ts";
 export type { ByObject, ObjectScope } from "./cache.ts";
 export { byObject } from "./cache.ts";
 export { lowPriority } from "./priority_queue.ts";
-export type { IndexFunc } from "./informer.ts";
+export type { IndexFunc } from "./store.ts";
+export { isValidLabelValue } from "./selector.ts";
 export type { Checker } from "./servers.ts";
 export { ping } from "./servers.ts";
 
 // Events and time.
-export type { EventRecorder, EventSubject, EventType } from "./events.ts";
+export type { EventRecorder, EventSubject, EventType, RecorderOptions } from "./events.ts";
+export { Recorder } from "./events.ts";
 export type { Clock, TimerId } from "./clock.ts";
 export { realClock, sleep } from "./clock.ts";
 export { parseRfc3339, rfc3339 } from "./time.ts";

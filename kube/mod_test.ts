@@ -42,3 +42,8 @@ Deno.test("kube/testing/mod.ts exports every test double, kube/mod.ts none of th
   assert.deepEqual(doubles.filter((name) => !(name in testing)), []);
   assert.deepEqual(doubles.filter((name) => name in kube), []);
 });
+
+Deno.test("kube/mod.ts exports the kube/ names reconciler tests and checks import directly today", () => {
+  // hibernation's fixtures build a real Recorder; cocoonset/ownership.ts validates label values.
+  assert.deepEqual(["Recorder", "isValidLabelValue"].filter((name) => !(name in kube)), []);
+});

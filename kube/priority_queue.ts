@@ -10,7 +10,13 @@
  * @module
  */
 import { type HeapEntry, IndexedHeap } from "./_indexed_heap.ts";
-import { type Clock, realClock, type TimerId } from "./clock.ts";
+import { type Clock, realClock } from "./clock.ts";
+import type { AddOptions, ControllerQueue, PriorityItem } from "./queue.ts";
+import {
+  defaultUnfinishedWorkUpdatePeriodMs,
+  EarliestDeadlineTimer,
+  UnfinishedWorkTicker,
+} from "./queue_timers.ts";
 import { defaultItemRateLimiter, type RateLimiter } from "./rate_limiter.ts";
 import { QueueMetrics } from "./workqueue_metrics.ts";
 
@@ -20,52 +26,6 @@ import { QueueMetrics } from "./workqueue_metrics.ts";
  * (handler.LowPriority, applied by WithLowPriorityWhenUnchanged).
  */
 export const lowPriority = -100;
-
-/** How keys are added (controller-runtime's AddOpts). Durations are milliseconds. */
-export interface AddOptions {
-  /** Not handed out before this delay has passed; across adds of a key the earliest wins. */
-  after?: number;
-  /**
-   * Delay by the rate limiter (one more failure for the key); the shorter of that and a
-   * positive `after` wins.
-   */
-  rateLimited?: boolean;
-  /** Higher is handed out first; default 0. Re-adding a key never lowers its priority. */
-  priority?: number;
-}
-
-/** A key handed out by getWithPriority, with the priority it was queued at. */
-export interface PriorityItem<K extends string = string> {
-  key: K;
-  priority: number;
-}
-
-/**
- * What a controller needs from its queue (controller-runtime's PriorityQueue interface).
- * {@link PriorityQueue} implements it, and so does the plain client-go WorkQueue of
- * kube/workqueue.ts, which ignores priorities and hands every key out at priority 0.
- */
-export interface ControllerQueue<K extends string = string> {
-  add(key: K): void;
-  /** Adds key after ms milliseconds. */
-  addAfter(key: K, ms: number): void;
-  /** Adds key after the rate limiter's delay for it. */
-  addRateLimited(key: K): void;
-  addWithOpts(opts: AddOptions, ...keys: K[]): void;
-  /** Next key and its priority; undefined once the queue is shut down. Call done(key) after. */
-  getWithPriority(): Promise<PriorityItem<K> | undefined>;
-  done(key: K): void;
-  /** Resets key's backoff; call after a successful pass. */
-  forget(key: K): void;
-  /** Failures recorded for key by the rate limiter. */
-  numRequeues(key: K): number;
-  /** Keys ready to be handed out (including ones waiting for their worker to finish). */
-  len(): number;
-  /** Keys whose delay has not yet passed. */
-  delayedLen(): number;
-  shuttingDown(): boolean;
-  shutDown(): void;
-}
 
 /** Options of a {@link PriorityQueue}. */
 export interface PriorityQueueOptions<K extends string = string> {
@@ -101,9 +61,6 @@ function lessWaiting<K>(a: Entry<K>, b: Entry<K>): boolean {
   return a.readyAt !== b.readyAt ? a.readyAt! < b.readyAt! : lessReady(a, b);
 }
 
-const defaultUnfinishedWorkUpdatePeriodMs = 500;
-const maxTimerMs = 2 ** 31 - 1;
-
 /**
  * A de-duplicating queue of keys where each key has a priority and a ready time:
  * - ready keys are handed out highest priority first, first-in first-out within a priority;
@@ -133,20 +90,22 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
   readonly #getters: ((item: PriorityItem<K> | undefined) => void)[] = [];
   #seq = 0;
   #shuttingDown = false;
-  #timer: TimerId | undefined;
-  #timerAt = Infinity;
+  readonly #timer: EarliestDeadlineTimer;
   readonly #metrics: QueueMetrics<K> | undefined;
-  #metricsTimer: TimerId | undefined;
-  readonly #metricsPeriodMs: number;
+  readonly #metricsTicker: UnfinishedWorkTicker | undefined;
 
   constructor(opts: PriorityQueueOptions<K> = {}) {
     this.name = opts.name;
     this.#clock = opts.clock ?? realClock;
     this.#rateLimiter = opts.rateLimiter ?? defaultItemRateLimiter<K>();
-    this.#metricsPeriodMs = opts.unfinishedWorkUpdatePeriodMs ??
-      defaultUnfinishedWorkUpdatePeriodMs;
+    this.#timer = new EarliestDeadlineTimer(this.#clock, () => this.#onTimer());
     if (opts.name) {
       this.#metrics = new QueueMetrics<K>(opts.name, this.#clock, { byPriority: true });
+      this.#metricsTicker = new UnfinishedWorkTicker(
+        this.#metrics,
+        this.#clock,
+        opts.unfinishedWorkUpdatePeriodMs ?? defaultUnfinishedWorkUpdatePeriodMs,
+      );
     }
   }
 
@@ -241,11 +200,8 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
   /** Stops handing out and accepting keys, wakes idle getters with undefined, ends timers. */
   shutDown(): void {
     this.#shuttingDown = true;
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    if (this.#metricsTimer !== undefined) this.#clock.clearTimeout(this.#metricsTimer);
-    this.#metricsTimer = undefined;
+    this.#timer.cancel();
+    this.#metricsTicker?.stop();
     for (const resolve of this.#getters.splice(0)) resolve(undefined);
   }
 
@@ -293,7 +249,7 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
     this.#entries.delete(entry.key);
     this.#processing.add(entry.key);
     this.#metrics?.get(entry.key, entry.priority);
-    this.#scheduleMetricsUpdate();
+    this.#metricsTicker?.schedule();
     return { key: entry.key, priority: entry.priority };
   }
 
@@ -306,25 +262,10 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
   }
 
   #armTimer(): void {
-    const next = this.#waiting.peek()?.readyAt;
-    if (next === undefined) {
-      if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-      this.#timer = undefined;
-      this.#timerAt = Infinity;
-      return;
-    }
-    // Keep the current timer when it fires early enough; firing early only re-arms.
-    if (this.#timer !== undefined && this.#timerAt <= next) return;
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    // Timers overflow past 2^31-1 ms (and would fire at once), so far deadlines wait in steps.
-    const wait = Math.min(maxTimerMs, Math.max(0, next - this.#clock.now()));
-    this.#timerAt = this.#clock.now() + wait;
-    this.#timer = this.#clock.setTimeout(() => this.#onTimer(), wait);
+    this.#timer.arm(this.#waiting.peek()?.readyAt);
   }
 
   #onTimer(): void {
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
     const now = this.#clock.now();
     for (let top = this.#waiting.peek(); top && top.readyAt! <= now; top = this.#waiting.peek()) {
       this.#waiting.pop();
@@ -334,21 +275,5 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
     }
     this.#armTimer();
     this.#dispatch();
-  }
-
-  /**
-   * Refreshes the unfinished-work gauges every period (client-go's 500 ms) while items are being
-   * processed, and once more after the last is done (back to 0). Unlike client-go the timer
-   * stops while nothing is in flight: gauges that stay 0 need no refresh, and an idle operator
-   * then wakes for nothing.
-   */
-  #scheduleMetricsUpdate(): void {
-    if (!this.#metrics || this.#metricsTimer !== undefined || this.#shuttingDown) return;
-    this.#metricsTimer = this.#clock.setTimeout(() => {
-      this.#metricsTimer = undefined;
-      if (this.#shuttingDown) return;
-      this.#metrics?.updateUnfinishedWork();
-      if ((this.#metrics?.inFlight ?? 0) > 0) this.#scheduleMetricsUpdate();
-    }, this.#metricsPeriodMs);
   }
 }

@@ -5,6 +5,7 @@
  */
 
 import type { ObjectKey } from "./object.ts";
+import { errorMessage } from "./errors.ts";
 
 /** Which object to reconcile: its key (namespace is "" for cluster-scoped objects). */
 export type Request = ObjectKey;
@@ -39,7 +40,7 @@ export interface Reconciler {
 export class TerminalError extends Error {
   /** Wraps cause; the message is the cause's. */
   constructor(cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    super(errorMessage(cause), { cause });
     this.name = "TerminalError";
   }
 }

@@ -6,6 +6,7 @@
 import type { Registry } from "prom-client";
 import { registry as defaultRegistry } from "./metrics.ts";
 import { type BindAddress, parseBindAddress } from "./bind_address.ts";
+import { errorMessage } from "./errors.ts";
 
 export { type BindAddress, BindAddressError, parseBindAddress } from "./bind_address.ts";
 
@@ -157,7 +158,7 @@ function listen(
       return serve("0.0.0.0");
     }
   } catch (err) {
-    const msg = err instanceof Error ? err.message : String(err);
+    const msg = errorMessage(err);
     throw new Error(`${what} server: cannot listen on ${raw}: ${msg}`, { cause: err });
   }
 }
@@ -184,7 +185,7 @@ async function serveChecks(
     await check(req);
     return text(200, "ok");
   } catch (err) {
-    const msg = err instanceof Error ? err.message : String(err);
+    const msg = errorMessage(err);
     return text(500, `internal server error: ${msg}\n`);
   }
 }
@@ -234,7 +235,7 @@ async function serveMetrics(reg: Registry, req: Request): Promise<Response> {
     const body = await reg.metrics();
     return new Response(body, { headers: { "content-type": reg.contentType } });
   } catch (err) {
-    const msg = err instanceof Error ? err.message : String(err);
+    const msg = errorMessage(err);
     return text(500, `An error has occurred while serving metrics:\n\n${msg}\n`);
   }
 }

@@ -1,5 +1,4 @@
 import { getLogger } from "@logtape/logtape";
-import { permittedEnv } from "../common/env.ts";
 import {
   type ClusterAccess,
   clusterAccess,
@@ -9,6 +8,7 @@ import {
   readMaterial,
 } from "./kubeconfig.ts";
 import { realClock, sleep } from "./clock.ts";
+import { permittedEnv } from "./env.ts";
 import { errorMessage } from "./errors.ts";
 import { type ExecCredential, ExecCredentialSource } from "./exec_credential.ts";
 import { restClientRequests } from "./metrics.ts";

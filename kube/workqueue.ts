@@ -1,6 +1,11 @@
-import { type Clock, realClock, type TimerId } from "./clock.ts";
+import { type Clock, realClock } from "./clock.ts";
 import { type HeapEntry, IndexedHeap } from "./_indexed_heap.ts";
-import type { AddOptions, ControllerQueue, PriorityItem } from "./priority_queue.ts";
+import type { AddOptions, ControllerQueue, PriorityItem } from "./queue.ts";
+import {
+  defaultUnfinishedWorkUpdatePeriodMs,
+  EarliestDeadlineTimer,
+  UnfinishedWorkTicker,
+} from "./queue_timers.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "./rate_limiter.ts";
 import { QueueMetrics } from "./workqueue_metrics.ts";
 
@@ -17,9 +22,6 @@ export interface WorkQueueOptions<K extends string = string> {
   /** How often the unfinished-work gauges are refreshed (client-go: 500 ms). */
   unfinishedWorkUpdatePeriodMs?: number;
 }
-
-const defaultUnfinishedWorkUpdatePeriodMs = 500;
-const maxTimerMs = 2 ** 31 - 1;
 
 /**
  * A rate-limited, delaying work queue of keys with client-go's guarantees:
@@ -44,20 +46,22 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
   #drain = false;
   #drainWaiters: (() => void)[] = [];
   readonly #metrics: QueueMetrics<K> | undefined;
-  #metricsTimer: TimerId | undefined;
-  readonly #metricsPeriodMs: number;
+  readonly #metricsTicker: UnfinishedWorkTicker | undefined;
   readonly #delayed = new DelayHeap<K>();
-  #delayTimer: TimerId | undefined;
-  #delayTimerAt = Infinity;
+  readonly #delayTimer: EarliestDeadlineTimer;
 
   constructor(opts: WorkQueueOptions<K> = {}) {
     this.name = opts.name;
     this.#clock = opts.clock ?? realClock;
     this.#rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter<K>(this.#clock);
-    this.#metricsPeriodMs = opts.unfinishedWorkUpdatePeriodMs ??
-      defaultUnfinishedWorkUpdatePeriodMs;
+    this.#delayTimer = new EarliestDeadlineTimer(this.#clock, () => this.#onDelayTimer());
     if (opts.name) {
       this.#metrics = new QueueMetrics<K>(opts.name, this.#clock);
+      this.#metricsTicker = new UnfinishedWorkTicker(
+        this.#metrics,
+        this.#clock,
+        opts.unfinishedWorkUpdatePeriodMs ?? defaultUnfinishedWorkUpdatePeriodMs,
+      );
     }
   }
 
@@ -109,7 +113,7 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
       return;
     }
     this.#delayed.upsert(key, this.#clock.now() + ms);
-    this.#armDelayTimer();
+    this.#delayTimer.arm(this.#delayed.peekAt());
   }
 
   /** Adds key after the rate limiter's delay for it (one more failure). */
@@ -174,11 +178,8 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
   #beginShutdown(): void {
     this.#shuttingDown = true;
     this.#delayed.clear();
-    if (this.#delayTimer !== undefined) this.#clock.clearTimeout(this.#delayTimer);
-    this.#delayTimer = undefined;
-    this.#delayTimerAt = Infinity;
-    if (this.#metricsTimer !== undefined) this.#clock.clearTimeout(this.#metricsTimer);
-    this.#metricsTimer = undefined;
+    this.#delayTimer.cancel();
+    this.#metricsTicker?.stop();
     // Getters only wait while the FIFO is empty, so each of them sees "shut down".
     for (const resolve of this.#getters.splice(0)) resolve(undefined);
   }
@@ -192,7 +193,7 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
   #take(): K {
     const key = this.#fifo.shift();
     this.#metrics?.get(key);
-    this.#scheduleMetricsUpdate();
+    this.#metricsTicker?.schedule();
     this.#processing.add(key);
     this.#dirty.delete(key);
     return key;
@@ -205,21 +206,7 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
     }
   }
 
-  #armDelayTimer(): void {
-    const next = this.#delayed.peekAt();
-    if (next === undefined) return;
-    // Keep the current timer when it already fires early enough.
-    if (this.#delayTimer !== undefined && this.#delayTimerAt <= next) return;
-    if (this.#delayTimer !== undefined) this.#clock.clearTimeout(this.#delayTimer);
-    this.#delayTimerAt = next;
-    // Timers overflow past 2^31-1 ms (and would fire at once); an early wake just re-arms.
-    const wait = Math.min(maxTimerMs, Math.max(0, next - this.#clock.now()));
-    this.#delayTimer = this.#clock.setTimeout(() => this.#onDelayTimer(), wait);
-  }
-
   #onDelayTimer(): void {
-    this.#delayTimer = undefined;
-    this.#delayTimerAt = Infinity;
     const now = this.#clock.now();
     for (
       let at = this.#delayed.peekAt();
@@ -228,23 +215,7 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
     ) {
       this.add(this.#delayed.pop());
     }
-    this.#armDelayTimer();
-  }
-
-  /**
-   * Refreshes the unfinished-work gauges every period (client-go's 500 ms) while items are being
-   * processed, and once more after the last is done (back to 0). Unlike client-go the timer
-   * stops while nothing is in flight: gauges that stay 0 need no refresh, and an idle operator
-   * then wakes for nothing.
-   */
-  #scheduleMetricsUpdate(): void {
-    if (!this.#metrics || this.#metricsTimer !== undefined || this.#shuttingDown) return;
-    this.#metricsTimer = this.#clock.setTimeout(() => {
-      this.#metricsTimer = undefined;
-      if (this.#shuttingDown) return;
-      this.#metrics?.updateUnfinishedWork();
-      if ((this.#metrics?.inFlight ?? 0) > 0) this.#scheduleMetricsUpdate();
-    }, this.#metricsPeriodMs);
+    this.#delayTimer.arm(this.#delayed.peekAt());
   }
 }
 

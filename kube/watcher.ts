@@ -1,0 +1,411 @@
+/**
+ * The watcher of one kind (kube-rs's kube_runtime::watcher, client-go's Reflector without its
+ * store): takes the complete state, then watches from its resourceVersion with bookmarks,
+ * resumes from the last seen resourceVersion after a dropped stream, takes the state again only
+ * when the resourceVersion is gone (410) or in doubt, and backs off on errors. It stores
+ * nothing: it reports typed events (kube/store.ts applies them) and keeps the resourceVersion,
+ * the counters and the liveness clock.
+ *
+ * A complete state is taken with a watch-list stream (sendInitialEvents) when enabled, else, or
+ * when the server refuses it, with a paged LIST then a WATCH.
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { type Clock, realClock, sleep } from "./clock.ts";
+import {
+  type Client,
+  initialEventsEndAnnotation,
+  type LabelSelector,
+  type WatchEvent,
+} from "./client.ts";
+import { ApiError, errorMessage, errorText, isGone } from "./errors.ts";
+import type { KubeObject, Status } from "./object.ts";
+import { resourceId, type ResourceType } from "./resource.ts";
+
+const log = getLogger(["cocoon-operator", "cache"]);
+
+/**
+ * What the watcher reports. A complete state is initStart, then initApply (initDelete) per
+ * object, then initDone; the store swaps it in at initDone. apply and delete are single changes
+ * of an ordinary watch. Objects are as the server sent them (the store transforms them).
+ */
+export type WatcherEvent<T extends KubeObject> =
+  | { type: "initStart" }
+  | { type: "initApply"; object: T }
+  /** An object a watch-list stream removed again before its state was complete. */
+  | { type: "initDelete"; object: T }
+  | { type: "initDone" }
+  | { type: "apply"; object: T }
+  | { type: "delete"; object: T };
+
+/**
+ * Which objects the list and the watch ask for: sent with both requests alike, so the server
+ * filters. A new request-side filter belongs here (and in {@link scopeOf}).
+ */
+export interface ListWatchScope {
+  /** Watch one namespace only; default all. */
+  namespace?: string;
+  /**
+   * Server-side filters of the list and the watch: objects outside them are never received,
+   * and an object leaving them arrives as DELETED (entering: ADDED), as the API server reports.
+   */
+  labelSelector?: LabelSelector;
+  /** Raw field selector ("spec.nodeName=n1"); only fields the server indexes for the kind. */
+  fieldSelector?: string;
+}
+
+/** The scope part of options that carry more than the scope. */
+export function scopeOf(opts: ListWatchScope): ListWatchScope {
+  return {
+    namespace: opts.namespace,
+    labelSelector: opts.labelSelector,
+    fieldSelector: opts.fieldSelector,
+  };
+}
+
+export interface WatcherOptions<T extends KubeObject> extends ListWatchScope {
+  client: Client;
+  rt: ResourceType<T>;
+  /** Page size of the initial list (client-go lists in chunks of 500). */
+  pageSize?: number;
+  /** Reconnect backoff bounds (client-go's reflector: 800 ms doubling to 30 s). */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Server-side watch timeout range; client-go picks 5–10 min at random per watch. */
+  watchTimeoutSeconds?: () => number;
+  /**
+   * How long past its server-side timeout a watch may stay open before this side ends it
+   * (default 30 s). The server closes every watch at its timeout, so one still open later sits
+   * on a connection that went half-open: no event and no bookmark will ever come through it.
+   */
+  watchDeadlineGraceMs?: number;
+  /**
+   * Sync the initial state with a watch-list stream (sendInitialEvents) instead of a LIST, as
+   * client-go 0.35's reflector does; an attempt the server refuses (the WatchList feature off,
+   * an older server) or that breaks before the initial state is complete falls back to LIST
+   * then WATCH. Default false: the manager turns it on for the operator.
+   */
+  watchList?: boolean;
+  /** Time source of the backoff pauses (tests). */
+  clock?: Clock;
+}
+
+/** What the watcher has done, for readers and tests. */
+export interface WatcherStats {
+  lists: number;
+  watches: number;
+  relistsAfterGone: number;
+  lastResourceVersion: string;
+  /** Initial states taken from a watch-list stream (not counted in lists). */
+  watchListSyncs: number;
+  /** Watch-list attempts that fell back to LIST + WATCH. */
+  watchListFallbacks: number;
+  /** Watches this side ended because they outlived their deadline (a half-open connection). */
+  watchDeadlinesHit: number;
+}
+
+/** A non-410 error the server sent as a watch ERROR event. */
+class WatchErrorEvent extends Error {
+  constructor(readonly apiError: ApiError) {
+    super(`watch error event: ${apiError.message}`, { cause: apiError });
+    this.name = "WatchErrorEvent";
+  }
+}
+
+/** A watch-list stream that did not deliver the whole initial state; the attempt falls back. */
+class WatchListIncomplete extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "WatchListIncomplete";
+  }
+}
+
+/** Lists and watches one kind, reporting {@link WatcherEvent}s; see the module doc. */
+export class ListWatcher<T extends KubeObject> {
+  readonly rt: ResourceType<T>;
+  readonly #opts: WatcherOptions<T>;
+  /** Sent with every list and watch. */
+  readonly #scope: ListWatchScope;
+  readonly #clock: Clock;
+  #rv = "";
+  #running = false;
+  /** Whether the current watch attempt delivered anything (the connection worked). */
+  #delivered = false;
+  /** When the server last answered anything (a list page, a watch opening, an event). */
+  #lastProgressAt: number;
+  readonly stats: WatcherStats = {
+    lists: 0,
+    watches: 0,
+    relistsAfterGone: 0,
+    lastResourceVersion: "",
+    watchListSyncs: 0,
+    watchListFallbacks: 0,
+    watchDeadlinesHit: 0,
+  };
+
+  constructor(opts: WatcherOptions<T>) {
+    this.#opts = opts;
+    this.rt = opts.rt;
+    this.#scope = scopeOf(opts);
+    this.#clock = opts.clock ?? realClock;
+    this.#lastProgressAt = this.#clock.now();
+  }
+
+  /**
+   * Milliseconds since the API server last answered: a list page, a watch being accepted, an
+   * event or bookmark, a stream ending cleanly. An idle kind on a server without bookmarks
+   * still shows progress once per watch timeout (5–10 min), when its watch is renewed.
+   */
+  msSinceProgress(): number {
+    return this.#clock.now() - this.#lastProgressAt;
+  }
+
+  #progress(): void {
+    this.#lastProgressAt = this.#clock.now();
+  }
+
+  /**
+   * Lists and watches until the signal aborts, handing each event to emit as it happens.
+   * emit must not throw.
+   */
+  async run(signal: AbortSignal, emit: (ev: WatcherEvent<T>) => void): Promise<void> {
+    if (this.#running) throw new Error(`${resourceId(this.rt)} informer already running`);
+    this.#running = true;
+    const minBackoff = this.#opts.minBackoffMs ?? 800;
+    const maxBackoff = this.#opts.maxBackoffMs ?? 30_000;
+    const clock = this.#clock;
+    let backoff = minBackoff;
+    this.#progress();
+    try {
+      while (!signal.aborted) {
+        this.#delivered = false;
+        try {
+          const healthy = this.#rv
+            ? await this.#watchOnce(signal, false, emit)
+            : await this.#sync(signal, emit);
+          if (healthy) backoff = minBackoff;
+          // A stream the server closed without sending anything is retried after a pause so
+          // a misbehaving endpoint cannot spin this loop.
+          else await sleep(clock, jitter(minBackoff), signal);
+        } catch (err) {
+          if (signal.aborted) break;
+          if (isGone(err)) {
+            this.#rv = "";
+            this.stats.relistsAfterGone++;
+            continue;
+          }
+          // Any other error the server reported inside the stream leaves the resourceVersion
+          // in doubt (e.g. an etcd event whose history was compacted), so the next attempt
+          // relists, as client-go's reflector does.
+          if (err instanceof WatchErrorEvent) this.#rv = "";
+          // A stream that delivered events was a working connection: its failure starts a
+          // fresh backoff instead of inheriting the one grown by an earlier outage.
+          if (this.#delivered) backoff = minBackoff;
+          log.warn("list/watch of {resource} failed, retrying in {backoffMs} ms: {error}", {
+            resource: resourceId(this.rt),
+            backoffMs: backoff,
+            error: errorText(err),
+          });
+          await sleep(clock, jitter(backoff), signal);
+          backoff = Math.min(maxBackoff, backoff * 2);
+        }
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /**
+   * Takes the complete state (no resourceVersion yet, or one in doubt) and goes on watching:
+   * through a watch-list stream when enabled, else (or when that attempt fails before the
+   * state is complete) with LIST then WATCH. Returns what #watchOnce returns.
+   */
+  async #sync(signal: AbortSignal, emit: (ev: WatcherEvent<T>) => void): Promise<boolean> {
+    if (this.#opts.watchList) {
+      try {
+        return await this.#watchOnce(signal, true, emit);
+      } catch (err) {
+        // Past the initial-events-end bookmark the stream is an ordinary watch and its errors
+        // are handled as such; before it, nothing was stored, and a LIST is tried at once.
+        if (signal.aborted || this.#rv) throw err;
+        this.stats.watchListFallbacks++;
+        log.info("watch-list of {resource} not available, using list+watch: {error}", {
+          resource: resourceId(this.rt),
+          error: errorMessage(err),
+        });
+      }
+    }
+    await this.#list(signal, emit);
+    return await this.#watchOnce(signal, false, emit);
+  }
+
+  /** Lists everything, page by page, as one complete state. */
+  async #list(signal: AbortSignal, emit: (ev: WatcherEvent<T>) => void): Promise<void> {
+    const { client, rt } = this.#opts;
+    let cont: string | undefined;
+    let rv = "";
+    let paged = true;
+    emit({ type: "initStart" });
+    for (;;) {
+      let page;
+      try {
+        page = await client.list(rt, {
+          ...this.#scope,
+          limit: paged ? this.#opts.pageSize ?? 500 : undefined,
+          continue: cont,
+          signal,
+        });
+      } catch (err) {
+        if (!isGone(err)) throw err;
+        // The snapshot behind the continue token was compacted mid-way: like client-go's
+        // pager, start over with one unpaged list rather than paging into the same expiry.
+        if (cont) {
+          emit({ type: "initStart" });
+          cont = undefined;
+          paged = false;
+          continue;
+        }
+        // A list itself answering 410 is a server fault, not a stale watch: back off. The cause
+        // is left off on purpose, so the run loop's isGone (which looks through causes) does not
+        // take it for a stale resourceVersion and relist at once.
+        throw new Error(`list of ${resourceId(rt)} failed: ${errorMessage(err)}`);
+      }
+      this.#progress();
+      for (const object of page.items) emit({ type: "initApply", object });
+      cont = page.metadata.continue;
+      rv = page.metadata.resourceVersion ?? "";
+      if (!cont) break;
+    }
+    this.stats.lists++;
+    emit({ type: "initDone" });
+    this.#setRv(rv);
+  }
+
+  /**
+   * One watch stream from the current resourceVersion, or (listing) a watch-list stream whose
+   * initial events make a complete state that ends at its initial-events-end bookmark.
+   * Returns true when it delivered something (the connection was healthy), false when it ended
+   * with nothing. A stream still open a little past its server timeout is ended from this side
+   * (the connection went half-open) and counts as having delivered nothing.
+   */
+  async #watchOnce(
+    signal: AbortSignal,
+    listing: boolean,
+    emit: (ev: WatcherEvent<T>) => void,
+  ): Promise<boolean> {
+    const { client, rt } = this.#opts;
+    const timeout = this.#opts.watchTimeoutSeconds?.() ?? 300 + Math.floor(Math.random() * 300);
+    const deadlineMs = timeout * 1000 + (this.#opts.watchDeadlineGraceMs ?? 30_000);
+    const expired = new AbortController();
+    const timer = this.#clock.setTimeout(
+      () => expired.abort(new Error(`watch open past its ${timeout} s timeout`)),
+      deadlineMs,
+    );
+    this.stats.watches++;
+    /** Whether the stream is still in a watch-list's initial phase (before its end bookmark). */
+    let initial = listing;
+    if (initial) emit({ type: "initStart" });
+    try {
+      const stream = client.watch(rt, {
+        ...this.#scope,
+        resourceVersion: this.#rv,
+        allowWatchBookmarks: true,
+        timeoutSeconds: timeout,
+        ...(listing ? { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" } : {}),
+        onOpen: () => this.#progress(),
+        signal: AbortSignal.any([signal, expired.signal]),
+      });
+      for await (const ev of stream) {
+        this.#delivered = true;
+        this.#progress();
+        if (initial) initial = !this.#initialEvent(ev, emit);
+        else this.#watchEvent(ev, emit);
+        if (signal.aborted || expired.signal.aborted) break;
+      }
+    } catch (err) {
+      // The deadline's abort can surface as the request's own failure (no answer yet).
+      if (signal.aborted || !expired.signal.aborted) throw err;
+    } finally {
+      this.#clock.clearTimeout(timer);
+    }
+    if (signal.aborted) return this.#delivered;
+    if (expired.signal.aborted) {
+      this.stats.watchDeadlinesHit++;
+      log.warn(
+        "watch of {resource} still open {graceMs} ms past its {timeoutSeconds} s timeout " +
+          "(a half-open connection?); restarting it",
+        {
+          resource: resourceId(rt),
+          graceMs: deadlineMs - timeout * 1000,
+          timeoutSeconds: timeout,
+        },
+      );
+    } else this.#progress();
+    if (initial) {
+      throw new WatchListIncomplete(
+        `watch-list stream of ${resourceId(rt)} ended before its initial-events-end bookmark`,
+      );
+    }
+    return this.#delivered && !expired.signal.aborted;
+  }
+
+  /**
+   * Reports one event of a watch-list stream's initial phase; returns true once the bookmark
+   * closing the initial state has arrived (the state is complete and its resourceVersion set).
+   */
+  #initialEvent(ev: WatchEvent<T>, emit: (ev: WatcherEvent<T>) => void): boolean {
+    switch (ev.type) {
+      case "ADDED":
+      case "MODIFIED":
+        emit({ type: "initApply", object: ev.object });
+        return false;
+      case "DELETED":
+        emit({ type: "initDelete", object: ev.object });
+        return false;
+      case "BOOKMARK": {
+        const { annotations, resourceVersion } = ev.object.metadata;
+        if (annotations?.[initialEventsEndAnnotation] !== "true") return false;
+        this.stats.watchListSyncs++;
+        emit({ type: "initDone" });
+        this.#setRv(resourceVersion ?? "");
+        return true;
+      }
+      case "ERROR":
+        throw this.#watchError(ev.object);
+    }
+  }
+
+  /** Reports one event of an ordinary watch stream and moves the resourceVersion on. */
+  #watchEvent(ev: WatchEvent<T>, emit: (ev: WatcherEvent<T>) => void): void {
+    switch (ev.type) {
+      case "ADDED":
+      case "MODIFIED":
+        emit({ type: "apply", object: ev.object });
+        break;
+      case "DELETED":
+        emit({ type: "delete", object: ev.object });
+        break;
+      case "BOOKMARK":
+        break;
+      case "ERROR":
+        throw this.#watchError(ev.object);
+    }
+    this.#setRv(ev.object.metadata.resourceVersion);
+  }
+
+  #watchError(status: Status): Error {
+    const err = ApiError.fromStatus(status.code ?? 500, status, { resource: resourceId(this.rt) });
+    return isGone(err) ? err : new WatchErrorEvent(err);
+  }
+
+  #setRv(rv: string | undefined): void {
+    if (!rv) return;
+    this.#rv = rv;
+    this.stats.lastResourceVersion = rv;
+  }
+}
+
+function jitter(ms: number): number {
+  return ms * (1 + Math.random());
+}
