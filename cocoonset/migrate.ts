@@ -25,14 +25,14 @@ import {
   vmUp,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import { deletePod, type Handled, type Pass, podRef } from "./pass.ts";
+import { deletePod, type Handled, podRef, type SetPass } from "./pass.ts";
 import { migrationTargetProblem, reportUnknownTarget, warnIfPoolEmpty } from "./nodes.ts";
 import { buildAgentPod, LabelHostname } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
-import { settleMainCreateClash } from "./conflict.ts";
+import { settleMainCreateClash } from "./name_clash.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
 import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
@@ -56,7 +56,7 @@ const notHandled: Handled = { handled: false };
  * in the pool, and the snapshot is dropped once that VM is live. When the node appears (the
  * controller watches nodes), the next pass starts the migration.
  */
-export async function reconcileMigration(pass: Pass): Promise<Handled> {
+export async function reconcileMigration(pass: SetPass): Promise<Handled> {
   const { cs, classified, deps } = pass;
   const pinned = cs.spec.nodeName ?? "";
   const migrating = cs.status?.phase === "Migrating";
@@ -116,7 +116,7 @@ export async function reconcileMigration(pass: Pass): Promise<Handled> {
  * Quiesces the main on the wrong node; Migrating is written first. Not for a spec the server
  * would refuse: the quiesced main could never be recreated.
  */
-async function startMigration(pass: Pass, main: Pod, desired: string): Promise<Handled> {
+async function startMigration(pass: SetPass, main: Pod, desired: string): Promise<Handled> {
   await ensureSpecBuildable(pass);
   // A VM name another namespace derives too is not hibernated (its push would land where the
   // other tenant reads): the migration does not start, and looks again later.
@@ -140,7 +140,7 @@ async function startMigration(pass: Pass, main: Pod, desired: string): Promise<H
 }
 
 /** Steps a migration whose snapshot exists: teardown → recreate → wait for restore → drop. */
-async function advanceMigration(pass: Pass, vmName: string, desired: string): Promise<Handled> {
+async function advanceMigration(pass: SetPass, vmName: string, desired: string): Promise<Handled> {
   const { cs, deps } = pass;
   const main = pass.classified.main;
   const node = main?.spec?.nodeName ?? "";
@@ -255,7 +255,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
   return await markMigrating(pass);
 }
 
-async function markMigrating(pass: Pass): Promise<Handled> {
+async function markMigrating(pass: SetPass): Promise<Handled> {
   await writeSetStatus(pass, "Migrating");
   return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
 }

@@ -41,7 +41,8 @@ import {
   withFinalizer,
 } from "./_test_support.ts";
 import { ensureSubAgents, ReasonSubAgentRebuilding } from "./agents.ts";
-import { AnnotationDeleteVMNames, finalizerName } from "./delete.ts";
+import { AnnotationDeleteVMNames } from "./teardown.ts";
+import { finalizerName } from "./finalizer.ts";
 import {
   mainPodFailedReason,
   ReasonMainAgentFailed,
@@ -55,10 +56,11 @@ import {
   maxRebuildAttempts,
   readRebuildHistory,
 } from "./rebuild.ts";
-import { ReasonRecoveredFromFailure, setupCocoonSetController } from "./reconciler.ts";
+import { setupCocoonSetController } from "./reconciler.ts";
+import { ReasonRecoveredFromFailure } from "./failed_main.ts";
 import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { ReasonNameConflict } from "./conflict.ts";
+import { ReasonNameConflict } from "./name_clash.ts";
 import { ReasonInvalidSpec } from "./validate.ts";
 
 const failedMetric = "cocoon_operator_lifecycle_state_failed_observed_total";

@@ -42,22 +42,12 @@ import {
   RoleMain,
   RoleSubAgent,
 } from "../common/meta/mod.ts";
-import { nowOf, type Pass } from "./pass.ts";
+import { nowOf, type SetPass } from "./pass.ts";
+import type { StatusProblem } from "./problem.ts";
 import type { ClassifiedPods } from "./pods.ts";
 
 /** Progressing=False reason when the set is in phase Failed. */
 export const ReasonFailed = "Failed";
-
-/**
- * Something that keeps the set from converging and that the status must say: the condition it
- * turns False, with a reason and a message naming the cause (InvalidSpec, NameConflict, a
- * failed main, a dead-lettered sub-agent).
- */
-export interface StatusProblem {
-  condition: typeof ConditionTypeReady | typeof ConditionTypeProgressing;
-  reason: string;
-  message: string;
-}
 
 const int32Max = 2_147_483_647;
 
@@ -317,7 +307,7 @@ function omitEmpty<T extends object>(obj: T, keep: readonly (keyof T)[]): T {
  * Writes the status this pass observed, with phase (or derived when ""), adding the problems
  * the pass collected. Returns whether a write was made.
  */
-export function writeSetStatus(pass: Pass, phase: CocoonSetPhase | "" = ""): Promise<boolean> {
+export function writeSetStatus(pass: SetPass, phase: CocoonSetPhase | "" = ""): Promise<boolean> {
   return writeStatus(
     pass.deps.client,
     pass.cs,

@@ -19,6 +19,7 @@ import {
   actionsOf,
   editPod,
   findSet,
+  getPod,
   getSet,
   laggingCache,
   livePod,
@@ -32,7 +33,7 @@ import {
   testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
-import { AnnotationDeleteVMNames } from "./delete.ts";
+import { AnnotationDeleteVMNames } from "./teardown.ts";
 import { buildAgentPod } from "./pods.ts";
 import {
   AnnotationSnapshotLedger,
@@ -342,4 +343,27 @@ Deno.test("a teardown pass from a copy older than its own stash cannot shrink th
     stashed,
     "the main's VM is still named, so its tags are still cleaned",
   );
+});
+
+Deno.test("a deleting set that no longer holds our finalizer is left alone (another finalizer keeps it)", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.finalizers = ["example.com/backup"];
+    c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
+  });
+  seedSet(env, cs, [buildAgentPod(cs, 0)]);
+  await env.fake.delete(CocoonSets, testNamespace, "demo");
+  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
+  env.fake.actions.length = 0;
+
+  // The original ran its teardown again here: a second stash, pod deletes and registry DELETEs.
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+
+  assert.deepEqual(env.fake.actions.map((a) => a.verb), ["get"], "only the set was read");
+  assert.equal(env.registry.calls.length, 0);
+  assert.equal(
+    (await findSet(env.fake, "demo"))?.metadata.annotations?.[AnnotationDeleteVMNames],
+    undefined,
+  );
+  assert.equal((await getPod(env.fake, "demo-0"))?.metadata.deletionTimestamp, undefined);
 });

@@ -10,10 +10,11 @@ import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
 import { LabelRole, readLifecycleState, RoleToolbox } from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 import { podIsTerminal } from "./pod_state.ts";
-import { deletePod, type Pass, podRef } from "./pass.ts";
-import { buildToolboxPod, podSpecMatchesToolbox, toolboxPodName } from "./pods.ts";
+import { deletePod, podRef, type SetPass } from "./pass.ts";
+import { buildToolboxPod, toolboxPodName } from "./pods.ts";
+import { podSpecMatchesToolbox } from "./drift.ts";
 import { markRestoreIfHibernated } from "./restore.ts";
-import { classifyNameClash, reportNameConflict } from "./conflict.ts";
+import { classifyNameClash, reportNameConflict } from "./name_clash.ts";
 import { toolboxBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
 import { refuseCollidingCreate } from "./vm_collision.ts";
@@ -54,7 +55,7 @@ export function toolboxNameProblem(
  * another pod is reported as a name conflict on the pass and skipped; the others still reconcile.
  * The caller has already checked toolboxNameProblem.
  */
-export async function ensureToolboxes(pass: Pass): Promise<boolean> {
+export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
   const { cs, classified } = pass;
   let changed = false;
   const desired = new Set<string>();
@@ -85,7 +86,7 @@ export async function ensureToolboxes(pass: Pass): Promise<boolean> {
 }
 
 /** Creates one toolbox; true when created. Not when its shape is invalid (on the pass). */
-async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
+async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
   if (!await toolboxBuildable(pass, tb.name)) return false;
   const pod = buildToolboxPod(pass.cs, tb);
   const restorable = await pass.intent();
@@ -124,7 +125,7 @@ async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
  * Deletes a failed or drifted toolbox so the next pass recreates it — only when its shape can be
  * built: a toolbox is never deleted for a replacement the server would refuse.
  */
-async function triageToolbox(pass: Pass, pod: Pod, tb: ToolboxSpec): Promise<boolean> {
+async function triageToolbox(pass: SetPass, pod: Pod, tb: ToolboxSpec): Promise<boolean> {
   let why: string;
   if (podIsTerminal(pod)) {
     why = `failed (phase ${pod.status?.phase ?? ""}, lifecycle ${readLifecycleState(pod)})`;

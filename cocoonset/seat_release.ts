@@ -30,26 +30,32 @@ import {
   slotReleaseWakeTotal,
   slotReleaseWakeUnschedulableTotal,
 } from "../metrics/metrics.ts";
-import { stashDeleteVMNames } from "./delete.ts";
+import { stashDeleteVMNames } from "./teardown.ts";
 import { podIsTerminal } from "./pod_state.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
-import { deletePod, emit, type Handled, type Pass, podRef, readStoredPod } from "./pass.ts";
+import {
+  deletePod,
+  emit,
+  type Handled,
+  podRef,
+  readStoredPod,
+  requeueWaitForMainMs,
+  type SetPass,
+} from "./pass.ts";
 import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
-import { settleMainCreateClash } from "./conflict.ts";
+import { settleMainCreateClash } from "./name_clash.ts";
 import { dropTag } from "./tag_gate.ts";
 import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
 export const ReasonWakeNoCapacity = "WakeNoCapacity";
-/** How long to wait for a wake pod create or a stale cache to settle (ms). */
-export const requeueWaitForMainMs = 5_000;
 
 /** Drives a release-policy suspend. */
-export async function reconcileSuspendRelease(pass: Pass): Promise<Result> {
+export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
   const { cs, classified, deps } = pass;
   if (!deps.registry) {
     throw new Error(
@@ -99,6 +105,7 @@ export async function reconcileSuspendRelease(pass: Pass): Promise<Result> {
     } catch (err) {
       pass.log.error("could not mark {pod} keep-snapshot-on-delete, the wake will pull: {error}", {
         pod: podRef(pod),
+        // String(err), not errorMessage: this line has always named the error's class.
         error: String(err),
       });
     }
@@ -122,7 +129,7 @@ const notHandled: Handled = { handled: false };
  * the hint set), never on the current policy: switching to retain while released must still
  * restore.
  */
-export async function reconcileWake(pass: Pass): Promise<Handled> {
+export async function reconcileReleasedWake(pass: SetPass): Promise<Handled> {
   const { cs, classified, deps } = pass;
   const main = classified.main;
   const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
@@ -206,7 +213,7 @@ export async function reconcileWake(pass: Pass): Promise<Handled> {
  * Probes for the snapshot and recreates the main from it. Without a snapshot (suspended before
  * the first boot, or the tag was lost) the normal flow boots it fresh.
  */
-async function startReleasedWake(pass: Pass): Promise<Handled> {
+async function startReleasedWake(pass: SetPass): Promise<Handled> {
   const { cs, deps } = pass;
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
   let present: boolean;
@@ -250,7 +257,7 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
  * Whether the main carries a hibernate request, in the cache or on the stored pod: the cache may
  * not show yet a request vk-cocoon already acts on. A main that is gone carries none.
  */
-async function hibernateRequested(pass: Pass, main: Pod): Promise<boolean> {
+async function hibernateRequested(pass: SetPass, main: Pod): Promise<boolean> {
   if (readHibernateState(main)) return true;
   const live = await readStoredMain(pass, main, "wake: read");
   return live !== undefined && readHibernateState(live);
@@ -261,7 +268,7 @@ async function hibernateRequested(pass: Pass, main: Pod): Promise<boolean> {
  * or a delete that never ran. Only an uncached read can tell; a live pod is woken in place by
  * the normal flow.
  */
-async function confirmReleasedDelete(pass: Pass, main: Pod): Promise<Handled> {
+async function confirmReleasedDelete(pass: SetPass, main: Pod): Promise<Handled> {
   const live = await readStoredMain(pass, main, "wake: confirm delete of");
   if (live === undefined || live.metadata.deletionTimestamp) {
     return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
@@ -270,7 +277,7 @@ async function confirmReleasedDelete(pass: Pass, main: Pod): Promise<Handled> {
 }
 
 /** The stored copy of main (past the cache), or undefined when it is gone. */
-function readStoredMain(pass: Pass, main: Pod, what: string): Promise<Pod | undefined> {
+function readStoredMain(pass: SetPass, main: Pod, what: string): Promise<Pod | undefined> {
   return readStoredPod(pass, main.metadata.namespace ?? "", main.metadata.name ?? "", what);
 }
 
@@ -283,7 +290,7 @@ export const ReasonStaleHintCleared = "StaleNodeHintCleared";
  * Clears the hibernate request of a restore pod in a released-seat wake when nothing owns it: the
  * set is not suspended and no CocoonHibernation (read past the cache) asks to hibernate the pod.
  */
-async function withdrawOrphanHibernate(pass: Pass, main: Pod): Promise<void> {
+async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> {
   const { cs, deps } = pass;
   if (cs.spec.suspend || !readHibernateState(main)) return;
   const ns = main.metadata.namespace ?? "";
@@ -324,7 +331,7 @@ async function withdrawOrphanHibernate(pass: Pass, main: Pod): Promise<void> {
  * deleted later is never restored from the stale tag. The stored pod decides, as a stale cache
  * could still show a main the release already deleted. True when the hint was cleared.
  */
-async function clearStaleHint(pass: Pass, main: Pod): Promise<boolean> {
+async function clearStaleHint(pass: SetPass, main: Pod): Promise<boolean> {
   const { cs, deps } = pass;
   // Waking is the set's own wake: its completion clears the hint and scores the landing.
   if (cs.status?.phase === "Waking") return false;

@@ -8,11 +8,12 @@ import type { Pod } from "../kube/core.ts";
 import { isControlledBy } from "../kube/controllerutil.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { LabelRole } from "../common/meta/mod.ts";
-import { emit, type Pass, podRef, readStoredPod } from "./pass.ts";
+import { emit, podRef, readStoredPod, type SetPass } from "./pass.ts";
 import type { Result } from "../kube/reconcile.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { agentPodName } from "./pods.ts";
-import { type StatusProblem, writeSetStatus } from "./status.ts";
+import type { StatusProblem } from "./problem.ts";
+import { writeSetStatus } from "./status.ts";
 
 /** Reason when a pod name the set needs belongs to something else. */
 export const ReasonNameConflict = "NameConflict";
@@ -28,7 +29,7 @@ export type NameClash =
  * and so is not in the cache): gone meanwhile, ours (terminating, or not yet in the cache), or
  * someone else's.
  */
-export async function classifyNameClash(pass: Pass, podName: string): Promise<NameClash> {
+export async function classifyNameClash(pass: SetPass, podName: string): Promise<NameClash> {
   const ns = pass.cs.metadata.namespace ?? "";
   const live = await readStoredPod(pass, ns, podName, "get existing pod");
   if (!live) return { kind: "gone" };
@@ -38,7 +39,7 @@ export async function classifyNameClash(pass: Pass, podName: string): Promise<Na
 }
 
 /** Records a conflict on the pass (status problem + Warning Event) and returns the problem. */
-export function reportNameConflict(pass: Pass, what: string, other: Pod): StatusProblem {
+export function reportNameConflict(pass: SetPass, what: string, other: Pod): StatusProblem {
   const problem: StatusProblem = {
     condition: ConditionTypeReady,
     reason: ReasonNameConflict,
@@ -63,7 +64,7 @@ export class NameConflictError extends Error {
  * the status (phase kept as given) and thrown so the pass is retried with backoff.
  */
 export async function settleMainCreateClash(
-  pass: Pass,
+  pass: SetPass,
   phase: CocoonSetPhase | "",
   waitMs: number,
 ): Promise<Result> {

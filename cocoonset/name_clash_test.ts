@@ -14,7 +14,7 @@ import {
   testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
-import { NameConflictError, ReasonNameConflict } from "./conflict.ts";
+import { NameConflictError, ReasonNameConflict } from "./name_clash.ts";
 import { buildAgentPod } from "./pods.ts";
 
 /** A pod named `name` that no CocoonSet controls. */
