@@ -123,90 +123,161 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
 const notHandled: Handled = { handled: false };
 
 /**
- * The wake of a set coming back from a released (pod-less) suspend. It engages on the phase
- * (Waking; Suspended; Suspending with the node hint set) or on an unfinished wake (a
- * restore-marked, non-hibernating main while the hint is still set; no main while Failed with
- * the hint set), never on the current policy: switching to retain while released must still
- * restore.
+ * Where a released-seat wake stands (docs/cocoonset.md, "Release"), one state per pass:
+ *
+ * | state          | when                                                                  |
+ * | -------------- | --------------------------------------------------------------------- |
+ * | idle           | not engaged (below), or no registry: the normal flow owns the pass    |
+ * | start          | engaged, no main: restore it from its snapshot                        |
+ * | restoring      | waking, the main's VM is not live yet                                 |
+ * | complete       | waking, the main's VM is live: drop the tag and the hint              |
+ * | confirm-delete | Suspended, or Suspending with the hint, a non-terminal main, the hint |
+ * | leave          | Suspended without the hint, or a terminal main: the normal flow       |
+ *
+ * Engaged: waking (phase Waking, or a restore-marked main not asked to hibernate while the hint
+ * is set: a stale phase write replaced Waking), phase Suspended, phase Suspending with the hint
+ * (a fast unsuspend before the deletes settled Suspended), or phase Failed with the hint and no
+ * main (a failed restore pod, gone since). Never on the current policy: switching to retain
+ * while released must still restore.
  */
-export async function reconcileReleasedWake(pass: SetPass): Promise<Handled> {
+export type ReleasedWakeState =
+  | "idle"
+  | "start"
+  | "restoring"
+  | "complete"
+  | "confirm-delete"
+  | "leave";
+
+/** What decideReleasedWake reads of a pass. */
+export interface ReleasedWakeFacts {
+  phase?: string;
+  /** The node hint annotation, "" when unset. */
+  hint: string;
+  hasRegistry: boolean;
+  main?: {
+    restoreMarked: boolean;
+    hibernateRequested: boolean;
+    live: boolean;
+    terminal: boolean;
+  };
+}
+
+/** The facts of a pass for decideReleasedWake. */
+export function releasedWakeFacts(pass: SetPass): ReleasedWakeFacts {
   const { cs, classified, deps } = pass;
   const main = classified.main;
-  const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
-  const phase = cs.status?.phase;
-  const suspended = phase === "Suspended";
-  // A fast unsuspend can land before the deletes settled Suspended; the hint proves they ran.
-  const suspending = phase === "Suspending" && hint !== "";
-  // A stale phase write can replace Waking; the restore-marked main with the hint still set is
-  // an unfinished wake (completion clears the hint).
-  const cleanupPending = main !== undefined && readRestoreFromHibernate(main) &&
-    !readHibernateState(main) && hint !== "";
-  const waking = phase === "Waking" || cleanupPending;
-  // A failed restore pod makes the set Failed over Waking; once that pod is gone, the hint is
-  // all that says the wake is unfinished, and the normal flow would boot fresh over the snapshot.
-  const failedWake = phase === "Failed" && hint !== "" && main === undefined;
+  return {
+    phase: cs.status?.phase,
+    hint: cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "",
+    hasRegistry: deps.registry !== undefined,
+    main: main && {
+      restoreMarked: readRestoreFromHibernate(main),
+      hibernateRequested: readHibernateState(main),
+      live: vmLive(main),
+      terminal: podIsTerminal(main),
+    },
+  };
+}
+
+/** The one state a released-seat wake is in (see ReleasedWakeState). */
+export function decideReleasedWake(f: ReleasedWakeFacts): ReleasedWakeState {
+  const { main, phase, hint } = f;
+  const hinted = hint !== "";
+  const unfinishedWake = main !== undefined && main.restoreMarked && !main.hibernateRequested &&
+    hinted;
+  const waking = phase === "Waking" || unfinishedWake;
+  const suspended = phase === "Suspended" || (phase === "Suspending" && hinted);
+  const failedWake = phase === "Failed" && hinted && main === undefined;
+  if (!f.hasRegistry || !(waking || suspended || failedWake)) return "idle";
+  if (!main) return "start";
+  if (waking) return main.live ? "complete" : "restoring";
+  // Here the phase is Suspended, or Suspending with the hint (failedWake needs no main).
+  return hinted && !main.terminal ? "confirm-delete" : "leave";
+}
+
+/**
+ * The wake of a set coming back from a released (pod-less) suspend: a stale node hint is
+ * cleared first (then the normal flow owns the pass), then the executor of the state the wake
+ * is in runs.
+ */
+export async function reconcileReleasedWake(pass: SetPass): Promise<Handled> {
+  const main = pass.classified.main;
+  const hint = pass.cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
   if (hint !== "" && main && await clearStaleHint(pass, main)) return notHandled;
-  if ((!waking && !suspended && !suspending && !failedWake) || !deps.registry) return notHandled;
-
-  if (!main) return await startReleasedWake(pass);
-
-  if (waking && !vmLive(main)) {
-    // A hibernate request on the restore pod that nobody owns (its CocoonHibernation deleted, a
-    // suspend pass from a stale copy that lost its status write) would keep the VM down and the
-    // set Waking for ever: withdraw it.
-    await withdrawOrphanHibernate(pass, main);
-    const msg = unschedulableMessage(main);
-    if (msg !== "") {
-      slotReleaseWakeUnschedulableTotal.labels({
-        namespace: cs.metadata.namespace ?? "",
-        cocoonset: cs.metadata.name ?? "",
-      }).inc();
-      emit(
-        pass,
-        "Warning",
-        ReasonWakeNoCapacity,
-        `main pod ${main.metadata.name} unschedulable: ${msg}`,
-      );
-      await warnIfPoolEmpty(pass, main);
-    }
-    await writeSetStatus(pass, "Waking");
-    return { handled: true, result: { requeueAfter: requeueSuspendPollMs } };
+  const state = decideReleasedWake(releasedWakeFacts(pass));
+  if (state === "start" || !main) {
+    return state === "idle" ? notHandled : await startReleasedWake(pass);
   }
-
-  if (waking) {
-    // Live: the snapshot has done its job — unless the VM was asked to hibernate again (a
-    // CocoonHibernation, a person): vk-cocoon pushes that round's tag before it removes the VM,
-    // so the tag may already be the only copy of it. The request's owner drops it on its wake.
-    const vmName = parseVMSpec(main).vmName;
-    if (!await hibernateRequested(pass, main)) {
-      try {
-        await dropTag(pass, vmName, HibernateSnapshotTag);
-      } catch (err) {
-        throw wrapError(`wake: drop hibernate snapshot ${vmName}`, err);
-      }
-    }
-    // The hint marks a wake in flight; a re-entry on a stale status arrives without it and must
-    // not score the landing a second time.
-    if (hint !== "") {
-      const node = main.spec?.nodeName ?? "";
-      pass.log.info("wake restored the main on {node}, dropped its hibernate snapshot", { node });
-      slotReleaseWakeTotal.labels({
-        namespace: cs.metadata.namespace ?? "",
-        cocoonset: cs.metadata.name ?? "",
-        placement: hint === node ? "hint-node" : "pool",
-      }).inc();
-      await patchAnnotations(deps.client, CocoonSets, cs, { [AnnotationHibernatedOnNode]: "" }, {
-        signal: pass.signal,
-      });
-    }
-    // The phase derives from the pods now; the requeued pass settles Running or Scaling.
-    await writeSetStatus(pass, "");
-    return { handled: true, result: { requeue: true } };
+  switch (state) {
+    case "idle":
+    case "leave":
+      // A retain-policy placeholder or a kept failed pod: the normal flow owns these.
+      return notHandled;
+    case "restoring":
+      return await awaitRestore(pass, main);
+    case "complete":
+      return await completeWake(pass, main, hint);
+    case "confirm-delete":
+      return await confirmReleasedDelete(pass, main);
   }
+}
 
-  if (hint !== "" && !podIsTerminal(main)) return await confirmReleasedDelete(pass, main);
-  // A retain-policy placeholder or a kept failed pod: the normal flow owns these.
-  return notHandled;
+/** The restore pod's VM is not live yet: Waking, with WakeNoCapacity while it cannot schedule. */
+async function awaitRestore(pass: SetPass, main: Pod): Promise<Handled> {
+  const { cs } = pass;
+  // A hibernate request on the restore pod that nobody owns (its CocoonHibernation deleted, a
+  // suspend pass from a stale copy that lost its status write) would keep the VM down and the
+  // set Waking for ever: withdraw it.
+  await withdrawOrphanHibernate(pass, main);
+  const msg = unschedulableMessage(main);
+  if (msg !== "") {
+    slotReleaseWakeUnschedulableTotal.labels({
+      namespace: cs.metadata.namespace ?? "",
+      cocoonset: cs.metadata.name ?? "",
+    }).inc();
+    emit(
+      pass,
+      "Warning",
+      ReasonWakeNoCapacity,
+      `main pod ${main.metadata.name} unschedulable: ${msg}`,
+    );
+    await warnIfPoolEmpty(pass, main);
+  }
+  await writeSetStatus(pass, "Waking");
+  return { handled: true, result: { requeueAfter: requeueSuspendPollMs } };
+}
+
+/** The restored VM is live: drop the snapshot and the hint, score the landing once. */
+async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Handled> {
+  const { cs, deps } = pass;
+  // Live: the snapshot has done its job — unless the VM was asked to hibernate again (a
+  // CocoonHibernation, a person): vk-cocoon pushes that round's tag before it removes the VM,
+  // so the tag may already be the only copy of it. The request's owner drops it on its wake.
+  const vmName = parseVMSpec(main).vmName;
+  if (!await hibernateRequested(pass, main)) {
+    try {
+      await dropTag(pass, vmName, HibernateSnapshotTag);
+    } catch (err) {
+      throw wrapError(`wake: drop hibernate snapshot ${vmName}`, err);
+    }
+  }
+  // The hint marks a wake in flight; a re-entry on a stale status arrives without it and must
+  // not score the landing a second time.
+  if (hint !== "") {
+    const node = main.spec?.nodeName ?? "";
+    pass.log.info("wake restored the main on {node}, dropped its hibernate snapshot", { node });
+    slotReleaseWakeTotal.labels({
+      namespace: cs.metadata.namespace ?? "",
+      cocoonset: cs.metadata.name ?? "",
+      placement: hint === node ? "hint-node" : "pool",
+    }).inc();
+    await patchAnnotations(deps.client, CocoonSets, cs, { [AnnotationHibernatedOnNode]: "" }, {
+      signal: pass.signal,
+    });
+  }
+  // The phase derives from the pods now; the requeued pass settles Running or Scaling.
+  await writeSetStatus(pass, "");
+  return { handled: true, result: { requeue: true } };
 }
 
 /**

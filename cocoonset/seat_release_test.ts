@@ -20,9 +20,12 @@ import {
 } from "../common/meta/mod.ts";
 import { AnnotationDeleteVMNames } from "./teardown.ts";
 import {
+  decideReleasedWake,
   ReasonWakeNoCapacity,
   reconcileReleasedWake,
   reconcileSuspendRelease,
+  type ReleasedWakeFacts,
+  type ReleasedWakeState,
 } from "./seat_release.ts";
 import {
   counterValue,
@@ -714,4 +717,101 @@ Deno.test("wake keeps the snapshot when only the stored main carries the new hib
 
   assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
   assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+});
+
+// ---- decideReleasedWake: the one state a released-seat wake is in ----
+
+type WakeMain = NonNullable<ReleasedWakeFacts["main"]>;
+
+/** A live main, not restore-marked, not asked to hibernate, not terminal. */
+function wakeMain(fields: Partial<WakeMain> = {}): WakeMain {
+  return {
+    restoreMarked: false,
+    hibernateRequested: false,
+    live: true,
+    terminal: false,
+    ...fields,
+  };
+}
+
+const wakeCases: [string, ReleasedWakeFacts, ReleasedWakeState][] = [
+  ["Running: never engaged", { phase: "Running", hint: "node-a", hasRegistry: true }, "idle"],
+  ["Suspended without a registry", { phase: "Suspended", hint: "n", hasRegistry: false }, "idle"],
+  ["Suspending without the hint", { phase: "Suspending", hint: "", hasRegistry: true }, "idle"],
+  ["Failed with a main", {
+    phase: "Failed",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ terminal: true }),
+  }, "idle"],
+  ["Suspended, no main", { phase: "Suspended", hint: "n", hasRegistry: true }, "start"],
+  [
+    "Suspending with the hint, no main",
+    { phase: "Suspending", hint: "n", hasRegistry: true },
+    "start",
+  ],
+  ["Failed with the hint, no main", { phase: "Failed", hint: "n", hasRegistry: true }, "start"],
+  ["Waking, no main", { phase: "Waking", hint: "", hasRegistry: true }, "start"],
+  ["Waking, VM not live", {
+    phase: "Waking",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true, live: false }),
+  }, "restoring"],
+  ["Waking, VM live", {
+    phase: "Waking",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true }),
+  }, "complete"],
+  ["a stale phase over an unfinished wake, VM live", {
+    phase: "Running",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true }),
+  }, "complete"],
+  ["a stale phase over an unfinished wake, VM not live", {
+    phase: "Pending",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true, live: false }),
+  }, "restoring"],
+  ["a restore-marked main asked to hibernate is no unfinished wake", {
+    phase: "Running",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true, hibernateRequested: true }),
+  }, "idle"],
+  ["Suspended with the hint, the cache still shows the main", {
+    phase: "Suspended",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain(),
+  }, "confirm-delete"],
+  ["Suspending with the hint, the cache still shows the main", {
+    phase: "Suspending",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ live: false }),
+  }, "confirm-delete"],
+  ["Suspended without the hint: a retain placeholder", {
+    phase: "Suspended",
+    hint: "",
+    hasRegistry: true,
+    main: wakeMain(),
+  }, "leave"],
+  ["Suspended with the hint, a kept failed pod", {
+    phase: "Suspended",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ terminal: true }),
+  }, "leave"],
+];
+
+Deno.test("decideReleasedWake: each row of the table gives its state, and every state is reachable", () => {
+  for (const [name, facts, want] of wakeCases) {
+    assert.equal(decideReleasedWake(facts), want, name);
+  }
+  const reached = new Set(wakeCases.map(([, , state]) => state));
+  assert.equal(reached.size, 6, "all six ReleasedWakeState values");
 });
