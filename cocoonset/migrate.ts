@@ -9,8 +9,7 @@
  * runs; Migrating is persisted before the first side effect, so a restarted operator resumes.
  */
 import type { Pod } from "../kube/core.ts";
-import { Pods } from "../kube/core.ts";
-import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { wrapError } from "../kube/errors.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
@@ -31,11 +30,10 @@ import { buildAgentPod, LabelHostname } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
-import { settleMainCreateClash } from "./name_clash.ts";
+import { ensureSpecBuildable } from "./validate.ts";
+import { createMainPod } from "./create_main.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
-import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -306,7 +304,7 @@ async function releaseOldMain(pass: SetPass, main: Pod): Promise<Handled> {
 
 /** Recreates the main on the target (or anywhere in the pool), restoring from the snapshot. */
 async function recreateOnTarget(pass: SetPass, desired: string): Promise<Handled> {
-  const { cs, deps } = pass;
+  const { cs } = pass;
   // Recreating also finishes an aborted migration: the snapshot is never stranded.
   await ensureSpecBuildable(pass, { creatingMain: true });
   // Migrating is durable before the restore pod exists (unlike Go, which wrote it after the
@@ -315,23 +313,12 @@ async function recreateOnTarget(pass: SetPass, desired: string): Promise<Handled
   await writeSetStatus(pass, "Migrating");
   const pod = buildAgentPod(withTarget(cs, desired), 0);
   markRestoreFromHibernate(pod);
-  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
-    await writeSetStatus(pass, "Migrating");
-    return { handled: true, result: { requeueAfter: requeueVMNameConflictMs } };
-  }
-  try {
-    await deps.client.create(Pods, pod, { signal: pass.signal });
-  } catch (err) {
-    await rethrowInvalidMain(pass, err);
-    if (!isAlreadyExists(err)) {
-      throw wrapError(`migrate: recreate main on ${desired || "any node"}`, err);
-    }
-    return {
-      handled: true,
-      result: await settleMainCreateClash(pass, "Migrating", requeueWaitForOldMainMs),
-    };
-  }
-  markSpecChecked(pass);
+  const ended = await createMainPod(pass, pod, {
+    phase: "Migrating",
+    clashWaitMs: requeueWaitForOldMainMs,
+    context: `migrate: recreate main on ${desired || "any node"}`,
+  });
+  if (ended) return { handled: true, result: ended };
   pass.log.info("migration recreated the main on {node} from its snapshot", {
     node: desired || "any node",
   });

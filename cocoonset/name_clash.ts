@@ -12,8 +12,7 @@ import { emit, podRef, readStoredPod, type SetPass } from "./pass.ts";
 import type { Result } from "../kube/reconcile.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { agentPodName } from "./pods.ts";
-import type { StatusProblem } from "./problem.ts";
-import { writeSetStatus } from "./status.ts";
+import { PassStopped, type StatusProblem } from "./problem.ts";
 
 /** Reason when a pod name the set needs belongs to something else. */
 export const ReasonNameConflict = "NameConflict";
@@ -60,8 +59,8 @@ export class NameConflictError extends Error {
 
 /**
  * A create of the main answered AlreadyExists: gone meanwhile → look again at once; our old main
- * still terminating → look again after waitMs; someone else's pod → a name conflict, reported in
- * the status (phase kept as given) and thrown so the pass is retried with backoff.
+ * still terminating → look again after waitMs; someone else's pod → a name conflict: the pass
+ * stops (PassStopped: the status gets the phase given, the pass fails with NameConflictError).
  */
 export async function settleMainCreateClash(
   pass: SetPass,
@@ -73,8 +72,7 @@ export async function settleMainCreateClash(
   if (clash.kind === "gone") return { requeue: true };
   if (clash.kind === "ours") return { requeueAfter: waitMs };
   const problem = reportNameConflict(pass, "the main agent", clash.pod);
-  await writeSetStatus(pass, phase);
-  throw new NameConflictError([problem]);
+  throw new PassStopped(phase, new NameConflictError([problem]));
 }
 
 /** "pod ns/name (controlled by Kind name, role r)" or "(not controlled by any CocoonSet)". */

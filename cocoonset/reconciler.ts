@@ -48,6 +48,7 @@ import { podRelevantChange } from "./predicate.ts";
 import { newRestoreIntent } from "./restore.ts";
 import { reconcileReleasedWake, reconcileSuspendRelease } from "./seat_release.ts";
 import { syncLedger } from "./snapshot_ledger.ts";
+import { PassStopped } from "./problem.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
@@ -121,83 +122,96 @@ export class CocoonSetReconciler implements Reconciler {
       log: logFor(cs),
       problems: [],
     };
-    if (cs.metadata.deletionTimestamp) return await reconcileTeardown(pass);
-    const finalizing = await ensureFinalizer(pass);
-    if (finalizing) return finalizing;
-
-    let owned;
     try {
-      owned = await listOwnedPods(deps.client, cs, signal);
+      return await runPass(pass);
     } catch (err) {
-      throw wrapError("list owned pods", err);
+      // A check stopped the pass: its problems are on the pass; the status says them once.
+      if (!(err instanceof PassStopped)) throw err;
+      await writeSetStatus(pass, err.phase);
+      throw err.error;
     }
-    pass.classified = classifyPods(owned);
-    // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
-    await syncCocoonSetGeneration(pass);
-    // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
-    // seen on a pod (terminating ones too) is cleared.
-    await syncLedger(pass, owned);
-
-    const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
-    if (nameProblem) {
-      pass.problems.push({
-        condition: ConditionTypeReady,
-        reason: ReasonInvalidSpec,
-        message: nameProblem,
-      });
-    }
-    // A part above its bound builds nothing; the rest of the set reconciles.
-    const over = overLimit(cs.spec, deps.limits);
-    for (const problem of [over.agents, over.toolboxes]) {
-      if (problem) addInvalidSpecProblem(pass, problem);
-    }
-
-    const failed = await reconcileFailedMain(pass);
-    if (failed) return failed;
-    const main = pass.classified.main;
-
-    if (cs.spec.suspend) {
-      return hibernatePolicyOrDefault(cs.spec.hibernatePolicy) === "release"
-        ? await reconcileSuspendRelease(pass)
-        : await reconcileSuspend(pass);
-    }
-    // A migration in flight owns the pass; it runs before the unsuspend below so its own
-    // hibernate request is not cleared.
-    const migration = await reconcileMigration(pass);
-    if (migration.handled) return migration.result ?? {};
-    // The released-seat wake runs before the normal main create, which would boot the main
-    // fresh over its snapshot.
-    const wake = await reconcileReleasedWake(pass);
-    if (wake.handled) return wake.result ?? {};
-    await applyUnsuspend(pass);
-
-    const drifted = await replaceDriftedMain(pass);
-    if (drifted) return drifted;
-    if (!main) return await createMainAgent(pass);
-    // Sub-agents fork from the main's VM: they need it live first.
-    if (!isPodReady(main)) {
-      await warnIfPoolEmpty(pass, main);
-      rememberInvalidSpec(pass);
-      await writeSetStatus(pass, "Pending");
-      return { requeueAfter: requeueWaitForMainMs };
-    }
-
-    const subs: SubAgentOutcome = over.agents
-      ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
-      : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
-    // Bad toolbox names or counts: no toolbox is created or deleted; the Warning is given where
-    // the part would have been reconciled (the status says it on every pass).
-    for (const problem of [nameProblem, over.agents, over.toolboxes]) {
-      if (problem) emit(pass, "Warning", ReasonInvalidSpec, problem);
-    }
-    const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
-    const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
-    if (subs.changed || toolboxesChanged) return { requeue: true };
-
-    reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
-    await writeSetStatus(pass, "");
-    return passResult(pass, subs.requeueAfterMs);
   }
+}
+
+/** The steps of one pass, in the order of docs/cocoonset.md's "One reconcile pass". */
+async function runPass(pass: SetPass): Promise<Result> {
+  const { cs, deps, signal } = pass;
+  if (cs.metadata.deletionTimestamp) return await reconcileTeardown(pass);
+  const finalizing = await ensureFinalizer(pass);
+  if (finalizing) return finalizing;
+
+  let owned;
+  try {
+    owned = await listOwnedPods(deps.client, cs, signal);
+  } catch (err) {
+    throw wrapError("list owned pods", err);
+  }
+  pass.classified = classifyPods(owned);
+  // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
+  await syncCocoonSetGeneration(pass);
+  // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
+  // seen on a pod (terminating ones too) is cleared.
+  await syncLedger(pass, owned);
+
+  const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
+  if (nameProblem) {
+    pass.problems.push({
+      condition: ConditionTypeReady,
+      reason: ReasonInvalidSpec,
+      message: nameProblem,
+    });
+  }
+  // A part above its bound builds nothing; the rest of the set reconciles.
+  const over = overLimit(cs.spec, deps.limits);
+  for (const problem of [over.agents, over.toolboxes]) {
+    if (problem) addInvalidSpecProblem(pass, problem);
+  }
+
+  const failed = await reconcileFailedMain(pass);
+  if (failed) return failed;
+  const main = pass.classified.main;
+
+  if (cs.spec.suspend) {
+    return hibernatePolicyOrDefault(cs.spec.hibernatePolicy) === "release"
+      ? await reconcileSuspendRelease(pass)
+      : await reconcileSuspend(pass);
+  }
+  // A migration in flight owns the pass; it runs before the unsuspend below so its own
+  // hibernate request is not cleared.
+  const migration = await reconcileMigration(pass);
+  if (migration.handled) return migration.result ?? {};
+  // The released-seat wake runs before the normal main create, which would boot the main
+  // fresh over its snapshot.
+  const wake = await reconcileReleasedWake(pass);
+  if (wake.handled) return wake.result ?? {};
+  await applyUnsuspend(pass);
+
+  const drifted = await replaceDriftedMain(pass);
+  if (drifted) return drifted;
+  if (!main) return await createMainAgent(pass);
+  // Sub-agents fork from the main's VM: they need it live first.
+  if (!isPodReady(main)) {
+    await warnIfPoolEmpty(pass, main);
+    rememberInvalidSpec(pass);
+    await writeSetStatus(pass, "Pending");
+    return { requeueAfter: requeueWaitForMainMs };
+  }
+
+  const subs: SubAgentOutcome = over.agents
+    ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
+    : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
+  // Bad toolbox names or counts: no toolbox is created or deleted; the Warning is given where
+  // the part would have been reconciled (the status says it on every pass).
+  for (const problem of [nameProblem, over.agents, over.toolboxes]) {
+    if (problem) emit(pass, "Warning", ReasonInvalidSpec, problem);
+  }
+  const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
+  const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
+  if (subs.changed || toolboxesChanged) return { requeue: true };
+
+  reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
+  await writeSetStatus(pass, "");
+  return passResult(pass, subs.requeueAfterMs);
 }
 
 /** How the CocoonSet controller is set up. */

@@ -9,9 +9,9 @@
  * writes resumes the flow instead of fresh-booting over a snapshot.
  */
 import type { Result } from "../kube/reconcile.ts";
-import { type Pod, Pods } from "../kube/core.ts";
+import { type Pod } from "../kube/core.ts";
 import { patchAnnotations } from "../kube/client_patch.ts";
-import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { wrapError } from "../kube/errors.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchHibernateState, patchKeepSnapshotOnDelete } from "../common/k8s/client_patch.ts";
 import {
@@ -46,10 +46,9 @@ import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts"
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
-import { settleMainCreateClash } from "./name_clash.ts";
+import { ensureSpecBuildable } from "./validate.ts";
+import { createMainPod } from "./create_main.ts";
 import { dropTag } from "./tag_gate.ts";
-import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
 export const ReasonWakeNoCapacity = "WakeNoCapacity";
@@ -303,21 +302,12 @@ async function startReleasedWake(pass: SetPass): Promise<Handled> {
   const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
   // A spec.nodeName pin already gave the pod a required affinity; it wins over the hint.
   if (hint && !pod.spec!.affinity) pod.spec!.affinity = preferredHostnameAffinity(hint);
-  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
-    await writeSetStatus(pass, "Waking");
-    return { handled: true, result: { requeueAfter: requeueVMNameConflictMs } };
-  }
-  try {
-    await deps.client.create(Pods, pod, { signal: pass.signal });
-  } catch (err) {
-    await rethrowInvalidMain(pass, err);
-    if (!isAlreadyExists(err)) throw wrapError("wake: create main", err);
-    return {
-      handled: true,
-      result: await settleMainCreateClash(pass, "Waking", requeueWaitForMainMs),
-    };
-  }
-  markSpecChecked(pass);
+  const ended = await createMainPod(pass, pod, {
+    phase: "Waking",
+    clashWaitMs: requeueWaitForMainMs,
+    context: "wake: create main",
+  });
+  if (ended) return { handled: true, result: ended };
   pass.log.info("wake recreated the main from its snapshot, preferring node {node}", {
     node: hint,
   });

@@ -5,8 +5,8 @@
  * on pods a CocoonHibernation is hibernating.
  */
 import type { Result } from "../kube/reconcile.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { type Pod } from "../kube/core.ts";
+import { wrapError } from "../kube/errors.ts";
 import { patchHibernateAsk, patchHibernateState } from "../common/k8s/client_patch.ts";
 import {
   parseVMSpec,
@@ -22,9 +22,8 @@ import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EveryVM, recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { hibernateRefused } from "./tag_gate.ts";
-import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
-import { settleMainCreateClash } from "./name_clash.ts";
-import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
+import { ensureSpecBuildable } from "./validate.ts";
+import { createMainPod } from "./create_main.ts";
 
 /** How often a suspending set looks again (ms). */
 export const requeueSuspendPollMs = 5_000;
@@ -48,18 +47,12 @@ async function createMainBeforeSuspend(pass: SetPass): Promise<Result> {
   const pod = buildAgentPod(pass.cs, 0);
   // Suspend means the VM's state matters: restore whenever a snapshot exists.
   await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
-  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
-    await writeSetStatus(pass, "Suspending");
-    return { requeueAfter: requeueVMNameConflictMs };
-  }
-  try {
-    await pass.deps.client.create(Pods, pod, { signal: pass.signal });
-  } catch (err) {
-    await rethrowInvalidMain(pass, err);
-    if (!isAlreadyExists(err)) throw wrapError("create main agent before suspend", err);
-    return await settleMainCreateClash(pass, "Suspending", requeueSuspendPollMs);
-  }
-  markSpecChecked(pass);
+  const ended = await createMainPod(pass, pod, {
+    phase: "Suspending",
+    clashWaitMs: requeueSuspendPollMs,
+    context: "create main agent before suspend",
+  });
+  if (ended) return ended;
   pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
   return { requeue: true };
 }

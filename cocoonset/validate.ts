@@ -28,7 +28,7 @@ import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { forEachLimited } from "./_fanout.ts";
 import { emit, type SetPass, type SpecVerdict } from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
-import { writeSetStatus } from "./status.ts";
+import { PassStopped } from "./problem.ts";
 import { overLimit } from "./limits.ts";
 import { rememberShape, shapeKey } from "./shape_key.ts";
 
@@ -76,8 +76,8 @@ export async function checkSpec(
 }
 
 /**
- * Before the main is created, replaced or quiesced: its shape must be buildable, else the
- * problem is written to the status and the pass stops (InvalidSpecError). Problems of the other
+ * Before the main is created, replaced or quiesced: its shape must be buildable, else the pass
+ * stops (PassStopped: the status keeps its phase, the pass fails with InvalidSpecError). Problems of the other
  * parts are recorded on the pass and do not stop it. `creatingMain` as checkSpec's skipMain.
  */
 export async function ensureSpecBuildable(
@@ -85,7 +85,7 @@ export async function ensureSpecBuildable(
   opts: { creatingMain?: boolean } = {},
 ): Promise<void> {
   const verdict = await checkSpec(pass, { skipMain: opts.creatingMain });
-  if (verdict.main !== undefined) await stopOnInvalidSpec(pass, verdict.main);
+  if (verdict.main !== undefined) stopOnInvalidSpec(pass, verdict.main);
 }
 
 /** Whether sub-agent pods can be built from the spec (checked before any create or delete). */
@@ -109,15 +109,15 @@ export function markSpecChecked(pass: SetPass): void {
 }
 
 /**
- * A real create of the main answered Invalid: reported exactly like a dry-run refusal (status,
- * Warning, InvalidSpecError). Any other error returns for the caller to handle.
+ * A real create of the main answered Invalid: reported exactly like a dry-run refusal (Warning,
+ * PassStopped with InvalidSpecError). Any other error returns for the caller to handle.
  */
-export async function rethrowInvalidMain(pass: SetPass, err: unknown): Promise<void> {
+export function rethrowInvalidMain(pass: SetPass, err: unknown): void {
   if (!isInvalid(err)) return;
   const problem = `main agent: ${serverMessage(err)}`;
   addInvalidSpecProblem(pass, problem);
   emit(pass, "Warning", ReasonInvalidSpec, problem);
-  await stopOnInvalidSpec(pass, problem);
+  stopOnInvalidSpec(pass, problem);
 }
 
 /** Forgets what was checked for a CocoonSet (it was deleted). */
@@ -155,11 +155,13 @@ export function addInvalidSpecProblem(pass: SetPass, message: string): void {
   pass.problems.push({ condition: ConditionTypeReady, reason: ReasonInvalidSpec, message });
 }
 
-async function stopOnInvalidSpec(pass: SetPass, problem: string): Promise<never> {
+function stopOnInvalidSpec(pass: SetPass, problem: string): never {
   // The phase stays as it was: a released or migrating set must not lose the phase its next
   // steps depend on because the spec was edited into something unbuildable.
-  await writeSetStatus(pass, pass.cs.status?.phase ?? "");
-  throw new InvalidSpecError(invalidSpecMessage(pass) ?? problem);
+  throw new PassStopped(
+    pass.cs.status?.phase ?? "",
+    new InvalidSpecError(invalidSpecMessage(pass) ?? problem),
+  );
 }
 
 function isClean(v: SpecVerdict): boolean {
