@@ -13,7 +13,7 @@ import { getLogger } from "@logtape/logtape";
 import type { Client, Reader } from "../kube/client.ts";
 import { type Clock, realClock } from "../kube/clock.ts";
 import { controllerManagedBy } from "../kube/builder.ts";
-import { Nodes, Pods } from "../kube/core.ts";
+import { Nodes, type Pod, Pods } from "../kube/core.ts";
 import { enqueueFromMap } from "../kube/handler.ts";
 import { errorMessage, isConflict, isNotFound, wrapError } from "../kube/errors.ts";
 import type { EventRecorder } from "../kube/events.ts";
@@ -53,7 +53,7 @@ import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
 import { addInvalidSpecProblem, ReasonInvalidSpec, rememberInvalidSpec } from "./validate.ts";
-import { defaultSetLimits, overLimit, type SetLimits } from "./limits.ts";
+import { defaultSetLimits, type OverLimit, overLimit, type SetLimits } from "./limits.ts";
 import { passResult, reportDeadLetters } from "./outcome.ts";
 
 const log = getLogger(["cocoon-operator", "cocoonset"]);
@@ -135,37 +135,13 @@ export class CocoonSetReconciler implements Reconciler {
 
 /** The steps of one pass, in the order of docs/cocoonset.md's "One reconcile pass". */
 async function runPass(pass: SetPass): Promise<Result> {
-  const { cs, deps, signal } = pass;
+  const { cs } = pass;
   if (cs.metadata.deletionTimestamp) return await reconcileTeardown(pass);
   const finalizing = await ensureFinalizer(pass);
   if (finalizing) return finalizing;
 
-  let owned;
-  try {
-    owned = await listOwnedPods(deps.client, cs, signal);
-  } catch (err) {
-    throw wrapError("list owned pods", err);
-  }
-  pass.classified = classifyPods(owned);
-  // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
-  await syncCocoonSetGeneration(pass);
-  // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
-  // seen on a pod (terminating ones too) is cleared.
-  await syncLedger(pass, owned);
-
-  const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
-  if (nameProblem) {
-    pass.problems.push({
-      condition: ConditionTypeReady,
-      reason: ReasonInvalidSpec,
-      message: nameProblem,
-    });
-  }
-  // A part above its bound builds nothing; the rest of the set reconciles.
-  const over = overLimit(cs.spec, deps.limits);
-  for (const problem of [over.agents, over.toolboxes]) {
-    if (problem) addInvalidSpecProblem(pass, problem);
-  }
+  await listStampAndRecord(pass);
+  const bounds = recordSpecBounds(pass);
 
   const failed = await reconcileFailedMain(pass);
   if (failed) return failed;
@@ -197,6 +173,56 @@ async function runPass(pass: SetPass): Promise<Result> {
     return { requeueAfter: requeueWaitForMainMs };
   }
 
+  return await reconcileParts(pass, main, bounds);
+}
+
+/**
+ * The List and Stamp steps: the owned pods, classified on the pass; the generation stamped on
+ * each; the snapshot ledger updated from what they show.
+ */
+async function listStampAndRecord(pass: SetPass): Promise<void> {
+  let owned;
+  try {
+    owned = await listOwnedPods(pass.deps.client, pass.cs, pass.signal);
+  } catch (err) {
+    throw wrapError("list owned pods", err);
+  }
+  pass.classified = classifyPods(owned);
+  // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
+  await syncCocoonSetGeneration(pass);
+  // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
+  // seen on a pod (terminating ones too) is cleared.
+  await syncLedger(pass, owned);
+}
+
+/** Problems of the spec found without the server: bad toolbox names, parts over their bound. */
+interface SpecBounds {
+  nameProblem?: string;
+  over: OverLimit;
+}
+
+/** Checks the spec's bounds and records each problem on the pass (its status says them). */
+function recordSpecBounds(pass: SetPass): SpecBounds {
+  const { cs, deps } = pass;
+  const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
+  if (nameProblem) {
+    pass.problems.push({
+      condition: ConditionTypeReady,
+      reason: ReasonInvalidSpec,
+      message: nameProblem,
+    });
+  }
+  // A part above its bound builds nothing; the rest of the set reconciles.
+  const over = overLimit(cs.spec, deps.limits);
+  for (const problem of [over.agents, over.toolboxes]) {
+    if (problem) addInvalidSpecProblem(pass, problem);
+  }
+  return { nameProblem, over };
+}
+
+/** The Sub-agents, Toolboxes and Status steps, once the main is Ready. */
+async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Promise<Result> {
+  const { nameProblem, over } = bounds;
   const subs: SubAgentOutcome = over.agents
     ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
     : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
