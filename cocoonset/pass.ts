@@ -12,6 +12,7 @@ import { isNotFound, wrapError } from "../kube/errors.ts";
 import type { Clock } from "../kube/clock.ts";
 import type { EventRecorder, EventType } from "../kube/events.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
+import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { jsonEqual } from "../kube/patch.ts";
 import type { Registry } from "../snapshot/registry.ts";
@@ -60,6 +61,16 @@ export interface CocoonSetDeps {
  * a stale cache settles (ms).
  */
 export const requeueWaitForMainMs = 5_000;
+
+/**
+ * What a step that ends the pass decided: its result and, when set, the phase the pass writes
+ * the status with before it returns (reconciler.ts endPass). A step that returns this writes no
+ * status itself.
+ */
+export interface PassEnd {
+  result: Result;
+  phase?: CocoonSetPhase | "";
+}
 
 /** What a step that may own the pass returns: handled=false hands back to the normal flow. */
 export interface Handled {

@@ -41,7 +41,14 @@ import {
   setsTargetingNode,
 } from "./node_watch.ts";
 import { listOwnedPods } from "./ownership.ts";
-import { type CocoonSetDeps, emit, logFor, requeueWaitForMainMs, type SetPass } from "./pass.ts";
+import {
+  type CocoonSetDeps,
+  emit,
+  logFor,
+  type PassEnd,
+  requeueWaitForMainMs,
+  type SetPass,
+} from "./pass.ts";
 import { classifyPods } from "./pods.ts";
 import { replaceDriftedMain } from "./drift.ts";
 import { podRelevantChange } from "./predicate.ts";
@@ -144,7 +151,7 @@ async function runPass(pass: SetPass): Promise<Result> {
   const bounds = recordSpecBounds(pass);
 
   const failed = await reconcileFailedMain(pass);
-  if (failed) return failed;
+  if (failed) return await endPass(pass, failed);
   const main = pass.classified.main;
 
   if (cs.spec.suspend) {
@@ -174,6 +181,12 @@ async function runPass(pass: SetPass): Promise<Result> {
   }
 
   return await reconcileParts(pass, main, bounds);
+}
+
+/** Ends the pass as a step decided: the status written with its phase, if it names one. */
+async function endPass(pass: SetPass, end: PassEnd): Promise<Result> {
+  if (end.phase !== undefined) await writeSetStatus(pass, end.phase);
+  return end.result;
 }
 
 /**
