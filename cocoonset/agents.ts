@@ -13,7 +13,7 @@ import { isAlreadyExists, wrapError } from "../kube/errors.ts";
 import { isPodReady, readLifecycleState } from "../common/meta/mod.ts";
 import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
 import { forEachLimited } from "./_fanout.ts";
-import { classifyNameClash, reportNameConflict } from "./name_clash.ts";
+import { classifyNameClash, reportNameClash } from "./name_clash.ts";
 import { subAgentsBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
 import { podIsTerminal } from "./pod_state.ts";
@@ -134,9 +134,9 @@ async function createSubAgents(
       if (reportQuotaRefusal(pass, `sub-agent slot ${slot}`, err)) return;
       if (!isAlreadyExists(err)) throw wrapError(`create sub-agent slot ${slot}`, err);
       // Usually the old pod of this slot is still terminating and its delete event brings us
-      // back; a pod this set does not control is a name conflict.
+      // back; a pod this set does not control is a name clash.
       const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
-      if (clash.kind === "foreign") reportNameConflict(pass, `sub-agent slot ${slot}`, clash.pod);
+      if (clash.kind === "foreign") reportNameClash(pass, `sub-agent slot ${slot}`, clash.pod);
       return;
     }
     pass.log.info("created sub-agent {pod}", { pod: podRef(pod), slot });

@@ -20,7 +20,7 @@ import {
 } from "./validate.ts";
 import { settleMainCreateClash } from "./name_clash.ts";
 import { QuotaExceededError, reportQuotaRefusal } from "./quota.ts";
-import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
+import { refuseCollidingCreate, requeueVMNameCollisionMs } from "./vm_collision.ts";
 
 /**
  * Creates the missing main, restoring from its snapshot when a CocoonHibernation says it was
@@ -53,7 +53,7 @@ export async function createMainAgent(pass: SetPass): Promise<Result> {
 
 /** How a step creates the main (createMainPod). */
 export interface MainCreate {
-  /** The phase the status shows when a VM-name collision or a name conflict holds the create. */
+  /** The phase the status shows when a VM-name collision or a name clash holds the create. */
   phase: CocoonSetPhase | "";
   /** How long to wait when the name is held by our old main, still terminating (ms). */
   clashWaitMs: number;
@@ -67,7 +67,7 @@ export interface MainCreate {
  * The one way every step creates the main (a first boot, a released-seat wake, a migration's
  * restore, a main before a suspend): refused when another namespace derives its VM name,
  * created, and the answer read — Invalid stops the pass as an invalid spec, a foreign pod under
- * the name stops it as a name conflict, our terminating old main waits. A create that succeeded
+ * the name stops it as a name clash, our terminating old main waits. A create that succeeded
  * was the main's spec check. Undefined once the main is created, else the result the pass ends
  * with.
  */
@@ -78,7 +78,7 @@ export async function createMainPod(
 ): Promise<Result | undefined> {
   if (await refuseCollidingCreate(pass, pod, "the main agent")) {
     await writeSetStatus(pass, opts.phase);
-    return { requeueAfter: requeueVMNameConflictMs };
+    return { requeueAfter: requeueVMNameCollisionMs };
   }
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });

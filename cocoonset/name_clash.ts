@@ -1,5 +1,5 @@
 /**
- * Name conflicts: a pod the set needs (an agent slot or a toolbox) is named like a pod the set
+ * Name clashes: a pod the set needs (an agent slot or a toolbox) is named like a pod the set
  * does not control. Such a pod is never modified or deleted; the set reports it (Ready=False,
  * reason NameConflict, a Warning naming the other object) and keeps reconciling everything else.
  * The Go operator instead waited forever for the pod to "finish terminating".
@@ -37,8 +37,8 @@ export async function classifyNameClash(pass: SetPass, podName: string): Promise
     : { kind: "foreign", pod: live };
 }
 
-/** Records a conflict on the pass (status problem + Warning Event) and returns the problem. */
-export function reportNameConflict(pass: SetPass, what: string, other: Pod): StatusProblem {
+/** Records a name clash on the pass (status problem + Warning Event) and returns the problem. */
+export function reportNameClash(pass: SetPass, what: string, other: Pod): StatusProblem {
   const problem: StatusProblem = {
     condition: ConditionTypeReady,
     reason: ReasonNameConflict,
@@ -49,7 +49,7 @@ export function reportNameConflict(pass: SetPass, what: string, other: Pod): Sta
   return problem;
 }
 
-/** Thrown after a pass reported name conflicts, so the set is retried with backoff. */
+/** Thrown after a pass reported name clashes, so the set is retried with backoff. */
 export class NameConflictError extends Error {
   constructor(problems: readonly StatusProblem[]) {
     super(problems.map((p) => p.message).join("; "));
@@ -59,7 +59,7 @@ export class NameConflictError extends Error {
 
 /**
  * A create of the main answered AlreadyExists: gone meanwhile → look again at once; our old main
- * still terminating → look again after waitMs; someone else's pod → a name conflict: the pass
+ * still terminating → look again after waitMs; someone else's pod → a name clash: the pass
  * stops (PassStopped: the status gets the phase given, the pass fails with NameConflictError).
  */
 export async function settleMainCreateClash(
@@ -71,7 +71,7 @@ export async function settleMainCreateClash(
   const clash = await classifyNameClash(pass, name);
   if (clash.kind === "gone") return { requeue: true };
   if (clash.kind === "ours") return { requeueAfter: waitMs };
-  const problem = reportNameConflict(pass, "the main agent", clash.pod);
+  const problem = reportNameClash(pass, "the main agent", clash.pod);
   throw new PassStopped(phase, new NameConflictError([problem]));
 }
 

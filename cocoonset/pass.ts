@@ -40,7 +40,7 @@ export interface CocoonSetDeps {
    */
   verifiedShapes?: Set<string>;
   /**
-   * CocoonSet UID → UIDs of the pods this process deleted tearing it down (delete.ts), so a cache
+   * CocoonSet UID → UIDs of the pods this process deleted tearing it down (teardown.ts), so a cache
    * that has not shown a deletion yet never causes a second DELETE.
    */
   teardownDeletes: Map<string, Set<string>>;

@@ -40,7 +40,7 @@ export async function reconcileSuspend(pass: SetPass): Promise<Result> {
 /**
  * A set suspended with no main (never booted, or the main was deleted) gets its main back first,
  * restoring from its snapshot when there is one, and is hibernated on the next pass. A pod of
- * another owner holding the main's name is a name conflict (status, Warning, retry with backoff).
+ * another owner holding the main's name is a name clash (status, Warning, retry with backoff).
  */
 async function createMainBeforeSuspend(pass: SetPass): Promise<Result> {
   await ensureSpecBuildable(pass, { creatingMain: true });

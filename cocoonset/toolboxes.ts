@@ -1,7 +1,7 @@
 /**
  * Toolboxes: one pod per entry of spec.toolboxes, named `<set>-<toolbox>`. Failed or drifted
  * toolboxes are replaced at once (no backoff), removed entries deleted, and a pod of that name
- * that is not this set's toolbox is never touched: it is reported as a name conflict.
+ * that is not this set's toolbox is never touched: it is reported as a name clash.
  */
 import type { Pod } from "../kube/core.ts";
 import { Pods } from "../kube/core.ts";
@@ -14,7 +14,7 @@ import { deletePod, podRef, type SetPass } from "./pass.ts";
 import { buildToolboxPod, toolboxPodName } from "./pods.ts";
 import { podSpecMatchesToolbox } from "./drift.ts";
 import { markRestoreIfHibernated } from "./restore.ts";
-import { classifyNameClash, reportNameConflict } from "./name_clash.ts";
+import { classifyNameClash, reportNameClash } from "./name_clash.ts";
 import { toolboxBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
 import { refuseCollidingCreate } from "./vm_collision.ts";
@@ -52,7 +52,7 @@ export function toolboxNameProblem(
 /**
  * Creates missing toolboxes, replaces failed or drifted ones and deletes those no longer in the
  * spec; returns whether a pod was created or deleted. A toolbox whose pod name is taken by
- * another pod is reported as a name conflict on the pass and skipped; the others still reconcile.
+ * another pod is reported as a name clash on the pass and skipped; the others still reconcile.
  * The caller has already checked toolboxNameProblem.
  */
 export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
@@ -65,7 +65,7 @@ export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
     const existing = classified.toolbox.get(tb.name);
     const sameName = classified.allByName.get(podName);
     if (sameName && sameName !== existing) {
-      reportNameConflict(pass, `toolbox ${tb.name}`, sameName);
+      reportNameClash(pass, `toolbox ${tb.name}`, sameName);
       continue;
     }
     if (existing) {
@@ -107,13 +107,13 @@ async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
     if (reportQuotaRefusal(pass, `toolbox ${tb.name}`, err)) return false;
     if (!isAlreadyExists(err)) throw wrapError(`create toolbox ${tb.name}`, err);
     // This set's toolbox still terminating (or not in the cache yet) is fine; anything else
-    // holding the name is a conflict.
+    // holding the name is a name clash.
     const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
     if (
       clash.kind === "foreign" ||
       (clash.kind === "ours" && clash.pod.metadata.labels?.[LabelRole] !== RoleToolbox)
     ) {
-      reportNameConflict(pass, `toolbox ${tb.name}`, clash.pod);
+      reportNameClash(pass, `toolbox ${tb.name}`, clash.pod);
     }
     return false;
   }

@@ -31,7 +31,7 @@ import type { StatusProblem } from "./problem.ts";
 export const ReasonVMNameConflict = "VMNameConflict";
 
 /** How often a set that lost a VM name looks again (the holder may go away). */
-export const requeueVMNameConflictMs = 30_000;
+export const requeueVMNameCollisionMs = 30_000;
 
 function setToolboxNames(cs: CocoonSet): string[] {
   return [
