@@ -368,3 +368,15 @@ export function hibernationLists(env: TestEnv): number {
 export function conditionOf(cs: CocoonSet | undefined, type: string): Condition | undefined {
   return cs?.status?.conditions?.find((c) => c.type === type);
 }
+
+/** The teardown fixture: a set holding the finalizer and already marked for deletion. */
+export async function seedDeletingSet(
+  env: ReturnType<typeof newTestEnv>,
+  cs: CocoonSet,
+  pods: readonly Pod[] = [],
+): Promise<void> {
+  withFinalizer(cs);
+  seedSet(env, cs, pods);
+  await env.fake.delete(CocoonSets, testNamespace, cs.metadata.name ?? "");
+  env.fake.actions.length = 0;
+}
