@@ -1,6 +1,6 @@
 /**
  * Shared fixtures of the CocoonSet unit tests: a CocoonSet like the Go tests' newCocoonSet, pod
- * state helpers, a reconciler wired to the in-memory doubles, and a Pass for tests that call one
+ * state helpers, a reconciler wired to the in-memory doubles, and a SetPass for tests that call one
  * step of the loop directly. Private to this folder's tests.
  *
  * @module
@@ -34,8 +34,8 @@ import {
 } from "../common/meta/mod.ts";
 import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { finalizerName } from "./delete.ts";
-import { type CocoonSetDeps, logFor, type Pass } from "./pass.ts";
+import { finalizerName } from "./finalizer.ts";
+import { type CocoonSetDeps, logFor, type SetPass } from "./pass.ts";
 import { classifyPods } from "./pods.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
 import { newRestoreIntent } from "./restore.ts";
@@ -189,7 +189,7 @@ export function depsOf(env: TestEnv): CocoonSetDeps {
 }
 
 /**
- * A Pass over cs and pods, for tests that call one step of the loop the way the reconciler
+ * A SetPass over cs and pods, for tests that call one step of the loop the way the reconciler
  * would after listing and classifying the owned pods.
  */
 export function newTestPass(
@@ -197,7 +197,7 @@ export function newTestPass(
   cs: CocoonSet,
   pods: readonly Pod[] = [],
   signal: AbortSignal = new AbortController().signal,
-): Pass {
+): SetPass {
   return {
     deps,
     cs,
@@ -355,4 +355,16 @@ export function hibernationLists(env: TestEnv): number {
 /** The condition of that type in the CocoonSet's status, if any. */
 export function conditionOf(cs: CocoonSet | undefined, type: string): Condition | undefined {
   return cs?.status?.conditions?.find((c) => c.type === type);
+}
+
+/** The teardown fixture: a set holding the finalizer and already marked for deletion. */
+export async function seedDeletingSet(
+  env: ReturnType<typeof newTestEnv>,
+  cs: CocoonSet,
+  pods: readonly Pod[] = [],
+): Promise<void> {
+  withFinalizer(cs);
+  seedSet(env, cs, pods);
+  await env.fake.delete(CocoonSets, testNamespace, cs.metadata.name ?? "");
+  env.fake.actions.length = 0;
 }

@@ -13,12 +13,13 @@ import { isAlreadyExists, wrapError } from "../kube/errors.ts";
 import { isPodReady, readLifecycleState } from "../common/meta/mod.ts";
 import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
 import { forEachLimited } from "./_fanout.ts";
-import { classifyNameClash, reportNameConflict } from "./conflict.ts";
+import { classifyNameClash, reportNameClash } from "./name_clash.ts";
 import { subAgentsBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
 import { podIsTerminal } from "./pod_state.ts";
-import { deletePod, emit, followOwnWrite, type Pass, podRef } from "./pass.ts";
-import { buildAgentPod, podSpecMatchesAgent } from "./pods.ts";
+import { deletePod, emit, followOwnWrite, podRef, type SetPass } from "./pass.ts";
+import { buildAgentPod } from "./pods.ts";
+import { podSpecMatchesAgent } from "./drift.ts";
 import {
   AnnotationDeadLetter,
   AnnotationRebuildHistory,
@@ -55,7 +56,7 @@ export interface SubAgentOutcome {
  * above replicas.
  */
 export async function ensureSubAgents(
-  pass: Pass,
+  pass: SetPass,
   mainVMName: string,
   mainNodeName: string,
 ): Promise<SubAgentOutcome> {
@@ -85,14 +86,14 @@ export async function ensureSubAgents(
 }
 
 /** Slots 1..replicas without a pod, lazily: a scale-up never holds a list of every slot. */
-function* missingSlots(pass: Pass, replicas: number): Generator<number> {
+function* missingSlots(pass: SetPass, replicas: number): Generator<number> {
   for (let slot = 1; slot <= replicas; slot++) {
     if (!pass.classified.sub.has(slot)) yield slot;
   }
 }
 
 /** Whether slots 1..replicas include one without a pod. */
-function anySlotMissing(pass: Pass, replicas: number): boolean {
+function anySlotMissing(pass: SetPass, replicas: number): boolean {
   let present = 0;
   for (const slot of pass.classified.sub.keys()) if (slot >= 1 && slot <= replicas) present++;
   return present < replicas;
@@ -103,7 +104,7 @@ function anySlotMissing(pass: Pass, replicas: number): boolean {
  * sub-agent shape is invalid (the problem is on the pass).
  */
 async function createSubAgents(
-  pass: Pass,
+  pass: SetPass,
   replicas: number,
   mainVMName: string,
   mainNodeName: string,
@@ -133,9 +134,9 @@ async function createSubAgents(
       if (reportQuotaRefusal(pass, `sub-agent slot ${slot}`, err)) return;
       if (!isAlreadyExists(err)) throw wrapError(`create sub-agent slot ${slot}`, err);
       // Usually the old pod of this slot is still terminating and its delete event brings us
-      // back; a pod this set does not control is a name conflict.
+      // back; a pod this set does not control is a name clash.
       const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
-      if (clash.kind === "foreign") reportNameConflict(pass, `sub-agent slot ${slot}`, clash.pod);
+      if (clash.kind === "foreign") reportNameClash(pass, `sub-agent slot ${slot}`, clash.pod);
       return;
     }
     pass.log.info("created sub-agent {pod}", { pod: podRef(pod), slot });
@@ -153,7 +154,7 @@ interface Triage {
 const keep: Triage = { deleted: false, deadLettered: false, waitMs: 0 };
 
 /** Decides what happens to an existing sub-agent pod. */
-async function triageSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Triage> {
+async function triageSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   if (pod.metadata.annotations?.[AnnotationDeadLetter] === "true") {
     return await rebuildDeadLetteredOnDrift(pass, pod, slot);
   }
@@ -175,7 +176,7 @@ async function triageSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Triag
  * A dead-lettered pod stays until the spec changes: a spec edit is the person's fix, so it
  * earns the slot a fresh rebuild budget.
  */
-async function rebuildDeadLetteredOnDrift(pass: Pass, pod: Pod, slot: number): Promise<Triage> {
+async function rebuildDeadLetteredOnDrift(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   if (podSpecMatchesAgent(pod, pass.cs, slot)) {
     // A dead-lettered pod that recovered by itself (Ready again) is not reported; it keeps its
     // mark, so a new failure is dead-lettered again without a rebuild.
@@ -213,7 +214,7 @@ function recovered(pod: Pod): boolean {
  * the budget is spent. The history is written before the delete, so a delete that fails can never
  * be retried around the budget.
  */
-async function rebuildSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Triage> {
+async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   const { cs } = pass;
   const ns = cs.metadata.namespace ?? "";
   const name = cs.metadata.name ?? "";
@@ -276,7 +277,7 @@ async function rebuildSubAgent(pass: Pass, pod: Pod, slot: number): Promise<Tria
  * pass keeps acting on the spec it started with, and its status write is not refused for the
  * pass's own write.
  */
-async function writeRebuildHistory(pass: Pass, history: RebuildHistory): Promise<void> {
+async function writeRebuildHistory(pass: SetPass, history: RebuildHistory): Promise<void> {
   const { cs } = pass;
   const value = encodeRebuildHistory(cs.spec.agent.replicas ?? 0, history);
   if ((cs.metadata.annotations?.[AnnotationRebuildHistory] ?? "") === value) return;

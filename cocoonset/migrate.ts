@@ -9,8 +9,7 @@
  * runs; Migrating is persisted before the first side effect, so a restarted operator resumes.
  */
 import type { Pod } from "../kube/core.ts";
-import { Pods } from "../kube/core.ts";
-import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { wrapError } from "../kube/errors.ts";
 import { patchHibernateState } from "../common/k8s/client_patch.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
@@ -25,17 +24,16 @@ import {
   vmUp,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import { deletePod, type Handled, type Pass, podRef } from "./pass.ts";
+import { deletePod, type Handled, podRef, type SetPass } from "./pass.ts";
 import { migrationTargetProblem, reportUnknownTarget, warnIfPoolEmpty } from "./nodes.ts";
 import { buildAgentPod, LabelHostname } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
-import { settleMainCreateClash } from "./conflict.ts";
+import { ensureSpecBuildable } from "./validate.ts";
+import { createMainPod } from "./create_main.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
-import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const requeueMigratePollMs = 5_000;
@@ -56,7 +54,7 @@ const notHandled: Handled = { handled: false };
  * in the pool, and the snapshot is dropped once that VM is live. When the node appears (the
  * controller watches nodes), the next pass starts the migration.
  */
-export async function reconcileMigration(pass: Pass): Promise<Handled> {
+export async function reconcileMigration(pass: SetPass): Promise<Handled> {
   const { cs, classified, deps } = pass;
   const pinned = cs.spec.nodeName ?? "";
   const migrating = cs.status?.phase === "Migrating";
@@ -116,7 +114,7 @@ export async function reconcileMigration(pass: Pass): Promise<Handled> {
  * Quiesces the main on the wrong node; Migrating is written first. Not for a spec the server
  * would refuse: the quiesced main could never be recreated.
  */
-async function startMigration(pass: Pass, main: Pod, desired: string): Promise<Handled> {
+async function startMigration(pass: SetPass, main: Pod, desired: string): Promise<Handled> {
   await ensureSpecBuildable(pass);
   // A VM name another namespace derives too is not hibernated (its push would land where the
   // other tenant reads): the migration does not start, and looks again later.
@@ -139,114 +137,231 @@ async function startMigration(pass: Pass, main: Pod, desired: string): Promise<H
   return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
 }
 
-/** Steps a migration whose snapshot exists: teardown → recreate → wait for restore → drop. */
-async function advanceMigration(pass: Pass, vmName: string, desired: string): Promise<Handled> {
-  const { cs, deps } = pass;
-  const main = pass.classified.main;
-  const node = main?.spec?.nodeName ?? "";
+/**
+ * Where a migration whose snapshot exists stands, read from the main the pass sees (one state
+ * per row of docs/cocoonset.md's migration flow):
+ *
+ * | state                | main                                          | act                   |
+ * | -------------------- | --------------------------------------------- | --------------------- |
+ * | await-live-elsewhere | on another node, not asked, VM not live       | wait                  |
+ * | ask-again            | on another node, not asked, VM may be leaving | ask again             |
+ * | drop-stale-tag       | on another node, not asked, VM live, staying  | drop tag              |
+ * | release-old-main     | on another node, asked to hibernate           | delete once confirmed |
+ * | recreate             | none                                          | restore on target     |
+ * | await-vm-down        | asked to hibernate where it belongs, VM up    | wait                  |
+ * | wake-in-place        | asked to hibernate where it belongs, VM down  | clear the ask         |
+ * | not-ours             | VM not live, set not Migrating                | normal flow           |
+ * | replace-restore-pod  | VM not live, unbound, pinned to another node  | delete it             |
+ * | await-restore        | VM not live otherwise                         | wait                  |
+ * | drop-tag             | VM live where it belongs                      | drop tag              |
+ *
+ * "On another node": bound to a node other than the desired one, while one is desired. "Not
+ * asked": no hibernate request. "Where it belongs": the desired node, or anywhere when none is.
+ */
+export type MigrationState =
+  | "await-live-elsewhere"
+  | "ask-again"
+  | "drop-stale-tag"
+  | "release-old-main"
+  | "recreate"
+  | "await-vm-down"
+  | "wake-in-place"
+  | "not-ours"
+  | "replace-restore-pod"
+  | "await-restore"
+  | "drop-tag";
 
-  if (main && desired !== "" && node !== "" && node !== desired) {
-    if (!readHibernateState(main)) {
-      // A main whose VM is not up may be restoring from this very tag (a wake in place, then a
-      // re-target): wait for it to run before the tag counts as a leftover.
-      if (!vmLive(main)) return await markMigrating(pass);
+/** What decideMigration reads of the main agent pod. */
+export interface MigrationMainFacts {
+  /** The node it is bound to, "" when unscheduled. */
+  node: string;
+  hibernateRequested: boolean;
+  live: boolean;
+  /** A VM id and a running container (vmUp). */
+  up: boolean;
+  mayBeLeaving: boolean;
+  restoreMarked: boolean;
+  /** The node its required hostname affinity names, or "". */
+  requiredNode: string;
+}
+
+/** What decideMigration reads of a pass. */
+export interface MigrationFacts {
+  main?: MigrationMainFacts;
+  /** Where the main should run; "" for anywhere in the pool (no target, or an unknown one). */
+  desired: string;
+  /** Whether the persisted phase is Migrating. */
+  migrating: boolean;
+}
+
+/** The facts of main for decideMigration. */
+export function migrationMainFacts(main: Pod): MigrationMainFacts {
+  return {
+    node: main.spec?.nodeName ?? "",
+    hibernateRequested: readHibernateState(main),
+    live: vmLive(main),
+    up: vmUp(main),
+    mayBeLeaving: vmMayBeLeaving(main),
+    restoreMarked: readRestoreFromHibernate(main),
+    requiredNode: requiredNodeOf(main),
+  };
+}
+
+/** The one state a migration whose snapshot exists is in (see MigrationState). */
+export function decideMigration(f: MigrationFacts): MigrationState {
+  const main = f.main;
+  if (!main) return "recreate";
+  const elsewhere = f.desired !== "" && main.node !== "" && main.node !== f.desired;
+  if (elsewhere) {
+    if (main.hibernateRequested) return "release-old-main";
+    // A main whose VM is not up may be restoring from this very tag (a wake in place, then a
+    // re-target): the tag counts as a leftover only once it runs.
+    if (!main.live) return "await-live-elsewhere";
+    return main.mayBeLeaving ? "ask-again" : "drop-stale-tag";
+  }
+  if (main.hibernateRequested && (f.desired === "" || main.node === f.desired)) {
+    return main.up ? "await-vm-down" : "wake-in-place";
+  }
+  if (!main.live) {
+    if (!f.migrating) return "not-ours";
+    const abandoned = main.node === "" && main.restoreMarked && main.requiredNode !== f.desired;
+    return abandoned ? "replace-restore-pod" : "await-restore";
+  }
+  return "drop-tag";
+}
+
+/** Steps a migration whose snapshot exists: runs the executor of the state it is in. */
+async function advanceMigration(
+  pass: SetPass,
+  vmName: string,
+  desired: string,
+): Promise<Handled> {
+  const main = pass.classified.main;
+  const state = decideMigration({
+    main: main && migrationMainFacts(main),
+    desired,
+    migrating: pass.cs.status?.phase === "Migrating",
+  });
+  if (state === "recreate" || !main) return await recreateOnTarget(pass, desired);
+  switch (state) {
+    case "await-live-elsewhere":
+    case "await-vm-down":
+      return await markMigrating(pass);
+    case "ask-again":
       // The VM asked to hibernate last, still up under the same id: vk-cocoon of today may have
       // pushed this tag from it and be about to remove it (the ask withdrawn meanwhile), so the
       // tag may be its only copy. Ask again instead: a fresh push replaces the tag, and the old
       // main goes only on the VM's own confirmation.
-      if (vmMayBeLeaving(main)) return await startMigration(pass, main, desired);
-      // A tag this controller never asked for is a leftover (suspend/unsuspend keep tags);
-      // restoring it would roll the VM back. Drop it, keep the live pod.
-      pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {
-        vm: vmName,
-      });
-      try {
-        await dropTag(pass, vmName, HibernateSnapshotTag);
-      } catch (err) {
-        throw wrapError(`migrate: drop stale hibernate snapshot ${vmName}`, err);
-      }
+      return await startMigration(pass, main, desired);
+    case "drop-stale-tag":
+      return await dropStaleTag(pass, vmName);
+    case "release-old-main":
+      return await releaseOldMain(pass, main);
+    case "wake-in-place":
+      return await wakeInPlace(pass, main);
+    case "not-ours":
+      // Restoring without the persisted Migrating phase: a CocoonHibernation wake in flight.
+      return notHandled;
+    case "replace-restore-pod":
+      return await replaceRestorePod(pass, main, desired);
+    case "await-restore":
+      await warnIfPoolEmpty(pass, main);
       return await markMigrating(pass);
-    }
-    // The tag alone is no proof: vk-cocoon pushes it before it removes the VM, and rolls it back
-    // when the removal fails. Only the VM's own confirmation makes it final.
-    if (!await vmHibernationConfirmedStored(pass, main)) return await markMigrating(pass);
-    // The snapshot landed: tear down the old pod. The node check spares a restore pod that is
-    // not scheduled yet, which would otherwise be deleted and recreated in a loop.
-    pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
-      node,
-    });
-    await deletePod(pass, main, "old main after migration snapshot");
-    return await markMigrating(pass);
+    case "drop-tag":
+      return await dropMigrationTag(pass, main, vmName);
   }
+}
 
-  if (!main) {
-    // Recreating also finishes an aborted migration: the snapshot is never stranded.
-    await ensureSpecBuildable(pass, { creatingMain: true });
-    // Migrating is durable before the restore pod exists (unlike Go, which wrote it after the
-    // create): a pass that finds a restoring main without it leaves it alone as a
-    // CocoonHibernation wake, and the snapshot would never be dropped.
-    await writeSetStatus(pass, "Migrating");
-    const pod = buildAgentPod(withTarget(cs, desired), 0);
-    markRestoreFromHibernate(pod);
-    if (await refuseCollidingCreate(pass, pod, "the main agent")) {
-      await writeSetStatus(pass, "Migrating");
-      return { handled: true, result: { requeueAfter: requeueVMNameConflictMs } };
-    }
-    try {
-      await deps.client.create(Pods, pod, { signal: pass.signal });
-    } catch (err) {
-      await rethrowInvalidMain(pass, err);
-      if (!isAlreadyExists(err)) {
-        throw wrapError(`migrate: recreate main on ${desired || "any node"}`, err);
-      }
-      return {
-        handled: true,
-        result: await settleMainCreateClash(pass, "Migrating", requeueWaitForOldMainMs),
-      };
-    }
-    markSpecChecked(pass);
-    pass.log.info("migration recreated the main on {node} from its snapshot", {
-      node: desired || "any node",
-    });
-    return await markMigrating(pass);
+/**
+ * A tag this controller never asked for is a leftover (suspend/unsuspend keep tags); restoring
+ * it would roll the VM back. Drop it, keep the live pod.
+ */
+async function dropStaleTag(pass: SetPass, vmName: string): Promise<Handled> {
+  pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {
+    vm: vmName,
+  });
+  try {
+    await dropTag(pass, vmName, HibernateSnapshotTag);
+  } catch (err) {
+    throw wrapError(`migrate: drop stale hibernate snapshot ${vmName}`, err);
   }
+  return await markMigrating(pass);
+}
 
-  if (readHibernateState(main) && (desired === "" || node === desired)) {
-    // Quiesced where it should be (re-targeted back, or an unsuspend raced the tag; CR-owned
-    // hibernation was excluded before the probe): wake it in place — once vk-cocoon has torn the
-    // old VM down. It pushes the tag before it removes the VM, so until then the pod still shows
-    // that VM live, which after a wake would pass for the restored one and drop the snapshot.
-    if (vmUp(main)) return await markMigrating(pass);
-    pass.log.info("waking {pod} in place", { pod: podRef(main) });
-    try {
-      await patchHibernateState(deps.client, main, false, pass.signal);
-    } catch (err) {
-      throw wrapError(`migrate: clear hibernate on ${podRef(main)}`, err);
-    }
-    return await markMigrating(pass);
+/** Deletes the old main once its VM confirmed the hibernation, else waits. */
+async function releaseOldMain(pass: SetPass, main: Pod): Promise<Handled> {
+  // The tag alone is no proof: vk-cocoon pushes it before it removes the VM, and rolls it back
+  // when the removal fails. Only the VM's own confirmation makes it final.
+  if (!await vmHibernationConfirmedStored(pass, main)) return await markMigrating(pass);
+  // The snapshot landed: tear down the old pod. The node check spares a restore pod that is
+  // not scheduled yet, which would otherwise be deleted and recreated in a loop.
+  pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
+    node: main.spec?.nodeName ?? "",
+  });
+  await deletePod(pass, main, "old main after migration snapshot");
+  return await markMigrating(pass);
+}
+
+/** Recreates the main on the target (or anywhere in the pool), restoring from the snapshot. */
+async function recreateOnTarget(pass: SetPass, desired: string): Promise<Handled> {
+  const { cs } = pass;
+  // Recreating also finishes an aborted migration: the snapshot is never stranded.
+  await ensureSpecBuildable(pass, { creatingMain: true });
+  // Migrating is durable before the restore pod exists (unlike Go, which wrote it after the
+  // create): a pass that finds a restoring main without it leaves it alone as a
+  // CocoonHibernation wake, and the snapshot would never be dropped.
+  await writeSetStatus(pass, "Migrating");
+  const pod = buildAgentPod(withTarget(cs, desired), 0);
+  markRestoreFromHibernate(pod);
+  const ended = await createMainPod(pass, pod, {
+    phase: "Migrating",
+    clashWaitMs: requeueWaitForOldMainMs,
+    context: `migrate: recreate main on ${desired || "any node"}`,
+  });
+  if (ended) return { handled: true, result: ended };
+  pass.log.info("migration recreated the main on {node} from its snapshot", {
+    node: desired || "any node",
+  });
+  return await markMigrating(pass);
+}
+
+/**
+ * Quiesced where it should be (re-targeted back, or an unsuspend raced the tag; CR-owned
+ * hibernation was excluded before the probe): woken in place — only once vk-cocoon has torn the
+ * old VM down (await-vm-down before this). It pushes the tag before it removes the VM, so until
+ * then the pod still shows that VM live, which after a wake would pass for the restored one and
+ * drop the snapshot.
+ */
+async function wakeInPlace(pass: SetPass, main: Pod): Promise<Handled> {
+  pass.log.info("waking {pod} in place", { pod: podRef(main) });
+  try {
+    await patchHibernateState(pass.deps.client, main, false, pass.signal);
+  } catch (err) {
+    throw wrapError(`migrate: clear hibernate on ${podRef(main)}`, err);
   }
+  return await markMigrating(pass);
+}
 
-  if (!vmLive(main)) {
-    // Restoring. Without the persisted Migrating phase this is a CocoonHibernation wake in
-    // flight, not ours: leave it alone.
-    if (cs.status?.phase !== "Migrating") return notHandled;
-    if (node === "" && readRestoreFromHibernate(main) && requiredNodeOf(main) !== desired) {
-      // Our restore pod waits for a node the migration no longer goes to (re-targeted, or the
-      // target left the pool). It was never bound, so no VM ran from it and the snapshot is
-      // intact: replace it, or it would wait forever.
-      pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
-        pod: podRef(main),
-        old: requiredNodeOf(main),
-        node: desired || "any node",
-      });
-      await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
-      return await markMigrating(pass);
-    }
-    await warnIfPoolEmpty(pass, main);
-    return await markMigrating(pass);
-  }
+/**
+ * Our restore pod waits for a node the migration no longer goes to (re-targeted, or the target
+ * left the pool). It was never bound, so no VM ran from it and the snapshot is intact: replaced,
+ * or it would wait forever.
+ */
+async function replaceRestorePod(pass: SetPass, main: Pod, desired: string): Promise<Handled> {
+  pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
+    pod: podRef(main),
+    old: requiredNodeOf(main),
+    node: desired || "any node",
+  });
+  await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
+  return await markMigrating(pass);
+}
 
-  pass.log.info("main restored on {node}, dropping the migration snapshot", { node });
+/** The restored VM is live: the snapshot has done its job. */
+async function dropMigrationTag(pass: SetPass, main: Pod, vmName: string): Promise<Handled> {
+  pass.log.info("main restored on {node}, dropping the migration snapshot", {
+    node: main.spec?.nodeName ?? "",
+  });
   try {
     await dropTag(pass, vmName, HibernateSnapshotTag);
   } catch (err) {
@@ -255,7 +370,7 @@ async function advanceMigration(pass: Pass, vmName: string, desired: string): Pr
   return await markMigrating(pass);
 }
 
-async function markMigrating(pass: Pass): Promise<Handled> {
+async function markMigrating(pass: SetPass): Promise<Handled> {
   await writeSetStatus(pass, "Migrating");
   return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
 }

@@ -9,7 +9,13 @@ import {
   readHibernateState,
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
-import { reconcileMigration } from "./migrate.ts";
+import {
+  decideMigration,
+  type MigrationFacts,
+  type MigrationMainFacts,
+  type MigrationState,
+  reconcileMigration,
+} from "./migrate.ts";
 import {
   depsOf,
   editPod,
@@ -396,4 +402,103 @@ Deno.test("migration re-targeted forward while a wake in place restores keeps th
   assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
   await pass();
   assert.ok(readHibernateState((await getPod(env.fake, "demo-0"))!), "quiesced for node-b");
+});
+
+// ---- decideMigration: the one state a migration with a snapshot is in ----
+
+/** A main live on node-a, not asked to hibernate, not restore-marked, not pinned. */
+function migMain(fields: Partial<MigrationMainFacts> = {}): MigrationMainFacts {
+  return {
+    node: "node-a",
+    hibernateRequested: false,
+    live: true,
+    up: true,
+    mayBeLeaving: false,
+    restoreMarked: false,
+    requiredNode: "",
+    ...fields,
+  };
+}
+
+const migrationCases: [string, MigrationFacts, MigrationState][] = [
+  [
+    "on another node, not asked, VM not live: wait before the tag counts as a leftover",
+    { main: migMain({ live: false, up: false }), desired: "node-b", migrating: false },
+    "await-live-elsewhere",
+  ],
+  [
+    "on another node, not asked, VM may be leaving: ask again",
+    { main: migMain({ mayBeLeaving: true }), desired: "node-b", migrating: true },
+    "ask-again",
+  ],
+  [
+    "on another node, not asked, VM live and staying: the tag is stale",
+    { main: migMain(), desired: "node-b", migrating: false },
+    "drop-stale-tag",
+  ],
+  [
+    "on another node, asked to hibernate: delete once the VM confirms",
+    {
+      main: migMain({ hibernateRequested: true, live: false }),
+      desired: "node-b",
+      migrating: true,
+    },
+    "release-old-main",
+  ],
+  ["no main: restore on the target", { desired: "node-b", migrating: true }, "recreate"],
+  ["no main, no target: restore anywhere", { desired: "", migrating: true }, "recreate"],
+  [
+    "asked to hibernate on the target, VM still up: wait for vk-cocoon to remove it",
+    {
+      main: migMain({ node: "node-b", hibernateRequested: true }),
+      desired: "node-b",
+      migrating: true,
+    },
+    "await-vm-down",
+  ],
+  [
+    "asked to hibernate, no target, VM down: wake in place",
+    {
+      main: migMain({ hibernateRequested: true, live: false, up: false }),
+      desired: "",
+      migrating: true,
+    },
+    "wake-in-place",
+  ],
+  [
+    "restoring while the set is not Migrating: a CocoonHibernation's wake",
+    { main: migMain({ node: "node-b", live: false }), desired: "node-b", migrating: false },
+    "not-ours",
+  ],
+  [
+    "unbound restore pod pinned to an abandoned target",
+    {
+      main: migMain({ node: "", live: false, restoreMarked: true, requiredNode: "node-c" }),
+      desired: "node-b",
+      migrating: true,
+    },
+    "replace-restore-pod",
+  ],
+  [
+    "unbound restore pod pinned to the target: wait",
+    {
+      main: migMain({ node: "", live: false, restoreMarked: true, requiredNode: "node-b" }),
+      desired: "node-b",
+      migrating: true,
+    },
+    "await-restore",
+  ],
+  [
+    "restored and live on the target: drop the tag",
+    { main: migMain({ node: "node-b" }), desired: "node-b", migrating: true },
+    "drop-tag",
+  ],
+];
+
+Deno.test("decideMigration: each row of the table gives its state, and every state is reachable", () => {
+  for (const [name, facts, want] of migrationCases) {
+    assert.equal(decideMigration(facts), want, name);
+  }
+  const reached = new Set(migrationCases.map(([, , state]) => state));
+  assert.deepEqual(reached.size, 11, "all eleven MigrationState values");
 });

@@ -19,7 +19,7 @@ import {
   LabelNodePool,
   LabelSnapshotCompatibilityClass,
 } from "../common/meta/mod.ts";
-import { emit, type Pass, podRef } from "./pass.ts";
+import { emit, podRef, type SetPass } from "./pass.ts";
 import { unschedulableMessage } from "./predicate.ts";
 
 /**
@@ -36,7 +36,7 @@ export function poolOf(cs: CocoonSet): string {
 }
 
 /** Why node `name` cannot take cs's main, or "" when it can. */
-export async function migrationTargetProblem(pass: Pass, name: string): Promise<string> {
+export async function migrationTargetProblem(pass: SetPass, name: string): Promise<string> {
   const { cs, deps, signal } = pass;
   const pool = poolOf(cs);
   let labels: Record<string, string>;
@@ -63,7 +63,7 @@ export async function migrationTargetProblem(pass: Pass, name: string): Promise<
  * Records that the main is not moved toward spec.nodeName: a Warning Event and
  * Progressing=False with reason MigrationTargetUnknown in this pass's status.
  */
-export function reportUnknownTarget(pass: Pass, problem: string): void {
+export function reportUnknownTarget(pass: SetPass, problem: string): void {
   const message = `spec.nodeName: ${problem}; nothing is moved toward it`;
   emit(pass, "Warning", ReasonMigrationTargetUnknown, message);
   pass.problems.push({
@@ -78,7 +78,7 @@ export function reportUnknownTarget(pass: Pass, problem: string): void {
  * scheduler's message ("0/3 nodes are available") does not say that the pool itself is empty.
  * Returns whether it did.
  */
-export async function warnIfPoolEmpty(pass: Pass, pod: Pod): Promise<boolean> {
+export async function warnIfPoolEmpty(pass: SetPass, pod: Pod): Promise<boolean> {
   if (unschedulableMessage(pod) === "") return false;
   const pool = poolOf(pass.cs);
   let count: number;

@@ -38,7 +38,7 @@ import {
 import { ReasonMigrationTargetUnknown, ReasonNoNodesInPool } from "./nodes.ts";
 import { buildAgentPod } from "./pods.ts";
 import { setupCocoonSetController } from "./reconciler.ts";
-import { ReasonWakeNoCapacity, reconcileWake } from "./slot_release.ts";
+import { ReasonWakeNoCapacity, reconcileReleasedWake } from "./seat_release.ts";
 
 const unschedulable =
   "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.";
@@ -115,7 +115,7 @@ Deno.test("a released wake into an empty pool reports NoNodesInPool next to Wake
   markRestoreFromHibernate(pending);
   const main = env.fake.seed(Pods, pending);
 
-  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(env.recorder.events.map((e) => e.reason), [
     ReasonWakeNoCapacity,

@@ -16,10 +16,10 @@ import type { Result } from "../kube/reconcile.ts";
 import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { isPodReady } from "../common/meta/mod.ts";
-import type { Pass } from "./pass.ts";
+import type { SetPass } from "./pass.ts";
 import { maxRebuildAttempts } from "./rebuild.ts";
 import { ReasonSubAgentDeadLetter } from "./agents.ts";
-import { NameConflictError, ReasonNameConflict } from "./conflict.ts";
+import { NameConflictError, ReasonNameConflict } from "./name_clash.ts";
 import { InvalidSpecError, refusedByServer } from "./validate.ts";
 import { QuotaExceededError, ReasonQuotaExceeded } from "./quota.ts";
 
@@ -28,7 +28,7 @@ import { QuotaExceededError, ReasonQuotaExceeded } from "./quota.ts";
  * all that keeps the set from its spec. pendingRebuild: some slot waits for its rebuild backoff.
  */
 export function reportDeadLetters(
-  pass: Pass,
+  pass: SetPass,
   deadLettered: readonly number[],
   pendingRebuild: boolean,
 ): void {
@@ -46,7 +46,7 @@ export function reportDeadLetters(
 }
 
 /** Every wanted pod exists and every one but the dead-lettered is Ready. */
-function onlyDeadLettersLeft(pass: Pass, dead: ReadonlySet<number>): boolean {
+function onlyDeadLettersLeft(pass: SetPass, dead: ReadonlySet<number>): boolean {
   const { cs, classified } = pass;
   if (!classified.main || !isPodReady(classified.main)) return false;
   const replicas = cs.spec.agent.replicas ?? 0;
@@ -68,7 +68,7 @@ function onlyDeadLettersLeft(pass: Pass, dead: ReadonlySet<number>): boolean {
  * The pass's result after its status was written: requeueAfterMs (> 0) when the pass has a
  * timed look-again of its own; otherwise the first retry problem is thrown for the error backoff.
  */
-export function passResult(pass: Pass, requeueAfterMs: number): Result {
+export function passResult(pass: SetPass, requeueAfterMs: number): Result {
   if (requeueAfterMs > 0) return { requeueAfter: requeueAfterMs };
   const conflicts = pass.problems.filter((p) => p.reason === ReasonNameConflict);
   if (conflicts.length > 0) throw new NameConflictError(conflicts);

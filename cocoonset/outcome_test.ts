@@ -21,7 +21,7 @@ import {
 } from "./_test_support.ts";
 import { liveSet, refuseCreates } from "./_hardening_test_support.ts";
 import { ReasonSubAgentDeadLetter } from "./agents.ts";
-import { ReasonNameConflict } from "./conflict.ts";
+import { ReasonNameConflict } from "./name_clash.ts";
 import {
   AnnotationDeadLetter,
   AnnotationRebuildHistory,

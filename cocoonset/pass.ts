@@ -1,7 +1,7 @@
 /**
  * What one reconcile pass of a CocoonSet works with: the reconciler's collaborators, the
  * CocoonSet as read at the start of the pass (refreshed in place by its own writes), its
- * classified pods, the pass's abort signal and logger. Every step of the loop takes a Pass, so
+ * classified pods, the pass's abort signal and logger. Every step of the loop takes a SetPass, so
  * each file of this folder reads as a function of "this pass".
  */
 import { getLogger, type Logger } from "@logtape/logtape";
@@ -12,14 +12,13 @@ import { isNotFound, wrapError } from "../kube/errors.ts";
 import type { Clock } from "../kube/clock.ts";
 import type { EventRecorder, EventType } from "../kube/events.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
+import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { jsonEqual } from "../kube/patch.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import type { ClassifiedPods } from "./pods.ts";
-import type { RestoreIntent } from "./restore.ts";
-import type { StatusProblem } from "./status.ts";
+import type { StatusProblem } from "./problem.ts";
 import type { SetLimits } from "./limits.ts";
-import type { SpecCheck } from "./validate.ts";
 
 /** The reconciler's collaborators. */
 export interface CocoonSetDeps {
@@ -41,7 +40,7 @@ export interface CocoonSetDeps {
    */
   verifiedShapes?: Set<string>;
   /**
-   * CocoonSet UID → UIDs of the pods this process deleted tearing it down (delete.ts), so a cache
+   * CocoonSet UID → UIDs of the pods this process deleted tearing it down (teardown.ts), so a cache
    * that has not shown a deletion yet never causes a second DELETE.
    */
   teardownDeletes: Map<string, Set<string>>;
@@ -57,14 +56,48 @@ export interface CocoonSetDeps {
   deferredDropEvents: Map<string, { message: string; atMs: number }>;
 }
 
+/**
+ * How often to look again while the main is not Ready, a wake's restore pod is being created or
+ * a stale cache settles (ms).
+ */
+export const requeueWaitForMainMs = 5_000;
+
+/**
+ * What a step that ends the pass decided: its result and, when set, the phase the pass writes
+ * the status with before it returns (reconciler.ts endPass). A step that returns this writes no
+ * status itself.
+ */
+export interface PassEnd {
+  result: Result;
+  phase?: CocoonSetPhase | "";
+}
+
 /** What a step that may own the pass returns: handled=false hands back to the normal flow. */
 export interface Handled {
   handled: boolean;
   result?: Result;
 }
 
+/** Pod names that must restore when recreated; resolved at most once per pass. */
+export type RestoreIntent = () => Promise<ReadonlySet<string>>;
+
+/** Which parts of the spec no pod can be built from: "<what>: <server message>" per part. */
+export interface SpecVerdict {
+  main?: string;
+  subAgents?: string;
+  /** Toolbox name → its problem. */
+  toolboxes: Map<string, string>;
+}
+
+/** What a pass learned about its spec (SetPass.specCheck). */
+export interface SpecCheck {
+  verdict: SpecVerdict;
+  /** The main's shape was part of the check (not when the caller creates the main for real). */
+  mainChecked: boolean;
+}
+
 /** One reconcile pass. */
-export interface Pass {
+export interface SetPass {
   deps: CocoonSetDeps;
   cs: CocoonSet;
   classified: ClassifiedPods;
@@ -93,7 +126,7 @@ export function logFor(cs: CocoonSet): Logger {
  * right at the new version as at the old one. Otherwise pass.cs keeps its version and such a
  * write is refused and retried from fresh data, as it must be.
  */
-export function followOwnWrite(pass: Pass, answer: CocoonSet): void {
+export function followOwnWrite(pass: SetPass, answer: CocoonSet): void {
   const { cs } = pass;
   if (answer.metadata.generation !== cs.metadata.generation) return;
   if (!jsonEqual(answer.status ?? {}, cs.status ?? {})) return;
@@ -101,12 +134,12 @@ export function followOwnWrite(pass: Pass, answer: CocoonSet): void {
 }
 
 /** Records an Event on the pass's CocoonSet. */
-export function emit(pass: Pass, type: EventType, reason: string, message: string): void {
+export function emit(pass: SetPass, type: EventType, reason: string, message: string): void {
   pass.deps.recorder.event({ object: pass.cs, resource: CocoonSets }, type, reason, message);
 }
 
 /** The pass's clock as a Date source (condition timestamps). */
-export function nowOf(pass: Pass): () => Date {
+export function nowOf(pass: SetPass): () => Date {
   return () => new Date(pass.deps.clock.now());
 }
 
@@ -120,7 +153,7 @@ export function podRef(pod: { metadata: { namespace?: string; name?: string } })
  * not hold the pod at all); undefined when it does not exist. The error names what was read.
  */
 export async function readStoredPod(
-  pass: Pass,
+  pass: SetPass,
   namespace: string,
   name: string,
   what: string,
@@ -137,7 +170,7 @@ export async function readStoredPod(
  * Deletes an owned pod; a pod already gone is fine. Returns whether a delete was issued. The
  * error names what was deleted and why.
  */
-export async function deletePod(pass: Pass, pod: Pod, what: string): Promise<boolean> {
+export async function deletePod(pass: SetPass, pod: Pod, what: string): Promise<boolean> {
   try {
     await pass.deps.client.delete(Pods, pod.metadata.namespace ?? "", pod.metadata.name ?? "", {
       signal: pass.signal,

@@ -9,7 +9,6 @@
 import { deepCopy } from "../kube/object.ts";
 import type { Affinity, NodeSelectorTerm, Pod, ResourceRequirements } from "../kube/core.ts";
 import { setControllerReference } from "../kube/controllerutil.ts";
-import { jsonEqual } from "../kube/patch.ts";
 import type {
   CocoonSet,
   QuantityValue,
@@ -31,19 +30,14 @@ import {
   LabelRole,
   LabelSlot,
   LabelSnapshotCompatibilityClass,
-  parseVMRuntime,
-  parseVMSpec,
-  podNodePool,
   RoleMain,
   RoleSubAgent,
   RoleToolbox,
   TolerationKey,
   vmNameForDeployment,
   vmNameForPod,
-  vmSpecEqual,
 } from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
-import { podIsTerminal } from "./pod_state.ts";
 
 /** Name of the single container of every managed pod. */
 export const agentContainerName = "agent";
@@ -253,103 +247,4 @@ export function preferredHostnameAffinity(nodeName: string): Affinity {
 
 function hostnameTerm(nodeName: string): NodeSelectorTerm {
   return { matchExpressions: [{ key: LabelHostname, operator: "In", values: [nodeName] }] };
-}
-
-/**
- * Whether a live agent pod still matches what buildAgentPod would make from the spec now. The
- * VM name is taken from the pod; a sub-agent keeps whatever fork-from it has, while a main must
- * have none (so a manual fork-from on the main counts as drift). Affinity, node name and the
- * runtime annotations are not compared: migration and waking own those.
- */
-export function podSpecMatchesAgent(pod: Pod, cs: CocoonSet, slot: number): boolean {
-  const agent = cs.spec.agent;
-  const current = parseVMSpec(pod);
-  const want = fromAgentSpec(
-    agent,
-    current.vmName,
-    cs.spec.snapshotPolicy,
-    slot > 0 ? current.forkFrom : "",
-  );
-  if (!vmSpecEqual(current, want) || !resourcesMatch(pod, agent.resources)) return false;
-  // The API server fills an empty service account with "default".
-  if ((pod.spec?.serviceAccountName || "default") !== (agent.serviceAccountName || "default")) {
-    return false;
-  }
-  if (!sameList(pod.spec?.containers?.[0]?.envFrom, agent.envFrom)) return false;
-  return schedulingMatches(pod, cs);
-}
-
-/** Whether a live toolbox pod still matches what buildToolboxPod would make now. */
-export function podSpecMatchesToolbox(pod: Pod, cs: CocoonSet, tb: ToolboxSpec): boolean {
-  const current = parseVMSpec(pod);
-  const want = fromToolboxSpec(tb, current.vmName, cs.spec.snapshotPolicy);
-  if (!vmSpecEqual(current, want) || !resourcesMatch(pod, tb.resources)) return false;
-  if (!schedulingMatches(pod, cs)) return false;
-  if (tb.mode === ToolboxModeStatic) {
-    const got = parseVMRuntime(pod);
-    if (
-      got.vmID !== (tb.staticVMID ?? "") || got.ip !== (tb.staticIP ?? "") ||
-      got.vncPort !== (tb.vncPort ?? 0)
-    ) return false;
-  }
-  return true;
-}
-
-/**
- * CPU and memory by value, as far as the spec names them. ephemeral-storage is left out (it
- * comes from storage, and defaulting copies it around). A request the spec leaves out is compared
- * with its limit: the server defaults each missing request to the limit of that resource, also
- * when other requests are set. A value the spec names neither way is not compared at all: a
- * namespace's LimitRange fills it in at admission (a default limit, a default request), and
- * comparing it with "none" would replace the pod on every pass, forever. The price: removing a
- * limit or request from the spec alone is not drift; the pods pick it up when they are next made.
- */
-function resourcesMatch(pod: Pod, want: VMResourceRequirements | undefined): boolean {
-  const got = pod.spec?.containers?.[0]?.resources ?? {};
-  for (const name of ["cpu", "memory"]) {
-    const wantLimit = want?.limits?.[name];
-    const wantRequest = want?.requests?.[name] ?? wantLimit;
-    if (wantLimit !== undefined && !quantityEqual(got.limits?.[name], wantLimit)) return false;
-    if (wantRequest !== undefined && !quantityEqual(got.requests?.[name], wantRequest)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-function quantityEqual(a: QuantityValue | undefined, b: QuantityValue | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  try {
-    return parseQuantity(a).cmp(parseQuantity(b)) === 0;
-  } catch {
-    // An unparsable value on either side cannot be shown equal: rebuild from the spec.
-    return false;
-  }
-}
-
-/**
- * Pool and snapshot CPU class. A live pod created before the class selector existed has none and
- * is adopted (node selectors are immutable; it gets the class when next recreated); a terminal
- * one is recreated with it.
- */
-function schedulingMatches(pod: Pod, cs: CocoonSet): boolean {
-  if (podNodePool(pod) !== (cs.spec.nodePool || DefaultNodePool)) return false;
-  const cls = pod.spec?.nodeSelector?.[LabelSnapshotCompatibilityClass] ?? "";
-  const want = cs.spec.snapshotCompatibilityClass ?? "";
-  return cls === want || (cls === "" && !podIsTerminal(pod));
-}
-
-/**
- * Semantic equality of two lists where absent and empty are the same, and so are an empty
- * string and a missing one: the server's encoder leaves empty strings out of a pod (an envFrom
- * `prefix: ""` from the spec is gone from the stored pod), where Go's typed comparison sees ""
- * on both sides.
- */
-function sameList(a: readonly unknown[] | undefined, b: readonly unknown[] | undefined): boolean {
-  if ((a?.length ?? 0) === 0 && (b?.length ?? 0) === 0) return true;
-  const normalize = (list: readonly unknown[] | undefined) =>
-    JSON.parse(JSON.stringify(list ?? []), function (this: unknown, _key, value) {
-      return value === "" && !Array.isArray(this) ? undefined : value;
-    });
-  return jsonEqual(normalize(a), normalize(b));
 }

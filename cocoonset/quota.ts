@@ -6,7 +6,7 @@
  */
 import { apiErrorOf } from "../kube/errors.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
-import { emit, type Pass } from "./pass.ts";
+import { emit, type SetPass } from "./pass.ts";
 import { serverMessage } from "./validate.ts";
 
 /** Ready=False reason (and Warning reason) of a create a ResourceQuota refused. */
@@ -39,7 +39,7 @@ export function quotaRefusal(err: unknown): { quotas: string[]; message: string 
  * QuotaExceeded problem naming every refused pod's quota, a Warning per quota and pass) and
  * returns true. Otherwise false, for the caller to handle err.
  */
-export function reportQuotaRefusal(pass: Pass, what: string, err: unknown): boolean {
+export function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean {
   const refusal = quotaRefusal(err);
   if (!refusal) return false;
   const names = refusal.quotas.length > 0 ? refusal.quotas.join(", ") : "(unnamed)";

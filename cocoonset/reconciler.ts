@@ -13,17 +13,9 @@ import { getLogger } from "@logtape/logtape";
 import type { Client, Reader } from "../kube/client.ts";
 import { type Clock, realClock } from "../kube/clock.ts";
 import { controllerManagedBy } from "../kube/builder.ts";
-import { Nodes, Pods } from "../kube/core.ts";
+import { Nodes, type Pod, Pods } from "../kube/core.ts";
 import { enqueueFromMap } from "../kube/handler.ts";
-import { addFinalizer, containsFinalizer } from "../kube/controllerutil.ts";
-import { patchObject } from "../kube/client_patch.ts";
-import {
-  errorMessage,
-  isAlreadyExists,
-  isConflict,
-  isNotFound,
-  wrapError,
-} from "../kube/errors.ts";
+import { errorMessage, isConflict, isNotFound, wrapError } from "../kube/errors.ts";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Manager } from "../kube/manager.ts";
 import { generationChanged } from "../kube/predicates.ts";
@@ -32,12 +24,14 @@ import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
-import { AnnotationLifecycleStateMessage, isPodReady, parseVMSpec } from "../common/meta/mod.ts";
-import { lifecycleStateFailedObservedTotal } from "../metrics/metrics.ts";
+import { isPodReady, parseVMSpec } from "../common/meta/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import { ensureSubAgents, type SubAgentOutcome } from "./agents.ts";
-import { finalizerName, reconcileDelete } from "./delete.ts";
-import { syncCocoonSetGeneration } from "./lifecycle.ts";
+import { ensureFinalizer } from "./finalizer.ts";
+import { reconcileFailedMain } from "./failed_main.ts";
+import { createMainAgent } from "./create_main.ts";
+import { reconcileTeardown } from "./teardown.ts";
+import { syncCocoonSetGeneration } from "./generation_stamp.ts";
 import { reconcileMigration } from "./migrate.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
 import {
@@ -47,39 +41,29 @@ import {
   setsTargetingNode,
 } from "./node_watch.ts";
 import { listOwnedPods } from "./ownership.ts";
-import { type CocoonSetDeps, deletePod, emit, logFor, type Pass, podRef } from "./pass.ts";
-import { mainPodFailedReason, ReasonPodLifecycleFailed } from "./pod_state.ts";
-import { buildAgentPod, classifyPods, podSpecMatchesAgent } from "./pods.ts";
+import {
+  type CocoonSetDeps,
+  emit,
+  logFor,
+  type PassEnd,
+  requeueWaitForMainMs,
+  type SetPass,
+} from "./pass.ts";
+import { classifyPods } from "./pods.ts";
+import { replaceDriftedMain } from "./drift.ts";
 import { podRelevantChange } from "./predicate.ts";
-import { markRestoreIfHibernated, newRestoreIntent } from "./restore.ts";
-import { reconcileSuspendRelease, reconcileWake } from "./slot_release.ts";
-import { startLedger, syncLedger } from "./snapshot_ledger.ts";
+import { newRestoreIntent } from "./restore.ts";
+import { reconcileReleasedWake, reconcileSuspendRelease } from "./seat_release.ts";
+import { syncLedger } from "./snapshot_ledger.ts";
+import { PassStopped } from "./problem.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import {
-  addInvalidSpecProblem,
-  checkSpec,
-  ensureSpecBuildable,
-  InvalidSpecError,
-  markSpecChecked,
-  ReasonInvalidSpec,
-  refusedByServer,
-  rememberInvalidSpec,
-  rethrowInvalidMain,
-} from "./validate.ts";
-import { settleMainCreateClash } from "./conflict.ts";
-import { defaultSetLimits, overLimit, type SetLimits } from "./limits.ts";
+import { addInvalidSpecProblem, ReasonInvalidSpec, rememberInvalidSpec } from "./validate.ts";
+import { defaultSetLimits, type OverLimit, overLimit, type SetLimits } from "./limits.ts";
 import { passResult, reportDeadLetters } from "./outcome.ts";
-import { QuotaExceededError, reportQuotaRefusal } from "./quota.ts";
-import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 const log = getLogger(["cocoon-operator", "cocoonset"]);
-
-/** Normal reason: the failed main is Ready again. */
-export const ReasonRecoveredFromFailure = "RecoveredFromFailure";
-/** How often to look again while the main is not Ready or an old pod still terminates (ms). */
-export const requeueWaitForMainMs = 5_000;
 
 /** What the reconciler is built from; clock defaults to the wall clock. */
 export interface CocoonSetReconcilerOptions {
@@ -136,7 +120,7 @@ export class CocoonSetReconciler implements Reconciler {
       if (isNotFound(err)) return {};
       throw wrapError(`get cocoonset ${req.namespace}/${req.name}`, err);
     }
-    const pass: Pass = {
+    const pass: SetPass = {
       deps,
       cs,
       classified: classifyPods([]),
@@ -145,168 +129,128 @@ export class CocoonSetReconciler implements Reconciler {
       log: logFor(cs),
       problems: [],
     };
-    if (cs.metadata.deletionTimestamp) return await reconcileDelete(pass);
-
-    if (!containsFinalizer(cs, finalizerName)) {
-      await patchObject(deps.client, CocoonSets, cs, (c) => {
-        addFinalizer(c, finalizerName);
-        // Before the first pod: the snapshot ledger covers every pod the set will have.
-        startLedger(c);
-      }, { optimisticLock: true, signal });
-      return { requeue: true };
-    }
-
-    let owned;
     try {
-      owned = await listOwnedPods(deps.client, cs, signal);
+      return await runPass(pass);
     } catch (err) {
-      throw wrapError("list owned pods", err);
+      // A check stopped the pass: its problems are on the pass; the status says them once.
+      if (!(err instanceof PassStopped)) throw err;
+      await writeSetStatus(pass, err.phase);
+      throw err.error;
     }
-    pass.classified = classifyPods(owned);
-    // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
-    await syncCocoonSetGeneration(pass);
-    // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
-    // seen on a pod (terminating ones too) is cleared.
-    await syncLedger(pass, owned);
-
-    const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
-    if (nameProblem) {
-      pass.problems.push({
-        condition: ConditionTypeReady,
-        reason: ReasonInvalidSpec,
-        message: nameProblem,
-      });
-    }
-    // A part above its bound builds nothing; the rest of the set reconciles.
-    const over = overLimit(cs.spec, deps.limits);
-    for (const problem of [over.agents, over.toolboxes]) {
-      if (problem) addInvalidSpecProblem(pass, problem);
-    }
-
-    const main = pass.classified.main;
-    if (main) {
-      const reason = mainPodFailedReason(main);
-      if (reason) return await handleFailedMain(pass, reason);
-      if (cs.status?.phase === "Failed" && isPodReady(main)) {
-        emit(pass, "Normal", ReasonRecoveredFromFailure, `main pod ${podRef(main)} is Ready again`);
-      }
-    }
-
-    if (cs.spec.suspend) {
-      return hibernatePolicyOrDefault(cs.spec.hibernatePolicy) === "release"
-        ? await reconcileSuspendRelease(pass)
-        : await reconcileSuspend(pass);
-    }
-    // A migration in flight owns the pass; it runs before the unsuspend below so its own
-    // hibernate request is not cleared.
-    const migration = await reconcileMigration(pass);
-    if (migration.handled) return migration.result ?? {};
-    // The released-seat wake runs before the normal main create, which would boot the main
-    // fresh over its snapshot.
-    const wake = await reconcileWake(pass);
-    if (wake.handled) return wake.result ?? {};
-    await applyUnsuspend(pass);
-
-    // Never replace a running main with one the server would refuse: it keeps running, and the
-    // other parts of the set still reconcile.
-    if (main && !podSpecMatchesAgent(main, cs, 0) && (await checkSpec(pass)).main === undefined) {
-      pass.log.info("main agent {pod} drifted from the spec, deleting to recreate", {
-        pod: podRef(main),
-      });
-      await deletePod(pass, main, "drifted main agent");
-      return { requeue: true };
-    }
-    if (!main) return await createMainAgent(pass);
-    // Sub-agents fork from the main's VM: they need it live first.
-    if (!isPodReady(main)) {
-      await warnIfPoolEmpty(pass, main);
-      rememberInvalidSpec(pass);
-      await writeSetStatus(pass, "Pending");
-      return { requeueAfter: requeueWaitForMainMs };
-    }
-
-    const subs: SubAgentOutcome = over.agents
-      ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
-      : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
-    // Bad toolbox names or counts: no toolbox is created or deleted; the Warning is given where
-    // the part would have been reconciled (the status says it on every pass).
-    for (const problem of [nameProblem, over.agents, over.toolboxes]) {
-      if (problem) emit(pass, "Warning", ReasonInvalidSpec, problem);
-    }
-    const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
-    const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
-    if (subs.changed || toolboxesChanged) return { requeue: true };
-
-    reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
-    await writeSetStatus(pass, "");
-    return passResult(pass, subs.requeueAfterMs);
   }
 }
 
-/**
- * A failed main: recreated when it no longer matches the spec (waiting for it to turn Ready
- * would be forever), else the set is Failed with a Warning naming the cause.
- */
-async function handleFailedMain(pass: Pass, reason: string): Promise<Result> {
+/** The steps of one pass, in the order of docs/cocoonset.md's "One reconcile pass". */
+async function runPass(pass: SetPass): Promise<Result> {
   const { cs } = pass;
-  const main = pass.classified.main!;
-  if (!podSpecMatchesAgent(main, cs, 0)) {
-    await ensureSpecBuildable(pass);
-    await deletePod(pass, main, "failed, drifted main agent");
-    return { requeue: true };
+  if (cs.metadata.deletionTimestamp) return await reconcileTeardown(pass);
+  const finalizing = await ensureFinalizer(pass);
+  if (finalizing) return finalizing;
+
+  await listStampAndRecord(pass);
+  const bounds = recordSpecBounds(pass);
+
+  const failed = await reconcileFailedMain(pass);
+  if (failed) return await endPass(pass, failed);
+  const main = pass.classified.main;
+
+  if (cs.spec.suspend) {
+    return hibernatePolicyOrDefault(cs.spec.hibernatePolicy) === "release"
+      ? await reconcileSuspendRelease(pass)
+      : await reconcileSuspend(pass);
   }
-  if (reason === ReasonPodLifecycleFailed) {
-    lifecycleStateFailedObservedTotal.labels({ phase: cs.status?.phase || "Pending" }).inc();
+  // A migration in flight owns the pass; it runs before the unsuspend below so its own
+  // hibernate request is not cleared.
+  const migration = await reconcileMigration(pass);
+  if (migration.handled) return migration.result ?? {};
+  // The released-seat wake runs before the normal main create, which would boot the main
+  // fresh over its snapshot.
+  const wake = await reconcileReleasedWake(pass);
+  if (wake.handled) return wake.result ?? {};
+  await applyUnsuspend(pass);
+
+  const drifted = await replaceDriftedMain(pass);
+  if (drifted) return drifted;
+  if (!main) return await createMainAgent(pass);
+  // Sub-agents fork from the main's VM: they need it live first.
+  if (!isPodReady(main)) {
+    await warnIfPoolEmpty(pass, main);
+    rememberInvalidSpec(pass);
+    await writeSetStatus(pass, "Pending");
+    return { requeueAfter: requeueWaitForMainMs };
   }
-  const detail = main.metadata.annotations?.[AnnotationLifecycleStateMessage] ||
-    (main.status?.phase ?? "");
-  const message = `main pod ${podRef(main)}: ${detail}`;
-  emit(pass, "Warning", reason, message);
-  // The failure is what the Ready condition must say, ahead of any other problem.
-  pass.problems.unshift({ condition: ConditionTypeReady, reason, message });
-  await writeSetStatus(pass, "Failed");
-  return {};
+
+  return await reconcileParts(pass, main, bounds);
+}
+
+/** Ends the pass as a step decided: the status written with its phase, if it names one. */
+async function endPass(pass: SetPass, end: PassEnd): Promise<Result> {
+  if (end.phase !== undefined) await writeSetStatus(pass, end.phase);
+  return end.result;
 }
 
 /**
- * Creates the missing main, restoring from its snapshot when a CocoonHibernation says it was
- * hibernated. Always requeues: the sub-agents fork from the new main.
+ * The List and Stamp steps: the owned pods, classified on the pass; the generation stamped on
+ * each; the snapshot ledger updated from what they show.
  */
-async function createMainAgent(pass: Pass): Promise<Result> {
-  await ensureSpecBuildable(pass, { creatingMain: true });
-  const pod = buildAgentPod(pass.cs, 0);
-  const restorable = await pass.intent();
-  await markRestoreIfHibernated(
-    pass.deps,
-    pod,
-    restorable.has(pod.metadata.name ?? ""),
-    pass.signal,
-  );
-  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
-    await writeSetStatus(pass, "");
-    return { requeueAfter: requeueVMNameConflictMs };
-  }
+async function listStampAndRecord(pass: SetPass): Promise<void> {
+  let owned;
   try {
-    await pass.deps.client.create(Pods, pod, { signal: pass.signal });
+    owned = await listOwnedPods(pass.deps.client, pass.cs, pass.signal);
   } catch (err) {
-    await rethrowInvalidMain(pass, err);
-    if (reportQuotaRefusal(pass, "the main agent", err)) {
-      await writeSetStatus(pass, pass.cs.status?.phase ?? "");
-      throw new QuotaExceededError(errorMessage(err));
-    }
-    if (!isAlreadyExists(err)) throw wrapError("create main agent", err);
-    return await settleMainCreateClash(pass, "", requeueWaitForMainMs);
+    throw wrapError("list owned pods", err);
   }
-  markSpecChecked(pass);
-  pass.log.info("created main agent {pod}", { pod: podRef(pod) });
-  // Other parts refused: the main still comes up; the status says which parts are invalid and
-  // the pass is retried with backoff (the main's Ready flip brings it back sooner).
-  const refused = refusedByServer(pass);
-  if (refused) {
-    await writeSetStatus(pass, pass.cs.status?.phase ?? "");
-    throw new InvalidSpecError(refused);
+  pass.classified = classifyPods(owned);
+  // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
+  await syncCocoonSetGeneration(pass);
+  // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
+  // seen on a pod (terminating ones too) is cleared.
+  await syncLedger(pass, owned);
+}
+
+/** Problems of the spec found without the server: bad toolbox names, parts over their bound. */
+interface SpecBounds {
+  nameProblem?: string;
+  over: OverLimit;
+}
+
+/** Checks the spec's bounds and records each problem on the pass (its status says them). */
+function recordSpecBounds(pass: SetPass): SpecBounds {
+  const { cs, deps } = pass;
+  const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
+  if (nameProblem) {
+    pass.problems.push({
+      condition: ConditionTypeReady,
+      reason: ReasonInvalidSpec,
+      message: nameProblem,
+    });
   }
-  return { requeue: true };
+  // A part above its bound builds nothing; the rest of the set reconciles.
+  const over = overLimit(cs.spec, deps.limits);
+  for (const problem of [over.agents, over.toolboxes]) {
+    if (problem) addInvalidSpecProblem(pass, problem);
+  }
+  return { nameProblem, over };
+}
+
+/** The Sub-agents, Toolboxes and Status steps, once the main is Ready. */
+async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Promise<Result> {
+  const { nameProblem, over } = bounds;
+  const subs: SubAgentOutcome = over.agents
+    ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
+    : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
+  // Bad toolbox names or counts: no toolbox is created or deleted; the Warning is given where
+  // the part would have been reconciled (the status says it on every pass).
+  for (const problem of [nameProblem, over.agents, over.toolboxes]) {
+    if (problem) emit(pass, "Warning", ReasonInvalidSpec, problem);
+  }
+  const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
+  const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
+  if (subs.changed || toolboxesChanged) return { requeue: true };
+
+  reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
+  await writeSetStatus(pass, "");
+  return passResult(pass, subs.requeueAfterMs);
 }
 
 /** How the CocoonSet controller is set up. */

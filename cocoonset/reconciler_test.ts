@@ -10,7 +10,6 @@ import {
   AnnotationForkFrom,
   AnnotationHibernate,
   AnnotationIP,
-  AnnotationLifecycleState,
   AnnotationVMName,
   DefaultSnapshotTag,
   HibernateSnapshotTag,
@@ -36,17 +35,14 @@ import {
   newTestPass,
   readyPod,
   reconcileSet,
+  seedDeletingSet,
   seedSet,
   testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
 import { ensureSubAgents, ReasonSubAgentRebuilding } from "./agents.ts";
-import { AnnotationDeleteVMNames, finalizerName } from "./delete.ts";
-import {
-  mainPodFailedReason,
-  ReasonMainAgentFailed,
-  ReasonPodLifecycleFailed,
-} from "./pod_state.ts";
+import { AnnotationDeleteVMNames } from "./teardown.ts";
+import { finalizerName } from "./finalizer.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import {
   AnnotationDeadLetter,
@@ -55,31 +51,18 @@ import {
   maxRebuildAttempts,
   readRebuildHistory,
 } from "./rebuild.ts";
-import { ReasonRecoveredFromFailure, setupCocoonSetController } from "./reconciler.ts";
+import { setupCocoonSetController } from "./reconciler.ts";
 import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { ReasonNameConflict } from "./conflict.ts";
+import { ReasonNameConflict } from "./name_clash.ts";
 import { ReasonInvalidSpec } from "./validate.ts";
 
-const failedMetric = "cocoon_operator_lifecycle_state_failed_observed_total";
 const rebuildMetric = "cocoon_operator_subagent_rebuild_total";
 
 /** A pod carrying the hibernate request, as suspend leaves it. */
 function hibernating(pod: Pod): Pod {
   pod.metadata.annotations = { ...pod.metadata.annotations, [AnnotationHibernate]: "true" };
   return pod;
-}
-
-/** The teardown fixture: a set holding the finalizer and already marked for deletion. */
-async function seedDeletingSet(
-  env: ReturnType<typeof newTestEnv>,
-  cs: CocoonSet,
-  pods: readonly Pod[] = [],
-): Promise<void> {
-  withFinalizer(cs);
-  seedSet(env, cs, pods);
-  await env.fake.delete(CocoonSets, testNamespace, cs.metadata.name ?? "");
-  env.fake.actions.length = 0;
 }
 
 const toolboxImage = "ghcr.io/cocoonstack/cocoon/toolbox:latest";
@@ -379,53 +362,6 @@ Deno.test("a dead-lettered sub-agent stays until the spec changes, then is rebui
   // Our difference: the emptied history removes the annotation instead of leaving "{}".
   assert.equal(after.metadata.annotations?.[AnnotationRebuildHistory], undefined);
   assert.equal(env.recorder.events.length, 0, "a drift rebuild records no Event");
-});
-
-Deno.test("the failed-main reason: lifecycle failed wins over the pod phase", () => {
-  const pod = (annotations: Record<string, string>, phase?: "Failed"): Pod => ({
-    metadata: { annotations },
-    ...(phase ? { status: { phase } } : {}),
-  });
-  const failed = { [AnnotationLifecycleState]: "failed" };
-  assert.equal(mainPodFailedReason(pod({})), "");
-  assert.equal(mainPodFailedReason(pod(failed)), ReasonPodLifecycleFailed);
-  assert.equal(mainPodFailedReason(pod({}, "Failed")), ReasonMainAgentFailed);
-  assert.equal(mainPodFailedReason(pod(failed, "Failed")), ReasonPodLifecycleFailed);
-  // Lifecycle values are lower case; "Failed" is not the failure signal.
-  assert.equal(mainPodFailedReason(pod({ [AnnotationLifecycleState]: "Failed" })), "");
-});
-
-Deno.test("a main reported failed by vk turns the set Failed while its pod still runs", async () => {
-  const env = newTestEnv();
-  const cs = newCocoonSet("demo", withFinalizer);
-  const main = lifecycleFailed(buildAgentPod(cs, 0), "hibernate push failed");
-  main.status = { phase: "Running" };
-  seedSet(env, cs, [main]);
-
-  assert.deepEqual(await reconcileSet(env, "demo"), {});
-
-  const out = await findSet(env.fake, "demo");
-  assert.equal(out?.status?.phase, "Failed");
-  assert.ok(await getPod(env.fake, "demo-0"), "the failed main is kept");
-});
-
-Deno.test("a failed main that drifted from the spec is deleted for recreate instead of Failed", async () => {
-  const env = newTestEnv();
-  const cs = newCocoonSet("demo", withFinalizer);
-  const main = lifecycleFailed(buildAgentPod(cs, 0));
-  main.status = { phase: "Running" };
-  cs.spec.agent.image = "ghcr.io/cocoonstack/cocoon/ubuntu:26.04";
-  seedSet(env, cs, [main]);
-
-  assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
-
-  assert.equal(await getPod(env.fake, "demo-0"), undefined);
-  assert.equal(
-    (await findSet(env.fake, "demo"))?.status?.phase,
-    undefined,
-    "no Failed status written",
-  );
-  assert.equal(env.recorder.events.length, 0);
 });
 
 Deno.test("a sub-agent with lifecycle failed is rebuilt even while its pod phase is Running", async () => {
@@ -919,113 +855,6 @@ Deno.test("C3: pods are re-stamped while the main is failed and while suspended,
   );
 });
 
-Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase before the pass, Ready=False, subs untouched", async () => {
-  const env = newTestEnv();
-  const cs = newCocoonSet("demo", (c) => {
-    withFinalizer(c);
-    c.spec.agent.replicas = 1;
-    c.status = { phase: "Running" };
-  });
-  const main = lifecycleFailed(readyPod(buildAgentPod(cs, 0)), "hibernate push failed");
-  main.spec!.nodeName = "node-a";
-  seedSet(env, cs, [main]);
-  const running = await counterValue(failedMetric, { phase: "Running" });
-  const failed = await counterValue(failedMetric, { phase: "Failed" });
-
-  assert.deepEqual(await reconcileSet(env, "demo"), {});
-
-  let out = await findSet(env.fake, "demo");
-  assert.equal(out?.status?.phase, "Failed");
-  assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
-    ["Warning", ReasonPodLifecycleFailed, "main pod ns/demo-0: hibernate push failed"],
-  ]);
-  assert.equal(await counterValue(failedMetric, { phase: "Running" }), running + 1);
-  // Our difference: Ready follows the phase even though the pod still reports Ready.
-  assert.deepEqual(
-    [conditionOf(out, "Ready")?.status, conditionOf(out, "Ready")?.reason],
-    ["False", ReasonPodLifecycleFailed],
-  );
-  assert.deepEqual(
-    [conditionOf(out, "Progressing")?.status, conditionOf(out, "Progressing")?.reason],
-    ["False", "Failed"],
-  );
-  assert.equal(actionsOf(env, "create", Pods).length, 0, "sub-agents are not reconciled");
-
-  // Every pass that sees the failure repeats the Warning; the metric now counts under Failed.
-  assert.deepEqual(await reconcileSet(env, "demo"), {});
-  assert.equal(env.recorder.withReason(ReasonPodLifecycleFailed).length, 2);
-  assert.equal(await counterValue(failedMetric, { phase: "Failed" }), failed + 1);
-  out = await findSet(env.fake, "demo");
-  assert.equal(out?.status?.phase, "Failed");
-});
-
-Deno.test("C8: a failed main on a set with no status counts under Pending", async () => {
-  const env = newTestEnv();
-  const cs = newCocoonSet("demo", withFinalizer);
-  seedSet(env, cs, [lifecycleFailed(buildAgentPod(cs, 0))]);
-  const pending = await counterValue(failedMetric, { phase: "Pending" });
-
-  await reconcileSet(env, "demo");
-
-  assert.equal(await counterValue(failedMetric, { phase: "Pending" }), pending + 1);
-});
-
-Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as text and no metric", async () => {
-  const env = newTestEnv();
-  const cs = newCocoonSet("demo", withFinalizer);
-  const main = buildAgentPod(cs, 0);
-  main.status = { phase: "Failed" };
-  seedSet(env, cs, [main]);
-  const before = await Promise.all(
-    ["Pending", "Running", "Failed"].map((phase) => counterValue(failedMetric, { phase })),
-  );
-
-  assert.deepEqual(await reconcileSet(env, "demo"), {});
-
-  assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
-    ["Warning", ReasonMainAgentFailed, "main pod ns/demo-0: Failed"],
-  ]);
-  assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Failed");
-  const after = await Promise.all(
-    ["Pending", "Running", "Failed"].map((phase) => counterValue(failedMetric, { phase })),
-  );
-  assert.deepEqual(after, before);
-});
-
-Deno.test("C8: a failed main blocks suspend: the set reads Failed and no pod is asked to hibernate", async () => {
-  const env = newTestEnv();
-  const cs = newCocoonSet("demo", (c) => {
-    withFinalizer(c);
-    c.spec.suspend = true;
-  });
-  seedSet(env, cs, [lifecycleFailed(buildAgentPod(cs, 0))]);
-
-  await reconcileSet(env, "demo");
-
-  assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Failed");
-  assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
-});
-
-Deno.test("C8: a Failed set whose main is Ready again records RecoveredFromFailure and reads Running in the same pass", async () => {
-  const env = newTestEnv();
-  const cs = newCocoonSet("demo", (c) => {
-    withFinalizer(c);
-    c.status = { phase: "Failed" };
-  });
-  const main = readyPod(buildAgentPod(cs, 0));
-  main.metadata.annotations![AnnotationLifecycleState] = "ready";
-  seedSet(env, cs, [main]);
-
-  assert.deepEqual(await reconcileSet(env, "demo"), {});
-
-  assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
-    ["Normal", ReasonRecoveredFromFailure, "main pod ns/demo-0 is Ready again"],
-  ]);
-  const out = await findSet(env.fake, "demo");
-  assert.equal(out?.status?.phase, "Running");
-  assert.equal(conditionOf(out, "Ready")?.status, "True");
-});
-
 Deno.test("C10: a retain unsuspend clears every hibernate request and never deletes the snapshot tags", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
@@ -1130,81 +959,6 @@ Deno.test("C15: a pod already terminating gets no DELETE from teardown but is st
 
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
   assert.equal(env.registry.calls.length, 0);
-});
-
-Deno.test("C15: registry delete failures are logged and the finalizer is still removed", async () => {
-  const env = newTestEnv();
-  const cs = newCocoonSet("demo", (c) => {
-    c.spec.snapshotPolicy = "never";
-    c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
-  });
-  await seedDeletingSet(env, cs);
-  env.registry.failNext("deleteManifest", new Error("registry says no"), { times: Infinity });
-
-  assert.deepEqual(await reconcileSet(env, "demo"), {});
-
-  assert.equal(env.registry.callsOf("deleteManifest").length, 2, "both tags were attempted");
-  assert.equal(await findSet(env.fake, "demo"), undefined);
-});
-
-Deno.test("C15: without a registry teardown still releases the finalizer", async () => {
-  const env = newTestEnv([], undefined, { withoutRegistry: true });
-  const cs = newCocoonSet("demo", (c) => {
-    c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
-  });
-  await seedDeletingSet(env, cs);
-
-  assert.deepEqual(await reconcileSet(env, "demo"), {});
-  assert.equal(await findSet(env.fake, "demo"), undefined);
-  assert.equal(env.registry.calls.length, 0);
-});
-
-Deno.test("C15: registry cleanup is skipped when the live object no longer holds the finalizer", async (t) => {
-  const status = {
-    agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }],
-  };
-  const variants: [string, (live: ReturnType<typeof newTestEnv>["fake"]) => void][] = [
-    ["the set is already gone", () => {}],
-    ["the finalizer was already removed", (live) => {
-      live.seed(
-        CocoonSets,
-        newCocoonSet("demo", (c) => {
-          c.status = status;
-        }),
-      );
-    }],
-    ["a new set of the same name holds it", (live) => {
-      live.seed(
-        CocoonSets,
-        newCocoonSet("demo", (c) => {
-          withFinalizer(c);
-          c.metadata.uid = "uid-demo-2";
-        }),
-      );
-    }],
-  ];
-  for (const [name, seedLive] of variants) {
-    await t.step(name, async () => {
-      const live = newTestEnv().fake;
-      seedLive(live);
-      const env = newTestEnv([], undefined, { apiReader: live });
-      await seedDeletingSet(
-        env,
-        newCocoonSet("demo", (c) => {
-          c.status = status;
-        }),
-      );
-
-      assert.deepEqual(await reconcileSet(env, "demo"), {});
-
-      assert.equal(env.registry.calls.length, 0);
-      assert.deepEqual(
-        (await findSet(env.fake, "demo"))?.metadata.finalizers,
-        [finalizerName],
-        "not patched",
-      );
-    });
-  }
 });
 
 Deno.test("C16: a pod only labelled for the set is never stamped, counted, suspended or deleted", async () => {

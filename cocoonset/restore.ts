@@ -9,10 +9,7 @@ import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_type
 import { CocoonHibernations } from "../common/apis/v1/resources.ts";
 import { markRestoreFromHibernate, parseVMSpec } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import type { CocoonSetDeps } from "./pass.ts";
-
-/** Pod names that must restore when recreated; resolved at most once per pass. */
-export type RestoreIntent = () => Promise<ReadonlySet<string>>;
+import type { CocoonSetDeps, RestoreIntent } from "./pass.ts";
 
 /**
  * A lazy, memoised intent for the namespace. The CocoonHibernation list costs one pass over

@@ -62,7 +62,7 @@ import {
   readLifecycleState,
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
-import type { Pass } from "./pass.ts";
+import type { SetPass } from "./pass.ts";
 
 /** CocoonSet annotation holding the ledger as JSON: `{"policies":[…],"hibernated":[…]}`. */
 export const AnnotationSnapshotLedger = "cocoonset.cocoonstack.io/snapshot-ledger";
@@ -126,7 +126,7 @@ export function startLedger(cs: CocoonSet): void {
  * Adds the spec's current policy and what the given pods show (ledgerEvidence), and writes the
  * ledger when that changes it. A pass calls this before it may create or delete a pod.
  */
-export async function syncLedger(pass: Pass, pods: readonly Pod[]): Promise<void> {
+export async function syncLedger(pass: SetPass, pods: readonly Pod[]): Promise<void> {
   const seen = ledgerEvidence(pods);
   await recordInLedger(pass, {
     policies: [snapshotPolicyOrDefault(pass.cs.spec.snapshotPolicy), ...seen.policies],
@@ -152,7 +152,7 @@ export function podSnapshotPolicy(pod: Pod): SnapshotPolicy {
  * Records that the given VMs (or EveryVM) may hold `:hibernate`; called before the hibernate
  * request is sent, so a crash in between leaves the ledger on the safe side.
  */
-export async function recordHibernation(pass: Pass, vms: readonly string[]): Promise<void> {
+export async function recordHibernation(pass: SetPass, vms: readonly string[]): Promise<void> {
   await recordInLedger(pass, { hibernated: vms });
 }
 
@@ -184,7 +184,7 @@ export function addToLedger(l: SnapshotLedger, add: LedgerAddition): SnapshotLed
 }
 
 /** Merges addition into the set's ledger and patches it when it changed; unknown stays unknown. */
-async function recordInLedger(pass: Pass, add: LedgerAddition): Promise<void> {
+async function recordInLedger(pass: SetPass, add: LedgerAddition): Promise<void> {
   const current = readLedger(pass.cs);
   if (!current) return;
   const next = addToLedger(current, add);

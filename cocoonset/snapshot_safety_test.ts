@@ -18,12 +18,12 @@ import {
   markRestoreFromHibernate,
   readHibernateState,
 } from "../common/meta/mod.ts";
-import { AnnotationDeleteVMNames } from "./delete.ts";
+import { AnnotationDeleteVMNames } from "./teardown.ts";
 import {
   ReasonOrphanHibernateWithdrawn,
+  reconcileReleasedWake,
   reconcileSuspendRelease,
-  reconcileWake,
-} from "./slot_release.ts";
+} from "./seat_release.ts";
 import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
 import {
   deferredDropEventIntervalMs,
@@ -73,7 +73,7 @@ Deno.test("finding 3: a released-seat wake withdraws a hibernate request nobody 
   // The restore pod carries a hibernate request whose CocoonHibernation is gone.
   const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
 
-  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
   assert.equal(env.recorder.withReason(ReasonOrphanHibernateWithdrawn).length, 1);
@@ -87,7 +87,7 @@ Deno.test("finding 3: a hibernate request a CocoonHibernation owns is left on th
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
   const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
 
-  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true);
   assert.equal(env.recorder.withReason(ReasonOrphanHibernateWithdrawn).length, 0);
@@ -102,7 +102,7 @@ Deno.test("finding 4: a stale node hint is cleared once the main runs in place; 
     Pods,
     mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }),
   );
-  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
   let stored = await getSet(env.fake, seatSetName);
   assert.equal(stored.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "", "");
 
@@ -111,7 +111,7 @@ Deno.test("finding 4: a stale node hint is cleared once the main runs in place; 
   stored = await getSet(env.fake, seatSetName);
   stored.status = { phase: "Failed" } as CocoonSet["status"];
   stored = await env.fake.updateStatus(CocoonSets, stored);
-  const got = await reconcileWake(newTestPass(depsOf(env), stored, []));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), stored, []));
   assert.equal(got.handled, false);
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "no restore pod from the stale tag");
 });

@@ -8,11 +8,7 @@
  * toward its spec (Pending, Scaling, Suspending, Waking, Migrating) and False once it is settled,
  * failed, or stuck on something only a person can fix.
  */
-import { deepCopy } from "../kube/object.ts";
 import type { Pod } from "../kube/core.ts";
-import { patchStatus } from "../kube/client_patch.ts";
-import type { Writer } from "../kube/client.ts";
-import { jsonEqual } from "../kube/patch.ts";
 import type {
   AgentStatus,
   CocoonSet,
@@ -27,13 +23,7 @@ import {
   ReasonStable,
 } from "../common/apis/v1/conditions.ts";
 import type { CocoonSetPhase, ConnType } from "../common/apis/v1/enums.ts";
-import { CocoonSets } from "../common/apis/v1/resources.ts";
-import {
-  type Condition,
-  ConditionTypeReady,
-  newReadyCondition,
-  setStatusCondition,
-} from "../common/k8s/condition.ts";
+import { type Condition, ConditionTypeReady, newReadyCondition } from "../common/k8s/condition.ts";
 import {
   connectionType,
   isPodReady,
@@ -42,22 +32,13 @@ import {
   RoleMain,
   RoleSubAgent,
 } from "../common/meta/mod.ts";
-import { nowOf, type Pass } from "./pass.ts";
+import { nowOf, type SetPass } from "./pass.ts";
+import { omitEmpty, writeStatus } from "./status_write.ts";
+import type { StatusProblem } from "./problem.ts";
 import type { ClassifiedPods } from "./pods.ts";
 
 /** Progressing=False reason when the set is in phase Failed. */
 export const ReasonFailed = "Failed";
-
-/**
- * Something that keeps the set from converging and that the status must say: the condition it
- * turns False, with a reason and a message naming the cause (InvalidSpec, NameConflict, a
- * failed main, a dead-lettered sub-agent).
- */
-export interface StatusProblem {
-  condition: typeof ConditionTypeReady | typeof ConditionTypeProgressing;
-  reason: string;
-  message: string;
-}
 
 const int32Max = 2_147_483_647;
 
@@ -230,94 +211,10 @@ export function buildConditions(
 }
 
 /**
- * Merges next's conditions into the stored ones (keeping other condition types and the
- * timestamps of unflipped ones), compares with what is stored and, when different, patches the
- * status subresource. cs is refreshed in place from the server's answer. Returns whether a write
- * was made.
- *
- * The patch carries the resourceVersion cs was read at: a merge patch leaves out every field
- * that equals cs, so one computed from a cached copy older than the stored status would keep the
- * stored phase next to this pass's conditions. Such a write fails with Conflict instead, and the
- * pass is retried from fresh data.
- *
- * A status equal to cs sends no write, so the lock alone cannot see a cs older than this
- * process's own last write (written, by set UID): when cs shows something else than that write,
- * an empty patch carrying cs's resourceVersion asks the server whether cs is current, and a
- * Conflict retries the pass from fresh data.
- */
-export async function writeStatus(
-  client: Writer,
-  cs: CocoonSet,
-  next: CocoonSetStatus,
-  now: () => Date,
-  signal?: AbortSignal,
-  written?: Map<string, CocoonSetStatus>,
-): Promise<boolean> {
-  const merged = deepCopy(cs.status?.conditions ?? []);
-  for (const c of next.conditions ?? []) setStatusCondition(merged, c, now);
-  const status: CocoonSetStatus = { ...next };
-  if (merged.length > 0) status.conditions = merged;
-  else delete status.conditions;
-  const uid = cs.metadata.uid ?? "";
-  if (statusEqual(cs.status, status)) {
-    const mine = written?.get(uid);
-    if (mine === undefined || statusEqual(mine, status)) return false;
-    await client.patch(CocoonSets, cs.metadata.namespace ?? "", cs.metadata.name ?? "", "merge", {
-      metadata: { resourceVersion: cs.metadata.resourceVersion },
-    }, { subresource: "status", signal });
-    written?.delete(uid);
-    return false;
-  }
-  await patchStatus(client, CocoonSets, cs, (c) => {
-    c.status = status;
-  }, { optimisticLock: true, signal });
-  written?.set(uid, deepCopy(cs.status ?? {}));
-  return true;
-}
-
-/**
- * Semantic equality of two statuses: empty strings, zero optional numbers and empty lists equal
- * absent ones, as the Go types' omitempty makes them; the four counters always count.
- */
-export function statusEqual(
-  a: CocoonSetStatus | undefined,
-  b: CocoonSetStatus | undefined,
-): boolean {
-  return jsonEqual(normalizeStatus(a), normalizeStatus(b));
-}
-
-function normalizeStatus(s: CocoonSetStatus | undefined): Record<string, unknown> {
-  const v = s ?? {};
-  const out: Record<string, unknown> = {
-    readyAgents: v.readyAgents ?? 0,
-    desiredAgents: v.desiredAgents ?? 0,
-    readyToolboxes: v.readyToolboxes ?? 0,
-    desiredToolboxes: v.desiredToolboxes ?? 0,
-  };
-  if (v.observedGeneration) out.observedGeneration = v.observedGeneration;
-  if (v.phase) out.phase = v.phase;
-  if (v.agents?.length) out.agents = v.agents.map((a) => omitEmpty(a, ["slot", "role"]));
-  if (v.toolboxes?.length) out.toolboxes = v.toolboxes.map((t) => omitEmpty(t, ["name"]));
-  if (v.conditions?.length) out.conditions = v.conditions.map((c) => omitEmpty(c, ["type"]));
-  return JSON.parse(JSON.stringify(out));
-}
-
-/** Drops "" / 0 / undefined fields except the ones the wire always carries. */
-function omitEmpty<T extends object>(obj: T, keep: readonly (keyof T)[]): T {
-  const out = {} as T;
-  for (const [k, v] of Object.entries(obj) as [keyof T, unknown][]) {
-    if (keep.includes(k) || (v !== "" && v !== 0 && v !== undefined && v !== null)) {
-      out[k] = v as T[keyof T];
-    }
-  }
-  return out;
-}
-
-/**
  * Writes the status this pass observed, with phase (or derived when ""), adding the problems
  * the pass collected. Returns whether a write was made.
  */
-export function writeSetStatus(pass: Pass, phase: CocoonSetPhase | "" = ""): Promise<boolean> {
+export function writeSetStatus(pass: SetPass, phase: CocoonSetPhase | "" = ""): Promise<boolean> {
   return writeStatus(
     pass.deps.client,
     pass.cs,

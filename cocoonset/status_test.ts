@@ -27,10 +27,9 @@ import {
   buildConditions,
   buildStatus,
   ReasonFailed,
-  statusEqual,
   toolboxStatusFromPod,
-  writeStatus,
 } from "./status.ts";
+import { statusEqual, writeStatus } from "./status_write.ts";
 
 function condition(conds: readonly Condition[] | undefined, type: string): Condition {
   const c = conds?.find((c) => c.type === type);

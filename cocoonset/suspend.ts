@@ -5,8 +5,8 @@
  * on pods a CocoonHibernation is hibernating.
  */
 import type { Result } from "../kube/reconcile.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { type Pod } from "../kube/core.ts";
+import { wrapError } from "../kube/errors.ts";
 import { patchHibernateAsk, patchHibernateState } from "../common/k8s/client_patch.ts";
 import {
   parseVMSpec,
@@ -16,21 +16,20 @@ import {
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import { podIsTerminal } from "./pod_state.ts";
-import { type Pass, podRef, readStoredPod } from "./pass.ts";
+import { podRef, readStoredPod, type SetPass } from "./pass.ts";
 import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EveryVM, recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { hibernateRefused } from "./tag_gate.ts";
-import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
-import { settleMainCreateClash } from "./conflict.ts";
-import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
+import { ensureSpecBuildable } from "./validate.ts";
+import { createMainPod } from "./create_main.ts";
 
 /** How often a suspending set looks again (ms). */
 export const requeueSuspendPollMs = 5_000;
 
 /** Drives a retain-policy suspend. */
-export async function reconcileSuspend(pass: Pass): Promise<Result> {
+export async function reconcileSuspend(pass: SetPass): Promise<Result> {
   if (!pass.classified.main) return await createMainBeforeSuspend(pass);
   await applySuspend(pass);
   const done = await allOwnedPodsHibernated(pass);
@@ -41,25 +40,19 @@ export async function reconcileSuspend(pass: Pass): Promise<Result> {
 /**
  * A set suspended with no main (never booted, or the main was deleted) gets its main back first,
  * restoring from its snapshot when there is one, and is hibernated on the next pass. A pod of
- * another owner holding the main's name is a name conflict (status, Warning, retry with backoff).
+ * another owner holding the main's name is a name clash (status, Warning, retry with backoff).
  */
-async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
+async function createMainBeforeSuspend(pass: SetPass): Promise<Result> {
   await ensureSpecBuildable(pass, { creatingMain: true });
   const pod = buildAgentPod(pass.cs, 0);
   // Suspend means the VM's state matters: restore whenever a snapshot exists.
   await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
-  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
-    await writeSetStatus(pass, "Suspending");
-    return { requeueAfter: requeueVMNameConflictMs };
-  }
-  try {
-    await pass.deps.client.create(Pods, pod, { signal: pass.signal });
-  } catch (err) {
-    await rethrowInvalidMain(pass, err);
-    if (!isAlreadyExists(err)) throw wrapError("create main agent before suspend", err);
-    return await settleMainCreateClash(pass, "Suspending", requeueSuspendPollMs);
-  }
-  markSpecChecked(pass);
+  const ended = await createMainPod(pass, pod, {
+    phase: "Suspending",
+    clashWaitMs: requeueSuspendPollMs,
+    context: "create main agent before suspend",
+  });
+  if (ended) return ended;
   pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
   return { requeue: true };
 }
@@ -72,7 +65,7 @@ async function createMainBeforeSuspend(pass: Pass): Promise<Result> {
  * tag left by an earlier cycle nor a lagging cache can end the wait early. Static toolboxes have no VM lifecycle and are skipped;
  * a terminal pod has no VM to snapshot. A registry error is thrown, never read as "absent".
  */
-export async function allOwnedPodsHibernated(pass: Pass): Promise<boolean> {
+export async function allOwnedPodsHibernated(pass: SetPass): Promise<boolean> {
   const generation = pass.cs.metadata.generation ?? 0;
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();
@@ -96,7 +89,7 @@ export async function allOwnedPodsHibernated(pass: Pass): Promise<boolean> {
  * pass that would complete.
  */
 export async function vmHibernationConfirmedStored(
-  pass: Pass,
+  pass: SetPass,
   pod: Pod,
   generation?: number,
 ): Promise<boolean> {
@@ -118,7 +111,7 @@ export async function vmHibernationConfirmedStored(
  * own alone (tag_gate.ts hibernateRefused) is left running with a Warning, which holds the
  * suspend in Suspending: nothing is pushed, and a release never deletes its pods.
  */
-export async function applySuspend(pass: Pass): Promise<void> {
+export async function applySuspend(pass: SetPass): Promise<void> {
   await recordHibernation(pass, [EveryVM]);
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();
@@ -136,7 +129,7 @@ export async function applySuspend(pass: Pass): Promise<void> {
  * Clears the hibernate request from owned pods that carry it, except pods a CocoonHibernation
  * wants hibernated (desire Hibernate, or still Hibernating): that controller owns them.
  */
-export async function applyUnsuspend(pass: Pass): Promise<void> {
+export async function applyUnsuspend(pass: SetPass): Promise<void> {
   const hibernated = podsByName(pass.classified).filter((p) => readHibernateState(p));
   if (hibernated.length === 0) return;
   const ownedByCR = await podsHibernatedByCR(

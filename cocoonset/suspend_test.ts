@@ -14,7 +14,7 @@ import {
   withFinalizer,
 } from "./_test_support.ts";
 import { Pods } from "../kube/core.ts";
-import { ReasonNameConflict } from "./conflict.ts";
+import { ReasonNameConflict } from "./name_clash.ts";
 import { buildAgentPod } from "./pods.ts";
 import { requeueSuspendPollMs } from "./suspend.ts";
 

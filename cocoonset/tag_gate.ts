@@ -17,7 +17,7 @@ import {
   deleteTagIfAllowed,
   type Verdict,
 } from "../snapshotgate/mod.ts";
-import { emit, type Pass, podRef } from "./pass.ts";
+import { emit, podRef, type SetPass } from "./pass.ts";
 
 /** Warning reason: a tag was not deleted because the set cannot own its VM name. */
 export const ReasonSnapshotDeleteRefused = "SnapshotDeleteRefused";
@@ -51,7 +51,7 @@ export function setActor(cs: CocoonSet): Actor {
  * logged, with a Warning Event when the name is not the set's (not derived, or shared with
  * another namespace), and returned.
  */
-export async function dropTag(pass: Pass, vmName: string, tag: string): Promise<Verdict> {
+export async function dropTag(pass: SetPass, vmName: string, tag: string): Promise<Verdict> {
   const { deps } = pass;
   const verdict = await deleteTagIfAllowed(
     { reader: deps.apiReader, registry: deps.registry! },
@@ -83,7 +83,7 @@ export async function dropTag(pass: Pass, vmName: string, tag: string): Promise<
  * acting. A pod without a VM name (nothing to push) is never refused. Read past the cache: a
  * collision is another namespace's object, which this set's watch does not see change.
  */
-export async function hibernateRefused(pass: Pass, pod: Pod): Promise<boolean> {
+export async function hibernateRefused(pass: SetPass, pod: Pod): Promise<boolean> {
   const vmName = parseVMSpec(pod).vmName;
   if (vmName === "") return false;
   const refusal = await actingRefusal(
@@ -99,7 +99,7 @@ export async function hibernateRefused(pass: Pass, pod: Pod): Promise<boolean> {
 }
 
 /** Whether this deferral's Warning is due now, and if so records it as emitted. */
-function deferralDue(pass: Pass, vmName: string, tag: string, message: string): boolean {
+function deferralDue(pass: SetPass, vmName: string, tag: string, message: string): boolean {
   const seen = pass.deps.deferredDropEvents;
   const now = pass.deps.clock.now();
   const key = `${pass.cs.metadata.uid ?? pass.cs.metadata.name} ${vmName}:${tag}`;

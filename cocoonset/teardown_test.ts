@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { type Pod, Pods } from "../kube/core.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { CocoonSets } from "../common/apis/v1/resources.ts";
+import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   AnnotationHibernate,
   AnnotationLifecycleState,
@@ -19,6 +19,7 @@ import {
   actionsOf,
   editPod,
   findSet,
+  getPod,
   getSet,
   laggingCache,
   livePod,
@@ -27,12 +28,13 @@ import {
   newTestEnv,
   reconcilerWith,
   reconcileSet,
+  seedDeletingSet,
   seedSet,
   type TestEnv,
   testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
-import { AnnotationDeleteVMNames } from "./delete.ts";
+import { AnnotationDeleteVMNames } from "./teardown.ts";
 import { buildAgentPod } from "./pods.ts";
 import {
   AnnotationSnapshotLedger,
@@ -41,7 +43,7 @@ import {
   readLedger,
   type SnapshotLedger,
 } from "./snapshot_ledger.ts";
-import { CocoonHibernations } from "../common/apis/v1/resources.ts";
+import { finalizerName } from "./finalizer.ts";
 
 function tagDeletes(env: TestEnv): string[] {
   return env.registry.callsOf("deleteManifest").map((c) => `${c.name}:${c.reference}`);
@@ -342,4 +344,102 @@ Deno.test("a teardown pass from a copy older than its own stash cannot shrink th
     stashed,
     "the main's VM is still named, so its tags are still cleaned",
   );
+});
+
+Deno.test("a deleting set that no longer holds our finalizer is left alone (another finalizer keeps it)", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.finalizers = ["example.com/backup"];
+    c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
+  });
+  seedSet(env, cs, [buildAgentPod(cs, 0)]);
+  await env.fake.delete(CocoonSets, testNamespace, "demo");
+  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
+  env.fake.actions.length = 0;
+
+  // The original ran its teardown again here: a second stash, pod deletes and registry DELETEs.
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+
+  assert.deepEqual(env.fake.actions.map((a) => a.verb), ["get"], "only the set was read");
+  assert.equal(env.registry.calls.length, 0);
+  assert.equal(
+    (await findSet(env.fake, "demo"))?.metadata.annotations?.[AnnotationDeleteVMNames],
+    undefined,
+  );
+  assert.equal((await getPod(env.fake, "demo-0"))?.metadata.deletionTimestamp, undefined);
+});
+
+Deno.test("C15: registry delete failures are logged and the finalizer is still removed", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", (c) => {
+    c.spec.snapshotPolicy = "never";
+    c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
+  });
+  await seedDeletingSet(env, cs);
+  env.registry.failNext("deleteManifest", new Error("registry says no"), { times: Infinity });
+
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+
+  assert.equal(env.registry.callsOf("deleteManifest").length, 2, "both tags were attempted");
+  assert.equal(await findSet(env.fake, "demo"), undefined);
+});
+
+Deno.test("C15: without a registry teardown still releases the finalizer", async () => {
+  const env = newTestEnv([], undefined, { withoutRegistry: true });
+  const cs = newCocoonSet("demo", (c) => {
+    c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
+  });
+  await seedDeletingSet(env, cs);
+
+  assert.deepEqual(await reconcileSet(env, "demo"), {});
+  assert.equal(await findSet(env.fake, "demo"), undefined);
+  assert.equal(env.registry.calls.length, 0);
+});
+
+Deno.test("C15: registry cleanup is skipped when the live object no longer holds the finalizer", async (t) => {
+  const status = {
+    agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }],
+  };
+  const variants: [string, (live: ReturnType<typeof newTestEnv>["fake"]) => void][] = [
+    ["the set is already gone", () => {}],
+    ["the finalizer was already removed", (live) => {
+      live.seed(
+        CocoonSets,
+        newCocoonSet("demo", (c) => {
+          c.status = status;
+        }),
+      );
+    }],
+    ["a new set of the same name holds it", (live) => {
+      live.seed(
+        CocoonSets,
+        newCocoonSet("demo", (c) => {
+          withFinalizer(c);
+          c.metadata.uid = "uid-demo-2";
+        }),
+      );
+    }],
+  ];
+  for (const [name, seedLive] of variants) {
+    await t.step(name, async () => {
+      const live = newTestEnv().fake;
+      seedLive(live);
+      const env = newTestEnv([], undefined, { apiReader: live });
+      await seedDeletingSet(
+        env,
+        newCocoonSet("demo", (c) => {
+          c.status = status;
+        }),
+      );
+
+      assert.deepEqual(await reconcileSet(env, "demo"), {});
+
+      assert.equal(env.registry.calls.length, 0);
+      assert.deepEqual(
+        (await findSet(env.fake, "demo"))?.metadata.finalizers,
+        [finalizerName],
+        "not patched",
+      );
+    });
+  }
 });

@@ -1,7 +1,7 @@
 /**
  * Toolboxes: one pod per entry of spec.toolboxes, named `<set>-<toolbox>`. Failed or drifted
  * toolboxes are replaced at once (no backoff), removed entries deleted, and a pod of that name
- * that is not this set's toolbox is never touched: it is reported as a name conflict.
+ * that is not this set's toolbox is never touched: it is reported as a name clash.
  */
 import type { Pod } from "../kube/core.ts";
 import { Pods } from "../kube/core.ts";
@@ -10,10 +10,11 @@ import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
 import { LabelRole, readLifecycleState, RoleToolbox } from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 import { podIsTerminal } from "./pod_state.ts";
-import { deletePod, type Pass, podRef } from "./pass.ts";
-import { buildToolboxPod, podSpecMatchesToolbox, toolboxPodName } from "./pods.ts";
+import { deletePod, podRef, type SetPass } from "./pass.ts";
+import { buildToolboxPod, toolboxPodName } from "./pods.ts";
+import { podSpecMatchesToolbox } from "./drift.ts";
 import { markRestoreIfHibernated } from "./restore.ts";
-import { classifyNameClash, reportNameConflict } from "./conflict.ts";
+import { classifyNameClash, reportNameClash } from "./name_clash.ts";
 import { toolboxBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
 import { refuseCollidingCreate } from "./vm_collision.ts";
@@ -51,10 +52,10 @@ export function toolboxNameProblem(
 /**
  * Creates missing toolboxes, replaces failed or drifted ones and deletes those no longer in the
  * spec; returns whether a pod was created or deleted. A toolbox whose pod name is taken by
- * another pod is reported as a name conflict on the pass and skipped; the others still reconcile.
+ * another pod is reported as a name clash on the pass and skipped; the others still reconcile.
  * The caller has already checked toolboxNameProblem.
  */
-export async function ensureToolboxes(pass: Pass): Promise<boolean> {
+export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
   const { cs, classified } = pass;
   let changed = false;
   const desired = new Set<string>();
@@ -64,7 +65,7 @@ export async function ensureToolboxes(pass: Pass): Promise<boolean> {
     const existing = classified.toolbox.get(tb.name);
     const sameName = classified.allByName.get(podName);
     if (sameName && sameName !== existing) {
-      reportNameConflict(pass, `toolbox ${tb.name}`, sameName);
+      reportNameClash(pass, `toolbox ${tb.name}`, sameName);
       continue;
     }
     if (existing) {
@@ -85,7 +86,7 @@ export async function ensureToolboxes(pass: Pass): Promise<boolean> {
 }
 
 /** Creates one toolbox; true when created. Not when its shape is invalid (on the pass). */
-async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
+async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
   if (!await toolboxBuildable(pass, tb.name)) return false;
   const pod = buildToolboxPod(pass.cs, tb);
   const restorable = await pass.intent();
@@ -106,13 +107,13 @@ async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
     if (reportQuotaRefusal(pass, `toolbox ${tb.name}`, err)) return false;
     if (!isAlreadyExists(err)) throw wrapError(`create toolbox ${tb.name}`, err);
     // This set's toolbox still terminating (or not in the cache yet) is fine; anything else
-    // holding the name is a conflict.
+    // holding the name is a name clash.
     const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
     if (
       clash.kind === "foreign" ||
       (clash.kind === "ours" && clash.pod.metadata.labels?.[LabelRole] !== RoleToolbox)
     ) {
-      reportNameConflict(pass, `toolbox ${tb.name}`, clash.pod);
+      reportNameClash(pass, `toolbox ${tb.name}`, clash.pod);
     }
     return false;
   }
@@ -124,7 +125,7 @@ async function createToolbox(pass: Pass, tb: ToolboxSpec): Promise<boolean> {
  * Deletes a failed or drifted toolbox so the next pass recreates it — only when its shape can be
  * built: a toolbox is never deleted for a replacement the server would refuse.
  */
-async function triageToolbox(pass: Pass, pod: Pod, tb: ToolboxSpec): Promise<boolean> {
+async function triageToolbox(pass: SetPass, pod: Pod, tb: ToolboxSpec): Promise<boolean> {
   let why: string;
   if (podIsTerminal(pod)) {
     why = `failed (phase ${pod.status?.phase ?? ""}, lifecycle ${readLifecycleState(pod)})`;

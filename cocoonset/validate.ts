@@ -26,9 +26,9 @@ import { Pods } from "../kube/core.ts";
 import { apiErrorOf, errorMessage, isAlreadyExists, isInvalid } from "../kube/errors.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { forEachLimited } from "./_fanout.ts";
-import { emit, type Pass } from "./pass.ts";
+import { emit, type SetPass, type SpecVerdict } from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
-import { writeSetStatus } from "./status.ts";
+import { PassStopped } from "./problem.ts";
 import { overLimit } from "./limits.ts";
 import { rememberShape, shapeKey } from "./shape_key.ts";
 
@@ -46,21 +46,6 @@ export class InvalidSpecError extends Error {
   }
 }
 
-/** Which parts of the spec no pod can be built from: "<what>: <server message>" per part. */
-export interface SpecVerdict {
-  main?: string;
-  subAgents?: string;
-  /** Toolbox name → its problem. */
-  toolboxes: Map<string, string>;
-}
-
-/** What a pass learned about its spec (Pass.specCheck). */
-export interface SpecCheck {
-  verdict: SpecVerdict;
-  /** The main's shape was part of the check (not when the caller creates the main for real). */
-  mainChecked: boolean;
-}
-
 const clean = (): SpecVerdict => ({ toolboxes: new Map() });
 
 /**
@@ -70,7 +55,7 @@ const clean = (): SpecVerdict => ({ toolboxes: new Map() });
  * to create the main for real: that create is the main's check (rethrowInvalidMain).
  */
 export async function checkSpec(
-  pass: Pass,
+  pass: SetPass,
   opts: { skipMain?: boolean } = {},
 ): Promise<SpecVerdict> {
   const { cs, deps } = pass;
@@ -91,25 +76,25 @@ export async function checkSpec(
 }
 
 /**
- * Before the main is created, replaced or quiesced: its shape must be buildable, else the
- * problem is written to the status and the pass stops (InvalidSpecError). Problems of the other
+ * Before the main is created, replaced or quiesced: its shape must be buildable, else the pass
+ * stops (PassStopped: the status keeps its phase, the pass fails with InvalidSpecError). Problems of the other
  * parts are recorded on the pass and do not stop it. `creatingMain` as checkSpec's skipMain.
  */
 export async function ensureSpecBuildable(
-  pass: Pass,
+  pass: SetPass,
   opts: { creatingMain?: boolean } = {},
 ): Promise<void> {
   const verdict = await checkSpec(pass, { skipMain: opts.creatingMain });
-  if (verdict.main !== undefined) await stopOnInvalidSpec(pass, verdict.main);
+  if (verdict.main !== undefined) stopOnInvalidSpec(pass, verdict.main);
 }
 
 /** Whether sub-agent pods can be built from the spec (checked before any create or delete). */
-export async function subAgentsBuildable(pass: Pass): Promise<boolean> {
+export async function subAgentsBuildable(pass: SetPass): Promise<boolean> {
   return (await checkSpec(pass, { skipMain: true })).subAgents === undefined;
 }
 
 /** Whether toolbox `name`'s pod can be built from the spec. */
-export async function toolboxBuildable(pass: Pass, name: string): Promise<boolean> {
+export async function toolboxBuildable(pass: SetPass, name: string): Promise<boolean> {
   return !(await checkSpec(pass, { skipMain: true })).toolboxes.has(name);
 }
 
@@ -117,26 +102,26 @@ export async function toolboxBuildable(pass: Pass, name: string): Promise<boolea
  * The main was created: its create was its check, so the generation is checked when the other
  * shapes passed too.
  */
-export function markSpecChecked(pass: Pass): void {
+export function markSpecChecked(pass: SetPass): void {
   const verdict = pass.specCheck?.verdict;
   if (verdict && !isClean(verdict)) return;
   markGenerationValid(pass);
 }
 
 /**
- * A real create of the main answered Invalid: reported exactly like a dry-run refusal (status,
- * Warning, InvalidSpecError). Any other error returns for the caller to handle.
+ * A real create of the main answered Invalid: reported exactly like a dry-run refusal (Warning,
+ * PassStopped with InvalidSpecError). Any other error returns for the caller to handle.
  */
-export async function rethrowInvalidMain(pass: Pass, err: unknown): Promise<void> {
+export function rethrowInvalidMain(pass: SetPass, err: unknown): void {
   if (!isInvalid(err)) return;
   const problem = `main agent: ${serverMessage(err)}`;
   addInvalidSpecProblem(pass, problem);
   emit(pass, "Warning", ReasonInvalidSpec, problem);
-  await stopOnInvalidSpec(pass, problem);
+  stopOnInvalidSpec(pass, problem);
 }
 
 /** Forgets what was checked for a CocoonSet (it was deleted). */
-export function forgetSpecCheck(pass: Pass): void {
+export function forgetSpecCheck(pass: SetPass): void {
   pass.deps.validGenerations.delete(pass.cs.metadata.uid ?? "");
   refusedParts.get(pass.deps)?.delete(pass.cs.metadata.uid ?? "");
 }
@@ -146,14 +131,14 @@ export function forgetSpecCheck(pass: Pass): void {
  * Problems found without the server (toolbox names, limits) are not among them: only a spec
  * change can fix those, and a spec change wakes the set.
  */
-export function refusedByServer(pass: Pass): string | undefined {
+export function refusedByServer(pass: SetPass): string | undefined {
   const v = pass.specCheck?.verdict;
   const parts = v ? [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p) : [];
   return parts.length > 0 ? parts.join("; ") : undefined;
 }
 
 /** The pass's InvalidSpec problem, if any part of the spec was refused. */
-export function invalidSpecMessage(pass: Pass): string | undefined {
+export function invalidSpecMessage(pass: SetPass): string | undefined {
   return pass.problems.find((p) => p.reason === ReasonInvalidSpec)?.message;
 }
 
@@ -161,7 +146,7 @@ export function invalidSpecMessage(pass: Pass): string | undefined {
  * Adds a part's problem to the pass's one InvalidSpec problem (the Ready condition shows one
  * reason, so every refused part is named in its message).
  */
-export function addInvalidSpecProblem(pass: Pass, message: string): void {
+export function addInvalidSpecProblem(pass: SetPass, message: string): void {
   const existing = pass.problems.find((p) => p.reason === ReasonInvalidSpec);
   if (existing) {
     if (!existing.message.split("; ").includes(message)) existing.message += `; ${message}`;
@@ -170,18 +155,20 @@ export function addInvalidSpecProblem(pass: Pass, message: string): void {
   pass.problems.push({ condition: ConditionTypeReady, reason: ReasonInvalidSpec, message });
 }
 
-async function stopOnInvalidSpec(pass: Pass, problem: string): Promise<never> {
+function stopOnInvalidSpec(pass: SetPass, problem: string): never {
   // The phase stays as it was: a released or migrating set must not lose the phase its next
   // steps depend on because the spec was edited into something unbuildable.
-  await writeSetStatus(pass, pass.cs.status?.phase ?? "");
-  throw new InvalidSpecError(invalidSpecMessage(pass) ?? problem);
+  throw new PassStopped(
+    pass.cs.status?.phase ?? "",
+    new InvalidSpecError(invalidSpecMessage(pass) ?? problem),
+  );
 }
 
 function isClean(v: SpecVerdict): boolean {
   return v.main === undefined && v.subAgents === undefined && v.toolboxes.size === 0;
 }
 
-function markGenerationValid(pass: Pass): void {
+function markGenerationValid(pass: SetPass): void {
   const uid = pass.cs.metadata.uid ?? "";
   pass.deps.validGenerations.set(uid, pass.cs.metadata.generation ?? 0);
   refusedParts.get(pass.deps)?.delete(uid);
@@ -194,13 +181,13 @@ function markGenerationValid(pass: Pass): void {
 const refusedParts = new WeakMap<object, Map<string, { generation: number; parts: string[] }>>();
 
 /** A pass that checks nothing: the parts refused for this generation are on its status too. */
-export function rememberInvalidSpec(pass: Pass): void {
+export function rememberInvalidSpec(pass: SetPass): void {
   const known = refusedParts.get(pass.deps)?.get(pass.cs.metadata.uid ?? "");
   if (!known || known.generation !== (pass.cs.metadata.generation ?? 0)) return;
   for (const part of known.parts) addInvalidSpecProblem(pass, part);
 }
 
-function recordVerdict(pass: Pass, v: SpecVerdict): void {
+function recordVerdict(pass: SetPass, v: SpecVerdict): void {
   const parts = [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p !== undefined);
   let byUid = refusedParts.get(pass.deps);
   if (!byUid) refusedParts.set(pass.deps, byUid = new Map());
@@ -221,7 +208,7 @@ type Part = { kind: "main" } | { kind: "sub" } | { kind: "toolbox"; name: string
  * ones. A part over its limit (limits.ts) is not dry-run: it builds nothing anyway.
  */
 async function dryRunShapes(
-  pass: Pass,
+  pass: SetPass,
   want: { main: boolean; others: boolean },
 ): Promise<SpecVerdict> {
   const { cs } = pass;

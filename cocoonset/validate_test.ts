@@ -22,7 +22,9 @@ import { lifecycleFailed, podSeed, setSeed } from "./_test_support.ts";
 import { confirmDeletes, livePodNames, liveSet, makeAllLive } from "./_hardening_test_support.ts";
 import { AnnotationRebuildHistory } from "./rebuild.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
-import { InvalidSpecError, ReasonInvalidSpec } from "./validate.ts";
+import { ensureSpecBuildable, InvalidSpecError, ReasonInvalidSpec } from "./validate.ts";
+import { PassStopped } from "./problem.ts";
+import { depsOf, newTestPass } from "./_test_support.ts";
 
 const refusal = 'Pod "demo-0" is invalid: spec.containers[0].resources.limits: Invalid value';
 
@@ -270,4 +272,25 @@ Deno.test("a rebuild never deletes a pod it cannot recreate: a failed sub-agent 
   const ready = conditionOf(stored, "Ready");
   assert.equal(ready?.reason, ReasonInvalidSpec);
   assert.match(ready?.message ?? "", /^sub-agent slot 1: /);
+});
+
+Deno.test("the spec check reports an unbuildable main and writes nothing: the pass writes the status", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", withFinalizer, (c) => {
+    c.status = { phase: "Migrating" };
+  });
+  seedSet(env, cs);
+  refuseCreatesOf(env, "demo-0");
+  env.fake.actions.length = 0;
+  const pass = newTestPass(depsOf(env), (await findSet(env.fake, "demo"))!);
+
+  const stopped = await ensureSpecBuildable(pass).then(() => undefined, (err: unknown) => err);
+
+  assert.ok(stopped instanceof PassStopped, "a typed stop, not a bare error");
+  assert.equal(stopped.phase, "Migrating", "the phase the status keeps");
+  assert.ok(stopped.error instanceof InvalidSpecError);
+  assert.equal(stopped.error.message, `main agent: ${refusal}`);
+  assert.deepEqual(pass.problems.map((p) => p.reason), [ReasonInvalidSpec]);
+  assert.equal(env.recorder.withReason(ReasonInvalidSpec).length, 1, "its Warning");
+  assert.deepEqual(actionsOf(env, "patch", CocoonSets), [], "the check wrote no status");
 });

@@ -24,14 +24,14 @@ import type { Reader } from "../kube/client.ts";
 import { type Pod, Pods } from "../kube/core.ts";
 import { isForbidden, isNotFound, wrapError } from "../kube/errors.ts";
 import { cameFirst, type SetAge } from "../snapshotgate/mod.ts";
-import { emit, type Pass, podRef } from "./pass.ts";
-import type { StatusProblem } from "./status.ts";
+import { emit, podRef, type SetPass } from "./pass.ts";
+import type { StatusProblem } from "./problem.ts";
 
 /** Ready=False reason and Warning reason: another namespace already holds the slot's VM name. */
 export const ReasonVMNameConflict = "VMNameConflict";
 
 /** How often a set that lost a VM name looks again (the holder may go away). */
-export const requeueVMNameConflictMs = 30_000;
+export const requeueVMNameCollisionMs = 30_000;
 
 function setToolboxNames(cs: CocoonSet): string[] {
   return [
@@ -91,7 +91,7 @@ async function holdersVia(
  * Who of another namespace already holds vmName, confirmed past the cache; [] when nobody does.
  * The cache is asked first, so a name nobody else derives costs no API request.
  */
-export async function vmNameHolders(pass: Pass, vmName: string): Promise<string[]> {
+export async function vmNameHolders(pass: SetPass, vmName: string): Promise<string[]> {
   const cached = await holdersVia(pass.deps.client, pass.cs, vmName, pass.signal);
   if (cached.length === 0) return [];
   return await holdersVia(pass.deps.apiReader, pass.cs, vmName, pass.signal);
@@ -103,7 +103,7 @@ export async function vmNameHolders(pass: Pass, vmName: string): Promise<string[
  * caller creates nothing. undefined when the create may go ahead.
  */
 export async function refuseCollidingCreate(
-  pass: Pass,
+  pass: SetPass,
   pod: Pod,
   what: string,
 ): Promise<StatusProblem | undefined> {

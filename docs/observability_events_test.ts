@@ -62,7 +62,7 @@ async function portEvents(): Promise<Map<string, Set<string>>> {
       const token = m[2];
       if (token.startsWith('"')) add(token.slice(1, -1), m[1]);
       else if (constants.has(token)) add(constants.get(token)!, m[1]);
-      else if (token === "reason" && file === "cocoonset/reconciler.ts") {
+      else if (token === "reason" && file === "cocoonset/failed_main.ts") {
         add(ReasonPodLifecycleFailed, m[1]);
         add(ReasonMainAgentFailed, m[1]);
       } else assert.fail(`${file}: cannot resolve the Event reason ${token}`);

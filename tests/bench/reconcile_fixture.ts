@@ -20,7 +20,7 @@ import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../../common/apis/v1/resources.ts";
 import { FakeRegistry } from "../../snapshot/testing/fake.ts";
 import { CocoonSetReconciler } from "../../cocoonset/reconciler.ts";
-import { finalizerName } from "../../cocoonset/delete.ts";
+import { finalizerName } from "../../cocoonset/finalizer.ts";
 
 const sets = 24;
 const registryDelayMs = 5;

@@ -38,8 +38,8 @@ import { LifecycleStateReady } from "../../common/meta/mod.ts";
 import { startSimulator } from "../../sim/simulator.ts";
 import { CocoonSetReconciler } from "../../cocoonset/reconciler.ts";
 import { ensureSubAgents } from "../../cocoonset/agents.ts";
-import { finalizerName } from "../../cocoonset/delete.ts";
-import { logFor, type Pass } from "../../cocoonset/pass.ts";
+import { finalizerName } from "../../cocoonset/finalizer.ts";
+import { logFor, type SetPass } from "../../cocoonset/pass.ts";
 import { buildAgentPod, classifyPods } from "../../cocoonset/pods.ts";
 import { AnnotationRebuildHistory } from "../../cocoonset/rebuild.ts";
 import { newRestoreIntent } from "../../cocoonset/restore.ts";
@@ -116,7 +116,7 @@ Deno.test({
           const signal = new AbortController().signal;
           const stored = await client.get(CocoonSets, ns, "rv");
           const pods = (await client.list(Pods, { namespace: ns })).items;
-          const pass: Pass = {
+          const pass: SetPass = {
             deps: reconciler.deps,
             cs: stored,
             classified: classifyPods(pods),

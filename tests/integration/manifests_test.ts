@@ -16,7 +16,7 @@ const repoRoot = new URL("../../", import.meta.url).pathname;
 const operatorRequests: Record<string, string[]> = {
   // Reconcilers read through informers (list, watch) and write with merge patches only
   // (kube/client_patch.ts: patchObject, patchStatus, patchAnnotations), never update (PUT).
-  // cocoonset/delete.ts reads the live CocoonSet (get); CocoonHibernations are only cached.
+  // cocoonset/finalizer.ts reads the live CocoonSet (get); CocoonHibernations are only cached.
   "cocoonset.cocoonstack.io/cocoonsets": ["get", "list", "watch", "patch"],
   "cocoonset.cocoonstack.io/cocoonhibernations": ["list", "watch", "patch"],
   "cocoonset.cocoonstack.io/cocoonsets/status": ["patch"],
@@ -24,7 +24,7 @@ const operatorRequests: Record<string, string[]> = {
   // Owner references with blockOwnerDeletion on the pods (cocoonset/pods.ts; only CocoonSets
   // own pods).
   "cocoonset.cocoonstack.io/cocoonsets/finalizers": ["update"],
-  // Live gets: cocoonset/conflict.ts, cocoonset/slot_release.ts, hibernation/reconciler.ts.
+  // Live gets: cocoonset/name_clash.ts, cocoonset/seat_release.ts, hibernation/reconciler.ts.
   "/pods": ["get", "list", "watch", "create", "delete", "patch"],
   // cocoonset/nodes.ts reads nodes from the cache only (kube/cache.ts never falls back to a get).
   "/nodes": ["list", "watch"],

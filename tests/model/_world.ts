@@ -49,7 +49,7 @@ import {
   vmNameForDeployment,
   vmUp,
 } from "../../common/meta/mod.ts";
-import { AnnotationDeleteVMNames } from "../../cocoonset/delete.ts";
+import { AnnotationDeleteVMNames } from "../../cocoonset/teardown.ts";
 import { podRelevantChange } from "../../cocoonset/predicate.ts";
 import type { KubeObject } from "../../kube/object.ts";
 import type { ResourceType } from "../../kube/resource.ts";

@@ -1,5 +1,5 @@
 /**
- * Name conflicts: a pod the set needs (an agent slot or a toolbox) is named like a pod the set
+ * Name clashes: a pod the set needs (an agent slot or a toolbox) is named like a pod the set
  * does not control. Such a pod is never modified or deleted; the set reports it (Ready=False,
  * reason NameConflict, a Warning naming the other object) and keeps reconciling everything else.
  * The Go operator instead waited forever for the pod to "finish terminating".
@@ -8,11 +8,11 @@ import type { Pod } from "../kube/core.ts";
 import { isControlledBy } from "../kube/controllerutil.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { LabelRole } from "../common/meta/mod.ts";
-import { emit, type Pass, podRef, readStoredPod } from "./pass.ts";
+import { emit, podRef, readStoredPod, type SetPass } from "./pass.ts";
 import type { Result } from "../kube/reconcile.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { agentPodName } from "./pods.ts";
-import { type StatusProblem, writeSetStatus } from "./status.ts";
+import { PassStopped, type StatusProblem } from "./problem.ts";
 
 /** Reason when a pod name the set needs belongs to something else. */
 export const ReasonNameConflict = "NameConflict";
@@ -28,7 +28,7 @@ export type NameClash =
  * and so is not in the cache): gone meanwhile, ours (terminating, or not yet in the cache), or
  * someone else's.
  */
-export async function classifyNameClash(pass: Pass, podName: string): Promise<NameClash> {
+export async function classifyNameClash(pass: SetPass, podName: string): Promise<NameClash> {
   const ns = pass.cs.metadata.namespace ?? "";
   const live = await readStoredPod(pass, ns, podName, "get existing pod");
   if (!live) return { kind: "gone" };
@@ -37,8 +37,8 @@ export async function classifyNameClash(pass: Pass, podName: string): Promise<Na
     : { kind: "foreign", pod: live };
 }
 
-/** Records a conflict on the pass (status problem + Warning Event) and returns the problem. */
-export function reportNameConflict(pass: Pass, what: string, other: Pod): StatusProblem {
+/** Records a name clash on the pass (status problem + Warning Event) and returns the problem. */
+export function reportNameClash(pass: SetPass, what: string, other: Pod): StatusProblem {
   const problem: StatusProblem = {
     condition: ConditionTypeReady,
     reason: ReasonNameConflict,
@@ -49,7 +49,7 @@ export function reportNameConflict(pass: Pass, what: string, other: Pod): Status
   return problem;
 }
 
-/** Thrown after a pass reported name conflicts, so the set is retried with backoff. */
+/** Thrown after a pass reported name clashes, so the set is retried with backoff. */
 export class NameConflictError extends Error {
   constructor(problems: readonly StatusProblem[]) {
     super(problems.map((p) => p.message).join("; "));
@@ -59,11 +59,11 @@ export class NameConflictError extends Error {
 
 /**
  * A create of the main answered AlreadyExists: gone meanwhile → look again at once; our old main
- * still terminating → look again after waitMs; someone else's pod → a name conflict, reported in
- * the status (phase kept as given) and thrown so the pass is retried with backoff.
+ * still terminating → look again after waitMs; someone else's pod → a name clash: the pass
+ * stops (PassStopped: the status gets the phase given, the pass fails with NameConflictError).
  */
 export async function settleMainCreateClash(
-  pass: Pass,
+  pass: SetPass,
   phase: CocoonSetPhase | "",
   waitMs: number,
 ): Promise<Result> {
@@ -71,9 +71,8 @@ export async function settleMainCreateClash(
   const clash = await classifyNameClash(pass, name);
   if (clash.kind === "gone") return { requeue: true };
   if (clash.kind === "ours") return { requeueAfter: waitMs };
-  const problem = reportNameConflict(pass, "the main agent", clash.pod);
-  await writeSetStatus(pass, phase);
-  throw new NameConflictError([problem]);
+  const problem = reportNameClash(pass, "the main agent", clash.pod);
+  throw new PassStopped(phase, new NameConflictError([problem]));
 }
 
 /** "pod ns/name (controlled by Kind name, role r)" or "(not controlled by any CocoonSet)". */

@@ -18,8 +18,15 @@ import {
   readKeepSnapshotOnDelete,
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
-import { AnnotationDeleteVMNames } from "./delete.ts";
-import { ReasonWakeNoCapacity, reconcileSuspendRelease, reconcileWake } from "./slot_release.ts";
+import { AnnotationDeleteVMNames } from "./teardown.ts";
+import {
+  decideReleasedWake,
+  ReasonWakeNoCapacity,
+  reconcileReleasedWake,
+  reconcileSuspendRelease,
+  type ReleasedWakeFacts,
+  type ReleasedWakeState,
+} from "./seat_release.ts";
 import {
   counterValue,
   depsOf,
@@ -254,7 +261,7 @@ Deno.test("release suspend writes stash, hint, keep-snapshot, DELETE, Suspended 
   assert.equal(await counterValue(podsDeletedTotal, setLabels) - before, 1);
 });
 
-// --- reconcileWake -----------------------------------------------------------------------------
+// --- reconcileReleasedWake -----------------------------------------------------------------------------
 
 Deno.test("wake recreates the main restoring from its snapshot with a preferred affinity to the hint node", async () => {
   const env = newTestEnv();
@@ -269,7 +276,7 @@ Deno.test("wake recreates the main restoring from its snapshot with a preferred 
     }),
   );
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
 
   assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
   const pod = await env.fake.get(Pods, "ns", "demo-0");
@@ -298,7 +305,7 @@ Deno.test("wake of a set pinned by spec.nodeName requires the pinned node, not t
     wakeSet("Suspended", "node-a", (c) => c.spec.nodeName = "node-b"),
   );
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
 
   assert.equal(got.handled, true);
   const pod = await env.fake.get(Pods, "ns", "demo-0");
@@ -318,7 +325,7 @@ Deno.test("wake restores on a fast unsuspend that lands while the phase still re
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", "node-a"));
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
 
   assert.equal(got.handled, true);
   const pod = await env.fake.get(Pods, "ns", "demo-0");
@@ -331,7 +338,7 @@ Deno.test("wake leaves Suspending without the node hint to the normal flow", asy
   failEveryProbe(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", ""));
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
 
   assert.deepEqual(got, { handled: false });
   assert.deepEqual(env.registry.calls, []);
@@ -345,13 +352,13 @@ Deno.test("wake waits out a stale pod cache under Suspended, then restores", asy
   // The cache still shows the released main; the API no longer has it.
   const stale = withHibernate(hibernatedMainPod(cs, "node-a"));
 
-  const first = await reconcileWake(newTestPass(depsOf(env), cs, [stale]));
+  const first = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [stale]));
 
   assert.deepEqual(first, { handled: true, result: { requeueAfter: 5_000 } });
   assert.deepEqual(tagDeletes(env), [], "waiting keeps the tag");
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "nothing is created yet");
 
-  const second = await reconcileWake(newTestPass(depsOf(env), cs));
+  const second = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
 
   assert.equal(second.handled, true);
   const pod = await env.fake.get(Pods, "ns", "demo-0");
@@ -364,11 +371,11 @@ Deno.test("wake waits out a stale main under Suspending (no Suspended receipt), 
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", "node-a"));
   const stale = withHibernate(hibernatedMainPod(cs, "node-a"));
 
-  const first = await reconcileWake(newTestPass(depsOf(env), cs, [stale]));
+  const first = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [stale]));
   assert.deepEqual(first, { handled: true, result: { requeueAfter: 5_000 } });
   assert.equal(await getPod(env.fake, "demo-0"), undefined);
 
-  const second = await reconcileWake(newTestPass(depsOf(env), cs));
+  const second = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
 
   assert.equal(second.handled, true);
   assert.ok(readRestoreFromHibernate(await env.fake.get(Pods, "ns", "demo-0")));
@@ -379,7 +386,7 @@ Deno.test("wake leaves a main whose delete never happened to the in-place unsusp
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", "node-a"));
   const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(cs, "node-a")));
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: false });
   assert.deepEqual(writeActions(env.fake), []);
@@ -389,7 +396,7 @@ Deno.test("wake without a snapshot hands the fresh boot to the normal flow", asy
   const env = newTestEnv(); // no tag: suspended before the first boot
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", ""));
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
 
   assert.deepEqual(got, { handled: false });
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "the wake itself creates nothing");
@@ -402,7 +409,7 @@ Deno.test("wake fails closed on a registry probe error: no pod, no write", async
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", ""));
 
   await assert.rejects(
-    reconcileWake(newTestPass(depsOf(env), cs)),
+    reconcileReleasedWake(newTestPass(depsOf(env), cs)),
     /wake: probe hibernate snapshot/,
   );
   assert.equal(await getPod(env.fake, "demo-0"), undefined);
@@ -415,7 +422,7 @@ Deno.test("wake waits while the restore pod has no live VM and keeps the snapsho
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", ""));
   const main = env.fake.seed(Pods, mainPod(cs)); // unscheduled, no VM id
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
   assert.deepEqual(tagDeletes(env), []);
@@ -434,7 +441,7 @@ Deno.test("wake drops the snapshot and the node hint once the restored VM is liv
   const pool = await counterValue(wakeTotal, { ...setLabels, placement: "pool" });
   const hintNode = await counterValue(wakeTotal, { ...setLabels, placement: "hint-node" });
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: true, result: { requeue: true } });
   assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
@@ -457,7 +464,7 @@ Deno.test("wake keeps the snapshot while vk-cocoon is hibernating the restored m
   main.metadata.annotations![AnnotationLifecycleState] = LifecycleStateHibernating;
   env.fake.seed(Pods, main);
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
   assert.deepEqual(tagDeletes(env), []);
@@ -470,7 +477,7 @@ Deno.test("wake never engages from Running: a stale tag is not trusted", async (
   failEveryProbe(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Running", ""));
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
 
   assert.deepEqual(got, { handled: false });
   assert.deepEqual(env.registry.calls, []);
@@ -485,7 +492,7 @@ Deno.test("wake completes after a stale write replaced Waking: restore-marked li
     restoreMarked(mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true })),
   );
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.equal(got.handled, true);
   assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
@@ -502,7 +509,7 @@ Deno.test("wake after a stale phase write repaints Waking while the restore is n
   const cs = env.fake.seed(CocoonSets, wakeSet("Pending", "node-a"));
   const main = env.fake.seed(Pods, restoreMarked(mainPod(cs, { node: "node-a" })));
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
   assert.deepEqual(tagDeletes(env), []);
@@ -518,7 +525,7 @@ Deno.test("wake stays disengaged after cleanup: the restore mark alone does not 
     restoreMarked(mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true })),
   );
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: false });
   assert.deepEqual(env.registry.calls, []);
@@ -529,7 +536,7 @@ Deno.test("wake leaves a Suspended set's placeholder pod to the in-place unsuspe
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", ""));
   const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(cs, "node-a")));
 
-  const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: false });
   assert.deepEqual(writeActions(env.fake), []);
@@ -547,13 +554,13 @@ Deno.test("wake scores its placement once even when a stale Waking status re-ent
   const hintNode0 = await score("hint-node");
   const pool0 = await score("pool");
 
-  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
   assert.equal(await score("hint-node") - hintNode0, 1, "landing on the hint scores hint-node");
 
   // The hint patch landed, the status write is seen stale.
   const stale = await storedSet(env);
   stale.status = { ...stale.status, phase: "Waking" };
-  await reconcileWake(newTestPass(depsOf(env), stale, [main]));
+  await reconcileReleasedWake(newTestPass(depsOf(env), stale, [main]));
 
   assert.equal(await score("hint-node") - hintNode0, 1, "the re-entry does not score again");
   assert.equal(await score("pool") - pool0, 0, "nor as pool");
@@ -565,7 +572,7 @@ Deno.test("wake persists Waking before it creates the restore pod", async () => 
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", "node-a"));
 
-  await reconcileWake(newTestPass(depsOf(env), cs));
+  await reconcileReleasedWake(newTestPass(depsOf(env), cs));
 
   const writes = writeActions(env.fake);
   const waking = writes.findIndex((a) =>
@@ -592,7 +599,7 @@ Deno.test("wake reports WakeNoCapacity with the scheduler's message on every pas
   const before = await counterValue(wakeUnschedulableTotal, setLabels);
 
   for (let pass = 0; pass < 2; pass++) {
-    const got = await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+    const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
     assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
   }
 
@@ -616,7 +623,7 @@ Deno.test("wake of a pod that is merely pending scheduling records no WakeNoCapa
   const main = env.fake.seed(Pods, restoreMarked(mainPod(cs)));
   const before = await counterValue(wakeUnschedulableTotal, setLabels);
 
-  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(env.recorder.events, []);
   assert.equal(await counterValue(wakeUnschedulableTotal, setLabels) - before, 0);
@@ -637,7 +644,7 @@ Deno.test("wake keeps the snapshot when the restored main is asked to hibernate 
     ),
   );
 
-  await reconcileWake(newTestPass(depsOf(env), cs, [main]));
+  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
   assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
@@ -706,8 +713,105 @@ Deno.test("wake keeps the snapshot when only the stored main carries the new hib
   );
   await editPod(env, "demo-0", withHibernate);
 
-  await reconcileWake(newTestPass(depsOf(env), cs, [cached]));
+  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [cached]));
 
   assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
   assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+});
+
+// ---- decideReleasedWake: the one state a released-seat wake is in ----
+
+type WakeMain = NonNullable<ReleasedWakeFacts["main"]>;
+
+/** A live main, not restore-marked, not asked to hibernate, not terminal. */
+function wakeMain(fields: Partial<WakeMain> = {}): WakeMain {
+  return {
+    restoreMarked: false,
+    hibernateRequested: false,
+    live: true,
+    terminal: false,
+    ...fields,
+  };
+}
+
+const wakeCases: [string, ReleasedWakeFacts, ReleasedWakeState][] = [
+  ["Running: never engaged", { phase: "Running", hint: "node-a", hasRegistry: true }, "idle"],
+  ["Suspended without a registry", { phase: "Suspended", hint: "n", hasRegistry: false }, "idle"],
+  ["Suspending without the hint", { phase: "Suspending", hint: "", hasRegistry: true }, "idle"],
+  ["Failed with a main", {
+    phase: "Failed",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ terminal: true }),
+  }, "idle"],
+  ["Suspended, no main", { phase: "Suspended", hint: "n", hasRegistry: true }, "start"],
+  [
+    "Suspending with the hint, no main",
+    { phase: "Suspending", hint: "n", hasRegistry: true },
+    "start",
+  ],
+  ["Failed with the hint, no main", { phase: "Failed", hint: "n", hasRegistry: true }, "start"],
+  ["Waking, no main", { phase: "Waking", hint: "", hasRegistry: true }, "start"],
+  ["Waking, VM not live", {
+    phase: "Waking",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true, live: false }),
+  }, "restoring"],
+  ["Waking, VM live", {
+    phase: "Waking",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true }),
+  }, "complete"],
+  ["a stale phase over an unfinished wake, VM live", {
+    phase: "Running",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true }),
+  }, "complete"],
+  ["a stale phase over an unfinished wake, VM not live", {
+    phase: "Pending",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true, live: false }),
+  }, "restoring"],
+  ["a restore-marked main asked to hibernate is no unfinished wake", {
+    phase: "Running",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ restoreMarked: true, hibernateRequested: true }),
+  }, "idle"],
+  ["Suspended with the hint, the cache still shows the main", {
+    phase: "Suspended",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain(),
+  }, "confirm-delete"],
+  ["Suspending with the hint, the cache still shows the main", {
+    phase: "Suspending",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ live: false }),
+  }, "confirm-delete"],
+  ["Suspended without the hint: a retain placeholder", {
+    phase: "Suspended",
+    hint: "",
+    hasRegistry: true,
+    main: wakeMain(),
+  }, "leave"],
+  ["Suspended with the hint, a kept failed pod", {
+    phase: "Suspended",
+    hint: "n",
+    hasRegistry: true,
+    main: wakeMain({ terminal: true }),
+  }, "leave"],
+];
+
+Deno.test("decideReleasedWake: each row of the table gives its state, and every state is reachable", () => {
+  for (const [name, facts, want] of wakeCases) {
+    assert.equal(decideReleasedWake(facts), want, name);
+  }
+  const reached = new Set(wakeCases.map(([, , state]) => state));
+  assert.equal(reached.size, 6, "all six ReleasedWakeState values");
 });

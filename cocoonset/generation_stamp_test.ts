@@ -10,7 +10,7 @@ import {
   podSeed,
   testNamespace,
 } from "./_test_support.ts";
-import { syncCocoonSetGeneration } from "./lifecycle.ts";
+import { syncCocoonSetGeneration } from "./generation_stamp.ts";
 
 function bare(name: string, generation?: string): Pod {
   return {

@@ -5,11 +5,11 @@
  */
 import { wrapError } from "../kube/errors.ts";
 import { patchCocoonSetGeneration } from "../common/k8s/client_patch.ts";
-import { type Pass, podRef } from "./pass.ts";
+import { podRef, type SetPass } from "./pass.ts";
 import { podsByName } from "./pods.ts";
 
 /** Stamps the current generation on every owned pod that does not carry it yet. */
-export async function syncCocoonSetGeneration(pass: Pass): Promise<void> {
+export async function syncCocoonSetGeneration(pass: SetPass): Promise<void> {
   const generation = pass.cs.metadata.generation ?? 0;
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();

@@ -9,9 +9,9 @@
  * writes resumes the flow instead of fresh-booting over a snapshot.
  */
 import type { Result } from "../kube/reconcile.ts";
-import { type Pod, Pods } from "../kube/core.ts";
+import { type Pod } from "../kube/core.ts";
 import { patchAnnotations } from "../kube/client_patch.ts";
-import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { wrapError } from "../kube/errors.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchHibernateState, patchKeepSnapshotOnDelete } from "../common/k8s/client_patch.ts";
 import {
@@ -30,26 +30,31 @@ import {
   slotReleaseWakeTotal,
   slotReleaseWakeUnschedulableTotal,
 } from "../metrics/metrics.ts";
-import { stashDeleteVMNames } from "./delete.ts";
+import { stashDeleteVMNames } from "./teardown.ts";
 import { podIsTerminal } from "./pod_state.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
-import { deletePod, emit, type Handled, type Pass, podRef, readStoredPod } from "./pass.ts";
+import {
+  deletePod,
+  emit,
+  type Handled,
+  podRef,
+  readStoredPod,
+  requeueWaitForMainMs,
+  type SetPass,
+} from "./pass.ts";
 import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
 import { writeSetStatus } from "./status.ts";
-import { ensureSpecBuildable, markSpecChecked, rethrowInvalidMain } from "./validate.ts";
-import { settleMainCreateClash } from "./conflict.ts";
+import { ensureSpecBuildable } from "./validate.ts";
+import { createMainPod } from "./create_main.ts";
 import { dropTag } from "./tag_gate.ts";
-import { refuseCollidingCreate, requeueVMNameConflictMs } from "./vm_collision.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
 export const ReasonWakeNoCapacity = "WakeNoCapacity";
-/** How long to wait for a wake pod create or a stale cache to settle (ms). */
-export const requeueWaitForMainMs = 5_000;
 
 /** Drives a release-policy suspend. */
-export async function reconcileSuspendRelease(pass: Pass): Promise<Result> {
+export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
   const { cs, classified, deps } = pass;
   if (!deps.registry) {
     throw new Error(
@@ -99,6 +104,7 @@ export async function reconcileSuspendRelease(pass: Pass): Promise<Result> {
     } catch (err) {
       pass.log.error("could not mark {pod} keep-snapshot-on-delete, the wake will pull: {error}", {
         pod: podRef(pod),
+        // String(err), not errorMessage: this line has always named the error's class.
         error: String(err),
       });
     }
@@ -116,97 +122,168 @@ export async function reconcileSuspendRelease(pass: Pass): Promise<Result> {
 const notHandled: Handled = { handled: false };
 
 /**
- * The wake of a set coming back from a released (pod-less) suspend. It engages on the phase
- * (Waking; Suspended; Suspending with the node hint set) or on an unfinished wake (a
- * restore-marked, non-hibernating main while the hint is still set; no main while Failed with
- * the hint set), never on the current policy: switching to retain while released must still
- * restore.
+ * Where a released-seat wake stands (docs/cocoonset.md, "Release"), one state per pass:
+ *
+ * | state          | when                                                                  |
+ * | -------------- | --------------------------------------------------------------------- |
+ * | idle           | not engaged (below), or no registry: the normal flow owns the pass    |
+ * | start          | engaged, no main: restore it from its snapshot                        |
+ * | restoring      | waking, the main's VM is not live yet                                 |
+ * | complete       | waking, the main's VM is live: drop the tag and the hint              |
+ * | confirm-delete | Suspended, or Suspending with the hint, a non-terminal main, the hint |
+ * | leave          | Suspended without the hint, or a terminal main: the normal flow       |
+ *
+ * Engaged: waking (phase Waking, or a restore-marked main not asked to hibernate while the hint
+ * is set: a stale phase write replaced Waking), phase Suspended, phase Suspending with the hint
+ * (a fast unsuspend before the deletes settled Suspended), or phase Failed with the hint and no
+ * main (a failed restore pod, gone since). Never on the current policy: switching to retain
+ * while released must still restore.
  */
-export async function reconcileWake(pass: Pass): Promise<Handled> {
+export type ReleasedWakeState =
+  | "idle"
+  | "start"
+  | "restoring"
+  | "complete"
+  | "confirm-delete"
+  | "leave";
+
+/** What decideReleasedWake reads of a pass. */
+export interface ReleasedWakeFacts {
+  phase?: string;
+  /** The node hint annotation, "" when unset. */
+  hint: string;
+  hasRegistry: boolean;
+  main?: {
+    restoreMarked: boolean;
+    hibernateRequested: boolean;
+    live: boolean;
+    terminal: boolean;
+  };
+}
+
+/** The facts of a pass for decideReleasedWake. */
+export function releasedWakeFacts(pass: SetPass): ReleasedWakeFacts {
   const { cs, classified, deps } = pass;
   const main = classified.main;
-  const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
-  const phase = cs.status?.phase;
-  const suspended = phase === "Suspended";
-  // A fast unsuspend can land before the deletes settled Suspended; the hint proves they ran.
-  const suspending = phase === "Suspending" && hint !== "";
-  // A stale phase write can replace Waking; the restore-marked main with the hint still set is
-  // an unfinished wake (completion clears the hint).
-  const cleanupPending = main !== undefined && readRestoreFromHibernate(main) &&
-    !readHibernateState(main) && hint !== "";
-  const waking = phase === "Waking" || cleanupPending;
-  // A failed restore pod makes the set Failed over Waking; once that pod is gone, the hint is
-  // all that says the wake is unfinished, and the normal flow would boot fresh over the snapshot.
-  const failedWake = phase === "Failed" && hint !== "" && main === undefined;
+  return {
+    phase: cs.status?.phase,
+    hint: cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "",
+    hasRegistry: deps.registry !== undefined,
+    main: main && {
+      restoreMarked: readRestoreFromHibernate(main),
+      hibernateRequested: readHibernateState(main),
+      live: vmLive(main),
+      terminal: podIsTerminal(main),
+    },
+  };
+}
+
+/** The one state a released-seat wake is in (see ReleasedWakeState). */
+export function decideReleasedWake(f: ReleasedWakeFacts): ReleasedWakeState {
+  const { main, phase, hint } = f;
+  const hinted = hint !== "";
+  const unfinishedWake = main !== undefined && main.restoreMarked && !main.hibernateRequested &&
+    hinted;
+  const waking = phase === "Waking" || unfinishedWake;
+  const suspended = phase === "Suspended" || (phase === "Suspending" && hinted);
+  const failedWake = phase === "Failed" && hinted && main === undefined;
+  if (!f.hasRegistry || !(waking || suspended || failedWake)) return "idle";
+  if (!main) return "start";
+  if (waking) return main.live ? "complete" : "restoring";
+  // Here the phase is Suspended, or Suspending with the hint (failedWake needs no main).
+  return hinted && !main.terminal ? "confirm-delete" : "leave";
+}
+
+/**
+ * The wake of a set coming back from a released (pod-less) suspend: a stale node hint is
+ * cleared first (then the normal flow owns the pass), then the executor of the state the wake
+ * is in runs.
+ */
+export async function reconcileReleasedWake(pass: SetPass): Promise<Handled> {
+  const main = pass.classified.main;
+  const hint = pass.cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
   if (hint !== "" && main && await clearStaleHint(pass, main)) return notHandled;
-  if ((!waking && !suspended && !suspending && !failedWake) || !deps.registry) return notHandled;
-
-  if (!main) return await startReleasedWake(pass);
-
-  if (waking && !vmLive(main)) {
-    // A hibernate request on the restore pod that nobody owns (its CocoonHibernation deleted, a
-    // suspend pass from a stale copy that lost its status write) would keep the VM down and the
-    // set Waking for ever: withdraw it.
-    await withdrawOrphanHibernate(pass, main);
-    const msg = unschedulableMessage(main);
-    if (msg !== "") {
-      slotReleaseWakeUnschedulableTotal.labels({
-        namespace: cs.metadata.namespace ?? "",
-        cocoonset: cs.metadata.name ?? "",
-      }).inc();
-      emit(
-        pass,
-        "Warning",
-        ReasonWakeNoCapacity,
-        `main pod ${main.metadata.name} unschedulable: ${msg}`,
-      );
-      await warnIfPoolEmpty(pass, main);
-    }
-    await writeSetStatus(pass, "Waking");
-    return { handled: true, result: { requeueAfter: requeueSuspendPollMs } };
+  const state = decideReleasedWake(releasedWakeFacts(pass));
+  if (state === "start" || !main) {
+    return state === "idle" ? notHandled : await startReleasedWake(pass);
   }
-
-  if (waking) {
-    // Live: the snapshot has done its job — unless the VM was asked to hibernate again (a
-    // CocoonHibernation, a person): vk-cocoon pushes that round's tag before it removes the VM,
-    // so the tag may already be the only copy of it. The request's owner drops it on its wake.
-    const vmName = parseVMSpec(main).vmName;
-    if (!await hibernateRequested(pass, main)) {
-      try {
-        await dropTag(pass, vmName, HibernateSnapshotTag);
-      } catch (err) {
-        throw wrapError(`wake: drop hibernate snapshot ${vmName}`, err);
-      }
-    }
-    // The hint marks a wake in flight; a re-entry on a stale status arrives without it and must
-    // not score the landing a second time.
-    if (hint !== "") {
-      const node = main.spec?.nodeName ?? "";
-      pass.log.info("wake restored the main on {node}, dropped its hibernate snapshot", { node });
-      slotReleaseWakeTotal.labels({
-        namespace: cs.metadata.namespace ?? "",
-        cocoonset: cs.metadata.name ?? "",
-        placement: hint === node ? "hint-node" : "pool",
-      }).inc();
-      await patchAnnotations(deps.client, CocoonSets, cs, { [AnnotationHibernatedOnNode]: "" }, {
-        signal: pass.signal,
-      });
-    }
-    // The phase derives from the pods now; the requeued pass settles Running or Scaling.
-    await writeSetStatus(pass, "");
-    return { handled: true, result: { requeue: true } };
+  switch (state) {
+    case "idle":
+    case "leave":
+      // A retain-policy placeholder or a kept failed pod: the normal flow owns these.
+      return notHandled;
+    case "restoring":
+      return await awaitRestore(pass, main);
+    case "complete":
+      return await completeWake(pass, main, hint);
+    case "confirm-delete":
+      return await confirmReleasedDelete(pass, main);
   }
+}
 
-  if (hint !== "" && !podIsTerminal(main)) return await confirmReleasedDelete(pass, main);
-  // A retain-policy placeholder or a kept failed pod: the normal flow owns these.
-  return notHandled;
+/** The restore pod's VM is not live yet: Waking, with WakeNoCapacity while it cannot schedule. */
+async function awaitRestore(pass: SetPass, main: Pod): Promise<Handled> {
+  const { cs } = pass;
+  // A hibernate request on the restore pod that nobody owns (its CocoonHibernation deleted, a
+  // suspend pass from a stale copy that lost its status write) would keep the VM down and the
+  // set Waking for ever: withdraw it.
+  await withdrawOrphanHibernate(pass, main);
+  const msg = unschedulableMessage(main);
+  if (msg !== "") {
+    slotReleaseWakeUnschedulableTotal.labels({
+      namespace: cs.metadata.namespace ?? "",
+      cocoonset: cs.metadata.name ?? "",
+    }).inc();
+    emit(
+      pass,
+      "Warning",
+      ReasonWakeNoCapacity,
+      `main pod ${main.metadata.name} unschedulable: ${msg}`,
+    );
+    await warnIfPoolEmpty(pass, main);
+  }
+  await writeSetStatus(pass, "Waking");
+  return { handled: true, result: { requeueAfter: requeueSuspendPollMs } };
+}
+
+/** The restored VM is live: drop the snapshot and the hint, score the landing once. */
+async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Handled> {
+  const { cs, deps } = pass;
+  // Live: the snapshot has done its job — unless the VM was asked to hibernate again (a
+  // CocoonHibernation, a person): vk-cocoon pushes that round's tag before it removes the VM,
+  // so the tag may already be the only copy of it. The request's owner drops it on its wake.
+  const vmName = parseVMSpec(main).vmName;
+  if (!await hibernateRequested(pass, main)) {
+    try {
+      await dropTag(pass, vmName, HibernateSnapshotTag);
+    } catch (err) {
+      throw wrapError(`wake: drop hibernate snapshot ${vmName}`, err);
+    }
+  }
+  // The hint marks a wake in flight; a re-entry on a stale status arrives without it and must
+  // not score the landing a second time.
+  if (hint !== "") {
+    const node = main.spec?.nodeName ?? "";
+    pass.log.info("wake restored the main on {node}, dropped its hibernate snapshot", { node });
+    slotReleaseWakeTotal.labels({
+      namespace: cs.metadata.namespace ?? "",
+      cocoonset: cs.metadata.name ?? "",
+      placement: hint === node ? "hint-node" : "pool",
+    }).inc();
+    await patchAnnotations(deps.client, CocoonSets, cs, { [AnnotationHibernatedOnNode]: "" }, {
+      signal: pass.signal,
+    });
+  }
+  // The phase derives from the pods now; the requeued pass settles Running or Scaling.
+  await writeSetStatus(pass, "");
+  return { handled: true, result: { requeue: true } };
 }
 
 /**
  * Probes for the snapshot and recreates the main from it. Without a snapshot (suspended before
  * the first boot, or the tag was lost) the normal flow boots it fresh.
  */
-async function startReleasedWake(pass: Pass): Promise<Handled> {
+async function startReleasedWake(pass: SetPass): Promise<Handled> {
   const { cs, deps } = pass;
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
   let present: boolean;
@@ -225,21 +302,12 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
   const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
   // A spec.nodeName pin already gave the pod a required affinity; it wins over the hint.
   if (hint && !pod.spec!.affinity) pod.spec!.affinity = preferredHostnameAffinity(hint);
-  if (await refuseCollidingCreate(pass, pod, "the main agent")) {
-    await writeSetStatus(pass, "Waking");
-    return { handled: true, result: { requeueAfter: requeueVMNameConflictMs } };
-  }
-  try {
-    await deps.client.create(Pods, pod, { signal: pass.signal });
-  } catch (err) {
-    await rethrowInvalidMain(pass, err);
-    if (!isAlreadyExists(err)) throw wrapError("wake: create main", err);
-    return {
-      handled: true,
-      result: await settleMainCreateClash(pass, "Waking", requeueWaitForMainMs),
-    };
-  }
-  markSpecChecked(pass);
+  const ended = await createMainPod(pass, pod, {
+    phase: "Waking",
+    clashWaitMs: requeueWaitForMainMs,
+    context: "wake: create main",
+  });
+  if (ended) return { handled: true, result: ended };
   pass.log.info("wake recreated the main from its snapshot, preferring node {node}", {
     node: hint,
   });
@@ -250,7 +318,7 @@ async function startReleasedWake(pass: Pass): Promise<Handled> {
  * Whether the main carries a hibernate request, in the cache or on the stored pod: the cache may
  * not show yet a request vk-cocoon already acts on. A main that is gone carries none.
  */
-async function hibernateRequested(pass: Pass, main: Pod): Promise<boolean> {
+async function hibernateRequested(pass: SetPass, main: Pod): Promise<boolean> {
   if (readHibernateState(main)) return true;
   const live = await readStoredMain(pass, main, "wake: read");
   return live !== undefined && readHibernateState(live);
@@ -261,7 +329,7 @@ async function hibernateRequested(pass: Pass, main: Pod): Promise<boolean> {
  * or a delete that never ran. Only an uncached read can tell; a live pod is woken in place by
  * the normal flow.
  */
-async function confirmReleasedDelete(pass: Pass, main: Pod): Promise<Handled> {
+async function confirmReleasedDelete(pass: SetPass, main: Pod): Promise<Handled> {
   const live = await readStoredMain(pass, main, "wake: confirm delete of");
   if (live === undefined || live.metadata.deletionTimestamp) {
     return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
@@ -270,7 +338,7 @@ async function confirmReleasedDelete(pass: Pass, main: Pod): Promise<Handled> {
 }
 
 /** The stored copy of main (past the cache), or undefined when it is gone. */
-function readStoredMain(pass: Pass, main: Pod, what: string): Promise<Pod | undefined> {
+function readStoredMain(pass: SetPass, main: Pod, what: string): Promise<Pod | undefined> {
   return readStoredPod(pass, main.metadata.namespace ?? "", main.metadata.name ?? "", what);
 }
 
@@ -283,7 +351,7 @@ export const ReasonStaleHintCleared = "StaleNodeHintCleared";
  * Clears the hibernate request of a restore pod in a released-seat wake when nothing owns it: the
  * set is not suspended and no CocoonHibernation (read past the cache) asks to hibernate the pod.
  */
-async function withdrawOrphanHibernate(pass: Pass, main: Pod): Promise<void> {
+async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> {
   const { cs, deps } = pass;
   if (cs.spec.suspend || !readHibernateState(main)) return;
   const ns = main.metadata.namespace ?? "";
@@ -324,7 +392,7 @@ async function withdrawOrphanHibernate(pass: Pass, main: Pod): Promise<void> {
  * deleted later is never restored from the stale tag. The stored pod decides, as a stale cache
  * could still show a main the release already deleted. True when the hint was cleared.
  */
-async function clearStaleHint(pass: Pass, main: Pod): Promise<boolean> {
+async function clearStaleHint(pass: SetPass, main: Pod): Promise<boolean> {
   const { cs, deps } = pass;
   // Waking is the set's own wake: its completion clears the hint and scores the landing.
   if (cs.status?.phase === "Waking") return false;

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { type Pod, Pods } from "../kube/core.ts";
 import {
   actionsOf,
@@ -14,7 +15,9 @@ import {
   testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
-import { NameConflictError, ReasonNameConflict } from "./conflict.ts";
+import { NameConflictError, ReasonNameConflict, settleMainCreateClash } from "./name_clash.ts";
+import { PassStopped } from "./problem.ts";
+import { depsOf, newTestPass } from "./_test_support.ts";
 import { buildAgentPod } from "./pods.ts";
 
 /** A pod named `name` that no CocoonSet controls. */
@@ -102,4 +105,23 @@ Deno.test("a migration whose main name is taken: NameConflict, phase stays Migra
   assert.equal(conditionOf(stored, "Ready")?.reason, ReasonNameConflict);
   assert.equal(env.registry.contains("vk-ns-demo-0", "hibernate"), true, "snapshot kept");
   await assertUntouched(env, "demo-0");
+});
+
+Deno.test("a main create clash with a foreign pod is reported, not written: the pass writes the status", async () => {
+  const env = newTestEnv();
+  seedSet(env, newCocoonSet("demo", withFinalizer), [foreignPod("demo-0")]);
+  env.fake.actions.length = 0;
+  const pass = newTestPass(depsOf(env), (await findSet(env.fake, "demo"))!);
+
+  const stopped = await settleMainCreateClash(pass, "Waking", 5_000).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+
+  assert.ok(stopped instanceof PassStopped, "a typed stop, not a bare error");
+  assert.equal(stopped.phase, "Waking");
+  assert.ok(stopped.error instanceof NameConflictError);
+  assert.deepEqual(pass.problems.map((p) => p.reason), [ReasonNameConflict]);
+  assert.equal(env.recorder.withReason(ReasonNameConflict).length, 1, "its Warning");
+  assert.deepEqual(actionsOf(env, "patch", CocoonSets), [], "the check wrote no status");
 });

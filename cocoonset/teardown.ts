@@ -7,12 +7,12 @@
 import type { Result } from "../kube/reconcile.ts";
 import type { Pod } from "../kube/core.ts";
 import { patchObject } from "../kube/client_patch.ts";
-import { removeFinalizer } from "../kube/controllerutil.ts";
-import { isNotFound, wrapError } from "../kube/errors.ts";
+import { wrapError } from "../kube/errors.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";
-import { deletePod, type Pass } from "./pass.ts";
+import { deletePod, type SetPass } from "./pass.ts";
+import { holdsFinalizer, releaseFinalizer, stillFinalizing } from "./finalizer.ts";
 import { listOwnedPods } from "./ownership.ts";
 import { hibernationPodNames } from "./restore.ts";
 import {
@@ -27,8 +27,6 @@ import {
 import { forgetSpecCheck } from "./validate.ts";
 import { dropTag } from "./tag_gate.ts";
 
-/** The CocoonSet's finalizer: held until its pods are gone and its registry tags cleaned. */
-export const finalizerName = "cocoonset.cocoonstack.io/finalizer";
 /**
  * CocoonSet annotation: the sorted, comma-joined VM names to clean from the registry. Written
  * before pods go away, so names survive a status that was never written or is emptied.
@@ -38,11 +36,11 @@ export const AnnotationDeleteVMNames = "cocoonset.cocoonstack.io/delete-vm-names
 export const requeueTeardownMs = 5_000;
 
 /** Runs one teardown pass of a CocoonSet that has a deletionTimestamp. */
-export async function reconcileDelete(pass: Pass): Promise<Result> {
+export async function reconcileTeardown(pass: SetPass): Promise<Result> {
   const { cs, deps, signal } = pass;
   // A set being deleted gets no more status writes.
   deps.writtenStatuses.delete(cs.metadata.uid ?? "");
-  if (!cs.metadata.finalizers?.includes(finalizerName)) {
+  if (!holdsFinalizer(pass)) {
     forgetTeardown(pass);
     return {};
   }
@@ -89,23 +87,21 @@ export async function reconcileDelete(pass: Pass): Promise<Result> {
     return {};
   }
   await cleanRegistry(pass);
-  await patchObject(deps.client, CocoonSets, cs, (c) => {
-    removeFinalizer(c, finalizerName);
-  }, { optimisticLock: true, signal });
+  await releaseFinalizer(pass);
   forgetSpecCheck(pass);
   forgetTeardown(pass);
   return {};
 }
 
 /** UIDs of the pods this process deleted while tearing the pass's CocoonSet down. */
-function deletedBy(pass: Pass): Set<string> {
+function deletedBy(pass: SetPass): Set<string> {
   const uid = pass.cs.metadata.uid ?? "";
   let set = pass.deps.teardownDeletes.get(uid);
   if (!set) pass.deps.teardownDeletes.set(uid, set = new Set());
   return set;
 }
 
-function forgetTeardown(pass: Pass): void {
+function forgetTeardown(pass: SetPass): void {
   pass.deps.teardownDeletes.delete(pass.cs.metadata.uid ?? "");
 }
 
@@ -114,7 +110,7 @@ function forgetTeardown(pass: Pass): void {
  * ones) carry, the VMs they show a hibernation for, and the pods a CocoonHibernation of the
  * namespace names.
  */
-async function teardownEvidence(pass: Pass, owned: readonly Pod[]): Promise<LedgerAddition> {
+async function teardownEvidence(pass: SetPass, owned: readonly Pod[]): Promise<LedgerAddition> {
   const ns = pass.cs.metadata.namespace ?? "";
   const named = await hibernationPodNames(pass.deps, ns, () => true, pass.signal);
   const seen = ledgerEvidence(owned);
@@ -124,30 +120,12 @@ async function teardownEvidence(pass: Pass, owned: readonly Pod[]): Promise<Ledg
   };
 }
 
-/** Whether the live CocoonSet still exists with our finalizer (an uncached read). */
-async function stillFinalizing(pass: Pass): Promise<boolean> {
-  const { cs, deps, signal } = pass;
-  try {
-    const live = await deps.apiReader.get(
-      CocoonSets,
-      cs.metadata.namespace ?? "",
-      cs.metadata.name ?? "",
-      { signal },
-    );
-    return live.metadata.uid === cs.metadata.uid &&
-      (live.metadata.finalizers?.includes(finalizerName) ?? false);
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw wrapError("confirm cocoonset before registry cleanup", err);
-  }
-}
-
 /**
  * Drops, for every stashed VM, the tags that may exist and the snapshot policy does not keep
  * (snapshot_ledger.ts teardownTags). Failures are logged at error level (a registry that refuses
  * deletes leaks snapshots) but never hold the CocoonSet's deletion.
  */
-async function cleanRegistry(pass: Pass): Promise<void> {
+async function cleanRegistry(pass: SetPass): Promise<void> {
   const { cs, deps } = pass;
   const names = parseVMNamesAnnotation(cs.metadata.annotations?.[AnnotationDeleteVMNames]);
   if (!deps.registry) {
@@ -168,6 +146,7 @@ async function cleanRegistry(pass: Pass): Promise<void> {
         pass.log.error("delete snapshot {vm}:{tag} failed: {error}", {
           vm,
           tag,
+          // String(err), not errorMessage: this line has always named the error's class.
           error: String(err),
         });
       }
@@ -184,7 +163,7 @@ async function cleanRegistry(pass: Pass): Promise<void> {
  * cleaned.
  */
 export async function stashDeleteVMNames(
-  pass: Pass,
+  pass: SetPass,
   owned: readonly Pod[],
   evidence: LedgerAddition = {},
 ): Promise<void> {

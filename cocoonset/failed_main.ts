@@ -1,0 +1,53 @@
+/**
+ * The failed-main step: a main whose VM failed (lifecycle `failed`) or whose pod phase is Failed
+ * owns the pass; a main Ready again after a Failed phase is announced.
+ */
+import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { AnnotationLifecycleStateMessage, isPodReady } from "../common/meta/mod.ts";
+import { lifecycleStateFailedObservedTotal } from "../metrics/metrics.ts";
+import { deletePod, emit, type PassEnd, podRef, type SetPass } from "./pass.ts";
+import { mainPodFailedReason, ReasonPodLifecycleFailed } from "./pod_state.ts";
+import { podSpecMatchesAgent } from "./drift.ts";
+import { ensureSpecBuildable } from "./validate.ts";
+
+/** Normal reason: the failed main is Ready again. */
+export const ReasonRecoveredFromFailure = "RecoveredFromFailure";
+
+/**
+ * Handles a failed main (how the pass ends), or announces a recovered one and lets the pass go
+ * on (undefined).
+ */
+export async function reconcileFailedMain(pass: SetPass): Promise<PassEnd | undefined> {
+  const main = pass.classified.main;
+  if (!main) return undefined;
+  const reason = mainPodFailedReason(main);
+  if (reason) return await handleFailedMain(pass, reason);
+  if (pass.cs.status?.phase === "Failed" && isPodReady(main)) {
+    emit(pass, "Normal", ReasonRecoveredFromFailure, `main pod ${podRef(main)} is Ready again`);
+  }
+  return undefined;
+}
+
+/**
+ * A failed main: recreated when it no longer matches the spec (waiting for it to turn Ready
+ * would be forever), else the set is Failed with a Warning naming the cause.
+ */
+async function handleFailedMain(pass: SetPass, reason: string): Promise<PassEnd> {
+  const { cs } = pass;
+  const main = pass.classified.main!;
+  if (!podSpecMatchesAgent(main, cs, 0)) {
+    await ensureSpecBuildable(pass);
+    await deletePod(pass, main, "failed, drifted main agent");
+    return { result: { requeue: true } };
+  }
+  if (reason === ReasonPodLifecycleFailed) {
+    lifecycleStateFailedObservedTotal.labels({ phase: cs.status?.phase || "Pending" }).inc();
+  }
+  const detail = main.metadata.annotations?.[AnnotationLifecycleStateMessage] ||
+    (main.status?.phase ?? "");
+  const message = `main pod ${podRef(main)}: ${detail}`;
+  emit(pass, "Warning", reason, message);
+  // The failure is what the Ready condition must say, ahead of any other problem.
+  pass.problems.unshift({ condition: ConditionTypeReady, reason, message });
+  return { result: {}, phase: "Failed" };
+}

@@ -1,0 +1,146 @@
+/**
+ * Writing a CocoonSet's status, one job per function: merge the pass's conditions into the stored
+ * ones (mergeConditions), tell whether anything changed (statusEqual), ask the server whether an
+ * unchanged copy is current (confirmCopyCurrent), and remember what this process wrote
+ * (copyBehindOwnWrite, rememberWritten). writeStatus composes them.
+ */
+import { deepCopy } from "../kube/object.ts";
+import { patchStatus } from "../kube/client_patch.ts";
+import type { Writer } from "../kube/client.ts";
+import { jsonEqual } from "../kube/patch.ts";
+import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import { setStatusCondition } from "../common/k8s/condition.ts";
+
+/** Set UID → the status this process last wrote (CocoonSetDeps.writtenStatuses). */
+export type WrittenStatuses = Map<string, CocoonSetStatus>;
+
+/**
+ * next with its conditions merged into the stored ones: other condition types are kept, and a
+ * condition whose status did not flip keeps its stored lastTransitionTime. stored is not changed.
+ */
+export function mergeConditions(
+  stored: CocoonSetStatus | undefined,
+  next: CocoonSetStatus,
+  now: () => Date,
+): CocoonSetStatus {
+  const merged = deepCopy(stored?.conditions ?? []);
+  for (const c of next.conditions ?? []) setStatusCondition(merged, c, now);
+  const status: CocoonSetStatus = { ...next };
+  if (merged.length > 0) status.conditions = merged;
+  else delete status.conditions;
+  return status;
+}
+
+/**
+ * Whether a status equal to the cached copy may still be stale: this process last wrote
+ * something else for the set, which the copy does not show yet.
+ */
+export function copyBehindOwnWrite(
+  written: WrittenStatuses | undefined,
+  uid: string,
+  status: CocoonSetStatus,
+): boolean {
+  const mine = written?.get(uid);
+  return mine !== undefined && !statusEqual(mine, status);
+}
+
+/** Remembers the status just written for the set (a copy: cs changes later). */
+export function rememberWritten(
+  written: WrittenStatuses | undefined,
+  uid: string,
+  status: CocoonSetStatus | undefined,
+): void {
+  written?.set(uid, deepCopy(status ?? {}));
+}
+
+/**
+ * An empty status patch carrying cs's resourceVersion: a Conflict says cs is older than the
+ * stored set (the pass is retried from fresh data); success writes nothing.
+ */
+export async function confirmCopyCurrent(
+  client: Writer,
+  cs: CocoonSet,
+  signal?: AbortSignal,
+): Promise<void> {
+  await client.patch(CocoonSets, cs.metadata.namespace ?? "", cs.metadata.name ?? "", "merge", {
+    metadata: { resourceVersion: cs.metadata.resourceVersion },
+  }, { subresource: "status", signal });
+}
+
+/**
+ * Merges next's conditions into the stored ones (keeping other condition types and the
+ * timestamps of unflipped ones), compares with what is stored and, when different, patches the
+ * status subresource. cs is refreshed in place from the server's answer. Returns whether a write
+ * was made.
+ *
+ * The patch carries the resourceVersion cs was read at: a merge patch leaves out every field
+ * that equals cs, so one computed from a cached copy older than the stored status would keep the
+ * stored phase next to this pass's conditions. Such a write fails with Conflict instead, and the
+ * pass is retried from fresh data.
+ *
+ * A status equal to cs sends no write, so the lock alone cannot see a cs older than this
+ * process's own last write (written, by set UID): when cs shows something else than that write,
+ * an empty patch carrying cs's resourceVersion asks the server whether cs is current, and a
+ * Conflict retries the pass from fresh data.
+ */
+export async function writeStatus(
+  client: Writer,
+  cs: CocoonSet,
+  next: CocoonSetStatus,
+  now: () => Date,
+  signal?: AbortSignal,
+  written?: WrittenStatuses,
+): Promise<boolean> {
+  const status = mergeConditions(cs.status, next, now);
+  const uid = cs.metadata.uid ?? "";
+  if (statusEqual(cs.status, status)) {
+    if (!copyBehindOwnWrite(written, uid, status)) return false;
+    await confirmCopyCurrent(client, cs, signal);
+    written?.delete(uid);
+    return false;
+  }
+  await patchStatus(client, CocoonSets, cs, (c) => {
+    c.status = status;
+  }, { optimisticLock: true, signal });
+  rememberWritten(written, uid, cs.status);
+  return true;
+}
+
+/**
+ * Semantic equality of two statuses: empty strings, zero optional numbers and empty lists equal
+ * absent ones, as the Go types' omitempty makes them; the four counters always count.
+ */
+export function statusEqual(
+  a: CocoonSetStatus | undefined,
+  b: CocoonSetStatus | undefined,
+): boolean {
+  return jsonEqual(normalizeStatus(a), normalizeStatus(b));
+}
+
+function normalizeStatus(s: CocoonSetStatus | undefined): Record<string, unknown> {
+  const v = s ?? {};
+  const out: Record<string, unknown> = {
+    readyAgents: v.readyAgents ?? 0,
+    desiredAgents: v.desiredAgents ?? 0,
+    readyToolboxes: v.readyToolboxes ?? 0,
+    desiredToolboxes: v.desiredToolboxes ?? 0,
+  };
+  if (v.observedGeneration) out.observedGeneration = v.observedGeneration;
+  if (v.phase) out.phase = v.phase;
+  if (v.agents?.length) out.agents = v.agents.map((a) => omitEmpty(a, ["slot", "role"]));
+  if (v.toolboxes?.length) out.toolboxes = v.toolboxes.map((t) => omitEmpty(t, ["name"]));
+  if (v.conditions?.length) out.conditions = v.conditions.map((c) => omitEmpty(c, ["type"]));
+  return JSON.parse(JSON.stringify(out));
+}
+
+/** Drops "" / 0 / undefined fields except the ones the wire always carries. */
+export function omitEmpty<T extends object>(obj: T, keep: readonly (keyof T)[]): T {
+  const out = {} as T;
+  for (const [k, v] of Object.entries(obj) as [keyof T, unknown][]) {
+    if (keep.includes(k) || (v !== "" && v !== 0 && v !== undefined && v !== null)) {
+      out[k] = v as T[keyof T];
+    }
+  }
+  return out;
+}

@@ -1,0 +1,80 @@
+/** The jobs of a status write, each on its own (status_write.ts). */
+import assert from "node:assert/strict";
+import { isConflict } from "../kube/errors.ts";
+import type { CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import type { Condition } from "../common/k8s/condition.ts";
+import { getSet, newCocoonSet, newTestEnv, setSeed } from "./_test_support.ts";
+import {
+  confirmCopyCurrent,
+  copyBehindOwnWrite,
+  mergeConditions,
+  rememberWritten,
+  type WrittenStatuses,
+} from "./status_write.ts";
+
+const t0 = "2026-05-14T00:00:00Z";
+const later = () => new Date(Date.UTC(2026, 4, 15));
+
+function cond(type: string, status: string, lastTransitionTime = ""): Condition {
+  return { type, status, reason: "R", message: "m", lastTransitionTime } as Condition;
+}
+
+Deno.test("mergeConditions keeps other types and the time of an unflipped condition, stamps a flip", () => {
+  const stored: CocoonSetStatus = {
+    phase: "Running",
+    conditions: [
+      cond("Ready", "True", t0),
+      cond("Progressing", "False", t0),
+      cond("X", "True", t0),
+    ],
+  };
+  const next: CocoonSetStatus = {
+    phase: "Scaling",
+    conditions: [cond("Ready", "True"), cond("Progressing", "True")],
+  };
+
+  const got = mergeConditions(stored, next, later);
+
+  assert.equal(got.phase, "Scaling");
+  const byType = new Map(got.conditions?.map((c) => [c.type, c]));
+  assert.equal(byType.get("Ready")?.lastTransitionTime, t0, "unflipped: stored time kept");
+  assert.equal(byType.get("Progressing")?.status, "True");
+  assert.notEqual(byType.get("Progressing")?.lastTransitionTime, t0, "flipped: stamped now");
+  assert.equal(byType.get("X")?.lastTransitionTime, t0, "another type is kept");
+  assert.equal(stored.conditions?.[1].status, "False", "the stored copy is not changed");
+  assert.equal(mergeConditions(undefined, { phase: "Pending" }, later).conditions, undefined);
+});
+
+Deno.test("copyBehindOwnWrite: only a remembered write that differs makes an equal copy suspect", () => {
+  const written: WrittenStatuses = new Map();
+  const running: CocoonSetStatus = { phase: "Running" };
+  assert.equal(copyBehindOwnWrite(undefined, "u", running), false, "no cache");
+  assert.equal(copyBehindOwnWrite(written, "u", running), false, "nothing written yet");
+  rememberWritten(written, "u", running);
+  running.phase = "Failed";
+  assert.equal(written.get("u")?.phase, "Running", "remembered as a copy");
+  assert.equal(copyBehindOwnWrite(written, "u", { phase: "Running" }), false, "the same write");
+  assert.equal(copyBehindOwnWrite(written, "u", { phase: "Suspending" }), true, "another write");
+  assert.equal(copyBehindOwnWrite(written, "other", { phase: "Suspending" }), false);
+});
+
+Deno.test("confirmCopyCurrent sends an empty locked status patch: a current copy passes, an older one conflicts", async () => {
+  const { fake } = newTestEnv([setSeed(newCocoonSet("demo"))]);
+  const old = await getSet(fake, "demo");
+  await confirmCopyCurrent(fake, old);
+  const sent = fake.actions.filter((a) => a.verb === "patch" && a.resource === CocoonSets);
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].subresource, "status");
+  assert.deepEqual(
+    (await getSet(fake, "demo")).status,
+    old.status,
+    "a current copy: nothing is written",
+  );
+
+  await fake.patch(CocoonSets, old.metadata.namespace ?? "", "demo", "merge", {
+    metadata: { annotations: { moved: "on" } },
+  });
+  const err = await confirmCopyCurrent(fake, old).then(() => undefined, (e: unknown) => e);
+  assert.ok(isConflict(err), `an older copy is refused with Conflict, got ${err}`);
+});
