@@ -40,7 +40,8 @@ import {
 import { buildAgentPod } from "./pods.ts";
 import { ensureSubAgents } from "./agents.ts";
 import { writeSetStatus } from "./status.ts";
-import { AnnotationDeadLetter, AnnotationRebuildHistory, rfc3339Nano } from "./rebuild.ts";
+import { AnnotationDeadLetter, AnnotationRebuildHistory } from "./rebuild.ts";
+import { rfc3339Nano } from "../kube/time.ts";
 
 const node = "node-a";
 

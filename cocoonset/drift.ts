@@ -5,7 +5,7 @@
  */
 import type { Pod } from "../kube/core.ts";
 import type { Result } from "../kube/reconcile.ts";
-import { jsonEqual } from "../kube/patch.ts";
+import { emptyStringAbsent, sameJson } from "../common/k8s/same_json.ts";
 import type {
   CocoonSet,
   QuantityValue,
@@ -136,9 +136,5 @@ function schedulingMatches(pod: Pod, cs: CocoonSet): boolean {
  */
 function sameList(a: readonly unknown[] | undefined, b: readonly unknown[] | undefined): boolean {
   if ((a?.length ?? 0) === 0 && (b?.length ?? 0) === 0) return true;
-  const normalize = (list: readonly unknown[] | undefined) =>
-    JSON.parse(JSON.stringify(list ?? []), function (this: unknown, _key, value) {
-      return value === "" && !Array.isArray(this) ? undefined : value;
-    });
-  return jsonEqual(normalize(a), normalize(b));
+  return sameJson(a ?? [], b ?? [], emptyStringAbsent);
 }

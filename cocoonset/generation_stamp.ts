@@ -4,7 +4,7 @@
  * timestamp, cannot be fooled by clock skew or a lagging cache.
  */
 import { wrapError } from "../kube/errors.ts";
-import { patchCocoonSetGeneration } from "../common/k8s/client_patch.ts";
+import { patchCocoonSetGeneration } from "../common/k8s/pod_patch.ts";
 import { podRef, type SetPass } from "./pass.ts";
 import { podsByName } from "./pods.ts";
 

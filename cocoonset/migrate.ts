@@ -10,7 +10,7 @@
  */
 import type { Pod } from "../kube/core.ts";
 import { wrapError } from "../kube/errors.ts";
-import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import { patchHibernateState } from "../common/k8s/pod_patch.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
   HibernateSnapshotTag,

@@ -4,7 +4,7 @@
  * after the delete it accounts for.
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { parseRfc3339 } from "../kube/time.ts";
+import { parseRfc3339, rfc3339Nano } from "../kube/time.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 
 /** CocoonSet annotation: JSON object keyed by slot, `{"count": N, "lastDeleted": RFC 3339}`. */
@@ -91,15 +91,4 @@ export function backoffDelayMs(priorCount: number): number {
   if (priorCount === 1) return 1_000;
   if (priorCount === 2) return 5_000;
   return 30_000;
-}
-
-/**
- * How lastDeleted is written: Go's time.Time JSON form (RFC 3339 in UTC, the fraction's trailing
- * zeros trimmed), so the annotation reads the same whichever operator wrote it.
- */
-export function rfc3339Nano(ms: number): string {
-  return new Date(ms).toISOString().replace(
-    /\.(\d*?)0*Z$/,
-    (_m, frac: string) => frac ? `.${frac}Z` : "Z",
-  );
 }

@@ -11,9 +11,9 @@
 import type { Result } from "../kube/reconcile.ts";
 import { type Pod } from "../kube/core.ts";
 import { patchAnnotations } from "../kube/client_patch.ts";
-import { wrapError } from "../kube/errors.ts";
+import { errorText, wrapError } from "../kube/errors.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
-import { patchHibernateState, patchKeepSnapshotOnDelete } from "../common/k8s/client_patch.ts";
+import { patchHibernateState, patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
 import {
   AnnotationHibernatedOnNode,
   HibernateSnapshotTag,
@@ -104,8 +104,7 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
     } catch (err) {
       pass.log.error("could not mark {pod} keep-snapshot-on-delete, the wake will pull: {error}", {
         pod: podRef(pod),
-        // String(err), not errorMessage: this line has always named the error's class.
-        error: String(err),
+        error: errorText(err),
       });
     }
     await deletePod(pass, pod, "hibernated pod for seat release");

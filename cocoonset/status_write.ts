@@ -7,7 +7,7 @@
 import { deepCopy } from "../kube/object.ts";
 import { patchStatus } from "../kube/client_patch.ts";
 import type { Writer } from "../kube/client.ts";
-import { jsonEqual } from "../kube/patch.ts";
+import { sameJson } from "../common/k8s/same_json.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { setStatusCondition } from "../common/k8s/condition.ts";
@@ -115,7 +115,7 @@ export function statusEqual(
   a: CocoonSetStatus | undefined,
   b: CocoonSetStatus | undefined,
 ): boolean {
-  return jsonEqual(normalizeStatus(a), normalizeStatus(b));
+  return sameJson(normalizeStatus(a), normalizeStatus(b));
 }
 
 function normalizeStatus(s: CocoonSetStatus | undefined): Record<string, unknown> {
@@ -131,7 +131,7 @@ function normalizeStatus(s: CocoonSetStatus | undefined): Record<string, unknown
   if (v.agents?.length) out.agents = v.agents.map((a) => omitEmpty(a, ["slot", "role"]));
   if (v.toolboxes?.length) out.toolboxes = v.toolboxes.map((t) => omitEmpty(t, ["name"]));
   if (v.conditions?.length) out.conditions = v.conditions.map((c) => omitEmpty(c, ["type"]));
-  return JSON.parse(JSON.stringify(out));
+  return out;
 }
 
 /** Drops "" / 0 / undefined fields except the ones the wire always carries. */

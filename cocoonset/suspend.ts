@@ -7,7 +7,7 @@
 import type { Result } from "../kube/reconcile.ts";
 import { type Pod } from "../kube/core.ts";
 import { wrapError } from "../kube/errors.ts";
-import { patchHibernateAsk, patchHibernateState } from "../common/k8s/client_patch.ts";
+import { patchHibernateAsk, patchHibernateState } from "../common/k8s/pod_patch.ts";
 import {
   parseVMSpec,
   readHibernateState,

@@ -7,7 +7,7 @@
 import type { Result } from "../kube/reconcile.ts";
 import type { Pod } from "../kube/core.ts";
 import { patchObject } from "../kube/client_patch.ts";
-import { wrapError } from "../kube/errors.ts";
+import { errorText, wrapError } from "../kube/errors.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";
@@ -146,8 +146,7 @@ async function cleanRegistry(pass: SetPass): Promise<void> {
         pass.log.error("delete snapshot {vm}:{tag} failed: {error}", {
           vm,
           tag,
-          // String(err), not errorMessage: this line has always named the error's class.
-          error: String(err),
+          error: errorText(err),
         });
       }
     }

@@ -16,7 +16,7 @@ import {
   CocoonHibernationPhaseHibernated,
   CocoonHibernationPhaseHibernating,
 } from "../common/apis/v1/mod.ts";
-import { patchHibernateAsk } from "../common/k8s/client_patch.ts";
+import { patchHibernateAsk } from "../common/k8s/pod_patch.ts";
 import { readLifecycleState } from "../common/meta/lifecycle.ts";
 import { vmHibernationConfirmed } from "../common/meta/vm_liveness.ts";
 import { type Pod, Pods } from "../kube/core.ts";

@@ -33,7 +33,7 @@ import {
   newReadyCondition,
   setStatusCondition,
 } from "../common/k8s/condition.ts";
-import { jsonEqual } from "../kube/patch.ts";
+import { sameJson } from "../common/k8s/same_json.ts";
 import { parseRfc3339 } from "../kube/time.ts";
 
 /** What a pass wants the status to say. */
@@ -116,10 +116,7 @@ export function sameStatus(
   a: CocoonHibernationStatus | undefined,
   b: CocoonHibernationStatus | undefined,
 ): boolean {
-  return jsonEqual(
-    JSON.parse(JSON.stringify(a ?? {})),
-    JSON.parse(JSON.stringify(b ?? {})),
-  );
+  return sameJson(a ?? {}, b ?? {});
 }
 
 /** When the current phase was entered (Ready.lastTransitionTime, epoch ms), if known. */

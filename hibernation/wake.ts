@@ -15,7 +15,7 @@ import {
   CocoonHibernationPhaseActive,
   CocoonHibernationPhaseWaking,
 } from "../common/apis/v1/mod.ts";
-import { patchHibernateState } from "../common/k8s/client_patch.ts";
+import { patchHibernateState } from "../common/k8s/pod_patch.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { vmLive, wakeBroughtVMBack } from "../common/meta/vm_liveness.ts";
 import { wrapError } from "../kube/errors.ts";

@@ -12,6 +12,7 @@ import { type Clock, realClock, sleep } from "./clock.ts";
 import { type Lease, Leases, type LeaseSpec } from "./core.ts";
 import { permittedEnv } from "./env.ts";
 import { errorText, isNotFound } from "./errors.ts";
+import { rfc3339Micro } from "./time.ts";
 import type { EventRecorder } from "./events.ts";
 import { leaderElectionMasterStatus } from "./metrics.ts";
 
@@ -344,8 +345,8 @@ export class LeaderElector {
     const desired: ElectionRecord = {
       holderIdentity: this.#opts.identity,
       leaseDurationSeconds: Math.floor(this.#leaseDurationMs / 1000),
-      acquireTime: microTime(now),
-      renewTime: microTime(now),
+      acquireTime: rfc3339Micro(now),
+      renewTime: rfc3339Micro(now),
       leaseTransitions: 0,
     };
 
@@ -462,7 +463,7 @@ export class LeaderElector {
       // client-go checks only its observed record; also checking the fresh one means a lease
       // someone else took while our API calls were failing is never wiped.
       if (!this.isLeader() || current.spec?.holderIdentity !== this.#opts.identity) return true;
-      const now = microTime(this.#clock.now());
+      const now = rfc3339Micro(this.#clock.now());
       const released: ElectionRecord = {
         holderIdentity: "",
         leaseDurationSeconds: 1,
@@ -614,9 +615,4 @@ function toLeaseSpec(record: ElectionRecord): LeaseSpec {
     ...(record.renewTime ? { renewTime: record.renewTime } : {}),
     leaseTransitions: record.leaseTransitions,
   };
-}
-
-/** metav1.MicroTime's RFC 3339 form with six fractional digits. */
-export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }

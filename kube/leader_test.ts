@@ -7,10 +7,10 @@ import {
   LeaderElector,
   type LeaderElectorOptions,
   leaderIdentity,
-  microTime,
 } from "./leader.ts";
 import { leaderElectionMasterStatus } from "./metrics.ts";
 import { objectReference } from "./events.ts";
+import { rfc3339Micro } from "./time.ts";
 
 const ns = "operators";
 const start = Date.parse("2026-01-01T00:00:00Z");
@@ -103,12 +103,12 @@ Deno.test("a single candidate acquires the lease, renews it, and releases it on 
   assert.equal(l.spec?.holderIdentity, "a");
   assert.equal(l.spec?.leaseDurationSeconds, 15);
   assert.equal(l.spec?.leaseTransitions, 0);
-  assert.equal(l.spec?.acquireTime, microTime(start));
+  assert.equal(l.spec?.acquireTime, rfc3339Micro(start));
   assert.match(l.spec?.renewTime ?? "", /^2026-01-01T00:00:00\.000000Z$/);
 
   await advance(clock, 5000);
   l = await client.get(Leases, ns, "single-lease");
-  assert.equal(l.spec?.acquireTime, microTime(start), "renewals keep acquireTime");
+  assert.equal(l.spec?.acquireTime, rfc3339Micro(start), "renewals keep acquireTime");
   assert.ok(Date.parse(l.spec?.renewTime ?? "") >= start + 4000, "renewTime moves forward");
 
   a.stop.abort();
@@ -268,8 +268,8 @@ Deno.test("candidates racing for a released lease: the stale update gets Conflic
       holderIdentity: "",
       leaseDurationSeconds: 1,
       leaseTransitions: 4,
-      acquireTime: microTime(start - 60_000),
-      renewTime: microTime(start - 60_000),
+      acquireTime: rfc3339Micro(start - 60_000),
+      renewTime: rfc3339Micro(start - 60_000),
     },
   });
   const updates: string[] = [];
@@ -365,7 +365,7 @@ Deno.test("a leader whose lease was taken by another holder stops leading", asyn
     const l = await lease(client);
     await client.update(Leases, {
       ...l,
-      spec: { ...l.spec, holderIdentity: "z", renewTime: microTime(clock.now()) },
+      spec: { ...l.spec, holderIdentity: "z", renewTime: rfc3339Micro(clock.now()) },
     });
   };
   await steal();

@@ -20,6 +20,7 @@ import type { Client } from "../client.ts";
 import { type Clock, realClock, sleep } from "../clock.ts";
 import { type Lease, Leases } from "../core.ts";
 import { isNotFound } from "../errors.ts";
+import { rfc3339Micro } from "../time.ts";
 import {
   announcedRanges,
   initialShardState,
@@ -307,7 +308,7 @@ export class ShardMember {
     const spec = {
       holderIdentity: this.#opts.identity,
       leaseDurationSeconds: this.#timing.leaseDurationMs / 1000,
-      renewTime: microTime(sentAt),
+      renewTime: rfc3339Micro(sentAt),
     };
     if (!this.#lease) {
       try {
@@ -325,7 +326,7 @@ export class ShardMember {
             labels: { [memberGroupLabel]: this.#group() },
             annotations,
           },
-          spec: { ...spec, acquireTime: microTime(sentAt) },
+          spec: { ...spec, acquireTime: rfc3339Micro(sentAt) },
         }, { signal });
         return;
       }
@@ -347,14 +348,6 @@ export class ShardMember {
       throw err;
     }
   }
-}
-
-/**
- * metav1.MicroTime's wire form. kube/leader.ts has the same one-liner; importing it would pull
- * leader election (and its environment reader outside kube/) into this folder.
- */
-function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
 function toRecord(lease: Lease): MemberRecord {
