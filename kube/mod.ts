@@ -139,6 +139,7 @@ export {
   ApiError,
   apiErrorOf,
   errorMessage,
+  errorText,
   isAlreadyExists,
   isConflict,
   isForbidden,
@@ -211,4 +212,4 @@ export type { EventRecorder, EventSubject, EventType, RecorderOptions } from "./
 export { Recorder } from "./events.ts";
 export type { Clock, TimerId } from "./clock.ts";
 export { realClock, sleep } from "./clock.ts";
-export { parseRfc3339, rfc3339 } from "./time.ts";
+export { parseRfc3339, rfc3339, rfc3339Micro, rfc3339Nano } from "./time.ts";
