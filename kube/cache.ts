@@ -5,6 +5,7 @@ import { apiVersionOf, resourceId, type ResourceType } from "./resource.ts";
 import { matchesLabels, parseFieldSelector, parseLabelSelector } from "./selector.ts";
 import { type InformerOptions, SharedInformer } from "./informer.ts";
 import type { ShardFilter } from "./sharding/filter.ts";
+import { type HashRange, sameSet, union } from "./sharding/range.ts";
 import { type IndexFunc, stripManagedFields } from "./store.ts";
 
 /**
@@ -162,6 +163,20 @@ export class InformerCache implements Reader {
     return [...this.#informers.entries()]
       .map(([kind, i]) => ({ kind, ms: i.msSinceProgress() }))
       .filter((s) => s.ms >= limitMs);
+  }
+
+  /**
+   * Sharded: true when every namespaced informer created so far holds a complete state taken
+   * for ranges that cover `ranges` (so a replica may start reconciling them: its cache has
+   * every object there). Unsharded caches hold everything: true once synced.
+   */
+  holdsRanges(ranges: readonly HashRange[]): boolean {
+    return [...this.#informers.values()].every((i) => {
+      if (!i.hasSynced()) return false;
+      const held = i.heldRanges();
+      // No held ranges on a synced informer: an unsharded or cluster-scoped one, holding all.
+      return held === undefined || sameSet(union(held, ranges), held);
+    });
   }
 
   /** True when every informer has synced (the readiness check). */

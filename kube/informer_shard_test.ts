@@ -258,6 +258,34 @@ Deno.test("sharded cache: namespaced kinds answer only their namespaces, cluster
   }
 });
 
+Deno.test("sharded cache: holdsRanges tells when every namespaced kind holds a range after a change", async () => {
+  const fake = await seeded();
+  await fake.create(Nodes, { metadata: { name: "n1" } } as Node);
+  const filter = new MutableShardFilter(lower);
+  const cache = new InformerCache({ client: fake, shard: filter });
+  const pods = cache.informerFor(Pods);
+  cache.informerFor(Nodes);
+  assert.equal(cache.holdsRanges(lower), false, "nothing synced yet");
+  const ac = new AbortController();
+  cache.start(ac.signal);
+  try {
+    await cache.waitForSync(AbortSignal.timeout(5000));
+    assert.deepEqual(pods.heldRanges(), lower);
+    assert.equal(cache.holdsRanges(lower), true);
+    assert.equal(cache.holdsRanges(upper), false);
+    filter.set([FULL_RANGE]);
+    await waitFor("the full range held", () => cache.holdsRanges([FULL_RANGE]));
+    assert.equal(pods.size, namespaces.length);
+    filter.set(upper);
+    await waitFor("the upper half held alone", () => !cache.holdsRanges(lower));
+    assert.equal(cache.holdsRanges(upper), true);
+    assert.deepEqual((await cache.list(Pods)).items.map(key).sort(), podKeys(inUpper));
+  } finally {
+    ac.abort();
+    await cache.stopped();
+  }
+});
+
 Deno.test("sharding metrics are documented in docs/observability.md", async () => {
   const text = await Deno.readTextFile(new URL("../docs/observability.md", import.meta.url));
   for (

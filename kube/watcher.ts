@@ -171,6 +171,8 @@ export class ListWatcher<T extends KubeObject> {
   readonly #shard: ShardFilter | undefined;
   /** The ranges of the current complete state (what is sent and what passes the filter). */
   #ranges: readonly HashRange[] | undefined;
+  /** The ranges of the complete state last reported (what the store now holds). */
+  #heldRanges: readonly HashRange[] | undefined;
   /** The ranges changed: the next attempt takes a fresh complete state. */
   #rescopeRequested = false;
   /** Aborted to abandon the current attempt (list, watch or pause) when the ranges change. */
@@ -213,6 +215,16 @@ export class ListWatcher<T extends KubeObject> {
   msSinceProgress(): number {
     if (this.#idle) return 0;
     return this.#clock.now() - this.#lastProgressAt;
+  }
+
+  /**
+   * Sharded: the ranges of the complete state last reported, i.e. what the store holds now
+   * (it lags the filter's ranges until the fresh state after a change is in); undefined when
+   * unsharded or before the first state. A scope starts acting on a claimed range only once
+   * every cache holds it.
+   */
+  heldRanges(): readonly HashRange[] | undefined {
+    return this.#heldRanges;
   }
 
   #progress(): void {
@@ -338,6 +350,7 @@ export class ListWatcher<T extends KubeObject> {
   async #holdNothing(signal: AbortSignal, emit: (ev: WatcherEvent<T>) => void): Promise<boolean> {
     emit({ type: "initStart" });
     emit({ type: "initDone" });
+    this.#heldRanges = this.#ranges;
     this.#idle = true;
     await new Promise<void>((resolve) => {
       if (signal.aborted) return resolve();
@@ -417,6 +430,7 @@ export class ListWatcher<T extends KubeObject> {
     }
     this.stats.lists++;
     emit({ type: "initDone" });
+    this.#heldRanges = this.#ranges;
     this.#setRv(rv);
   }
 
