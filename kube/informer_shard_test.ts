@@ -22,6 +22,7 @@ import {
   staticShardFilter,
 } from "./sharding/mod.ts";
 import { type FakeAction, FakeClient } from "./testing/fake.ts";
+import { FakeClock } from "./testing/fake_clock.ts";
 import { metricValue } from "./testing/metrics.ts";
 import { waitFor } from "./testing/wait.ts";
 
@@ -225,6 +226,34 @@ Deno.test("sharded informer: an empty range set holds nothing without asking, th
     filter.set([]);
     await waitFor("everything dropped", () => inf.size === 0);
   });
+});
+
+Deno.test("sharded informer: time spent holding nothing does not count as silence once ranges arrive", async () => {
+  const fake = await seeded();
+  const clock = new FakeClock(0);
+  const filter = new MutableShardFilter([]);
+  let release: (() => void) | undefined;
+  // The list after the ranges arrive hangs, so the test sees the watcher between the two.
+  fake.addReactor((a) =>
+    a.verb === "list" ? new Promise((resolve) => release = () => resolve(undefined)) : undefined
+  );
+  const inf = new SharedInformer({ client: fake, rt: Pods, shard: filter, clock });
+  const ac = new AbortController();
+  const run = inf.run(ac.signal);
+  try {
+    await inf.waitForSync(AbortSignal.timeout(5000));
+    clock.advance(3_600_000);
+    assert.equal(inf.msSinceProgress(), 0);
+    filter.set(lower);
+    await waitFor("the list sent", () => release !== undefined);
+    assert.equal(inf.msSinceProgress(), 0);
+    release!();
+    await waitFor("the lower namespaces held", () => inf.size === inLower.length);
+  } finally {
+    ac.abort();
+    release?.();
+    await run;
+  }
 });
 
 Deno.test("sharded informer: takes its state with a LIST even with watch-list on (only a list carries shardInfo)", async () => {

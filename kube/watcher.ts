@@ -252,6 +252,9 @@ export class ListWatcher<T extends KubeObject> {
           this.#rv = "";
           this.stats.rescopes++;
           backoff = minBackoff;
+          log.info("shard ranges changed: re-listing {resource}", {
+            resource: resourceId(this.rt),
+          });
         }
         const attempt = new AbortController();
         this.#attempt = attempt;
@@ -289,6 +292,8 @@ export class ListWatcher<T extends KubeObject> {
           backoff = Math.min(maxBackoff, backoff * 2);
         } finally {
           this.#attempt = undefined;
+          // Idle time was not silence from the server: the liveness clock starts again now.
+          if (this.#idle) this.#progress();
           this.#idle = false;
         }
       }
@@ -319,13 +324,16 @@ export class ListWatcher<T extends KubeObject> {
     return true;
   }
 
-  /** Whether an object the server sent belongs to the current ranges; counts the ones that do not. */
+  /** Whether an object the server sent belongs to the current ranges (always, unsharded). */
   #inShard(object: KubeObject): boolean {
-    if (!this.#ranges) return true;
-    if (namespaceInRanges(this.#ranges, object.metadata.namespace ?? "")) return true;
-    this.stats.shardFilteredObjects++;
-    shardFilteredObjects.inc({ resource: resourceId(this.rt) });
-    return false;
+    return !this.#ranges || namespaceInRanges(this.#ranges, object.metadata.namespace ?? "");
+  }
+
+  /** Counts objects dropped by the client-side filter (once per page or event, not per item). */
+  #countFiltered(n: number): void {
+    if (n === 0) return;
+    this.stats.shardFilteredObjects += n;
+    shardFilteredObjects.inc({ resource: resourceId(this.rt) }, n);
   }
 
   /** Records whether the server applied the shardSelector to a list it answered. */
@@ -421,9 +429,12 @@ export class ListWatcher<T extends KubeObject> {
       this.#progress();
       // The first page (no continue token sent yet) answers whether the server sharded.
       if (!cont) this.#checkShardInfo(page.metadata);
+      let dropped = 0;
       for (const object of page.items) {
         if (this.#inShard(object)) emit({ type: "initApply", object });
+        else dropped++;
       }
+      this.#countFiltered(dropped);
       cont = page.metadata.continue;
       rv = page.metadata.resourceVersion ?? "";
       if (!cont) break;
@@ -511,6 +522,7 @@ export class ListWatcher<T extends KubeObject> {
       case "ADDED":
       case "MODIFIED":
         if (this.#inShard(ev.object)) emit({ type: "initApply", object: ev.object });
+        else this.#countFiltered(1);
         return false;
       case "DELETED":
         emit({ type: "initDelete", object: ev.object });
@@ -534,9 +546,11 @@ export class ListWatcher<T extends KubeObject> {
       case "ADDED":
       case "MODIFIED":
         if (this.#inShard(ev.object)) emit({ type: "apply", object: ev.object });
+        else this.#countFiltered(1);
         break;
       case "DELETED":
         if (this.#inShard(ev.object)) emit({ type: "delete", object: ev.object });
+        else this.#countFiltered(1);
         break;
       case "BOOKMARK":
         break;
