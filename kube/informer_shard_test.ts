@@ -144,6 +144,22 @@ Deno.test("sharded informer: a server that applies the selector is recorded, wat
   });
 });
 
+Deno.test("sharded informer: a filter's ranges in any order are sent merged and the echo still matches", async () => {
+  const fake = await seeded({ applyShardSelector: true });
+  const quarter: HashRange = { start: 0n, end: 1n << 62n };
+  const rest: HashRange = { start: 1n << 62n, end: 1n << 63n };
+  // Not normalized: a scope may hand out its ranges unsorted and split.
+  const unsorted: ShardFilter = { ranges: () => [rest, quarter], onChange: () => () => {} };
+  await withSharded(fake, unsorted, (inf) => {
+    assert.deepEqual(stored(inf), podKeys(inLower));
+    assert.equal(inf.stats.shardServerFiltered, true);
+    return Promise.resolve();
+  });
+  assert.ok(
+    podRequests(fake, "list").every((a) => a.shardSelector === formatShardSelector(lower)),
+  );
+});
+
 Deno.test("unsharded informer: no shardSelector is sent and nothing is filtered", async () => {
   const fake = await seeded({ applyShardSelector: true });
   await withSharded(fake, undefined, (inf) => {

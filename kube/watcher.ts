@@ -31,7 +31,7 @@ import type { KubeObject, ObjectList, Status } from "./object.ts";
 import { shardFilteredObjects, shardServerFiltered } from "./metrics.ts";
 import { resourceId, type ResourceType } from "./resource.ts";
 import type { ShardFilter } from "./sharding/filter.ts";
-import type { HashRange } from "./sharding/range.ts";
+import { type HashRange, normalize } from "./sharding/range.ts";
 import {
   formatShardSelector,
   NAMESPACE_FIELD,
@@ -315,7 +315,8 @@ export class ListWatcher<T extends KubeObject> {
    */
   #scopeToShard(): boolean {
     if (!this.#shard) return true;
-    this.#ranges = this.#shard.ranges();
+    // Merged and sorted as formatShardSelector sends them, so the server's echo compares equal.
+    this.#ranges = normalize(this.#shard.ranges());
     if (this.#ranges.length === 0) {
       this.#scope = scopeOf({ ...this.#opts, shardSelector: undefined });
       return false;
