@@ -97,6 +97,7 @@ export class ApiClient implements Client {
         resourceVersion: opts.resourceVersion,
         limit: opts.limit ? String(opts.limit) : undefined,
         continue: opts.continue,
+        shardSelector: opts.shardSelector,
       },
       signal: opts.signal,
     }, this.#target(rt, opts.namespace));
@@ -237,6 +238,7 @@ export class ApiClient implements Client {
         sendInitialEvents: opts.sendInitialEvents ? "true" : undefined,
         resourceVersionMatch: opts.resourceVersionMatch,
         timeoutSeconds: opts.timeoutSeconds ? String(opts.timeoutSeconds) : undefined,
+        shardSelector: opts.shardSelector,
       },
       signal: opts.signal,
       stream: true,

@@ -4,6 +4,8 @@ import { deepCopy, type KubeObject, type ObjectList } from "./object.ts";
 import { apiVersionOf, resourceId, type ResourceType } from "./resource.ts";
 import { matchesLabels, parseFieldSelector, parseLabelSelector } from "./selector.ts";
 import { type InformerOptions, SharedInformer } from "./informer.ts";
+import type { ShardFilter } from "./sharding/filter.ts";
+import { type HashRange, sameSet, union } from "./sharding/range.ts";
 import { type IndexFunc, stripManagedFields } from "./store.ts";
 
 /**
@@ -47,6 +49,13 @@ export interface CacheOptions {
   namespace?: string;
   /** Per-kind selectors and transforms; kinds not listed are cached whole. At most one per kind. */
   byObject?: ByObject[];
+  /**
+   * The replica's slice of the namespaces: every namespaced kind holds only objects whose
+   * namespace hashes into the filter's ranges and re-scopes when they change (kube/watcher.ts);
+   * cluster-scoped kinds are held whole. For the cache, objects of other namespaces do not
+   * exist: get answers NotFound, list leaves them out. Absent: every namespace.
+   */
+  shard?: ShardFilter;
   /** Per-informer tuning (transform, backoff, page size) for tests and benchmarks. */
   informerDefaults?: Partial<Omit<InformerOptions<KubeObject>, "client" | "rt">>;
 }
@@ -110,6 +119,7 @@ export class InformerCache implements Reader {
         namespace: this.#opts.namespace,
         labelSelector: scope?.labelSelector,
         fieldSelector: scope?.fieldSelector,
+        shard: this.#opts.shard ?? defaults?.shard,
         transform: chain(defaults?.transform ?? stripManagedFields, scope?.transform),
       });
       this.#informers.set(id, inf as unknown as SharedInformer<KubeObject>);
@@ -153,6 +163,20 @@ export class InformerCache implements Reader {
     return [...this.#informers.entries()]
       .map(([kind, i]) => ({ kind, ms: i.msSinceProgress() }))
       .filter((s) => s.ms >= limitMs);
+  }
+
+  /**
+   * Sharded: true when every namespaced informer created so far holds a complete state taken
+   * for ranges that cover `ranges` (so a replica may start reconciling them: its cache has
+   * every object there). Unsharded caches hold everything: true once synced.
+   */
+  holdsRanges(ranges: readonly HashRange[]): boolean {
+    return [...this.#informers.values()].every((i) => {
+      if (!i.hasSynced()) return false;
+      const held = i.heldRanges();
+      // No held ranges on a synced informer: an unsharded or cluster-scoped one, holding all.
+      return held === undefined || sameSet(union(held, ranges), held);
+    });
   }
 
   /** True when every informer has synced (the readiness check). */

@@ -25,6 +25,12 @@ export interface ListOptions {
   matchingFields?: Record<string, string>;
   /** Raw field selector string; API client only. */
   fieldSelector?: string;
+  /**
+   * `shardSelector` (Kubernetes 1.36, KEP-5866): text from formatShardSelector. A server with
+   * the ShardedListAndWatch gate filters and echoes it in metadata.shardInfo; others ignore it.
+   * API client only (the fake records it and ignores it, as 1.35 does).
+   */
+  shardSelector?: string;
   /** Consistency of the list ("0" = any cached version); API client only. */
   resourceVersion?: string;
   /** Page size; the answer carries a continue token when more remain. API client only. */
@@ -101,6 +107,11 @@ export interface WatchOptions {
   labelSelector?: LabelSelector;
   /** Raw field selector string. */
   fieldSelector?: string;
+  /**
+   * `shardSelector` as for lists. Watch events carry no shardInfo, and 1.36.3 does not filter
+   * watches served from etcd, so a caller must filter the events itself.
+   */
+  shardSelector?: string;
   /** Start after this resourceVersion (from a list); required for gap-free watches. */
   resourceVersion?: string;
   /** Ask for BOOKMARK events, so a resumed watch starts from a recent version. */

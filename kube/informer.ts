@@ -11,6 +11,7 @@ import { getLogger } from "@logtape/logtape";
 import { errorText } from "./errors.ts";
 import type { KubeObject } from "./object.ts";
 import { resourceId, type ResourceType } from "./resource.ts";
+import type { HashRange } from "./sharding/range.ts";
 import type { EventHandler, Informer } from "./source.ts";
 import { type IndexFunc, Store, type StoreChange, type StoreOptions } from "./store.ts";
 import {
@@ -48,6 +49,11 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     this.#watcher = new ListWatcher(opts);
     this.#store = new Store({ rt: opts.rt, transform: opts.transform });
     this.stats = this.#watcher.stats;
+  }
+
+  /** Sharded: the ranges the store holds now (see ListWatcher.heldRanges). */
+  heldRanges(): readonly HashRange[] | undefined {
+    return this.#watcher.heldRanges();
   }
 
   /** Milliseconds since the API server last answered this informer (see ListWatcher). */

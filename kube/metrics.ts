@@ -188,5 +188,25 @@ export const restClientRequests = new Counter({
   registers: [registry],
 });
 
+/**
+ * Sharded informers (this port's own; no Go counterpart): objects the client-side hash filter
+ * dropped, and whether the API server applied the shardSelector to the kind's last list.
+ */
+export const shardFilteredObjects = new Counter({
+  name: "cocoon_operator_shard_filtered_objects_total",
+  help: "List items and watch events a sharded informer dropped because their namespace is " +
+    "outside the replica's hash ranges",
+  labelNames: ["resource"] as const,
+  registers: [registry],
+});
+
+export const shardServerFiltered = new Gauge({
+  name: "cocoon_operator_shard_server_filtered",
+  help: "1 when the API server applied the shardSelector to the resource's last list " +
+    "(shardInfo echoed), 0 when it ignored it and the informer filters alone",
+  labelNames: ["resource"] as const,
+  registers: [registry],
+});
+
 // controller-runtime installs the process collector on its registry; so does this port.
 registerProcessMetrics(registry);

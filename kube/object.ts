@@ -72,6 +72,8 @@ export interface ListMeta {
   continue?: string;
   /** Items after this page, when the server knows. */
   remainingItemCount?: number;
+  /** The shardSelector the server applied (Kubernetes 1.36 with ShardedListAndWatch). */
+  shardInfo?: { selector?: string };
 }
 
 /** A typed list of objects. */

@@ -9,6 +9,13 @@
  * A complete state is taken with a watch-list stream (sendInitialEvents) when enabled, else, or
  * when the server refuses it, with a paged LIST then a WATCH.
  *
+ * Sharded (a {@link ShardFilter}, namespaced kinds only): each complete state is taken for the
+ * filter's ranges at that moment, sent as `shardSelector` with the list and every watch, and
+ * every list item and watch event is also checked on this side, since a server without the
+ * ShardedListAndWatch gate ignores the parameter and 1.36.3 does not filter watches served from
+ * etcd. When the ranges change the current request is abandoned and a fresh complete state is
+ * taken for the new ranges (the store reports only the differences).
+ *
  * @module
  */
 import { getLogger } from "@logtape/logtape";
@@ -20,8 +27,18 @@ import {
   type WatchEvent,
 } from "./client.ts";
 import { ApiError, errorMessage, errorText, isGone } from "./errors.ts";
-import type { KubeObject, Status } from "./object.ts";
+import type { KubeObject, ObjectList, Status } from "./object.ts";
+import { shardFilteredObjects, shardServerFiltered } from "./metrics.ts";
 import { resourceId, type ResourceType } from "./resource.ts";
+import type { ShardFilter } from "./sharding/filter.ts";
+import { type HashRange, normalize } from "./sharding/range.ts";
+import {
+  formatShardSelector,
+  NAMESPACE_FIELD,
+  namespaceInRanges,
+  serverAppliedShard,
+  type ShardSelector,
+} from "./sharding/selector.ts";
 
 const log = getLogger(["cocoon-operator", "cache"]);
 
@@ -53,6 +70,12 @@ export interface ListWatchScope {
   labelSelector?: LabelSelector;
   /** Raw field selector ("spec.nodeName=n1"); only fields the server indexes for the kind. */
   fieldSelector?: string;
+  /**
+   * `shardSelector` text (formatShardSelector): honoured by Kubernetes 1.36 with the
+   * ShardedListAndWatch gate, ignored by other servers. The watcher sets it from its
+   * {@link ShardFilter}; absent, nothing is sent.
+   */
+  shardSelector?: string;
 }
 
 /** The scope part of options that carry more than the scope. */
@@ -61,6 +84,7 @@ export function scopeOf(opts: ListWatchScope): ListWatchScope {
     namespace: opts.namespace,
     labelSelector: opts.labelSelector,
     fieldSelector: opts.fieldSelector,
+    ...(opts.shardSelector ? { shardSelector: opts.shardSelector } : {}),
   };
 }
 
@@ -84,11 +108,17 @@ export interface WatcherOptions<T extends KubeObject> extends ListWatchScope {
    * Sync the initial state with a watch-list stream (sendInitialEvents) instead of a LIST, as
    * client-go 0.35's reflector does; an attempt the server refuses (the WatchList feature off,
    * an older server) or that breaks before the initial state is complete falls back to LIST
-   * then WATCH. Default false: the manager turns it on for the operator.
+   * then WATCH. Default false: the manager turns it on for the operator. A sharded watcher
+   * lists regardless (see #sync).
    */
   watchList?: boolean;
   /** Time source of the backoff pauses (tests). */
   clock?: Clock;
+  /**
+   * The namespaces to hold, by hash range (see the module doc). Ignored for cluster-scoped
+   * kinds, which are never sharded. Absent: everything, and no shardSelector is sent.
+   */
+  shard?: ShardFilter;
 }
 
 /** What the watcher has done, for readers and tests. */
@@ -103,6 +133,15 @@ export interface WatcherStats {
   watchListFallbacks: number;
   /** Watches this side ended because they outlived their deadline (a half-open connection). */
   watchDeadlinesHit: number;
+  /** Sharded: list items and watch events dropped here because their namespace is out of range. */
+  shardFilteredObjects: number;
+  /**
+   * Sharded: whether the server applied the shardSelector to the last LIST (its shardInfo
+   * echoed the selector); undefined when unsharded, or before the first sharded list.
+   */
+  shardServerFiltered: boolean | undefined;
+  /** Sharded: fresh complete states taken because the ranges changed. */
+  rescopes: number;
 }
 
 /** A non-410 error the server sent as a watch ERROR event. */
@@ -125,9 +164,21 @@ class WatchListIncomplete extends Error {
 export class ListWatcher<T extends KubeObject> {
   readonly rt: ResourceType<T>;
   readonly #opts: WatcherOptions<T>;
-  /** Sent with every list and watch. */
-  readonly #scope: ListWatchScope;
+  /** Sent with every list and watch; its shardSelector is the one of the current state. */
+  #scope: ListWatchScope;
   readonly #clock: Clock;
+  /** The filter this watcher applies: the options' one for a namespaced kind, else none. */
+  readonly #shard: ShardFilter | undefined;
+  /** The ranges of the current complete state (what is sent and what passes the filter). */
+  #ranges: readonly HashRange[] | undefined;
+  /** The ranges of the complete state last reported (what the store now holds). */
+  #heldRanges: readonly HashRange[] | undefined;
+  /** The ranges changed: the next attempt takes a fresh complete state. */
+  #rescopeRequested = false;
+  /** Aborted to abandon the current attempt (list, watch or pause) when the ranges change. */
+  #attempt: AbortController | undefined;
+  /** Holding an empty range set: nothing to ask the server, so no progress is expected. */
+  #idle = false;
   #rv = "";
   #running = false;
   /** Whether the current watch attempt delivered anything (the connection worked). */
@@ -142,6 +193,9 @@ export class ListWatcher<T extends KubeObject> {
     watchListSyncs: 0,
     watchListFallbacks: 0,
     watchDeadlinesHit: 0,
+    shardFilteredObjects: 0,
+    shardServerFiltered: undefined,
+    rescopes: 0,
   };
 
   constructor(opts: WatcherOptions<T>) {
@@ -150,6 +204,7 @@ export class ListWatcher<T extends KubeObject> {
     this.#scope = scopeOf(opts);
     this.#clock = opts.clock ?? realClock;
     this.#lastProgressAt = this.#clock.now();
+    this.#shard = opts.rt.namespaced ? opts.shard : undefined;
   }
 
   /**
@@ -158,7 +213,18 @@ export class ListWatcher<T extends KubeObject> {
    * still shows progress once per watch timeout (5–10 min), when its watch is renewed.
    */
   msSinceProgress(): number {
+    if (this.#idle) return 0;
     return this.#clock.now() - this.#lastProgressAt;
+  }
+
+  /**
+   * Sharded: the ranges of the complete state last reported, i.e. what the store holds now
+   * (it lags the filter's ranges until the fresh state after a change is in); undefined when
+   * unsharded or before the first state. A scope starts acting on a claimed range only once
+   * every cache holds it.
+   */
+  heldRanges(): readonly HashRange[] | undefined {
+    return this.#heldRanges;
   }
 
   #progress(): void {
@@ -177,19 +243,34 @@ export class ListWatcher<T extends KubeObject> {
     const clock = this.#clock;
     let backoff = minBackoff;
     this.#progress();
+    const unsubscribe = this.#shard?.onChange(() => this.#rescope());
     try {
       while (!signal.aborted) {
         this.#delivered = false;
+        if (this.#rescopeRequested) {
+          this.#rescopeRequested = false;
+          this.#rv = "";
+          this.stats.rescopes++;
+          backoff = minBackoff;
+          log.info("shard ranges changed: re-listing {resource}", {
+            resource: resourceId(this.rt),
+          });
+        }
+        const attempt = new AbortController();
+        this.#attempt = attempt;
+        const attemptSignal = AbortSignal.any([signal, attempt.signal]);
         try {
           const healthy = this.#rv
-            ? await this.#watchOnce(signal, false, emit)
-            : await this.#sync(signal, emit);
+            ? await this.#watchOnce(attemptSignal, false, emit)
+            : await this.#sync(attemptSignal, emit);
           if (healthy) backoff = minBackoff;
           // A stream the server closed without sending anything is retried after a pause so
           // a misbehaving endpoint cannot spin this loop.
-          else await sleep(clock, jitter(minBackoff), signal);
+          else await sleep(clock, jitter(minBackoff), attemptSignal);
         } catch (err) {
           if (signal.aborted) break;
+          // Abandoned because the ranges changed: the next round relists at once.
+          if (attempt.signal.aborted) continue;
           if (isGone(err)) {
             this.#rv = "";
             this.stats.relistsAfterGone++;
@@ -207,13 +288,84 @@ export class ListWatcher<T extends KubeObject> {
             backoffMs: backoff,
             error: errorText(err),
           });
-          await sleep(clock, jitter(backoff), signal);
+          await sleep(clock, jitter(backoff), attemptSignal);
           backoff = Math.min(maxBackoff, backoff * 2);
+        } finally {
+          this.#attempt = undefined;
+          // Idle time was not silence from the server: the liveness clock starts again now.
+          if (this.#idle) this.#progress();
+          this.#idle = false;
         }
       }
     } finally {
+      unsubscribe?.();
       this.#running = false;
     }
+  }
+
+  /** The filter's ranges changed: abandon what is under way and take a fresh complete state. */
+  #rescope(): void {
+    this.#rescopeRequested = true;
+    this.#attempt?.abort(new Error(`shard ranges of ${resourceId(this.rt)} changed`));
+  }
+
+  /**
+   * Fixes the ranges (and the shardSelector sent) for the complete state about to be taken.
+   * Returns false when the set is empty: there is nothing to ask the server for.
+   */
+  #scopeToShard(): boolean {
+    if (!this.#shard) return true;
+    // Merged and sorted as formatShardSelector sends them, so the server's echo compares equal.
+    this.#ranges = normalize(this.#shard.ranges());
+    if (this.#ranges.length === 0) {
+      this.#scope = scopeOf({ ...this.#opts, shardSelector: undefined });
+      return false;
+    }
+    this.#scope = scopeOf({ ...this.#opts, shardSelector: formatShardSelector(this.#ranges) });
+    return true;
+  }
+
+  /** Whether an object the server sent belongs to the current ranges (always, unsharded). */
+  #inShard(object: KubeObject): boolean {
+    return !this.#ranges || namespaceInRanges(this.#ranges, object.metadata.namespace ?? "");
+  }
+
+  /** Counts objects dropped by the client-side filter (once per page or event, not per item). */
+  #countFiltered(n: number): void {
+    if (n === 0) return;
+    this.stats.shardFilteredObjects += n;
+    shardFilteredObjects.inc({ resource: resourceId(this.rt) }, n);
+  }
+
+  /** Records whether the server applied the shardSelector to a list it answered. */
+  #checkShardInfo(listMetadata: ObjectList<T>["metadata"]): void {
+    if (!this.#ranges || !this.#scope.shardSelector) return;
+    const requested: ShardSelector = { field: NAMESPACE_FIELD, ranges: this.#ranges };
+    const applied = serverAppliedShard(listMetadata, requested);
+    if (applied !== this.stats.shardServerFiltered) {
+      log.info("list of {resource}: shardSelector {how}", {
+        resource: resourceId(this.rt),
+        how: applied ? "applied by the server" : "ignored by the server, filtering here",
+      });
+    }
+    this.stats.shardServerFiltered = applied;
+    shardServerFiltered.set({ resource: resourceId(this.rt) }, applied ? 1 : 0);
+  }
+
+  /**
+   * An empty range set: the state is empty, and it stays so without a request until the
+   * ranges change (the attempt is aborted) or the watcher stops.
+   */
+  async #holdNothing(signal: AbortSignal, emit: (ev: WatcherEvent<T>) => void): Promise<boolean> {
+    emit({ type: "initStart" });
+    emit({ type: "initDone" });
+    this.#heldRanges = this.#ranges;
+    this.#idle = true;
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) return resolve();
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    return true;
   }
 
   /**
@@ -222,7 +374,11 @@ export class ListWatcher<T extends KubeObject> {
    * state is complete) with LIST then WATCH. Returns what #watchOnce returns.
    */
   async #sync(signal: AbortSignal, emit: (ev: WatcherEvent<T>) => void): Promise<boolean> {
-    if (this.#opts.watchList) {
+    if (!this.#scopeToShard()) return await this.#holdNothing(signal, emit);
+    // Sharded, the state comes from a LIST: only a list answer carries shardInfo (a watch-list
+    // stream's closing bookmark has none, seen on 1.36.3), and without it this side cannot
+    // tell whether the server applied the selector.
+    if (this.#opts.watchList && !this.#ranges) {
       try {
         return await this.#watchOnce(signal, true, emit);
       } catch (err) {
@@ -272,13 +428,21 @@ export class ListWatcher<T extends KubeObject> {
         throw new Error(`list of ${resourceId(rt)} failed: ${errorMessage(err)}`);
       }
       this.#progress();
-      for (const object of page.items) emit({ type: "initApply", object });
+      // The first page (no continue token sent yet) answers whether the server sharded.
+      if (!cont) this.#checkShardInfo(page.metadata);
+      let dropped = 0;
+      for (const object of page.items) {
+        if (this.#inShard(object)) emit({ type: "initApply", object });
+        else dropped++;
+      }
+      this.#countFiltered(dropped);
       cont = page.metadata.continue;
       rv = page.metadata.resourceVersion ?? "";
       if (!cont) break;
     }
     this.stats.lists++;
     emit({ type: "initDone" });
+    this.#heldRanges = this.#ranges;
     this.#setRv(rv);
   }
 
@@ -358,7 +522,8 @@ export class ListWatcher<T extends KubeObject> {
     switch (ev.type) {
       case "ADDED":
       case "MODIFIED":
-        emit({ type: "initApply", object: ev.object });
+        if (this.#inShard(ev.object)) emit({ type: "initApply", object: ev.object });
+        else this.#countFiltered(1);
         return false;
       case "DELETED":
         emit({ type: "initDelete", object: ev.object });
@@ -381,10 +546,12 @@ export class ListWatcher<T extends KubeObject> {
     switch (ev.type) {
       case "ADDED":
       case "MODIFIED":
-        emit({ type: "apply", object: ev.object });
+        if (this.#inShard(ev.object)) emit({ type: "apply", object: ev.object });
+        else this.#countFiltered(1);
         break;
       case "DELETED":
-        emit({ type: "delete", object: ev.object });
+        if (this.#inShard(ev.object)) emit({ type: "delete", object: ev.object });
+        else this.#countFiltered(1);
         break;
       case "BOOKMARK":
         break;

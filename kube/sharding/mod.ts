@@ -1,8 +1,8 @@
 /**
  * Sharding of the operator across replicas by namespace hash: the API server's hash and
  * `shardSelector` (Kubernetes v1.36, KEP-5866), the split of the hash space among member Leases,
- * and the hand-over protocol that keeps two replicas off one namespace. Not yet wired into the
- * informers or main (docs/architecture.md, "Sharding").
+ * the hand-over protocol that keeps two replicas off one namespace, and the ShardFilter through
+ * which the informers scope their caches (docs/architecture.md, "Sharding").
  *
  * @module
  */
@@ -27,6 +27,7 @@ export {
   type ShardField,
   type ShardSelector,
 } from "./selector.ts";
+export { MutableShardFilter, type ShardFilter, staticShardFilter } from "./filter.ts";
 export { splitRanges } from "./split.ts";
 export { defaultShardTiming, type ShardTiming, validateShardTiming } from "./timing.ts";
 export { type MemberView } from "./members.ts";

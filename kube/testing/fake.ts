@@ -26,6 +26,7 @@ import {
   parseFieldSelector,
   parseLabelSelector,
 } from "../selector.ts";
+import { parseShardSelector, renderShardSelector, selectorMatches } from "../sharding/selector.ts";
 import { rfc3339 } from "../time.ts";
 import { type Clock, realClock } from "../clock.ts";
 
@@ -49,6 +50,8 @@ export interface FakeAction {
   /** For lists and watches: the selectors in the API server's query-string form, if any. */
   labelSelector?: string;
   fieldSelector?: string;
+  /** For lists and watches: the shardSelector as sent, if any. */
+  shardSelector?: string;
   /** For watches: a watch-list stream (the current state first) was asked for. */
   sendInitialEvents?: boolean;
 }
@@ -73,6 +76,12 @@ export interface FakeClientOptions {
    * WatchList feature gate off does (default false: they are served).
    */
   refuseWatchList?: boolean;
+  /**
+   * Apply a list's shardSelector and echo it in metadata.shardInfo, as Kubernetes 1.36 with the
+   * ShardedListAndWatch gate and no watch cache does (watches stay unfiltered). Default false:
+   * the parameter is recorded and ignored, as 1.35 does.
+   */
+  applyShardSelector?: boolean;
 }
 
 interface StoredEvent {
@@ -131,6 +140,8 @@ export class FakeClient implements Client {
   readonly #clock: Clock;
   /** Watch-list streams are refused (the WatchList feature gate off). Mutable for tests. */
   refuseWatchList: boolean;
+  /** Lists apply shardSelector (see FakeClientOptions.applyShardSelector). Mutable for tests. */
+  applyShardSelector: boolean;
   /** Latency added to every call (ms). Mutable so a test can slow the API down mid-run. */
   latencyMs: number;
   /** Every call made, in order (for assertions on request counts). */
@@ -141,6 +152,7 @@ export class FakeClient implements Client {
     this.latencyMs = opts.latencyMs ?? 0;
     this.#clock = opts.clock ?? realClock;
     this.refuseWatchList = opts.refuseWatchList ?? false;
+    this.applyShardSelector = opts.applyShardSelector ?? false;
     for (const { rt, obj } of opts.objects ?? []) this.seed(rt, obj);
   }
 
@@ -222,7 +234,12 @@ export class FakeClient implements Client {
         opts.labelSelector,
         [opts.fieldSelector, fieldSelectorString(opts.matchingFields)].filter(Boolean).join(","),
       ),
+      ...(opts.shardSelector ? { shardSelector: opts.shardSelector } : {}),
     });
+    // Parsed up front so a bad selector fails the request, as the server answers one.
+    const shard = this.applyShardSelector && opts.shardSelector
+      ? parseShardSelector(opts.shardSelector)
+      : undefined;
     // Like the API server, every page of a paginated list comes from the snapshot its first
     // page saw and carries that page's resourceVersion, so a watch started from it misses
     // nothing and repeats nothing.
@@ -253,7 +270,8 @@ export class FakeClient implements Client {
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .map(([, o]) => o)
         .filter((o) => !namespace || o.metadata.namespace === namespace)
-        .filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(o, fields));
+        .filter((o) => matchesLabels(labels, o.metadata.labels) && matchesFields(o, fields))
+        .filter((o) => !shard || selectorMatches(shard, o.metadata.namespace ?? ""));
       snapshot = { rv: String(this.#rv), items };
     }
     const all = snapshot.items;
@@ -273,6 +291,7 @@ export class FakeClient implements Client {
       metadata: {
         resourceVersion: snapshot.rv,
         ...(cont ? { continue: cont, remainingItemCount: all.length - end } : {}),
+        ...(shard ? { shardInfo: { selector: renderShardSelector(shard) } } : {}),
       },
       items,
     };
@@ -599,6 +618,7 @@ export class FakeClient implements Client {
       namespace,
       name: "",
       ...sentSelectors(opts.labelSelector, opts.fieldSelector),
+      ...(opts.shardSelector ? { shardSelector: opts.shardSelector } : {}),
       ...(opts.sendInitialEvents ? { sendInitialEvents: true } : {}),
     });
     if (opts.sendInitialEvents || opts.resourceVersionMatch) this.#checkWatchList(rt, opts);
