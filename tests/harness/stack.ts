@@ -66,6 +66,11 @@ export interface StackOptions {
   leaderElect?: boolean;
   /** More operator environment (e.g. `OPERATOR_LOG_LEVEL: "debug"`). */
   operatorEnv?: Record<string, string>;
+  /**
+   * Kustomize folders granting the operator more than config/rbac, applied after it (e.g.
+   * `config/overlays/sharded/members` for SHARDS=auto).
+   */
+  extraRbac?: string[];
   /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
   prefix?: string;
   /**
@@ -167,7 +172,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     started.push(() => Promise.resolve(transport.close()));
     const admin = new ApiClient(transport, "e2e-test");
     await admin.create(Namespaces, { metadata: { name: OPERATOR_NAMESPACE } });
-    const kubeconfig = await operatorKubeconfig(cp);
+    const kubeconfig = await operatorKubeconfig(cp, opts.extraRbac);
     let execPlugin: TokenPlugin | undefined;
     if (opts.execPlugin) {
       const dir = await Deno.makeTempDir({ prefix: "cocoon-exec-plugin-" });

@@ -66,6 +66,8 @@ faultSuite("two sharded replicas split the namespaces and take over a killed one
   operators: 2,
   leaderElect: false,
   operatorEnv: { SHARDS: "auto" },
+  // The member-Lease Role of the sharded install, as config/overlays/sharded adds it.
+  extraRbac: ["config/overlays/sharded/members"],
   nodes: [
     { name: "vk-a", pool: "default", seats: 16 },
     { name: "vk-b", pool: "default", seats: 16 },
