@@ -82,6 +82,8 @@ export class ShardScope {
   /** The share as of the last round, and since when it is that. */
   #desired = "";
   #desiredSince: number;
+  /** When the previous round's step was taken (its step computed the share seen now). */
+  #lastRoundAt: number | undefined;
   /** Set once the active ranges covered the whole share; cleared by an abandon. */
   #complete = false;
 
@@ -204,10 +206,13 @@ export class ShardScope {
   #roundHook(): bigint[] {
     const state = this.#state();
     const desired = formatRangeSet(state.desired);
+    const now = this.#now();
     if (desired !== this.#desired) {
       this.#desired = desired;
-      this.#desiredSince = this.#now();
+      // The share changed in the previous round's step: count from then.
+      this.#desiredSince = this.#lastRoundAt ?? now;
     }
+    this.#lastRoundAt = now;
     const others = this.#others().filter((m) => m.live && !m.leaving).length;
     shardMembers.set(others + 1);
     return [...this.#inFlight.keys()].map((ns) => this.#hash(ns));

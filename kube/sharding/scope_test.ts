@@ -6,6 +6,8 @@ import { fnv1a64 } from "./hash.ts";
 import { heldAnnotation, memberGroupLabel, memberLeaseName } from "./membership.ts";
 import { formatRangeSet, FULL_RANGE, HASH_SPACE_END } from "./range.ts";
 import { ShardScope } from "./scope.ts";
+import { shardHandovers } from "./metrics.ts";
+import type { EventRecorder } from "../events.ts";
 import type { ShardTiming } from "./timing.ts";
 
 const HALF = HASH_SPACE_END / 2n;
@@ -64,14 +66,35 @@ async function renewals(client: FakeClient, identity: string, n: number): Promis
   );
 }
 
+/** Records Events as "kind/name reason: message". */
+function recordingRecorder(): { recorder: EventRecorder; events: string[] } {
+  const events: string[] = [];
+  const recorder: EventRecorder = {
+    event: (subject, _type, reason, message) => {
+      const obj = "object" in subject ? subject.object : subject;
+      events.push(`${obj.kind}/${obj.metadata.name} ${reason}: ${message}`);
+    },
+    eventf: () => {},
+  };
+  return { recorder, events };
+}
+
+async function handovers(direction: string): Promise<number> {
+  const { values } = await shardHandovers.get();
+  return values.find((v) => v.labels.direction === direction)?.value ?? 0;
+}
+
 Deno.test("a draining range is released only once its in-flight reconcile ends", async () => {
   const client = new FakeClient();
+  const { recorder, events } = recordingRecorder();
   const scope = new ShardScope({
     client,
     namespace: "ops",
     identity: "b-me",
     timing: timing(60_000),
+    recorder,
   });
+  const releasedBefore = await handovers("released");
   const stop = new AbortController();
   const run = scope.run(stop.signal);
   let stopPeer = () => {};
@@ -93,6 +116,15 @@ Deno.test("a draining range is released only once its in-flight reconcile ends",
         (await held(client, "b-me")) === formatRangeSet([{ start: HALF, end: HASH_SPACE_END }]),
       10_000,
     );
+    await waitFor("released counted", async () => (await handovers("released")) > releasedBefore);
+    const lease = `Lease/${memberLeaseName("b-me")}`;
+    const half = formatRangeSet([{ start: 0n, end: HALF }]);
+    assert.deepEqual(events.map((e) => e.split(":")[0]), [
+      `${lease} ShardAcquired`,
+      `${lease} ShardDraining`,
+      `${lease} ShardReleased`,
+    ]);
+    assert.match(events[1], new RegExp(`b-me draining ${half} \\(members: a-peer, b-me\\)`));
   } finally {
     stopPeer();
     stop.abort();
