@@ -43,7 +43,7 @@ import type { KubeObject } from "../../kube/object.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import type { Latencies } from "../../sim/kubelet.ts";
 import type { SimNode } from "../../sim/nodes.ts";
-import { type ControlPlane, startControlPlane } from "./control_plane.ts";
+import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from "./control_plane.ts";
 import { type TokenPlugin, writeTokenPlugin } from "./exec_plugin.ts";
 import { operatorKubeconfig } from "./operator_identity.ts";
 import { sampleSum } from "./prom_text.ts";
@@ -71,6 +71,8 @@ export interface StackOptions {
    * `config/overlays/sharded/members` for SHARDS=auto).
    */
   extraRbac?: string[];
+  /** The control plane's Kubernetes minor and extra kube-apiserver flags (default: 1.35, none). */
+  controlPlane?: Pick<ControlPlaneOptions, "kubernetesMinor" | "apiServerFlags">;
   /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
   prefix?: string;
   /**
@@ -157,7 +159,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const stopAll = () => runAll(started.splice(0).reverse());
   try {
     const [cp, registry] = await Promise.all([
-      startControlPlane().then((cp) => {
+      startControlPlane(opts.controlPlane).then((cp) => {
         started.push(() => cp.stop());
         return cp;
       }),
