@@ -213,6 +213,10 @@ export class ShardScope {
       this.#desiredSince = this.#lastRoundAt ?? now;
     }
     this.#lastRoundAt = now;
+    // A share that shrank onto what is already active completes without another start.
+    if (state.desired.length > 0 && subtract(state.desired, state.active).length === 0) {
+      this.#complete = true;
+    }
     const others = this.#others().filter((m) => m.live && !m.leaving).length;
     shardMembers.set(others + 1);
     return [...this.#inFlight.keys()].map((ns) => this.#hash(ns));
