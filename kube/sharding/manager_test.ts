@@ -161,3 +161,70 @@ Deno.test("sharded manager beside a live peer holding the lower half: only upper
     await run;
   }
 });
+
+Deno.test("sharded manager: /readyz waits for the share, not only the caches: 500 while a peer still announces it, 200 once it is given up", async () => {
+  const client = new FakeClient();
+  await seed(client);
+  // The peer (smaller identity) still announces the whole space, as an old owner that drains.
+  let peer = await client.create(Leases, {
+    metadata: {
+      name: memberLeaseName("a-peer"),
+      namespace: "ops",
+      labels: { [memberGroupLabel]: "cocoon-operator" },
+      annotations: { [heldAnnotation]: formatRangeSet([{ start: 0n, end: HASH_SPACE_END }]) },
+    },
+    spec: { holderIdentity: "a-peer", leaseDurationSeconds: 2 },
+  });
+  let peerHeld = formatRangeSet([{ start: 0n, end: HASH_SPACE_END }]);
+  const renewing = setInterval(async () => {
+    peer = await client.update(Leases, {
+      ...peer,
+      metadata: {
+        ...peer.metadata,
+        annotations: { ...peer.metadata.annotations, [heldAnnotation]: peerHeld },
+      },
+      spec: { ...peer.spec, renewTime: new Date().toISOString() },
+    });
+  }, 150);
+  const mgr = shardedManager(client, "b-replica");
+  const { seen } = recordingController(mgr);
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  const check = async (path: string) => {
+    const addr = mgr.servers.probeAddr;
+    if (!addr) return 0;
+    const res = await fetch(`http://127.0.0.1:${addr.port}${path}`);
+    await res.body?.cancel();
+    return res.status;
+  };
+  try {
+    await waitFor("caches synced", async () => (await check("/readyz/cache-sync")) === 200, 20_000);
+    // Several of its own renewals later, the share is still blocked by the peer's announcement.
+    const rvs = new Set<string>();
+    await waitFor(
+      "five renewals",
+      async () => {
+        const own = await client.get(Leases, "ops", memberLeaseName("b-replica"));
+        rvs.add(own.metadata.resourceVersion ?? "");
+        return rvs.size > 5;
+      },
+      20_000,
+      20,
+    );
+    assert.equal(await check("/readyz/shards"), 500);
+    assert.equal(await check("/readyz"), 500);
+    assert.deepEqual(seen, [], "nothing reconciled while the peer announces everything");
+    // The peer gives the upper half back.
+    peerHeld = formatRangeSet([{ start: 0n, end: HALF }]);
+    await waitFor(
+      "ready once the share is active",
+      async () => (await check("/readyz")) === 200,
+      20_000,
+    );
+    assert.deepEqual(mgr.scope.active, [{ start: HALF, end: HASH_SPACE_END }]);
+  } finally {
+    clearInterval(renewing);
+    stop.abort();
+    await run;
+  }
+});
