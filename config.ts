@@ -44,6 +44,12 @@ export interface Config {
    */
   informerStallSeconds?: number;
   /**
+   * --shards / SHARDS: "auto" runs every replica active on its own slice of the namespaces
+   * (kube/sharding/, docs/architecture.md "Sharding") instead of one elected leader. Absent
+   * when neither is given or the value is "off": single-leader mode, unchanged.
+   */
+  shards?: ShardMode;
+  /**
    * --help / --version were given: main prints and exits 0. The other fields then hold the
    * built-in defaults and are not validated (the Go flag package also answers -help before
    * main looks at the environment).
@@ -65,6 +71,9 @@ export interface Config {
   /** --metrics-cert-dir: tls.crt and tls.key for the metrics server (default: self-signed). */
   metricsCertDir?: string;
 }
+
+/** How the replicas share the work: "off" = one elected leader, "auto" = namespace shards. */
+export type ShardMode = "off" | "auto";
 
 /** Invalid command line or environment; the message is one line fit for stderr (exit 2). */
 export class ConfigError extends Error {
@@ -106,6 +115,7 @@ const options = {
   "allow-plain-http": { type: "string" },
   "metrics-cert-dir": { type: "string" },
   "informer-stall-seconds": { type: "string" },
+  shards: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 } as const;
@@ -234,6 +244,8 @@ export function parseConfig(args: string[], env: Env): Config {
     env,
   );
 
+  const shards = shardMode(str("shards"), env);
+
   return {
     metricsBindAddress,
     healthProbeBindAddress,
@@ -247,6 +259,7 @@ export function parseConfig(args: string[], env: Env): Config {
     ociRegistry,
     logLevel,
     ...(informerStallSeconds !== undefined ? { informerStallSeconds } : {}),
+    ...(shards === "auto" ? { shards } : {}),
     help: false,
     version: false,
     allowExtraPermissions: bools.get("allow-extra-permissions") ??
@@ -255,6 +268,14 @@ export function parseConfig(args: string[], env: Env): Config {
     metricsSecure: bools.get("metrics-secure") ?? envBool(env, "METRICS_SECURE", true),
     metricsCertDir: str("metrics-cert-dir") || envValue(env, "METRICS_CERT_DIR"),
   };
+}
+
+/** --shards / SHARDS: "off" or "auto"; anything else is a ConfigError naming where it came from. */
+function shardMode(flagValue: string | undefined, env: Env): ShardMode {
+  const where = flagValue !== undefined ? "--shards" : "SHARDS";
+  const raw = flagValue ?? envValue(env, "SHARDS") ?? "off";
+  if (raw === "off" || raw === "auto") return raw;
+  throw new ConfigError(`${where}=${JSON.stringify(raw)}: want off or auto`);
 }
 
 /** --allow-plain-http / OPERATOR_ALLOW_PLAIN_HTTP: a comma-separated host list. */
@@ -308,6 +329,10 @@ Flags (a flag overrides its environment variable):
   --informer-stall-seconds N         /healthz fails after N s without word from the API
                                      server on a watched kind; 0 disables
                                      env INFORMER_STALL_SECONDS, default 900
+  --shards MODE                      off: one elected leader reconciles; auto: every replica
+                                     reconciles its own slice of the namespaces (no leader
+                                     election, --leader-elect is ignored)
+                                     env SHARDS, default off
   -h, --help                         print this text and exit
   --version                          print the version and exit
 

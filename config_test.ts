@@ -247,3 +247,14 @@ Deno.test("--informer-stall-seconds / INFORMER_STALL_SECONDS: whole seconds, 0 a
   );
   rejects(["--informer-stall-seconds=-1"], base, /^--informer-stall-seconds="-1" is not/);
 });
+
+Deno.test("--shards / SHARDS: off by default, auto turns sharding on, the flag wins, typos refused", () => {
+  assert.equal(parse([]).shards, undefined);
+  assert.equal(parse([], { SHARDS: "off" }).shards, undefined);
+  assert.equal(parse([], { SHARDS: "auto" }).shards, "auto");
+  assert.equal(parse(["--shards=auto"]).shards, "auto");
+  assert.equal(parse(["--shards", "off"], { SHARDS: "auto" }).shards, undefined);
+  rejects([], { ...base, SHARDS: "on" }, /^SHARDS="on": want off or auto$/);
+  rejects(["--shards=3"], base, /^--shards="3": want off or auto$/);
+  assert.match(usage(), /--shards MODE/);
+});

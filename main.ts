@@ -9,6 +9,7 @@ import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
 import { ApiClient } from "./kube/api_client.ts";
 import { errorMessage } from "./kube/errors.ts";
 import { Manager, type ManagerOptions } from "./kube/manager.ts";
+import { ShardedManager } from "./kube/sharding/manager.ts";
 import { withAuthenticationAndAuthorization } from "./kube/metrics_auth.ts";
 import { metricsTls } from "./kube/metrics_serving.ts";
 import { byObject } from "./kube/cache.ts";
@@ -127,7 +128,7 @@ export async function main(
       return 2;
     }
   }
-  const manager = new Manager({
+  const managerOptions: ManagerOptions = {
     client: new ApiClient(transport),
     metricsBindAddress: config.metricsBindAddress,
     metricsSecurity,
@@ -146,7 +147,12 @@ export async function main(
     // The initial state streams over the watch (no LIST) where the API server serves it.
     watchList: true,
     informerStallLimitMs: (config.informerStallSeconds ?? defaults.informerStallSeconds) * 1000,
-  });
+  };
+  // Sharded: every replica active on its own namespaces, no leader election; /readyz also
+  // waits for this replica's ranges (kube/sharding/manager.ts).
+  const manager = config.shards === "auto"
+    ? new ShardedManager(managerOptions)
+    : new Manager(managerOptions);
   manager.addHealthzCheck("healthz", ping);
   manager.addReadyzCheck("readyz", ping);
   registerOperatorMetrics();
@@ -163,12 +169,13 @@ export async function main(
     return [s, h] as const;
   });
   log.info(
-    "starting manager (metrics={metrics} probe={probe} leader={leader} " +
+    "starting manager (metrics={metrics} probe={probe} leader={leader} shards={shards} " +
       "cocoonset-concurrency={cs} hibernation-concurrency={hib})",
     {
       metrics: config.metricsBindAddress,
       probe: config.healthProbeBindAddress,
-      leader: config.leaderElect,
+      leader: config.shards === "auto" ? false : config.leaderElect,
+      shards: config.shards ?? "off",
       cs: config.cocoonSetConcurrency,
       hib: config.hibernationConcurrency,
     },

@@ -113,6 +113,8 @@ export class Controller {
   readonly #hardStop = new AbortController();
   #workers: Promise<void>[] = [];
   #inFlight = 0;
+  /** What the workers call when set: the reconciler behind wrappers (wrapReconciler). */
+  #wrapped: Reconciler | undefined;
   readonly #done: Promise<void>;
   #resolveDone!: () => void;
   readonly #m;
@@ -191,6 +193,16 @@ export class Controller {
     this.#informers.push(informer as unknown as Informer<KubeObject>);
     if (this.#sourcesStarted) register();
     else this.#pendingWatches.push(register);
+  }
+
+  /**
+   * Puts a wrapper around the reconciler the workers call (a sharded operator's gate,
+   * kube/sharding/gate.ts). Must be called before start(); wrappers stack, the last outermost.
+   * `reconciler` still names the unwrapped one.
+   */
+  wrapReconciler(wrap: (inner: Reconciler) => Reconciler): void {
+    if (this.#started) throw new Error(`controller ${this.name}: wrapReconciler after start`);
+    this.#wrapped = wrap(this.#wrapped ?? this.reconciler);
   }
 
   /**
@@ -403,7 +415,7 @@ export class Controller {
     let error: unknown;
     let failed = false;
     try {
-      result = await this.reconciler.reconcile(req, scope.signal);
+      result = await (this.#wrapped ?? this.reconciler).reconcile(req, scope.signal);
     } catch (err) {
       failed = true;
       error = err;

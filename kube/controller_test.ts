@@ -632,3 +632,32 @@ Deno.test("a result's priority overrides the one the key was handed out with", a
   assert.deepEqual(rec.calls.slice(2), ["ns/low", "ns/normal"]);
   await r.stop();
 });
+
+Deno.test("controller: wrapReconciler puts wrappers around the reconciler (last outermost), only before start", async () => {
+  const inner = new RecordingReconciler();
+  const ctrl = new Controller({ name: "wrapped", reconciler: inner });
+  const order: string[] = [];
+  const wrapper = (label: string) => (next: Reconciler): Reconciler => ({
+    reconcile: (req, signal) => {
+      order.push(label);
+      // The inner wrapper keeps "skip" from the reconciler, as the shard gate does.
+      return label === "first" && req.name === "skip"
+        ? Promise.resolve({})
+        : next.reconcile(req, signal);
+    },
+  });
+  ctrl.wrapReconciler(wrapper("first"));
+  ctrl.wrapReconciler(wrapper("second"));
+  assert.equal(ctrl.reconciler, inner, "reconciler still names the unwrapped one");
+  const run = started(ctrl);
+  try {
+    assert.throws(() => ctrl.wrapReconciler(wrapper("late")), /wrapReconciler after start/);
+    ctrl.enqueue({ namespace: "ns", name: "a" });
+    ctrl.enqueue({ namespace: "ns", name: "skip" });
+    await waitFor(() => order.length === 4, "both keys through both wrappers");
+    assert.deepEqual(order, ["second", "first", "second", "first"]);
+    assert.deepEqual(inner.calls, ["ns/a"], "the inner wrapper kept skip from the reconciler");
+  } finally {
+    await run.stop();
+  }
+});

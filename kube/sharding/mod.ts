@@ -1,8 +1,9 @@
 /**
  * Sharding of the operator across replicas by namespace hash: the API server's hash and
  * `shardSelector` (Kubernetes v1.36, KEP-5866), the split of the hash space among member Leases,
- * the hand-over protocol that keeps two replicas off one namespace, and the ShardFilter through
- * which the informers scope their caches (docs/architecture.md, "Sharding").
+ * the hand-over protocol that keeps two replicas off one namespace, the ShardFilter through which
+ * the informers scope their caches, and the wiring into the operator: ShardScope, the gate around
+ * informers and reconcilers, ShardedManager (--shards=auto; docs/architecture.md, "Sharding").
  *
  * @module
  */
@@ -49,3 +50,6 @@ export {
   ShardMember,
   type ShardMemberOptions,
 } from "./membership.ts";
+export { ShardScope, type ShardScopeOptions, type ShardTicket } from "./scope.ts";
+export { gateReconciler, type GateScope, shardedInformer } from "./gate.ts";
+export { ShardedManager, type ShardedManagerOptions } from "./manager.ts";

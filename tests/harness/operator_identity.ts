@@ -9,7 +9,11 @@ const repoRoot = new URL("../../", import.meta.url).pathname;
  * ServiceAccount (cocoon-system/cocoon-operator), so a test runs the operator with exactly the
  * permissions a deployment grants it rather than as cluster admin.
  */
-export async function operatorKubeconfig(cp: ControlPlane): Promise<string> {
+export async function operatorKubeconfig(
+  cp: ControlPlane,
+  /** More kustomize folders (from the repository root) applied after config/rbac. */
+  extraRbac: readonly string[] = [],
+): Promise<string> {
   // The kustomization's namespaced objects need their namespace (created here if missing, with
   // no labels, as a test's own namespace would be).
   const ns = await cp.kubectl(["apply", "-f", "-"], {
@@ -22,5 +26,9 @@ export async function operatorKubeconfig(cp: ControlPlane): Promise<string> {
   if (ns.code !== 0) throw new Error(`creating namespace cocoon-system failed: ${ns.stderr}`);
   const applied = await cp.kubectl(["apply", "-k", `${repoRoot}config/rbac`]);
   if (applied.code !== 0) throw new Error(`applying config/rbac failed: ${applied.stderr}`);
+  for (const dir of extraRbac) {
+    const more = await cp.kubectl(["apply", "-k", `${repoRoot}${dir}`]);
+    if (more.code !== 0) throw new Error(`applying ${dir} failed: ${more.stderr}`);
+  }
   return await cp.serviceAccountKubeconfig("cocoon-system", "cocoon-operator");
 }

@@ -44,7 +44,7 @@ import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import type { Latencies } from "../../sim/kubelet.ts";
 import type { SimNode } from "../../sim/nodes.ts";
 import { recordRegistryRequests } from "./behaviour_recording.ts";
-import { type ControlPlane, startControlPlane } from "./control_plane.ts";
+import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from "./control_plane.ts";
 import { type TokenPlugin, writeTokenPlugin } from "./exec_plugin.ts";
 import { operatorKubeconfig } from "./operator_identity.ts";
 import { sampleSum } from "./prom_text.ts";
@@ -67,6 +67,13 @@ export interface StackOptions {
   leaderElect?: boolean;
   /** More operator environment (e.g. `OPERATOR_LOG_LEVEL: "debug"`). */
   operatorEnv?: Record<string, string>;
+  /**
+   * Kustomize folders granting the operator more than config/rbac, applied after it (e.g.
+   * `config/overlays/sharded/members` for SHARDS=auto).
+   */
+  extraRbac?: string[];
+  /** The control plane's Kubernetes minor and extra kube-apiserver flags (default: 1.35, none). */
+  controlPlane?: Pick<ControlPlaneOptions, "kubernetesMinor" | "apiServerFlags">;
   /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
   prefix?: string;
   /**
@@ -153,7 +160,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const stopAll = () => runAll(started.splice(0).reverse());
   try {
     const [cp, registry] = await Promise.all([
-      startControlPlane().then((cp) => {
+      startControlPlane(opts.controlPlane).then((cp) => {
         started.push(() => cp.stop());
         return cp;
       }),
@@ -172,7 +179,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     started.push(() => Promise.resolve(transport.close()));
     const admin = new ApiClient(transport, "e2e-test");
     await admin.create(Namespaces, { metadata: { name: OPERATOR_NAMESPACE } });
-    const kubeconfig = await operatorKubeconfig(cp);
+    const kubeconfig = await operatorKubeconfig(cp, opts.extraRbac);
     let execPlugin: TokenPlugin | undefined;
     if (opts.execPlugin) {
       const dir = await Deno.makeTempDir({ prefix: "cocoon-exec-plugin-" });

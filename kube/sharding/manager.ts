@@ -1,0 +1,70 @@
+/**
+ * The manager of a sharded replica: the ordinary Manager with leader election off, every
+ * controller it registers behind the shard gate (gate.ts), the membership loop as one more
+ * runnable, and a /readyz check that waits for this replica's share. Subclassing keeps
+ * kube/manager.ts and the reconcilers' setup functions unchanged: the builder asks the host
+ * for informers and hands it the controller, and both calls pass through here.
+ *
+ * @module
+ */
+import type { Runnable } from "../runnable.ts";
+import { Controller } from "../controller.ts";
+import { leaderElectionNamespace, leaderIdentity } from "../leader.ts";
+import { Manager, type ManagerOptions } from "../manager.ts";
+import type { KubeObject } from "../object.ts";
+import type { ResourceType } from "../resource.ts";
+import type { Informer } from "../source.ts";
+import type { Clock } from "../clock.ts";
+import { gateReconciler, shardedInformer } from "./gate.ts";
+import { ShardScope } from "./scope.ts";
+import type { ShardTiming } from "./timing.ts";
+
+export interface ShardedManagerOptions extends Omit<ManagerOptions, "leaderElection"> {
+  /** Membership timing (defaults: leader election's durations, timing.ts). */
+  shardTiming?: ShardTiming;
+  shardClock?: Clock;
+}
+
+/** A Manager whose controllers act only on the namespaces of this replica's shard. */
+export class ShardedManager extends Manager {
+  /** This replica's membership; run by the manager, consulted by every gated controller. */
+  readonly scope: ShardScope;
+  readonly #gated = new WeakSet<Controller>();
+
+  constructor(opts: ShardedManagerOptions) {
+    super({ ...opts, leaderElection: false });
+    const namespace = leaderElectionNamespace(opts.leaderElectionNamespace);
+    // Surfaced when the scope runs; keep an early failure from going unhandled meanwhile.
+    namespace.catch(() => {});
+    this.scope = new ShardScope({
+      client: opts.client,
+      namespace,
+      identity: opts.identity ?? leaderIdentity(),
+      timing: opts.shardTiming,
+      clock: opts.shardClock,
+      recorder: this.recorder,
+    });
+    this.addReadyzCheck("shards", () => {
+      if (!this.scope.ready()) throw new Error("shard ranges not yet active");
+    });
+    // Started after the caches synced (leader work, election off), stopped with the rest:
+    // run() then leaves the membership (drain, empty held, delete the Lease).
+    super.add({ start: (signal) => this.scope.run(signal) });
+  }
+
+  /** The informer a controller watches, filtered to this replica's namespaces. */
+  override informerFor<T extends KubeObject>(rt: ResourceType<T>): Informer<T> {
+    const inner = super.informerFor(rt);
+    const cache = this.cache;
+    return shardedInformer(rt, inner, this.scope, async () => (await cache.list(rt)).items);
+  }
+
+  /** Registers a runnable; a controller goes behind the shard gate first. */
+  override add(runnable: Runnable): void {
+    if (runnable instanceof Controller && !this.#gated.has(runnable)) {
+      this.#gated.add(runnable);
+      runnable.wrapReconciler((inner) => gateReconciler(inner, this.scope, runnable.name));
+    }
+    super.add(runnable);
+  }
+}
