@@ -62,6 +62,8 @@ export interface ManagerOptions {
   watchList?: boolean;
   /** Per-informer tuning (watch timeouts, deadlines, backoff) for tests. */
   informerDefaults?: CacheOptions["informerDefaults"];
+  /** Scopes every namespaced informer to these hash ranges (a sharded replica; cache.ts). */
+  cacheShard?: CacheOptions["shard"];
 }
 
 /** How start() ended: a clean shutdown, or leadership lost (the process must exit non-zero). */
@@ -115,6 +117,7 @@ export class Manager implements ControllerHost {
       client: opts.client,
       namespace: opts.cacheNamespace,
       byObject: opts.byObject,
+      shard: opts.cacheShard,
       informerDefaults: opts.watchList
         ? { watchList: true, ...opts.informerDefaults }
         : opts.informerDefaults,

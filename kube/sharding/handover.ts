@@ -60,6 +60,13 @@ export interface ShardObservation {
   readonly busyHashes: readonly bigint[];
   /** Shutting down: give every range back. */
   readonly leaving?: boolean;
+  /**
+   * Whether this member's caches hold a complete state of these ranges yet (a sharded cache
+   * lists a claimed range before it may become active). Absent: they always do (unsharded
+   * caches hold everything). A claim that is otherwise ready stays pending until it is true, so a
+   * new owner never reconciles from a cache that has not seen the range's objects.
+   */
+  readonly cachesHold?: (ranges: RangeSet) => boolean;
 }
 
 /** What the driver must do, in order. */
@@ -152,7 +159,7 @@ export function step(
     pending = union(pending, claim);
     if (obs.renewal) {
       const ready = subtract(intersect(pending, obs.renewal.announced), taken);
-      if (ready.length > 0) {
+      if (ready.length > 0 && (obs.cachesHold?.(ready) ?? true)) {
         active = union(active, ready);
         pending = subtract(pending, ready);
         actions.push({ type: "start", ranges: ready });

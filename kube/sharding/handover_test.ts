@@ -54,6 +54,23 @@ Deno.test("a claim whose renewal failed is not started", () => {
   assert.deepEqual(failed.state.active, []);
 });
 
+Deno.test("a claim whose caches do not hold it yet stays pending; it starts once they do", () => {
+  const first = round(initialShardState("a"), 0, []);
+  const asked: RangeSet[] = [];
+  const waiting = round(first.state, 2000, [], {
+    cachesHold: (ranges) => {
+      asked.push(ranges);
+      return false;
+    },
+  });
+  assert.deepEqual(waiting.actions, []);
+  assert.deepEqual(waiting.state.active, []);
+  assert.ok(sameSet(waiting.state.pending, [FULL_RANGE]), "still claimed, still announced");
+  assert.ok(sameSet(asked[0], [FULL_RANGE]), "asked about the range it would start");
+  const ready = round(waiting.state, 4000, [], { cachesHold: () => true });
+  assert.deepEqual(ready.actions, [{ type: "start", ranges: [FULL_RANGE] }]);
+});
+
 Deno.test("a joiner waits until the old owner drained and stopped announcing the range", () => {
   let a = round(round(initialShardState("a"), 0, []).state, 2000, []).state;
   assert.ok(sameSet(a.active, [FULL_RANGE]));

@@ -17,6 +17,7 @@ import type { Informer } from "../source.ts";
 import type { Clock } from "../clock.ts";
 import { gateReconciler, shardedInformer } from "./gate.ts";
 import { ShardScope } from "./scope.ts";
+import { MutableShardFilter } from "./filter.ts";
 import type { ShardTiming } from "./timing.ts";
 
 export interface ShardedManagerOptions extends Omit<ManagerOptions, "leaderElection"> {
@@ -32,7 +33,9 @@ export class ShardedManager extends Manager {
   readonly #gated = new WeakSet<Controller>();
 
   constructor(opts: ShardedManagerOptions) {
-    super({ ...opts, leaderElection: false });
+    // The caches start holding nothing; each membership round sets what this replica announces.
+    const cacheFilter = new MutableShardFilter([]);
+    super({ ...opts, leaderElection: false, cacheShard: cacheFilter });
     const namespace = leaderElectionNamespace(opts.leaderElectionNamespace);
     // Surfaced when the scope runs; keep an early failure from going unhandled meanwhile.
     namespace.catch(() => {});
@@ -43,6 +46,8 @@ export class ShardedManager extends Manager {
       timing: opts.shardTiming,
       clock: opts.shardClock,
       recorder: this.recorder,
+      cacheFilter,
+      cachesHold: (ranges) => this.cache.holdsRanges(ranges),
     });
     this.addReadyzCheck("shards", () => {
       if (!this.scope.ready()) throw new Error("shard ranges not yet active");

@@ -78,6 +78,8 @@ export interface ShardMemberOptions extends ShardCallbacks {
   clock?: Clock;
   /** Hashes of the namespaces with reconciles in flight (for the drain). */
   busyHashes?: () => readonly bigint[];
+  /** Whether the caches hold these ranges yet (see ShardObservation.cachesHold). */
+  cachesHold?: (ranges: RangeSet) => boolean;
   /** On shutdown, drain and give the ranges back before deleting the Lease (default true). */
   leaveOnStop?: boolean;
 }
@@ -205,7 +207,8 @@ export class ShardMember {
       }
     }
     const busyHashes = this.#opts.busyHashes?.() ?? [];
-    this.#apply({ renewal, members, busyHashes, leaving }, this.#clock.now());
+    const cachesHold = this.#opts.cachesHold;
+    this.#apply({ renewal, members, busyHashes, leaving, cachesHold }, this.#clock.now());
     if (renewal) this.#armDeadline();
   }
 

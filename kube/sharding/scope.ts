@@ -17,7 +17,8 @@ import type { Clock } from "../clock.ts";
 import type { EventRecorder } from "../events.ts";
 import type { KubeObject } from "../object.ts";
 import { fnv1a64 } from "./hash.ts";
-import { initialShardState, type ShardState } from "./handover.ts";
+import { announcedRanges, initialShardState, type ShardState } from "./handover.ts";
+import type { MutableShardFilter } from "./filter.ts";
 import type { MemberView } from "./members.ts";
 import { memberLeaseName, ShardMember } from "./membership.ts";
 import {
@@ -53,6 +54,14 @@ export interface ShardScopeOptions {
   clock?: Clock;
   /** Hand-over Events go on this replica's member Lease. */
   recorder?: EventRecorder;
+  /**
+   * The filter the sharded caches list and watch with: set each round to every range this
+   * replica announces (claimed, active, draining), so a claimed range is listed before it
+   * becomes active.
+   */
+  cacheFilter?: MutableShardFilter;
+  /** Whether the caches hold these ranges yet; a claim becomes active only once they do. */
+  cachesHold?: (ranges: RangeSet) => boolean;
 }
 
 /** One admitted reconcile: its abort signal (a timed-out drain or an abandon) and its end. */
@@ -117,6 +126,7 @@ export class ShardScope {
       timing: opts.timing ?? defaultShardTiming,
       clock: opts.clock,
       busyHashes: () => this.#roundHook(),
+      cachesHold: opts.cachesHold,
       onStart: (ranges) => this.#onStart(ranges),
       onStop: (ranges) => this.#onStop(ranges),
       onRelease: (ranges, timedOut) => this.#onRelease(ranges, timedOut),
@@ -213,6 +223,8 @@ export class ShardScope {
       this.#desiredSince = this.#lastRoundAt ?? now;
     }
     this.#lastRoundAt = now;
+    // What the caches should hold: everything announced, so a claim is listed before it starts.
+    this.#opts.cacheFilter?.set(announcedRanges(state));
     // A share that shrank onto what is already active completes without another start.
     if (state.desired.length > 0 && subtract(state.desired, state.active).length === 0) {
       this.#complete = true;

@@ -39,4 +39,4 @@ export { RecordingRecorder } from "./recorder.ts";
 export type { WaitOptions } from "./wait.ts";
 export { flushMicrotasks, waitFor, waitUntil } from "./wait.ts";
 export { metricValue } from "./metrics.ts";
-export { type StaleReads, staleCache } from "./stale_cache.ts";
+export { staleCache, type StaleReads } from "./stale_cache.ts";
