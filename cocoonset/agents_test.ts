@@ -549,3 +549,32 @@ Deno.test("a pass whose cache still shows the pod before its dead-letter mark do
     "the pod is read past the cache before it is marked",
   );
 });
+
+Deno.test("a pass whose cache still shows a failed pod the slot has since replaced marks nothing", async () => {
+  const name = "dead-replaced";
+  const { cs, pods } = runningSet(name, 1, [1], (c) => {
+    c.metadata.annotations = {
+      [AnnotationRebuildHistory]: JSON.stringify({
+        "1": { count: 4, lastDeleted: "2026-05-13T00:00:00Z" },
+      }),
+    };
+  });
+  const env = envFor(cs, pods);
+  const pod = `${name}-1`;
+  await failPod(env, pod, "phase");
+  // What the cache still shows: the failed pod. Stored: a new pod of the slot, running.
+  const failed = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  await env.fake.delete(Pods, testNamespace, pod, { gracePeriodSeconds: 0 });
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 1, `vk-ns-${name}-0`, node), node));
+
+  const lagging = reconcilerWith(env, laggingCache(env.fake, { pods: failed }));
+  const mark = env.fake.actions.length;
+  await lagging.reconcile({ namespace: testNamespace, name }, new AbortController().signal);
+  assert.ok(!since(env, mark).some((a) => a.resource === Pods && a.verb === "patch"));
+  assert.equal(
+    (await getPod(env.fake, pod))?.metadata.annotations?.[AnnotationDeadLetter],
+    undefined,
+  );
+  assert.deepEqual(env.recorder.withReason(ReasonSubAgentDeadLetter), []);
+  assert.equal(await counterValue(deadLetterTotal, setLabels(name)), 0);
+});
