@@ -17,7 +17,7 @@ import { classifyNameClash, reportNameClash } from "./name_clash.ts";
 import { subAgentsBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
 import { podIsTerminal } from "./pod_state.ts";
-import { deletePod, emit, followOwnWrite, podRef, type SetPass } from "./pass.ts";
+import { deletePod, emit, followOwnWrite, podRef, readStoredPod, type SetPass } from "./pass.ts";
 import { buildAgentPod } from "./pods.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import {
@@ -220,19 +220,7 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
   const name = cs.metadata.name ?? "";
   const history = readRebuildHistory(cs);
   const entry = history.get(slot) ?? { count: 0, lastDeleted: 0 };
-  if (entry.count >= maxRebuildAttempts) {
-    await patchAnnotations(pass.deps.client, Pods, pod, { [AnnotationDeadLetter]: "true" }, {
-      signal: pass.signal,
-    });
-    subAgentDeadLetterTotal.labels({ namespace: ns, cocoonset: name }).inc();
-    emit(
-      pass,
-      "Warning",
-      ReasonSubAgentDeadLetter,
-      `slot ${slot} exhausted ${maxRebuildAttempts} rebuilds; pod ${pod.metadata.name} left in dead-letter`,
-    );
-    return { ...keep, deadLettered: true };
-  }
+  if (entry.count >= maxRebuildAttempts) return await deadLetter(pass, pod, slot);
   const wait = backoffDelayMs(entry.count);
   if (wait > 0) {
     const remaining = wait - (pass.deps.clock.now() - entry.lastDeleted);
@@ -268,6 +256,42 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
     `slot ${slot} attempt ${attempt}/${maxRebuildAttempts}`,
   );
   return { ...keep, deleted: true };
+}
+
+/**
+ * Marks a sub-agent whose budget is spent, once: the Event and the metric count pods, not passes.
+ * The cached pod may predate this process's own mark (a pass queued before the mark's watch event
+ * arrived lists the pod without it), so the live pod decides, read past the cache: already marked,
+ * it is triaged as the next pass with a current cache would triage it; gone or replaced by a new
+ * pod, the pass leaves the slot to the pass that event brings. The read is paid once per
+ * dead-lettered pod, as a marked pod never reaches this path through a current cache.
+ */
+async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Triage> {
+  const { cs } = pass;
+  const live = await readStoredPod(
+    pass,
+    cached.metadata.namespace ?? "",
+    cached.metadata.name ?? "",
+    "re-read sub-agent before its dead letter",
+  );
+  if (!live || live.metadata.uid !== cached.metadata.uid) return keep;
+  if (live.metadata.annotations?.[AnnotationDeadLetter] === "true") {
+    return await rebuildDeadLetteredOnDrift(pass, live, slot);
+  }
+  await patchAnnotations(pass.deps.client, Pods, live, { [AnnotationDeadLetter]: "true" }, {
+    signal: pass.signal,
+  });
+  subAgentDeadLetterTotal.labels({
+    namespace: cs.metadata.namespace ?? "",
+    cocoonset: cs.metadata.name ?? "",
+  }).inc();
+  emit(
+    pass,
+    "Warning",
+    ReasonSubAgentDeadLetter,
+    `slot ${slot} exhausted ${maxRebuildAttempts} rebuilds; pod ${live.metadata.name} left in dead-letter`,
+  );
+  return { ...keep, deadLettered: true };
 }
 
 /**

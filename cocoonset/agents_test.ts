@@ -22,11 +22,13 @@ import {
   counterValue,
   getPod,
   getSet,
+  laggingCache,
   livePod,
   newCocoonSet,
   newTestEnv,
   newTestPass,
   podSeed,
+  reconcilerWith,
   reconcileSet,
   setSeed,
   type TestEnv,
@@ -508,4 +510,71 @@ Deno.test("a rebuild-history write does not paper over a status another writer c
 
   await ensureSubAgents(pass, "vk-ns-rv2-0", node);
   await assert.rejects(writeSetStatus(pass, ""), (err) => isConflict(err));
+});
+
+Deno.test("a pass whose cache still shows the pod before its dead-letter mark does not dead-letter it again", async () => {
+  const name = "dead-once";
+  const { cs, pods } = runningSet(name, 1, [1], (c) => {
+    c.metadata.annotations = {
+      [AnnotationRebuildHistory]: JSON.stringify({
+        "1": { count: 4, lastDeleted: "2026-05-13T00:00:00Z" },
+      }),
+    };
+  });
+  const env = envFor(cs, pods);
+  const pod = `${name}-1`;
+  await failPod(env, pod, "phase");
+  // What the cache keeps showing after the first pass: the failed pod, not yet marked.
+  const beforeMark = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  assert.deepEqual(await reconcileSet(env, name), {});
+  assert.equal((await getPod(env.fake, pod))?.metadata.annotations?.[AnnotationDeadLetter], "true");
+
+  const lagging = reconcilerWith(env, laggingCache(env.fake, { pods: beforeMark }));
+  const mark = env.fake.actions.length;
+  assert.deepEqual(
+    await lagging.reconcile({ namespace: testNamespace, name }, new AbortController().signal),
+    {},
+  );
+  const step = since(env, mark);
+  assert.ok(!step.some((a) => a.resource === Pods && (a.verb === "patch" || a.verb === "delete")));
+  assert.deepEqual(
+    env.recorder.withReason(ReasonSubAgentDeadLetter).map((e) => e.message),
+    [`slot 1 exhausted 4 rebuilds; pod ${pod} left in dead-letter`],
+  );
+  assert.equal(await counterValue(deadLetterTotal, setLabels(name)), 1);
+  const progressing = conditionOf(await getSet(env.fake, name), ConditionTypeProgressing);
+  assert.equal(progressing?.reason, ReasonSubAgentDeadLetter, "the status still reports it");
+  assert.ok(
+    step.some((a) => a.verb === "get" && a.resource === Pods && a.name === pod),
+    "the pod is read past the cache before it is marked",
+  );
+});
+
+Deno.test("a pass whose cache still shows a failed pod the slot has since replaced marks nothing", async () => {
+  const name = "dead-replaced";
+  const { cs, pods } = runningSet(name, 1, [1], (c) => {
+    c.metadata.annotations = {
+      [AnnotationRebuildHistory]: JSON.stringify({
+        "1": { count: 4, lastDeleted: "2026-05-13T00:00:00Z" },
+      }),
+    };
+  });
+  const env = envFor(cs, pods);
+  const pod = `${name}-1`;
+  await failPod(env, pod, "phase");
+  // What the cache still shows: the failed pod. Stored: a new pod of the slot, running.
+  const failed = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  await env.fake.delete(Pods, testNamespace, pod, { gracePeriodSeconds: 0 });
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 1, `vk-ns-${name}-0`, node), node));
+
+  const lagging = reconcilerWith(env, laggingCache(env.fake, { pods: failed }));
+  const mark = env.fake.actions.length;
+  await lagging.reconcile({ namespace: testNamespace, name }, new AbortController().signal);
+  assert.ok(!since(env, mark).some((a) => a.resource === Pods && a.verb === "patch"));
+  assert.equal(
+    (await getPod(env.fake, pod))?.metadata.annotations?.[AnnotationDeadLetter],
+    undefined,
+  );
+  assert.deepEqual(env.recorder.withReason(ReasonSubAgentDeadLetter), []);
+  assert.equal(await counterValue(deadLetterTotal, setLabels(name)), 0);
 });

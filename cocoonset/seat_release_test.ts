@@ -671,34 +671,58 @@ Deno.test("wake restores again after a failed restore pod is gone, not a fresh b
 // releases the seat. The node hint it writes is what tells a later pass that the pods went; a
 // cache that shows the unsuspend but not yet that hint sees no main and no hint, and boots the
 // main fresh over its snapshot. The hint write returns the stored set: it must be heeded.
-Deno.test("release suspend deletes nothing when the set it re-read has moved past the pass", async () => {
-  const env = newTestEnv();
-  putHibernateTag(env);
-  env.fake.seed(CocoonSets, relSet(withFinalizer, (c) => c.status = { phase: "Suspending" }));
-  const stale = await storedSet(env);
-  const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(stale, "node-a")));
-  await env.fake.patch(CocoonSets, "ns", seatSetName, "merge", { spec: { suspend: false } });
-  const unsuspended = await storedSet(env); // what a cache shows before the hint lands
+Deno.test("release suspend deletes nothing when the set it re-read has moved past the pass", async (t) => {
+  // Two refusals guard the window, each pinned alone: with the VM names still to stash, the
+  // locked stash write is refused (Conflict) before anything else; with them already stashed,
+  // the unlocked hint write answers with the moved set and the generation check must stop the
+  // deletes.
+  for (const stashed of [false, true]) {
+    await t.step(stashed ? "names already stashed" : "names to stash", async () => {
+      const env = newTestEnv();
+      putHibernateTag(env);
+      env.fake.seed(
+        CocoonSets,
+        relSet(withFinalizer, (c) => {
+          c.status = { phase: "Suspending" };
+          if (stashed) c.metadata.annotations = { [AnnotationDeleteVMNames]: mainVMName };
+        }),
+      );
+      const stale = await storedSet(env);
+      const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(stale, "node-a")));
+      await env.fake.patch(CocoonSets, "ns", seatSetName, "merge", { spec: { suspend: false } });
+      const unsuspended = await storedSet(env); // what a cache shows before the hint lands
 
-  // Refused either way: the stash write carries the stale resourceVersion (Conflict), and a
-  // stored set whose generation moved past the pass deletes nothing.
-  await reconcileSuspendRelease(newTestPass(depsOf(env), stale, [main])).catch((err) => {
-    if (!isConflict(err)) throw err;
-  });
-  // vk-cocoon finishes whatever pod delete was sent.
-  if ((await getPod(env.fake, "demo-0"))?.metadata.deletionTimestamp) {
-    await env.fake.delete(Pods, "ns", "demo-0", { gracePeriodSeconds: 0 });
+      // Refused either way: the stash write carries the stale resourceVersion (Conflict), and a
+      // stored set whose generation moved past the pass deletes nothing.
+      const mark = env.fake.actions.length;
+      const refusal = await reconcileSuspendRelease(newTestPass(depsOf(env), stale, [main])).then(
+        (result) => result,
+        (err) => {
+          if (!isConflict(err)) throw err;
+          return "conflict" as const;
+        },
+      );
+      assert.deepEqual(refusal, stashed ? { requeue: true } : "conflict", "the refusal pinned");
+      assert.ok(
+        !env.fake.actions.slice(mark).some((a) => a.verb === "delete" && a.resource === Pods),
+        "no pod delete sent",
+      );
+      // vk-cocoon finishes whatever pod delete was sent.
+      if ((await getPod(env.fake, "demo-0"))?.metadata.deletionTimestamp) {
+        await env.fake.delete(Pods, "ns", "demo-0", { gracePeriodSeconds: 0 });
+      }
+      const behind = reconcilerWith(env, laggingCache(env.fake, { set: unsuspended }));
+      await behind.reconcile({ namespace: "ns", name: seatSetName }, new AbortController().signal);
+
+      const now = await getPod(env.fake, "demo-0");
+      assert.ok(
+        now && (now.metadata.uid === main.metadata.uid || readRestoreFromHibernate(now)),
+        "never a main booted fresh over the snapshot",
+      );
+      assert.equal(now.metadata.uid, main.metadata.uid, "the hibernated main is woken in place");
+      assert.equal(now.metadata.deletionTimestamp, undefined);
+    });
   }
-  const behind = reconcilerWith(env, laggingCache(env.fake, { set: unsuspended }));
-  await behind.reconcile({ namespace: "ns", name: seatSetName }, new AbortController().signal);
-
-  const now = await getPod(env.fake, "demo-0");
-  assert.ok(
-    now && (now.metadata.uid === main.metadata.uid || readRestoreFromHibernate(now)),
-    "never a main booted fresh over the snapshot",
-  );
-  assert.equal(now.metadata.uid, main.metadata.uid, "the hibernated main is woken in place");
-  assert.equal(now.metadata.deletionTimestamp, undefined);
 });
 
 // The same window seen through a lagging pod cache: the request is on the stored pod, the cached

@@ -10,21 +10,12 @@
  * @module
  */
 import { type CocoonHibernation, isValidHibernationDesire } from "../common/apis/v1/mod.ts";
+import { compareCreation } from "../common/meta/creation_order.ts";
 import { direction } from "./direction.ts";
 import type { RequestProblem } from "./problem.ts";
 
 function live(h: CocoonHibernation): boolean {
   return !h.metadata.deletionTimestamp;
-}
-
-/** Earlier first: creation time, then name (creation times have one-second resolution). */
-function compareAge(a: CocoonHibernation, b: CocoonHibernation): number {
-  const ta = Date.parse(a.metadata.creationTimestamp ?? "") || 0;
-  const tb = Date.parse(b.metadata.creationTimestamp ?? "") || 0;
-  if (ta !== tb) return ta - tb;
-  const na = a.metadata.name ?? "";
-  const nb = b.metadata.name ?? "";
-  return na < nb ? -1 : na > nb ? 1 : 0;
 }
 
 /**
@@ -44,7 +35,8 @@ export function opposingRequest(
     o.metadata.uid !== hib.metadata.uid && live(o) && isValidHibernationDesire(o.spec?.desire) &&
     (o.spec?.podRef?.name === podName || (o.status?.vmName ?? "") === vmName)
   );
-  const earliest = [hib, ...contenders].sort(compareAge)[0];
+  // The operator's one creation order: the requests share a namespace, so their names break ties.
+  const earliest = [hib, ...contenders].sort((a, b) => compareCreation(a.metadata, b.metadata))[0];
   if (earliest === hib || direction(earliest) === direction(hib)) return undefined;
   return earliest;
 }

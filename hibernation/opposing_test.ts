@@ -15,6 +15,8 @@ import { Pods } from "../kube/core.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, hibernatedLifecycle, NS, readyOf, request, VM, vmPod } from "./_fixtures.ts";
 import { REQUEUE_INTERVAL_MS } from "./timers.ts";
+import { opposingRequest } from "./opposing.ts";
+import { cameFirst } from "../snapshotgate/mod.ts";
 
 // --- opposite requests on one VM (Differences from the Go operator) --------------------------
 
@@ -168,4 +170,29 @@ Deno.test("opposite requests created in the same second: the name decides, consi
   assert.equal((await h.hib("y")).status?.phase, CocoonHibernationPhaseFailed);
   assert.equal((await h.hib("x")).status?.phase, CocoonHibernationPhaseWaking);
   await h.close();
+});
+
+// --- the creation order (common/meta/creation_order.ts) ----------------------------------------
+
+Deno.test("the earliest request is picked by the same creation order as a VM name's first comer", () => {
+  // Pairs a real API server never writes (it stamps every object, in whole UTC seconds), where
+  // two rules could disagree: a missing time, a fractional second, an offset.
+  const pairs: [string | undefined, string | undefined][] = [
+    [undefined, at(0)],
+    [at(0), undefined],
+    ["2026-03-02T10:00:00.500Z", "2026-03-02T10:00:00Z"],
+    ["2026-03-02T10:30:00+01:00", "2026-03-02T10:00:00Z"],
+    [at(0), at(0)],
+  ];
+  for (const [first, second] of pairs) {
+    const a = request("a", "Hibernate", { uid: "uid-a", created: first });
+    const b = request("b", "Wake", { uid: "uid-b", created: second });
+    // a refused (b opposes it and came first) exactly when b is the first comer.
+    const bFirst = cameFirst(
+      { namespace: NS, name: "b", creationTimestamp: second },
+      { namespace: NS, name: "a", creationTimestamp: first },
+    );
+    assert.equal(opposingRequest(a, [a, b], VM) === b, bFirst, `a ${first}, b ${second}`);
+    assert.equal(opposingRequest(b, [a, b], VM) === a, !bFirst, `b ${second}, a ${first}`);
+  }
 });

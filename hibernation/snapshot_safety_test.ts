@@ -242,6 +242,8 @@ Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does
   // Stored: woken since (VM vmid-2) and asked to hibernate again; the VM still runs.
   const stored = vmPod({ hibernate: true, vmID: "vmid-2", running: true });
   stored.spec!.nodeName = "node-a";
+  let staleServed = 0;
+  const uncachedPodGets: string[] = [];
   const h = Harness.create([
     request("hib", "Hibernate", {
       status: { phase: CocoonHibernationPhaseHibernating, vmName: VM },
@@ -262,13 +264,31 @@ Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does
             copy.status = { phase: "Pending" };
             return copy;
           })();
+          staleServed++;
           return stale;
         },
       });
     },
+    // Lets every read through, recording which pods were read past the cache.
+    apiReader: (api) =>
+      staleCache(api, {
+        get: (rt, namespace, name) => {
+          if (rt === Pods) uncachedPodGets.push(`${namespace}/${name}`);
+          return undefined;
+        },
+      }),
   });
   await h.reconcile("hib");
   assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  // The pass worked from the stale copy, whose cleared id reads as confirmed, and so had to ask
+  // the API server about the pod before it probed the registry.
+  assert.ok(staleServed > 0, "the stale copy was served");
+  assert.deepEqual(
+    uncachedPodGets.filter((ref) => ref === `${NS}/${stored.metadata.name}`).length,
+    2,
+    "read past the cache by the tenancy check (as the VM's holder) and again to confirm",
+  );
+  assert.deepEqual(registry.callsOf("hasManifest", VM), [], "the registry is not asked");
   await h.close();
 });
 

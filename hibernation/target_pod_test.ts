@@ -14,6 +14,9 @@ import { readHibernateState } from "../common/meta/hibernate.ts";
 import { newApiError } from "../kube/errors.ts";
 import { type KubeObject } from "../kube/object.ts";
 import { staleCache } from "../kube/testing/stale_cache.ts";
+import type { FakeClient } from "../kube/testing/fake.ts";
+import type { Reader } from "../kube/client.ts";
+import { Pods } from "../kube/core.ts";
 import { at, Harness, NS, POD, ready, readyOf, request, VM, vmPod } from "./_fixtures.ts";
 import { REQUEUE_INTERVAL_MS } from "./timers.ts";
 
@@ -90,20 +93,37 @@ Deno.test("Pending is rewritten when only the generation moved", async () => {
 // --- target pods outside the pod cache -------------------------------------------------------
 
 Deno.test("a target pod the cache does not hold is read from the API server", async () => {
+  const podReads: string[] = [];
   const h = Harness.create([request("hib", "Hibernate"), vmPod()], {
     // A pod cache scoped to CocoonSet pods: this unlabelled pod is not in it.
     cachedClient: (api) =>
       staleCache(api, {
-        get: (rt) => {
+        get: (rt, namespace, name) => {
           if (rt.plural === "pods") {
+            podReads.push(`cache ${namespace}/${name}`);
             throw newApiError(404, "NotFound", { resource: "pods" }, "not in cache");
           }
           return undefined;
         },
       }),
+    apiReader: (api) => recordingPodGets(api, podReads),
   });
   assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
   assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
   assert.equal(readHibernateState(await h.pod()), true);
+  // The pass asked the cache first and, told NotFound, the API server for the same pod.
+  const miss = podReads.indexOf(`cache ${NS}/${POD}`);
+  assert.ok(miss >= 0, `the cache was asked for the pod: ${podReads.join(", ")}`);
+  assert.equal(podReads[miss + 1], `api ${NS}/${POD}`, "then the API server");
   await h.close();
 });
+
+/** api as an uncached reader that lets every read through and records the pods it gets. */
+function recordingPodGets(api: FakeClient, reads: string[]): Reader {
+  return staleCache(api, {
+    get: (rt, namespace, name) => {
+      if (rt === Pods) reads.push(`api ${namespace}/${name}`);
+      return undefined;
+    },
+  });
+}
