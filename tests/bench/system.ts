@@ -14,6 +14,18 @@ import type { SimNode } from "../../sim/nodes.ts";
 import { type ApiProxy, startApiProxy } from "./api_proxy.ts";
 import { type OperatorUnderTest, startOperatorUnderTest } from "./operator_under_test.ts";
 import { progress } from "./load.ts";
+import { createCertificateAuthority } from "../harness/certs.ts";
+
+/** A serving certificate for the counting proxy on 127.0.0.1, and its authority. */
+async function proxyServing(): Promise<{ certPem: string; keyPem: string; caPem: string }> {
+  const ca = await createCertificateAuthority("cocoon-bench-api-proxy-ca");
+  const leaf = await ca.issue({
+    commonName: "cocoon-bench-api-proxy",
+    ipAddresses: ["127.0.0.1"],
+    usage: "server",
+  });
+  return { ...leaf, caPem: ca.certPem };
+}
 
 /** What to start. */
 export interface BenchSystemOptions {
@@ -56,7 +68,7 @@ export async function startBenchSystem(opts: BenchSystemOptions): Promise<BenchS
     await stack.stop();
   };
   try {
-    api = startApiProxy(stack.cp.server, stack.cp.caCertPem);
+    api = startApiProxy(stack.cp.server, stack.cp.caCertPem, undefined, await proxyServing());
     const kubeconfig = await api.rewriteKubeconfig(await operatorKubeconfig(stack.cp));
     const proxy = api;
     return {
