@@ -61,6 +61,8 @@ export interface StartupRun {
 
 /** A short name for a process of the launch chain, from its command line. */
 export function stepName(cmdline: string): string {
+  // The benchmark's own `sh -c "<operator command>"`, first in every chain.
+  if (/^(\S*\/)?sh -c /.test(cmdline)) return "sh";
   if (/\bdeno task\b/.test(cmdline)) return "deno task";
   if (/scripts\/start\.ts --cocoon-start-read-granted/.test(cmdline)) return "start.ts step 2";
   if (/scripts\/start\.ts --cocoon-start-resolve-plugin/.test(cmdline)) return "start.ts plugin";

@@ -3,6 +3,8 @@ import { stepName } from "./startup.ts";
 
 Deno.test("stepName names each process of the `deno task start` chain", () => {
   const repo = "/work/repo";
+  assert.equal(stepName("sh -c deno task start"), "sh");
+  assert.equal(stepName("/usr/bin/sh -c /tmp/gobase/operator"), "sh");
   assert.equal(stepName("deno task start"), "deno task");
   assert.equal(
     stepName(`/usr/bin/deno run --allow-env=A --allow-run=deno ${repo}/scripts/start.ts`),
