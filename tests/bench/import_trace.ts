@@ -4,14 +4,14 @@
  * in its own process, `runs` times, medians. Beside it the floor: a `deno run` of an empty
  * module, from spawn to exit, and the process's own clock when the import began (the runtime's
  * boot). Run it with the module and V8 code caches warm (the first run of each row fills them and
- * is not counted).
+ * is not counted). The child imports nothing else first (not even a `node:` module, which would
+ * start Deno's Node compatibility layer before the row's own import).
  *
  * `deno run -A tests/bench/import_trace.ts [--runs 5]`; prints JSON. The operator's own start-up
  * after its imports (the first requests, the caches' sync) is in `deno task bench:startup`.
  *
  * @module
  */
-import { parseArgs } from "node:util";
 import { operatorV8Flags } from "../../scripts/runtime_flags.ts";
 
 const repo = new URL("../../", import.meta.url);
@@ -103,6 +103,8 @@ if (import.meta.main && Deno.args[0] === childFlag) {
   // Nothing the imported modules started (timers, listeners) may keep the process alive.
   Deno.exit(0);
 } else if (import.meta.main) {
+  // Imported here, not at the top: a child must not start the Node layer before its row does.
+  const { parseArgs } = await import("node:util");
   const { values } = parseArgs({ args: Deno.args, options: { runs: { type: "string" } } });
   const runs = Number(values.runs ?? 5);
   const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
