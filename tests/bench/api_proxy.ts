@@ -80,13 +80,22 @@ export function startApiProxy(
   upstream: string,
   caPem?: string,
   clientCert?: { cert: string; key: string },
+  /**
+   * Serve HTTPS with this certificate (for 127.0.0.1) and name `caPem` in rewritten kubeconfigs.
+   * client-go 0.35 (the Go original) sends no bearer token to a plain-http server, so the
+   * benchmarks serve it over TLS; without, the proxy listens on plain http.
+   */
+  serving?: { certPem: string; keyPem: string; caPem: string },
 ): ApiProxy {
   const client = Deno.createHttpClient({ caCerts: caPem ? [caPem] : [], ...clientCert });
   const streams = new Set<ForwardedStream>();
   const requests: ProxiedApiRequest[] = [];
   // Aborted by close(): ends the watches still streaming, so shutdown does not wait on them.
   const closing = new AbortController();
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+  const listen = serving
+    ? { hostname: "127.0.0.1", port: 0, cert: serving.certPem, key: serving.keyPem }
+    : { hostname: "127.0.0.1", port: 0 };
+  const server = Deno.serve({ ...listen, onListen: () => {} }, async (req) => {
     const url = new URL(req.url);
     const record: ProxiedApiRequest = {
       ...classifyRequest(req.method, url),
@@ -132,7 +141,7 @@ export function startApiProxy(
     });
   });
   const { port } = server.addr;
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${serving ? "https" : "http"}://127.0.0.1:${port}`;
   return {
     url,
     requests,
@@ -146,6 +155,7 @@ export function startApiProxy(
       for (const c of config.clusters ?? []) {
         c.cluster.server = url;
         delete c.cluster["certificate-authority-data"];
+        if (serving) c.cluster["certificate-authority-data"] = btoa(serving.caPem);
       }
       const path = kubeconfig.replace(/(\.kubeconfig)?$/, ".via-proxy.kubeconfig");
       await Deno.writeTextFile(path, JSON.stringify(config, null, 2), { mode: 0o600 });

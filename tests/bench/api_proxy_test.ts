@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../harness/wait.ts";
 import { startApiProxy } from "./api_proxy.ts";
+import { createCertificateAuthority } from "../harness/certs.ts";
 
 /** An upstream that echoes what reached it, and streams a watch until the client leaves. */
 function startUpstream() {
@@ -166,4 +167,42 @@ Deno.test({
       await upstream.shutdown();
     }
   },
+});
+
+Deno.test("api_proxy: with a serving certificate it answers over https and names its authority in the kubeconfig", async () => {
+  // client-go 0.35 sends no bearer token to a plain-http server: the Go original needs TLS.
+  const ca = await createCertificateAuthority("api-proxy-test-ca");
+  const leaf = await ca.issue({ commonName: "proxy", ipAddresses: ["127.0.0.1"], usage: "server" });
+  const upstream = startUpstream();
+  const proxy = startApiProxy(upstream.url, undefined, undefined, { ...leaf, caPem: ca.certPem });
+  const dir = await Deno.makeTempDir();
+  const client = Deno.createHttpClient({ caCerts: [ca.certPem] });
+  try {
+    assert.match(proxy.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    const res = await fetch(`${proxy.url}/api`, {
+      headers: { authorization: "Bearer op-token" },
+      client,
+    });
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    assert.equal(upstream.seen.at(-1)?.auth, "Bearer op-token");
+    await Deno.writeTextFile(
+      `${dir}/op.kubeconfig`,
+      JSON.stringify({
+        clusters: [{ cluster: { server: "https://x", "certificate-authority-data": "old" } }],
+      }),
+    );
+    const rewritten = JSON.parse(
+      await Deno.readTextFile(await proxy.rewriteKubeconfig(`${dir}/op.kubeconfig`)),
+    );
+    assert.deepEqual(rewritten.clusters[0].cluster, {
+      server: proxy.url,
+      "certificate-authority-data": btoa(ca.certPem),
+    });
+  } finally {
+    client.close();
+    await proxy.close();
+    await upstream.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

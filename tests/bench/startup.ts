@@ -15,7 +15,10 @@
  * - launcherMs: from the spawned command to the start of the process that does the work (for
  *   `deno task start`: `deno task`, then scripts/start.ts computing the permission set, then
  *   main.ts); `…FromProcessStart` figures subtract it, for comparison with a binary started
- *   directly. /proc start times have 10 ms resolution.
+ *   directly. /proc start times have 10 ms resolution;
+ * - stepStartsMs: when each process of the launch chain started, after the first (stepName:
+ *   `deno task`, start.ts step 1, start.ts step 2, the operator), so the launcher's time splits
+ *   by step. What each step spends on module loading is in tests/bench/import_trace.ts.
  *
  * A line's time is when it arrived through the pipe, not its own timestamp, so the figures
  * apply to any build whatever its log format. Medians over the runs, and each run.
@@ -27,7 +30,7 @@
 import { type BenchFlags, benchFlagsOrExit } from "./flags.ts";
 import { progress } from "./load.ts";
 import type { OperatorUnderTest } from "./operator_under_test.ts";
-import { readStat } from "./proc_stats.ts";
+import { commandLine, launchChain, readStat } from "./proc_stats.ts";
 import { startBenchSystem } from "./system.ts";
 import { waitUntil } from "../harness/wait.ts";
 
@@ -48,6 +51,24 @@ export interface StartupRun {
   cachesSyncedMs?: number;
   workersStartedMs?: number;
   launcherMs?: number;
+  /**
+   * When each process of the launch chain started, ms after the first (10 ms resolution), by
+   * step: for `deno task start` the task runner, the launcher's first step, its second step,
+   * the operator.
+   */
+  steps?: { step: string; startMs: number }[];
+}
+
+/** A short name for a process of the launch chain, from its command line. */
+export function stepName(cmdline: string): string {
+  // The benchmark's own `sh -c "<operator command>"`, first in every chain.
+  if (/^(\S*\/)?sh -c /.test(cmdline)) return "sh";
+  if (/\bdeno task\b/.test(cmdline)) return "deno task";
+  if (/scripts\/start\.ts --cocoon-start-read-granted/.test(cmdline)) return "start.ts step 2";
+  if (/scripts\/start\.ts --cocoon-start-resolve-plugin/.test(cmdline)) return "start.ts plugin";
+  if (/scripts\/start\.ts/.test(cmdline)) return "start.ts step 1";
+  if (/main\.ts/.test(cmdline)) return "operator (main.ts)";
+  return cmdline.split(" ")[0].split("/").at(-1) ?? cmdline;
 }
 
 const DEADLINE_MS = 30_000;
@@ -78,7 +99,17 @@ async function measureOnce(op: OperatorUnderTest): Promise<StartupRun> {
     ),
   ]);
   const [root, end] = await Promise.all([readStat(op.proc.pid), readStat(await op.pid())]);
+  const chain = await launchChain(op.proc.pid);
+  const stats = await Promise.all(chain.map(async (pid) => ({
+    stat: await readStat(pid),
+    cmdline: await commandLine(pid),
+  })));
+  const steps = stats.map(({ stat, cmdline }) => ({
+    step: stepName(cmdline),
+    startMs: (stat.startTicks - root.startTicks) * 1000 / root.ticksPerSecond,
+  }));
   return {
+    steps,
     listeningMs,
     readyzMs,
     cachesSyncedMs,
@@ -112,7 +143,14 @@ export async function benchStartup(opts: StartupOptions): Promise<Record<string,
     progress(`startup: run ${i}${i === 0 ? " (warm-up)" : ""}: ${JSON.stringify(run)}`);
     await op.stop();
   }
-  const m = (k: keyof StartupRun) => median(results.map((r) => r[k]));
+  const m = (k: Exclude<keyof StartupRun, "steps">) => median(results.map((r) => r[k]));
+  // Median start of each step (the chain is the same in every run).
+  const stepStartsMs = Object.fromEntries(
+    (results[0]?.steps ?? []).map(({ step }, i) => [
+      step,
+      round(median(results.map((r) => r.steps?.[i]?.startMs))),
+    ]),
+  );
   const workers = m("workersStartedMs");
   const launcher = m("launcherMs");
   return {
@@ -126,6 +164,7 @@ export async function benchStartup(opts: StartupOptions): Promise<Record<string,
       median(results.map((r) => minus(r.workersStartedMs, r.cachesSyncedMs))),
     ),
     launcherMs: round(launcher),
+    stepStartsMs,
     readyzMsFromProcessStart: round(
       median(results.map((r) => minus(r.readyzMs, r.launcherMs))),
     ),
@@ -137,7 +176,9 @@ export async function benchStartup(opts: StartupOptions): Promise<Record<string,
     workersStartedFromProcessStartVsGoMs: round(
       minus(minus(workers, launcher), GO_STARTUP.workersStartedMs),
     ),
-    each: results.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v)]))),
+    each: results.map(({ steps: _, ...r }) =>
+      Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v)]))
+    ),
   };
 }
 

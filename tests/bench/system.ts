@@ -14,6 +14,32 @@ import type { SimNode } from "../../sim/nodes.ts";
 import { type ApiProxy, startApiProxy } from "./api_proxy.ts";
 import { type OperatorUnderTest, startOperatorUnderTest } from "./operator_under_test.ts";
 import { progress } from "./load.ts";
+import { createCertificateAuthority } from "../harness/certs.ts";
+
+/** A serving certificate for the counting proxy on 127.0.0.1, and its authority. */
+async function proxyServing(): Promise<{ certPem: string; keyPem: string; caPem: string }> {
+  const ca = await createCertificateAuthority("cocoon-bench-api-proxy-ca");
+  const leaf = await ca.issue({
+    commonName: "cocoon-bench-api-proxy",
+    ipAddresses: ["127.0.0.1"],
+    usage: "server",
+  });
+  return { ...leaf, caPem: ca.certPem };
+}
+
+/**
+ * BENCH_OPERATOR_RBAC: a manifest applied after config/rbac, for a build that needs other
+ * grants than this project's ClusterRole; e.g. the Go original updates CocoonSets with PUT
+ * (403 under ours), so its own config/rbac/role.yaml goes here for a side-by-side run. It
+ * replaces objects of the same name (both ClusterRoles are `cocoon-operator`).
+ */
+async function applyExtraRbac(stack: Stack): Promise<void> {
+  const file = Deno.env.get("BENCH_OPERATOR_RBAC");
+  if (!file) return;
+  const res = await stack.cp.kubectl(["apply", "-f", file]);
+  if (res.code !== 0) throw new Error(`applying BENCH_OPERATOR_RBAC ${file} failed: ${res.stderr}`);
+  progress(`applied BENCH_OPERATOR_RBAC ${file}`);
+}
 
 /** What to start. */
 export interface BenchSystemOptions {
@@ -56,8 +82,9 @@ export async function startBenchSystem(opts: BenchSystemOptions): Promise<BenchS
     await stack.stop();
   };
   try {
-    api = startApiProxy(stack.cp.server, stack.cp.caCertPem);
+    api = startApiProxy(stack.cp.server, stack.cp.caCertPem, undefined, await proxyServing());
     const kubeconfig = await api.rewriteKubeconfig(await operatorKubeconfig(stack.cp));
+    await applyExtraRbac(stack);
     const proxy = api;
     return {
       stack,

@@ -75,8 +75,8 @@ function shardingSuite(minor: "1.35" | "1.36"): void {
     operatorEnv: { SHARDS: "auto" },
     // The member-Lease Role of the sharded install, as config/overlays/sharded adds it.
     extraRbac: ["config/overlays/sharded/members"],
-    // 1.36 with the gate on: the operator does not send shardSelector yet, so the same client-side
-    // filtering applies; the run shows nothing in 1.36 changes that.
+    // 1.36 with the gate on: the caches' lists and watches carry shardSelector and the server
+    // filters them; on 1.35 the same selector is ignored and the caches filter on the client.
     controlPlane: {
       kubernetesMinor: minor,
       apiServerFlags: minor === "1.36" ? ["--feature-gates=ShardedListAndWatch=true"] : [],
@@ -129,12 +129,23 @@ function shardingSuite(minor: "1.35" | "1.36"): void {
             const writers = [0, 1].filter((i) => written[i].has(ns));
             assert.deepEqual(writers, [ownerOf(ns)], `${ns} written by replicas ${writers}`);
           }
-          // Each replica also dropped the other half's events before its queue.
+          // Each replica held only its half: on 1.35 its caches dropped the other half's objects
+          // themselves; on 1.36 the server applied the selector to the lists.
           for (const i of [0, 1]) {
-            assert.ok(
-              await stack.metric("cocoon_operator_shard_filtered_total", { stage: "event" }, i) > 0,
-              `replica ${i} filtered the other half's events`,
-            );
+            if (minor === "1.35") {
+              assert.ok(
+                await stack.metric("cocoon_operator_shard_filtered_objects_total", {}, i) > 0,
+                `replica ${i} filtered the other half's objects`,
+              );
+            } else {
+              assert.equal(
+                await stack.metric("cocoon_operator_shard_server_filtered", {
+                  resource: "cocoonsets.cocoonset.cocoonstack.io",
+                }, i),
+                1,
+                `replica ${i}: the server filtered its CocoonSet list`,
+              );
+            }
             assert.equal(await stack.metric("cocoon_operator_shard_owned_fraction", {}, i), 0.5);
           }
         },
