@@ -29,6 +29,7 @@ export const firstStepEnv: readonly string[] = [
   "MAX_REPLICAS_PER_SET",
   "MAX_TOOLBOXES_PER_SET",
   "INFORMER_STALL_SECONDS",
+  "SHARDS",
   "OPERATOR_LOG_LEVEL",
   "OPERATOR_LOG_FORMAT",
   "POD_NAME",
