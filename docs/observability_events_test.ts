@@ -38,6 +38,10 @@ async function sources(): Promise<Map<string, string>> {
     }
   }
   out.set("kube/leader.ts", await Deno.readTextFile(new URL("kube/leader.ts", root)));
+  out.set(
+    "kube/sharding/scope.ts",
+    await Deno.readTextFile(new URL("kube/sharding/scope.ts", root)),
+  );
   return out;
 }
 
@@ -58,6 +62,8 @@ async function portEvents(): Promise<Map<string, Set<string>>> {
     found.get(reason)!.add(type);
   };
   for (const [file, text] of files) {
+    // The shard scope's hand-over Events: #announce(reason, type, …).
+    for (const m of text.matchAll(/#announce\(\s*"(\w+)",\s*"(Normal|Warning)",/g)) add(m[1], m[2]);
     for (const m of text.matchAll(/"(Normal|Warning)",\s*("\w+"|\w+)\s*,/g)) {
       const token = m[2];
       if (token.startsWith('"')) add(token.slice(1, -1), m[1]);

@@ -277,10 +277,20 @@ export class ShardScope {
         Math.max(0, (this.#now() - since) / 1000),
       );
     }
+    // Two reasons rather than one with two types: a timed-out drain aborted work, worth its own.
+    if (timedOut) {
+      this.#announce(
+        "ShardReleaseTimedOut",
+        "Warning",
+        `released ${key} after the drain timeout, in-flight reconciles aborted`,
+        ranges,
+      );
+      return;
+    }
     this.#announce(
       "ShardReleased",
-      timedOut ? "Warning" : "Normal",
-      `released ${key}${timedOut ? " after the drain timeout, in-flight reconciles aborted" : ""}`,
+      "Normal",
+      `released ${key}`,
       ranges,
     );
   }
