@@ -3,6 +3,7 @@
  * reader can start at any file and follow its imports down without coming back to it.
  */
 import assert from "node:assert/strict";
+import { findCycles } from "../tests/layout/find_cycles.ts";
 
 const folder = new URL("./", import.meta.url);
 // `import … from "./x.ts"`, `import type …`, `export … from "./x.ts"`, `import "./x.ts"`.
@@ -18,27 +19,6 @@ function importGraph(): Map<string, string[]> {
     graph.set(entry.name, [...new Set(targets)]);
   }
   return graph;
-}
-
-/** One cycle per strongly connected part found by a depth-first walk, as a path of files. */
-export function findCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
-  const cycles: string[][] = [];
-  const state = new Map<string, "open" | "done">();
-  const path: string[] = [];
-  const visit = (file: string): void => {
-    state.set(file, "open");
-    path.push(file);
-    for (const next of graph.get(file) ?? []) {
-      if (!graph.has(next)) continue;
-      const seen = state.get(next);
-      if (seen === "open") cycles.push([...path.slice(path.indexOf(next)), next]);
-      else if (seen === undefined) visit(next);
-    }
-    path.pop();
-    state.set(file, "done");
-  };
-  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
-  return cycles;
 }
 
 Deno.test("the cycle finder sees a type-only cycle of two files and none in a chain", () => {
