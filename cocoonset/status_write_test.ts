@@ -8,10 +8,15 @@ import { getSet, newCocoonSet, newTestEnv, setSeed } from "./_test_support.ts";
 import {
   confirmCopyCurrent,
   copyBehindOwnWrite,
+  maxStatusWriteRetries,
   mergeConditions,
   rememberWritten,
+  writeStatus,
   type WrittenStatuses,
 } from "./status_write.ts";
+import { buildStatus } from "./status.ts";
+import { classifyPods } from "./pods.ts";
+import type { FakeClient } from "../kube/testing/fake.ts";
 
 const t0 = "2026-05-14T00:00:00Z";
 const later = () => new Date(Date.UTC(2026, 4, 15));
@@ -77,4 +82,102 @@ Deno.test("confirmCopyCurrent sends an empty locked status patch: a current copy
   });
   const err = await confirmCopyCurrent(fake, old).then(() => undefined, (e: unknown) => e);
   assert.ok(isConflict(err), `an older copy is refused with Conflict, got ${err}`);
+});
+
+/** The status patches and the CocoonSet reads fake received, in order. */
+function statusWritesAndReads(fake: FakeClient): string[] {
+  return fake.actions
+    .filter((a) => a.resource === CocoonSets)
+    .filter((a) => a.verb === "get" || (a.verb === "patch" && a.subresource === "status"))
+    .map((a) => a.verb);
+}
+
+Deno.test("a status write refused because the copy fell behind a metadata change is redone on a re-read copy", async () => {
+  const { fake, clock } = newTestEnv([setSeed(newCocoonSet("demo"))]);
+  const now = () => new Date(clock.now());
+  const behind = await getSet(fake, "demo");
+  // Someone annotates the set: the stored copy moves on, its spec and status do not.
+  await fake.patch(CocoonSets, behind.metadata.namespace ?? "", "demo", "merge", {
+    metadata: { annotations: { moved: "on" } },
+  });
+  fake.actions.length = 0;
+
+  const next = buildStatus(behind, classifyPods([]), "Pending");
+  assert.equal(await writeStatus(fake, behind, next, now, undefined, new Map(), fake), true);
+
+  assert.deepEqual(statusWritesAndReads(fake), ["patch", "get", "patch"], "one re-read, one retry");
+  const stored = await getSet(fake, "demo");
+  assert.equal(stored.status?.phase, "Pending");
+  assert.equal(stored.metadata.annotations?.moved, "on", "the newer copy's metadata is kept");
+  assert.equal(behind.metadata.resourceVersion, stored.metadata.resourceVersion, "cs refreshed");
+});
+
+Deno.test("a status write refused because the spec moved on is not redone: the Conflict goes to the pass", async () => {
+  const { fake, clock } = newTestEnv([setSeed(newCocoonSet("demo"))]);
+  const now = () => new Date(clock.now());
+  const behind = await getSet(fake, "demo");
+  await fake.patch(CocoonSets, behind.metadata.namespace ?? "", "demo", "merge", {
+    spec: { agent: { replicas: 4 } },
+  });
+  fake.actions.length = 0;
+
+  const next = buildStatus(behind, classifyPods([]), "Pending");
+  const err = await writeStatus(fake, behind, next, now, undefined, new Map(), fake)
+    .then(() => undefined, (e: unknown) => e);
+
+  assert.ok(isConflict(err), `refused with Conflict, got ${err}`);
+  assert.deepEqual(statusWritesAndReads(fake), ["patch", "get"], "re-read, no second write");
+  assert.equal((await getSet(fake, "demo")).status?.phase, undefined, "nothing written");
+});
+
+Deno.test("a status write refused because the phase moved on is not redone: the pass decided from the old phase", async () => {
+  const { fake, clock } = newTestEnv([setSeed(newCocoonSet("demo"))]);
+  const now = () => new Date(clock.now());
+  const behind = await getSet(fake, "demo");
+  const other = await getSet(fake, "demo");
+  await writeStatus(fake, other, buildStatus(other, classifyPods([]), "Migrating"), now);
+  fake.actions.length = 0;
+
+  const err = await writeStatus(
+    fake,
+    behind,
+    buildStatus(behind, classifyPods([]), "Pending"),
+    now,
+    undefined,
+    new Map(),
+    fake,
+  ).then(() => undefined, (e: unknown) => e);
+
+  assert.ok(isConflict(err), `refused with Conflict, got ${err}`);
+  assert.deepEqual(statusWritesAndReads(fake), ["patch", "get"]);
+  assert.equal((await getSet(fake, "demo")).status?.phase, "Migrating");
+});
+
+Deno.test("a status write that keeps conflicting is redone a bounded number of times", async () => {
+  const { fake, clock } = newTestEnv([setSeed(newCocoonSet("demo"))]);
+  const now = () => new Date(clock.now());
+  const behind = await getSet(fake, "demo");
+  // Every status write first moves the stored copy's metadata on, so each one conflicts.
+  let moved = 0;
+  fake.addReactor(async (a) => {
+    if (a.resource !== CocoonSets || a.subresource !== "status") return undefined;
+    await fake.patch(CocoonSets, a.namespace, a.name, "merge", {
+      metadata: { annotations: { moved: String(++moved) } },
+    });
+    return undefined;
+  });
+
+  const err = await writeStatus(
+    fake,
+    behind,
+    buildStatus(behind, classifyPods([]), "Pending"),
+    now,
+    undefined,
+    new Map(),
+    fake,
+  ).then(() => undefined, (e: unknown) => e);
+
+  assert.ok(isConflict(err), `the last Conflict is thrown, got ${err}`);
+  const writes = statusWritesAndReads(fake).filter((v) => v === "patch").length;
+  assert.equal(writes, 1 + maxStatusWriteRetries);
 });
