@@ -19,7 +19,8 @@
  * the spec does), and checks run only when something is about to be created or replaced, so sets
  * at rest cost nothing. Within a pass the dry-runs run once however many steps ask, and a shape
  * another set already passed (the same spec in the same namespace, names of the same length:
- * shape_key.ts) is not dry-run again.
+ * shape_key.ts) is not dry-run again, nor one whose dry-run another worker has in flight (its
+ * acceptance is borrowed; any other answer is not).
  */
 import type { Pod } from "../kube/core.ts";
 import { Pods } from "../kube/core.ts";
@@ -260,15 +261,33 @@ async function dryRunShapes(
       // A shape another set (or an earlier generation) already passed needs no request.
       const key = verified ? shapeKey(setName, pod) : "";
       if (verified?.has(key)) return;
+      // Another worker is dry-running the same shape right now: its acceptance counts here too.
+      // Anything else it meets (a refusal naming its own pod, its abort) is not borrowed: this
+      // pass then asks for itself.
+      const pending = verified ? inFlightOf(pass.deps).get(key) : undefined;
+      if (pending && await pending) return;
+      let settle = (_accepted: boolean) => {};
+      if (verified && !pending) {
+        const inFlight = inFlightOf(pass.deps);
+        inFlight.set(key, new Promise((resolve) => settle = resolve));
+        const done = settle;
+        settle = (accepted) => {
+          inFlight.delete(key);
+          done(accepted);
+        };
+      }
       try {
         await pass.deps.client.create(Pods, pod, { dryRun: true, signal });
         if (verified) rememberShape(verified, key);
+        settle(true);
       } catch (err) {
         // The name is taken: validation ran before the existence check, so the shape is valid.
         if (isAlreadyExists(err)) {
           if (verified) rememberShape(verified, key);
+          settle(true);
           return;
         }
+        settle(false);
         if (isInvalid(err)) return refuse(part, `${what}: ${serverMessage(err)}`);
         // A quota or an admission plugin: not a verdict on the shape (see the module doc).
         if (isAdmissionRefusal(err)) return;
@@ -278,6 +297,18 @@ async function dryRunShapes(
   );
   // The first refusal in shape order leads the message, as before.
   return orderVerdict(verdict, pods.map((p) => p.part));
+}
+
+/**
+ * Per reconciler (its deps): shape key → whether the dry-run of that shape in flight was
+ * accepted, so passes of sets with one spec running at once (the workers) send one request.
+ */
+const inFlightShapes = new WeakMap<object, Map<string, Promise<boolean>>>();
+
+function inFlightOf(deps: object): Map<string, Promise<boolean>> {
+  let m = inFlightShapes.get(deps);
+  if (!m) inFlightShapes.set(deps, m = new Map());
+  return m;
 }
 
 /** Toolbox problems in spec order, whatever order the dry-runs answered in. */
