@@ -1,8 +1,9 @@
 /**
  * Writing a CocoonSet's status, one job per function: merge the pass's conditions into the stored
  * ones (mergeConditions), tell whether anything changed (statusEqual), ask the server whether an
- * unchanged copy is current (confirmCopyCurrent), and remember what this process wrote
- * (copyBehindOwnWrite, rememberWritten). writeStatus composes them.
+ * unchanged copy is current (confirmCopyCurrent), remember what this process wrote
+ * (copyBehindOwnWrite, rememberWritten), and tell whether a write refused with Conflict may be
+ * redone on a re-read copy (decisionInputs, sameDecisionInputs). writeStatus composes them.
  */
 import { deepCopy } from "../kube/object.ts";
 import { patchStatus } from "../kube/client_patch.ts";
