@@ -8,9 +8,11 @@ import { getSet, newCocoonSet, newTestEnv, setSeed } from "./_test_support.ts";
 import {
   confirmCopyCurrent,
   copyBehindOwnWrite,
+  decisionInputs,
   maxStatusWriteRetries,
   mergeConditions,
   rememberWritten,
+  sameDecisionInputs,
   writeStatus,
   type WrittenStatuses,
 } from "./status_write.ts";
@@ -180,4 +182,34 @@ Deno.test("a status write that keeps conflicting is redone a bounded number of t
   assert.ok(isConflict(err), `the last Conflict is thrown, got ${err}`);
   const writes = statusWritesAndReads(fake).filter((v) => v === "patch").length;
   assert.equal(writes, 1 + maxStatusWriteRetries);
+});
+
+Deno.test("sameDecisionInputs: only a newer copy that moved outside what the pass decided from", () => {
+  const base = newCocoonSet("demo", (c) => {
+    c.metadata.resourceVersion = "7";
+    c.spec.agent.replicas = 1;
+    c.status = {
+      phase: "Scaling",
+      readyAgents: 1,
+      agents: [{ slot: 0, role: "main", vmName: "vm-0" }],
+      toolboxes: [{ name: "tb", vmName: "vm-tb" }],
+    } as CocoonSetStatus;
+  });
+  const seen = decisionInputs(base);
+  const moved = (edit: (c: typeof base) => void) => {
+    const c = structuredClone(base);
+    c.metadata.resourceVersion = "8";
+    edit(c);
+    return sameDecisionInputs(seen, c);
+  };
+  assert.equal(sameDecisionInputs(seen, structuredClone(base)), false, "the very copy refused");
+  assert.equal(moved((c) => c.metadata.annotations = { a: "b" }), true, "metadata only");
+  assert.equal(moved((c) => c.status!.readyAgents = 2), true, "counts: the pass's own output");
+  assert.equal(moved((c) => c.spec = { agent: { replicas: 1, image: c.spec.agent.image } }), true);
+  assert.equal(moved((c) => c.metadata.generation = 2), false, "generation");
+  assert.equal(moved((c) => c.spec.agent.replicas = 2), false, "spec");
+  assert.equal(moved((c) => c.status!.phase = "Running"), false, "phase");
+  assert.equal(moved((c) => c.status!.toolboxes![0].vmName = "other"), false, "VM names");
+  assert.equal(moved((c) => c.metadata.deletionTimestamp = t0), false, "deleted since");
+  assert.equal(moved((c) => c.metadata.uid = "another"), false, "another object");
 });
