@@ -264,39 +264,42 @@ async function dryRunShapes(
       // Another worker is dry-running the same shape right now: its acceptance counts here too.
       // Anything else it meets (a refusal naming its own pod, its abort) is not borrowed: this
       // pass then asks for itself.
-      const pending = verified ? inFlightOf(pass.deps).get(key) : undefined;
+      const inFlight = verified ? inFlightOf(pass.deps) : undefined;
+      const pending = inFlight?.get(key);
       if (pending && await pending) return;
-      let settle = (_accepted: boolean) => {};
-      if (verified && !pending) {
-        const inFlight = inFlightOf(pass.deps);
-        inFlight.set(key, new Promise((resolve) => settle = resolve));
-        const done = settle;
-        settle = (accepted) => {
-          inFlight.delete(key);
-          done(accepted);
-        };
+      const answer = dryRunCreate(pass, pod, signal);
+      if (inFlight && !pending) {
+        const accepted = answer.then((a) => a.accepted);
+        inFlight.set(key, accepted);
+        accepted.finally(() => inFlight.get(key) === accepted && inFlight.delete(key));
       }
-      try {
-        await pass.deps.client.create(Pods, pod, { dryRun: true, signal });
+      const got = await answer;
+      if (got.accepted) {
         if (verified) rememberShape(verified, key);
-        settle(true);
-      } catch (err) {
-        // The name is taken: validation ran before the existence check, so the shape is valid.
-        if (isAlreadyExists(err)) {
-          if (verified) rememberShape(verified, key);
-          settle(true);
-          return;
-        }
-        settle(false);
-        if (isInvalid(err)) return refuse(part, `${what}: ${serverMessage(err)}`);
-        // A quota or an admission plugin: not a verdict on the shape (see the module doc).
-        if (isAdmissionRefusal(err)) return;
-        throw err;
+        return;
       }
+      if (isInvalid(got.error)) return refuse(part, `${what}: ${serverMessage(got.error)}`);
+      // A quota or an admission plugin: not a verdict on the shape (see the module doc).
+      if (isAdmissionRefusal(got.error)) return;
+      throw got.error;
     },
   );
   // The first refusal in shape order leads the message, as before.
   return orderVerdict(verdict, pods.map((p) => p.part));
+}
+
+/** The answer to one dry-run create: accepted, or the error the server (or the call) gave. */
+type DryRunAnswer = { accepted: true } | { accepted: false; error: unknown };
+
+async function dryRunCreate(pass: SetPass, pod: Pod, signal: AbortSignal): Promise<DryRunAnswer> {
+  try {
+    await pass.deps.client.create(Pods, pod, { dryRun: true, signal });
+    return { accepted: true };
+  } catch (err) {
+    // The name is taken: validation ran before the existence check, so the shape is valid.
+    if (isAlreadyExists(err)) return { accepted: true };
+    return { accepted: false, error: err };
+  }
 }
 
 /**
