@@ -56,3 +56,43 @@ Deno.test("sets with the same spec share their dry-runs: the second costs none",
   assert.deepEqual(await reconcileSet(env, "set-c"), { requeue: true });
   assert.equal(dryRuns(), 3, "another image: its sub-agent shape is checked");
 });
+
+Deno.test("sets with the same spec checked at the same time share the dry-run in flight", async () => {
+  const one = liveSetOf("set-a");
+  const two = liveSetOf("set-b");
+  const env = newTestEnv([
+    ...[one, two].flatMap(({ cs, pods }) => [setSeed(cs), ...pods.map(podSeed)]),
+  ]);
+  const dryRunsOf = (set: string) =>
+    env.fake.actions.filter((a) => a.dryRun && a.resource === Pods && a.name.startsWith(set));
+  // Every dry-run waits at this gate until the test opens it (the action is recorded first).
+  let open = () => {};
+  const gate = new Promise<void>((resolve) => open = resolve);
+  env.fake.addReactor(async (a) => {
+    if (a.dryRun) await gate;
+    return undefined;
+  });
+  const turns = async (n: number) => {
+    for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 0));
+  };
+
+  const first = reconcileSet(env, "set-a");
+  while (dryRunsOf("set-a").length < 2) await turns(1);
+  const second = reconcileSet(env, "set-b");
+  // set-b's pass lists its pods just before its check; let it run up to the check.
+  while (!env.fake.actions.some((a) => a.verb === "list" && a.labelSelector?.includes("set-b"))) {
+    await turns(1);
+  }
+  await turns(20);
+  open();
+
+  assert.deepEqual(await first, { requeue: true });
+  assert.deepEqual(await second, { requeue: true });
+  assert.equal(dryRunsOf("set-a").length, 2, "the sub-agent shape and the toolbox");
+  assert.deepEqual(dryRunsOf("set-b"), [], "set-b waited for set-a's answers");
+  assert.ok(await getPodNamed(env, "set-b-1"), "and went on to create its sub-agents");
+});
+
+async function getPodNamed(env: ReturnType<typeof newTestEnv>, name: string) {
+  return (await env.fake.list(Pods, {})).items.find((p) => p.metadata.name === name);
+}

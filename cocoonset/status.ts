@@ -212,7 +212,9 @@ export function buildConditions(
 
 /**
  * Writes the status this pass observed, with phase (or derived when ""), adding the problems
- * the pass collected. Returns whether a write was made.
+ * the pass collected. Returns whether a write was made. A Conflict is first answered by a
+ * re-read through the uncached reader (writeStatus), so a copy that only fell behind does not
+ * cost the whole pass again.
  */
 export function writeSetStatus(pass: SetPass, phase: CocoonSetPhase | "" = ""): Promise<boolean> {
   return writeStatus(
@@ -222,5 +224,6 @@ export function writeSetStatus(pass: SetPass, phase: CocoonSetPhase | "" = ""): 
     nowOf(pass),
     pass.signal,
     pass.deps.writtenStatuses,
+    pass.deps.apiReader,
   );
 }

@@ -1,12 +1,14 @@
 /**
  * Writing a CocoonSet's status, one job per function: merge the pass's conditions into the stored
  * ones (mergeConditions), tell whether anything changed (statusEqual), ask the server whether an
- * unchanged copy is current (confirmCopyCurrent), and remember what this process wrote
- * (copyBehindOwnWrite, rememberWritten). writeStatus composes them.
+ * unchanged copy is current (confirmCopyCurrent), remember what this process wrote
+ * (copyBehindOwnWrite, rememberWritten), and tell whether a write refused with Conflict may be
+ * redone on a re-read copy (decisionInputs, sameDecisionInputs). writeStatus composes them.
  */
 import { deepCopy } from "../kube/object.ts";
 import { patchStatus } from "../kube/client_patch.ts";
-import type { Writer } from "../kube/client.ts";
+import type { Reader, Writer } from "../kube/client.ts";
+import { isConflict } from "../kube/errors.ts";
 import { sameJson } from "../common/k8s/same_json.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
@@ -69,6 +71,12 @@ export async function confirmCopyCurrent(
 }
 
 /**
+ * How many times a status write refused with Conflict is redone on a re-read copy before the
+ * Conflict goes to the caller (and the pass is retried from the start).
+ */
+export const maxStatusWriteRetries = 2;
+
+/**
  * Merges next's conditions into the stored ones (keeping other condition types and the
  * timestamps of unflipped ones), compares with what is stored and, when different, patches the
  * status subresource. cs is refreshed in place from the server's answer. Returns whether a write
@@ -76,8 +84,14 @@ export async function confirmCopyCurrent(
  *
  * The patch carries the resourceVersion cs was read at: a merge patch leaves out every field
  * that equals cs, so one computed from a cached copy older than the stored status would keep the
- * stored phase next to this pass's conditions. Such a write fails with Conflict instead, and the
- * pass is retried from fresh data.
+ * stored phase next to this pass's conditions. Such a write fails with Conflict instead.
+ *
+ * With fresh (an uncached reader), a Conflict is answered by reading the set again: when the
+ * stored copy is newer (another resourceVersion) but holds everything the pass decided from
+ * (sameDecisionInputs), next is the pass's own conclusion on it too, so it is merged into that
+ * copy and written again, at most maxStatusWriteRetries times; cs then becomes that copy.
+ * Otherwise — no reader, a spec or phase that moved, or a Conflict the re-read cannot explain —
+ * the Conflict is thrown and the pass is retried from fresh data.
  *
  * A status equal to cs sends no write, so the lock alone cannot see a cs older than this
  * process's own last write (written, by set UID): when cs shows something else than that write,
@@ -91,12 +105,48 @@ export async function writeStatus(
   now: () => Date,
   signal?: AbortSignal,
   written?: WrittenStatuses,
+  fresh?: Reader,
+): Promise<boolean> {
+  let current = false;
+  for (let attempt = 0;; attempt++) {
+    // Taken before the write: a refused patch may leave cs half-changed.
+    const seen = fresh ? decisionInputs(cs) : undefined;
+    try {
+      return await writeOnce(client, cs, next, now, current, signal, written);
+    } catch (err) {
+      if (!seen || !isConflict(err) || attempt >= maxStatusWriteRetries) throw err;
+      const stored = await fresh!.get(
+        CocoonSets,
+        cs.metadata.namespace ?? "",
+        cs.metadata.name ?? "",
+        { signal },
+      );
+      if (!sameDecisionInputs(seen, stored)) throw err;
+      for (const k of Object.keys(cs)) delete (cs as unknown as Record<string, unknown>)[k];
+      Object.assign(cs, stored);
+      current = true;
+    }
+  }
+}
+
+/**
+ * One write of writeStatus. current: cs was just read uncached, so an unchanged status needs no
+ * confirmation that cs is current.
+ */
+async function writeOnce(
+  client: Writer,
+  cs: CocoonSet,
+  next: CocoonSetStatus,
+  now: () => Date,
+  current: boolean,
+  signal?: AbortSignal,
+  written?: WrittenStatuses,
 ): Promise<boolean> {
   const status = mergeConditions(cs.status, next, now);
   const uid = cs.metadata.uid ?? "";
   if (statusEqual(cs.status, status)) {
     if (!copyBehindOwnWrite(written, uid, status)) return false;
-    await confirmCopyCurrent(client, cs, signal);
+    if (!current) await confirmCopyCurrent(client, cs, signal);
     written?.delete(uid);
     return false;
   }
@@ -105,6 +155,47 @@ export async function writeStatus(
   }, { optimisticLock: true, signal });
   rememberWritten(written, uid, cs.status);
   return true;
+}
+
+/** What a pass decided from in a copy of the set, and the resourceVersion of that copy. */
+export interface DecisionInputs {
+  resourceVersion?: string;
+  /** uid, generation, deletion, spec and the status fields steps read, as JSON. */
+  key: string;
+}
+
+/** The decision inputs of cs (see sameDecisionInputs). */
+export function decisionInputs(cs: CocoonSet): DecisionInputs {
+  const m = cs.metadata;
+  const s = cs.status;
+  return {
+    resourceVersion: m.resourceVersion,
+    key: JSON.stringify({
+      uid: m.uid ?? "",
+      generation: m.generation ?? 0,
+      deleting: Boolean(m.deletionTimestamp),
+      spec: cs.spec,
+      phase: s?.phase ?? "",
+      agents: (s?.agents ?? []).map((a) => [a.slot, a.vmName ?? ""]),
+      toolboxes: (s?.toolboxes ?? []).map((t) => [t.name, t.vmName ?? ""]),
+    }),
+  };
+}
+
+/**
+ * Whether stored, read after a Conflict, is a newer copy of the set that a pass which decided
+ * from seen would have reached the same conclusions on: another resourceVersion (a Conflict with
+ * the same one is not explained by the re-read, and redoing the write would only repeat it), the
+ * same UID, generation and spec, not deleted since, and the same status fields the steps decide
+ * from — the phase (migration, waking, a failed main) and the VM and toolbox names (tag gate, VM
+ * collisions). The rest of the status (counts, conditions, per-pod details) is the pass's own
+ * output, which its status replaces.
+ */
+export function sameDecisionInputs(seen: DecisionInputs, stored: CocoonSet): boolean {
+  if (stored.metadata.resourceVersion === seen.resourceVersion) return false;
+  const now = decisionInputs(stored);
+  // Spec fields in another key order are the same spec.
+  return now.key === seen.key || sameJson(JSON.parse(now.key), JSON.parse(seen.key));
 }
 
 /**

@@ -19,7 +19,8 @@
  * the spec does), and checks run only when something is about to be created or replaced, so sets
  * at rest cost nothing. Within a pass the dry-runs run once however many steps ask, and a shape
  * another set already passed (the same spec in the same namespace, names of the same length:
- * shape_key.ts) is not dry-run again.
+ * shape_key.ts) is not dry-run again, nor one whose dry-run another worker has in flight (its
+ * acceptance is borrowed; any other answer is not).
  */
 import type { Pod } from "../kube/core.ts";
 import { Pods } from "../kube/core.ts";
@@ -260,24 +261,57 @@ async function dryRunShapes(
       // A shape another set (or an earlier generation) already passed needs no request.
       const key = verified ? shapeKey(setName, pod) : "";
       if (verified?.has(key)) return;
-      try {
-        await pass.deps.client.create(Pods, pod, { dryRun: true, signal });
-        if (verified) rememberShape(verified, key);
-      } catch (err) {
-        // The name is taken: validation ran before the existence check, so the shape is valid.
-        if (isAlreadyExists(err)) {
-          if (verified) rememberShape(verified, key);
-          return;
-        }
-        if (isInvalid(err)) return refuse(part, `${what}: ${serverMessage(err)}`);
-        // A quota or an admission plugin: not a verdict on the shape (see the module doc).
-        if (isAdmissionRefusal(err)) return;
-        throw err;
+      // Another worker is dry-running the same shape right now: its acceptance counts here too.
+      // Anything else it meets (a refusal naming its own pod, its abort) is not borrowed: this
+      // pass then asks for itself.
+      const inFlight = verified ? inFlightOf(pass.deps) : undefined;
+      const pending = inFlight?.get(key);
+      if (pending && await pending) return;
+      const answer = dryRunCreate(pass, pod, signal);
+      if (inFlight && !pending) {
+        const accepted = answer.then((a) => a.accepted);
+        inFlight.set(key, accepted);
+        accepted.finally(() => inFlight.get(key) === accepted && inFlight.delete(key));
       }
+      const got = await answer;
+      if (got.accepted) {
+        if (verified) rememberShape(verified, key);
+        return;
+      }
+      if (isInvalid(got.error)) return refuse(part, `${what}: ${serverMessage(got.error)}`);
+      // A quota or an admission plugin: not a verdict on the shape (see the module doc).
+      if (isAdmissionRefusal(got.error)) return;
+      throw got.error;
     },
   );
   // The first refusal in shape order leads the message, as before.
   return orderVerdict(verdict, pods.map((p) => p.part));
+}
+
+/** The answer to one dry-run create: accepted, or the error the server (or the call) gave. */
+type DryRunAnswer = { accepted: true } | { accepted: false; error: unknown };
+
+async function dryRunCreate(pass: SetPass, pod: Pod, signal: AbortSignal): Promise<DryRunAnswer> {
+  try {
+    await pass.deps.client.create(Pods, pod, { dryRun: true, signal });
+    return { accepted: true };
+  } catch (err) {
+    // The name is taken: validation ran before the existence check, so the shape is valid.
+    if (isAlreadyExists(err)) return { accepted: true };
+    return { accepted: false, error: err };
+  }
+}
+
+/**
+ * Per reconciler (its deps): shape key → whether the dry-run of that shape in flight was
+ * accepted, so passes of sets with one spec running at once (the workers) send one request.
+ */
+const inFlightShapes = new WeakMap<object, Map<string, Promise<boolean>>>();
+
+function inFlightOf(deps: object): Map<string, Promise<boolean>> {
+  let m = inFlightShapes.get(deps);
+  if (!m) inFlightShapes.set(deps, m = new Map());
+  return m;
 }
 
 /** Toolbox problems in spec order, whatever order the dry-runs answered in. */

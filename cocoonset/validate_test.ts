@@ -11,6 +11,7 @@ import {
   livePod,
   newCocoonSet,
   newTestEnv,
+  reconcilerWith,
   reconcileSet,
   seedSet,
   type TestEnv,
@@ -293,4 +294,58 @@ Deno.test("the spec check reports an unbuildable main and writes nothing: the pa
   assert.deepEqual(pass.problems.map((p) => p.reason), [ReasonInvalidSpec]);
   assert.equal(env.recorder.withReason(ReasonInvalidSpec).length, 1, "its Warning");
   assert.deepEqual(actionsOf(env, "patch", CocoonSets), [], "the check wrote no status");
+});
+
+/**
+ * Five sets of one spec (main, two sub-agents, a toolbox; a UID each), converged by the first
+ * reconciler of env: created, made live and reconciled until Running.
+ */
+async function convergeFiveSets(env: TestEnv): Promise<string[]> {
+  const names = ["s1", "s2", "s3", "s4", "s5"];
+  for (const name of names) {
+    seedSet(
+      env,
+      newCocoonSet(name, withFinalizer, (c) => {
+        c.metadata.uid = `uid-${name}`;
+        c.spec.agent.replicas = 2;
+        c.spec.toolboxes = [{ name: "tb", image: "img" }];
+      }),
+    );
+  }
+  for (let round = 0; round < 4; round++) {
+    for (const name of names) await reconcileSet(env, name);
+    await makeAllLive(env);
+  }
+  for (const name of names) {
+    assert.equal((await findSet(env.fake, name))?.status?.phase, "Running", name);
+  }
+  return names;
+}
+
+Deno.test("a restarted operator dry-runs nothing for converged sets whose spec did not change", async () => {
+  const env = newTestEnv();
+  const names = await convergeFiveSets(env);
+  assert.ok(dryRuns(env).length > 0, "the first process checked the shapes");
+
+  // A fresh process: a reconciler with none of the first one's memory, on the same server.
+  env.fake.actions.length = 0;
+  const restarted = reconcilerWith(env, env.fake);
+  for (const name of names) {
+    await restarted.reconcile({ namespace: testNamespace, name }, new AbortController().signal);
+  }
+  assert.deepEqual(dryRuns(env), [], "nothing about to be created or replaced: no check");
+  assert.deepEqual(
+    env.fake.actions.filter((a) => a.verb !== "get" && a.verb !== "list"),
+    [],
+    "and no write at all",
+  );
+
+  // An edit after the restart is checked before its pods are made.
+  await env.fake.patch(CocoonSets, testNamespace, "s1", "merge", {
+    spec: { agent: { replicas: 3 } },
+  });
+  await restarted.reconcile({ namespace: testNamespace, name: "s1" }, new AbortController().signal);
+  // The new generation's shapes are checked (the edited sub-agent shape among them).
+  assert.ok(dryRuns(env).some((a) => a.name === "s1-3"), "the new shape is dry-run");
+  assert.ok(await getPod(env.fake, "s1-3"), "then created");
 });

@@ -6,7 +6,8 @@
  * Figures:
  * - secondsToAllRunning: from the first create until every set is Running for its spec with
  *   all five pods ready (a cluster-wide list every 250 ms).
- * - apiRequests: what the operator asked the API server in that time, by resource and verb,
+ * - apiRequests: what the operator asked the API server in that time, by resource and verb
+ *   (conflicts: how many of them were refused with 409),
  *   counted by the proxy its kubeconfig points at (api_proxy.ts; why a proxy: see there), and
  *   restClientRequests: its own rest_client_requests_total by method since it started, as a
  *   cross-check of the proxy.
@@ -62,6 +63,8 @@ function tally(api: ApiProxy, from: number, to: number) {
     total: requests.length,
     byVerb: countByVerb(requests),
     byResource: countByResource(requests),
+    // Writes refused as stale (409 Conflict), whatever the resource: the figure issue 23 tracks.
+    conflicts: requests.filter((r) => r.status === 409).length,
     // Answers other than success, as "<verb> <status>" (0: no answer before the window ended).
     failedByResource: countByResource(failed.map((r) => ({ ...r, verb: `${r.verb} ${r.status}` }))),
   };
