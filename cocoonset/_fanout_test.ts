@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { flushMicrotasks } from "../kube/testing/wait.ts";
+import { flushMicrotasks } from "../kube/testing/mod.ts";
 import { forEachLimited } from "./_fanout.ts";
 
 /** A promise the test settles by hand. */

@@ -3,9 +3,9 @@
  * is live, pods made Ready or failed by hand, and an API server that refuses creates of one pod
  * name with the answer a real one gives (Invalid, or a ResourceQuota's Forbidden).
  */
-import { type Pod, Pods } from "../kube/core.ts";
-import { newApiError } from "../kube/errors.ts";
-import type { FakeAction } from "../kube/testing/fake.ts";
+import { newApiError, Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
+import type { FakeAction } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { livePod, newCocoonSet, type TestEnv, testNamespace } from "./_test_support.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";

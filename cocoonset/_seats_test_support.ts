@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { Pod } from "../kube/core.ts";
-import type { FakeAction, FakeClient } from "../kube/testing/fake.ts";
+import type { Pod } from "../kube/mod.ts";
+import type { FakeAction, FakeClient } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { applyVMRuntime, vmNameForDeployment } from "../common/meta/mod.ts";
 import { buildAgentPod } from "./pods.ts";

@@ -5,16 +5,16 @@
  *
  * @module
  */
-import type { Client, Reader } from "../kube/client.ts";
-import { type Node, Nodes, type Pod, Pods } from "../kube/core.ts";
-import { isNotFound } from "../kube/errors.ts";
-import { type FakeAction, FakeClient } from "../kube/testing/fake.ts";
-import { FakeClock } from "../kube/testing/fake_clock.ts";
-import { staleCache } from "../kube/testing/stale_cache.ts";
-import { metricValue } from "../kube/testing/metrics.ts";
-import { RecordingRecorder } from "../kube/testing/recorder.ts";
-import type { KubeObject } from "../kube/object.ts";
-import type { ResourceType } from "../kube/resource.ts";
+import { isNotFound, Nodes, Pods } from "../kube/mod.ts";
+import type { Client, KubeObject, Node, Pod, Reader, ResourceType } from "../kube/mod.ts";
+import {
+  FakeClient,
+  FakeClock,
+  metricValue,
+  RecordingRecorder,
+  staleCache,
+} from "../kube/testing/mod.ts";
+import type { FakeAction } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import type { CocoonHibernationPhase, HibernationDesire } from "../common/apis/v1/enums.ts";

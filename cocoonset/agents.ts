@@ -4,12 +4,9 @@
  * replaced — a failed one only within its rebuild budget, after which it is dead-lettered and
  * left in place for a person to look at until the spec changes.
  */
-import { deepCopy } from "../kube/object.ts";
-import type { Pod } from "../kube/core.ts";
-import { patchAnnotations } from "../kube/client_patch.ts";
-import { Pods } from "../kube/core.ts";
+import { deepCopy, isAlreadyExists, patchAnnotations, Pods, wrapError } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { isAlreadyExists, wrapError } from "../kube/errors.ts";
 import { isPodReady, readLifecycleState } from "../common/meta/mod.ts";
 import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
 import { forEachLimited } from "./_fanout.ts";

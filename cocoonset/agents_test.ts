@@ -5,10 +5,10 @@
  * API and reads the outcome off the stored objects, the recorded requests, Events and metrics.
  */
 import assert from "node:assert/strict";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isConflict, newApiError } from "../kube/errors.ts";
-import type { FakeAction } from "../kube/testing/fake.ts";
-import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
+import { isConflict, newApiError, Pods, rfc3339Nano } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
+import { flushMicrotasks, waitFor } from "../kube/testing/mod.ts";
+import type { FakeAction } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
@@ -43,7 +43,6 @@ import { buildAgentPod } from "./pods.ts";
 import { ensureSubAgents } from "./agents.ts";
 import { writeSetStatus } from "./status.ts";
 import { AnnotationDeadLetter, AnnotationRebuildHistory } from "./rebuild.ts";
-import { rfc3339Nano } from "../kube/time.ts";
 
 const node = "node-a";
 

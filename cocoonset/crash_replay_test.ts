@@ -28,25 +28,24 @@
  * so it can tell when the only copy of that state is destroyed.
  */
 import assert from "node:assert/strict";
+import { errorMessage, isNotFound, Nodes, Pods } from "../kube/mod.ts";
 import type {
   Client,
   DeleteOptions,
   GetOptions,
+  KubeObject,
   ListOptions,
+  ObjectList,
   PatchBody,
   PatchOptions,
   PatchType,
+  Pod,
+  ResourceType,
   WatchEvent,
   WatchOptions,
   WriteOptions,
-} from "../kube/client.ts";
-import { Nodes, type Pod, Pods } from "../kube/core.ts";
-import { errorMessage, isNotFound } from "../kube/errors.ts";
-import type { KubeObject, ObjectList } from "../kube/object.ts";
-import type { ResourceType } from "../kube/resource.ts";
-import { FakeClient } from "../kube/testing/fake.ts";
-import { FakeClock } from "../kube/testing/fake_clock.ts";
-import { RecordingRecorder } from "../kube/testing/recorder.ts";
+} from "../kube/mod.ts";
+import { FakeClient, FakeClock, RecordingRecorder } from "../kube/testing/mod.ts";
 import type { CocoonSet, CocoonSetSpec } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {

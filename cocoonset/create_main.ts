@@ -2,11 +2,10 @@
  * The create-the-main step: the missing main is created, restored from its `:hibernate` snapshot
  * when a CocoonHibernation says it was hibernated (restore.ts).
  */
-import type { Result } from "../kube/reconcile.ts";
-import { type Pod, Pods } from "../kube/core.ts";
+import { errorMessage, isAlreadyExists, Pods, wrapError } from "../kube/mod.ts";
+import type { Pod, Result } from "../kube/mod.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { PassStopped } from "./problem.ts";
-import { errorMessage, isAlreadyExists, wrapError } from "../kube/errors.ts";
 import { podRef, requeueWaitForMainMs, type SetPass } from "./pass.ts";
 import { buildAgentPod } from "./pods.ts";
 import { markRestoreIfHibernated } from "./restore.ts";

@@ -3,8 +3,7 @@
  * and the main-drift step of a pass, which replaces a drifted main only once its new shape
  * passes the spec check.
  */
-import type { Pod } from "../kube/core.ts";
-import type { Result } from "../kube/reconcile.ts";
+import type { Pod, Result } from "../kube/mod.ts";
 import { emptyStringAbsent, sameJson } from "../common/k8s/same_json.ts";
 import type {
   CocoonSet,

@@ -1,6 +1,7 @@
 /** What counts as drift of a live pod from the spec (drift.ts). */
 import assert from "node:assert/strict";
-import { type Pod, Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet, ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
 import { ToolboxModeRun, ToolboxModeStatic } from "../common/apis/v1/enums.ts";
 import { AnnotationForkFrom, LabelSnapshotCompatibilityClass } from "../common/meta/mod.ts";

@@ -26,7 +26,8 @@ import {
   ReasonPodLifecycleFailed,
 } from "./pod_state.ts";
 import { buildAgentPod } from "./pods.ts";
-import { type Pod, Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { AnnotationLifecycleState, readHibernateState } from "../common/meta/mod.ts";
 
 Deno.test("a failed main ends the pass in phase Failed: the step decides, it writes no status", async () => {

@@ -3,10 +3,15 @@
  * with the snapshot ledger, which must cover every pod the set will have), and released by the
  * last step of teardown, once the pods are gone and the registry is cleaned (teardown.ts).
  */
-import type { Result } from "../kube/reconcile.ts";
-import { patchObject } from "../kube/client_patch.ts";
-import { addFinalizer, containsFinalizer, removeFinalizer } from "../kube/controllerutil.ts";
-import { isNotFound, wrapError } from "../kube/errors.ts";
+import {
+  addFinalizer,
+  containsFinalizer,
+  isNotFound,
+  patchObject,
+  removeFinalizer,
+  wrapError,
+} from "../kube/mod.ts";
+import type { Result } from "../kube/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import type { SetPass } from "./pass.ts";
 import { startLedger } from "./snapshot_ledger.ts";

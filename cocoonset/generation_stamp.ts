@@ -3,7 +3,7 @@
  * against, which vk-cocoon echoes back as the lifecycle observed generation. A counter, unlike a
  * timestamp, cannot be fooled by clock skew or a lagging cache.
  */
-import { wrapError } from "../kube/errors.ts";
+import { wrapError } from "../kube/mod.ts";
 import { patchCocoonSetGeneration } from "../common/k8s/pod_patch.ts";
 import { podRef, type SetPass } from "./pass.ts";
 import { podsByName } from "./pods.ts";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { type Pod, Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { AnnotationCocoonSetGeneration } from "../common/meta/mod.ts";
 import {
   depsOf,

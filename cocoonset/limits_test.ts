@@ -4,7 +4,7 @@
  * work in proportion to replicas.
  */
 import assert from "node:assert/strict";
-import { Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   actionsOf,

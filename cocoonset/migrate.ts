@@ -8,8 +8,8 @@
  * this controller asked that pod to hibernate; the snapshot is dropped only after the new VM
  * runs; Migrating is persisted before the first side effect, so a restarted operator resumes.
  */
-import type { Pod } from "../kube/core.ts";
-import { wrapError } from "../kube/errors.ts";
+import { wrapError } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { patchHibernateState } from "../common/k8s/pod_patch.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {

@@ -6,7 +6,8 @@
  * main, then recreated it pinned to a node where it never scheduled.
  */
 import assert from "node:assert/strict";
-import { Nodes, type Pod, Pods } from "../kube/core.ts";
+import { Nodes, Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {

@@ -4,12 +4,11 @@
  * reason NameConflict, a Warning naming the other object) and keeps reconciling everything else.
  * The Go operator instead waited forever for the pod to "finish terminating".
  */
-import type { Pod } from "../kube/core.ts";
-import { isControlledBy } from "../kube/controllerutil.ts";
+import { isControlledBy } from "../kube/mod.ts";
+import type { Pod, Result } from "../kube/mod.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { LabelRole } from "../common/meta/mod.ts";
 import { emit, podRef, readStoredPod, type SetPass } from "./pass.ts";
-import type { Result } from "../kube/reconcile.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { agentPodName } from "./pods.ts";
 import { PassStopped, type StatusProblem } from "./problem.ts";

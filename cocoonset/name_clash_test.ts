@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { type Pod, Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import {
   actionsOf,
   conditionOf,

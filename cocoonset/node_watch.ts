@@ -11,9 +11,8 @@
  *
  * @module
  */
-import type { Node } from "../kube/core.ts";
-import { type CompletePredicate, labelChanged } from "../kube/predicates.ts";
-import type { Request } from "../kube/reconcile.ts";
+import { labelChanged } from "../kube/mod.ts";
+import type { CompletePredicate, Node, Request } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 
 /** Cache index of CocoonSets by the node spec.nodeName pins their main to. */

@@ -10,8 +10,8 @@
  * set carries. The operator caches only nodes that carry a pool label (main.ts), which is all a
  * set can ever run on.
  */
-import { Nodes, type Pod } from "../kube/core.ts";
-import { isNotFound, wrapError } from "../kube/errors.ts";
+import { isNotFound, Nodes, wrapError } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
 import {

@@ -5,10 +5,9 @@
  * the sets whose spec.nodeName names the node.
  */
 import assert from "node:assert/strict";
-import { Events, type Node, Nodes, type Pod, Pods } from "../kube/core.ts";
-import { FakeClient } from "../kube/testing/fake.ts";
-import { Manager } from "../kube/manager.ts";
-import { waitFor } from "../kube/testing/wait.ts";
+import { Events, Manager, Nodes, Pods } from "../kube/mod.ts";
+import type { Node, Pod } from "../kube/mod.ts";
+import { FakeClient, waitFor } from "../kube/testing/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {

@@ -12,7 +12,7 @@
  * also has a timed look-again of its own (a rebuild's backoff), which then stands unchanged: the
  * problems are looked at again with it, and one problem's backoff never delays another's retry.
  */
-import type { Result } from "../kube/reconcile.ts";
+import type { Result } from "../kube/mod.ts";
 import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { isPodReady } from "../common/meta/mod.ts";

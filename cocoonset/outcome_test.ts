@@ -4,7 +4,7 @@
  * NameConflict or a refused part never stretches a rebuild's backoff.
  */
 import assert from "node:assert/strict";
-import { Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
 import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
 import { AnnotationLifecycleState } from "../common/meta/mod.ts";
 import {

@@ -1,8 +1,6 @@
 /** Which pods belong to a CocoonSet: labelled with its name AND controlled by it (by UID). */
-import type { Reader } from "../kube/client.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isControlledBy } from "../kube/controllerutil.ts";
-import { isValidLabelValue } from "../kube/selector.ts";
+import { isControlledBy, isValidLabelValue, Pods } from "../kube/mod.ts";
+import type { Pod, Reader } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { LabelCocoonSet } from "../common/meta/mod.ts";
 

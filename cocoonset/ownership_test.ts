@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { listOwnedPods } from "./ownership.ts";
 import {

@@ -5,16 +5,11 @@
  * each file of this folder reads as a function of "this pass".
  */
 import { getLogger, type Logger } from "@logtape/logtape";
-import type { Client, Reader } from "../kube/client.ts";
-import type { Result } from "../kube/reconcile.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isNotFound, wrapError } from "../kube/errors.ts";
-import type { Clock } from "../kube/clock.ts";
-import type { EventRecorder, EventType } from "../kube/events.ts";
+import { isNotFound, jsonEqual, Pods, wrapError } from "../kube/mod.ts";
+import type { Client, Clock, EventRecorder, EventType, Pod, Reader, Result } from "../kube/mod.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { jsonEqual } from "../kube/patch.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import type { ClassifiedPods } from "./pods.ts";
 import type { StatusProblem } from "./problem.ts";

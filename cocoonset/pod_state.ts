@@ -3,7 +3,7 @@
  * signals: vk-cocoon's lifecycle annotation (`failed`, usually seen first) or the pod phase the
  * kubelet reports. Whether its VM runs is common/meta/vm_liveness.ts.
  */
-import type { Pod } from "../kube/core.ts";
+import type { Pod } from "../kube/mod.ts";
 import { isPodTerminal, LifecycleStateFailed, readLifecycleState } from "../common/meta/mod.ts";
 
 /** Warning reason when vk-cocoon reports the main VM's lifecycle as failed. */

@@ -6,9 +6,8 @@
  * pods built in one pass can be serialised concurrently and the CocoonSet is never mutated (the
  * Go builder shared the limits map between sibling pods and crashed under parallel creates).
  */
-import { deepCopy } from "../kube/object.ts";
-import type { Affinity, NodeSelectorTerm, Pod, ResourceRequirements } from "../kube/core.ts";
-import { setControllerReference } from "../kube/controllerutil.ts";
+import { deepCopy, setControllerReference } from "../kube/mod.ts";
+import type { Affinity, NodeSelectorTerm, Pod, ResourceRequirements } from "../kube/mod.ts";
 import type {
   CocoonSet,
   QuantityValue,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type Pod } from "../kube/core.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
 import {
   AgentModeClone,

@@ -2,9 +2,8 @@
  * Which owned-pod updates wake the CocoonSet reconciler. vk-cocoon rewrites pod status often
  * (condition heartbeats, container statuses); only changes the reconciler acts on pass.
  */
-import type { Pod } from "../kube/core.ts";
-import type { CompletePredicate } from "../kube/predicates.ts";
-import { jsonEqual } from "../kube/patch.ts";
+import { jsonEqual } from "../kube/mod.ts";
+import type { CompletePredicate, Pod } from "../kube/mod.ts";
 import { isPodReady } from "../common/meta/mod.ts";
 
 /**

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
-import { controllerManagedBy } from "../kube/builder.ts";
-import { type Pod, type PodCondition, Pods } from "../kube/core.ts";
-import { Manager } from "../kube/manager.ts";
-import { generationChanged } from "../kube/predicates.ts";
-import type { Request } from "../kube/reconcile.ts";
-import { FakeClient } from "../kube/testing/fake.ts";
-import { waitFor } from "../kube/testing/wait.ts";
+import { controllerManagedBy, generationChanged, Manager, Pods } from "../kube/mod.ts";
+import type { Pod, PodCondition, Request } from "../kube/mod.ts";
+import { FakeClient, waitFor } from "../kube/testing/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { isPodReady } from "../common/meta/mod.ts";
 import { newCocoonSet, readyPod, testNamespace } from "./_test_support.ts";

@@ -4,7 +4,7 @@
  * words, and the pass is retried with backoff (a pod freed elsewhere in the namespace wakes no
  * pass of this set). The other pods of the pass carry on; a refusal never stops the pass.
  */
-import { apiErrorOf } from "../kube/errors.ts";
+import { apiErrorOf } from "../kube/mod.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { emit, type SetPass } from "./pass.ts";
 import { serverMessage } from "./validate.ts";

@@ -4,7 +4,7 @@
  * refuses is named in a Warning and in Ready=False QuotaExceeded and retried with backoff.
  */
 import assert from "node:assert/strict";
-import { Pods } from "../kube/core.ts";
+import { newApiError, Pods } from "../kube/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   actionsOf,
@@ -19,7 +19,6 @@ import {
 import { confirmDeletes, liveSet, refuseCreates } from "./_hardening_test_support.ts";
 import { QuotaExceededError, quotaRefusal, ReasonQuotaExceeded } from "./quota.ts";
 import { ReasonInvalidSpec } from "./validate.ts";
-import { newApiError } from "../kube/errors.ts";
 
 Deno.test("quotaRefusal reads the quota names from the server's message, and only from a 403", () => {
   const target = { resource: "pods", namespace: "ns", name: "p" };

@@ -4,7 +4,7 @@
  * after the delete it accounts for.
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { parseRfc3339, rfc3339Nano } from "../kube/time.ts";
+import { parseRfc3339, rfc3339Nano } from "../kube/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 
 /** CocoonSet annotation: JSON object keyed by slot, `{"count": N, "lastDeleted": RFC 3339}`. */

@@ -10,16 +10,29 @@
  * main drift → create main → wait for the main to be Ready → sub-agents → toolboxes → status.
  */
 import { getLogger } from "@logtape/logtape";
-import type { Client, Reader } from "../kube/client.ts";
-import { type Clock, realClock } from "../kube/clock.ts";
-import { controllerManagedBy } from "../kube/builder.ts";
-import { Nodes, type Pod, Pods } from "../kube/core.ts";
-import { enqueueFromMap } from "../kube/handler.ts";
-import { errorMessage, isConflict, isNotFound, wrapError } from "../kube/errors.ts";
-import type { EventRecorder } from "../kube/events.ts";
-import type { Manager } from "../kube/manager.ts";
-import { generationChanged } from "../kube/predicates.ts";
-import type { Reconciler, Request, Result } from "../kube/reconcile.ts";
+import {
+  controllerManagedBy,
+  enqueueFromMap,
+  errorMessage,
+  generationChanged,
+  isConflict,
+  isNotFound,
+  Nodes,
+  Pods,
+  realClock,
+  wrapError,
+} from "../kube/mod.ts";
+import type {
+  Client,
+  Clock,
+  EventRecorder,
+  Manager,
+  Pod,
+  Reader,
+  Reconciler,
+  Request,
+  Result,
+} from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";

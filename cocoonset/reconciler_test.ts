@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
-import { type Pod, Pods } from "../kube/core.ts";
-import { setControllerReference } from "../kube/controllerutil.ts";
-import { Manager } from "../kube/manager.ts";
-import { newApiError } from "../kube/errors.ts";
+import { Manager, newApiError, Pods, setControllerReference } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {

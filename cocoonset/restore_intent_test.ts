@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
-import { Pods } from "../kube/core.ts";
-import { Manager } from "../kube/manager.ts";
-import { FakeClient } from "../kube/testing/fake.ts";
-import { waitFor } from "../kube/testing/wait.ts";
+import { Manager, Pods } from "../kube/mod.ts";
+import { FakeClient, waitFor } from "../kube/testing/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { HibernateSnapshotTag, readRestoreFromHibernate } from "../common/meta/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";

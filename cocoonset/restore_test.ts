@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { type Pod, Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { CocoonHibernations } from "../common/apis/v1/resources.ts";
 import {
   AnnotationVMName,

@@ -8,10 +8,8 @@
  * deletes, Waking before the restore pod is created), so an operator restarted between any two
  * writes resumes the flow instead of fresh-booting over a snapshot.
  */
-import type { Result } from "../kube/reconcile.ts";
-import { type Pod } from "../kube/core.ts";
-import { patchAnnotations } from "../kube/client_patch.ts";
-import { errorText, wrapError } from "../kube/errors.ts";
+import { errorText, patchAnnotations, wrapError } from "../kube/mod.ts";
+import type { Pod, Result } from "../kube/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchHibernateState, patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
 import {

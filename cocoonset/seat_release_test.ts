@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isConflict } from "../kube/errors.ts";
+import { isConflict, Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {

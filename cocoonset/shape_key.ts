@@ -10,7 +10,7 @@
  * Spec fields never contain the set's name (the builders take it only for metadata), so nothing
  * in the spec is rewritten: two shapes share a key only when their specs are equal.
  */
-import type { Pod } from "../kube/core.ts";
+import type { Pod } from "../kube/mod.ts";
 import { AnnotationCocoonSetGeneration } from "../common/meta/mod.ts";
 
 /** Verified shapes kept per process before the set is cleared (a bound, not a cache policy). */

@@ -4,7 +4,7 @@
  * validates (spec, namespace, name length) is checked on its own.
  */
 import assert from "node:assert/strict";
-import { Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { newCocoonSet, newTestEnv, podSeed, reconcileSet, setSeed } from "./_test_support.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";

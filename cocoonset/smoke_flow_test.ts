@@ -5,11 +5,9 @@
  * teardown; every step is what a user would see (phase, pods, registry tags).
  */
 import assert from "node:assert/strict";
-import { Manager } from "../kube/manager.ts";
-import { byObject } from "../kube/cache.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isNotFound } from "../kube/errors.ts";
-import { waitFor } from "../kube/testing/wait.ts";
+import { byObject, isNotFound, Manager, Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
+import { waitFor } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { LabelCocoonSet } from "../common/meta/keys.ts";

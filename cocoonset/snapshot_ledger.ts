@@ -37,9 +37,8 @@
  *
  * @module
  */
-import type { Pod } from "../kube/core.ts";
-import { patchObject } from "../kube/client_patch.ts";
-import { wrapError } from "../kube/errors.ts";
+import { patchObject, wrapError } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {

@@ -4,7 +4,8 @@
  * and teardown deletes tags only under names the set derives and no other namespace shares.
  */
 import assert from "node:assert/strict";
-import { type Pod, Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {

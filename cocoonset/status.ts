@@ -8,7 +8,7 @@
  * toward its spec (Pending, Scaling, Suspending, Waking, Migrating) and False once it is settled,
  * failed, or stuck on something only a person can fix.
  */
-import type { Pod } from "../kube/core.ts";
+import type { Pod } from "../kube/mod.ts";
 import type {
   AgentStatus,
   CocoonSet,

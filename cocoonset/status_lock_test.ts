@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
 import { buildAgentPod } from "./pods.ts";
 import {
   conditionOf,

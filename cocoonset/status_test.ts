@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { Pod } from "../kube/core.ts";
-import { isConflict } from "../kube/errors.ts";
+import { isConflict } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import {
   ConditionTypeProgressing,
   ReasonAgentsNotReady,

@@ -5,10 +5,8 @@
  * (copyBehindOwnWrite, rememberWritten), and tell whether a write refused with Conflict may be
  * redone on a re-read copy (decisionInputs, sameDecisionInputs). writeStatus composes them.
  */
-import { deepCopy } from "../kube/object.ts";
-import { patchStatus } from "../kube/client_patch.ts";
-import type { Reader, Writer } from "../kube/client.ts";
-import { isConflict } from "../kube/errors.ts";
+import { deepCopy, isConflict, patchStatus } from "../kube/mod.ts";
+import type { Reader, Writer } from "../kube/mod.ts";
 import { sameJson } from "../common/k8s/same_json.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";

@@ -1,6 +1,7 @@
 /** The jobs of a status write, each on its own (status_write.ts). */
 import assert from "node:assert/strict";
-import { isConflict } from "../kube/errors.ts";
+import { isConflict } from "../kube/mod.ts";
+import type { FakeClient } from "../kube/testing/mod.ts";
 import type { CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import type { Condition } from "../common/k8s/condition.ts";
@@ -18,7 +19,6 @@ import {
 } from "./status_write.ts";
 import { buildStatus } from "./status.ts";
 import { classifyPods } from "./pods.ts";
-import type { FakeClient } from "../kube/testing/fake.ts";
 
 const t0 = "2026-05-14T00:00:00Z";
 const later = () => new Date(Date.UTC(2026, 4, 15));

@@ -4,9 +4,8 @@
  * it hibernated and its snapshot is in the registry. Unsuspend clears the request again, except
  * on pods a CocoonHibernation is hibernating.
  */
-import type { Result } from "../kube/reconcile.ts";
-import { type Pod } from "../kube/core.ts";
-import { wrapError } from "../kube/errors.ts";
+import { wrapError } from "../kube/mod.ts";
+import type { Pod, Result } from "../kube/mod.ts";
 import { patchHibernateAsk, patchHibernateState } from "../common/k8s/pod_patch.ts";
 import {
   parseVMSpec,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import type { Pod } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { HibernateSnapshotTag, readRestoreFromHibernate } from "../common/meta/mod.ts";
 import {
   actionsOf,
@@ -13,7 +14,6 @@ import {
   testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
-import { Pods } from "../kube/core.ts";
 import { ReasonNameConflict } from "./name_clash.ts";
 import { buildAgentPod } from "./pods.ts";
 import { requeueSuspendPollMs } from "./suspend.ts";

@@ -9,7 +9,7 @@
  * the set's flow asks again on its next pass.
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import type { Pod } from "../kube/core.ts";
+import type { Pod } from "../kube/mod.ts";
 import { parseVMSpec } from "../common/meta/mod.ts";
 import {
   actingRefusal,

@@ -4,10 +4,8 @@
  * still be pushing a final snapshot while a pod terminates), then drop the registry tags that may
  * exist and the snapshot policy does not keep (snapshot_ledger.ts), and release the finalizer.
  */
-import type { Result } from "../kube/reconcile.ts";
-import type { Pod } from "../kube/core.ts";
-import { patchObject } from "../kube/client_patch.ts";
-import { errorText, wrapError } from "../kube/errors.ts";
+import { errorText, patchObject, wrapError } from "../kube/mod.ts";
+import type { Pod, Result } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";

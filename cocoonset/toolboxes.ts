@@ -3,9 +3,8 @@
  * toolboxes are replaced at once (no backoff), removed entries deleted, and a pod of that name
  * that is not this set's toolbox is never touched: it is reported as a name clash.
  */
-import type { Pod } from "../kube/core.ts";
-import { Pods } from "../kube/core.ts";
-import { isAlreadyExists, wrapError } from "../kube/errors.ts";
+import { isAlreadyExists, Pods, wrapError } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
 import { LabelRole, readLifecycleState, RoleToolbox } from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";

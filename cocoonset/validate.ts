@@ -22,9 +22,8 @@
  * shape_key.ts) is not dry-run again, nor one whose dry-run another worker has in flight (its
  * acceptance is borrowed; any other answer is not).
  */
-import type { Pod } from "../kube/core.ts";
-import { Pods } from "../kube/core.ts";
-import { apiErrorOf, errorMessage, isAlreadyExists, isInvalid } from "../kube/errors.ts";
+import { apiErrorOf, errorMessage, isAlreadyExists, isInvalid, Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { forEachLimited } from "./_fanout.ts";
 import { emit, type SetPass, type SpecVerdict } from "./pass.ts";

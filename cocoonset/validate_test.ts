@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import { Pods } from "../kube/core.ts";
-import { newApiError } from "../kube/errors.ts";
-import type { FakeAction } from "../kube/testing/fake.ts";
+import { newApiError, Pods } from "../kube/mod.ts";
+import type { FakeAction } from "../kube/testing/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   actionsOf,

@@ -8,8 +8,8 @@ import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { ConditionTypeReady } from "../common/k8s/condition.ts";
 import { parseVMSpec } from "../common/meta/mod.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isNotFound } from "../kube/errors.ts";
+import { isNotFound, Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import {
   conditionOf,
   livePod,

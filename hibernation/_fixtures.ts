@@ -24,15 +24,9 @@ import {
   AnnotationVMID,
   AnnotationVMName,
 } from "../common/meta/keys.ts";
-import type { Client, Reader } from "../kube/client.ts";
-import { type CoreEvent, Events, type Pod, Pods } from "../kube/core.ts";
-import { Recorder } from "../kube/events.ts";
-import type { KubeObject } from "../kube/object.ts";
-import type { Result } from "../kube/reconcile.ts";
-import { FakeClient } from "../kube/testing/fake.ts";
-import { FakeClock } from "../kube/testing/fake_clock.ts";
-import { metricValue } from "../kube/testing/metrics.ts";
-import { rfc3339 } from "../kube/time.ts";
+import { Events, Pods, Recorder, rfc3339 } from "../kube/mod.ts";
+import type { Client, CoreEvent, KubeObject, Pod, Reader, Result } from "../kube/mod.ts";
+import { FakeClient, FakeClock, metricValue } from "../kube/testing/mod.ts";
 import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { HIBERNATION_FINALIZER } from "./finalizer.ts";

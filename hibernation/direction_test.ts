@@ -11,7 +11,7 @@ import {
 import { Harness, hibernatedLifecycle, request, VM, vmPod } from "./_fixtures.ts";
 import { direction } from "./direction.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
-import { Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 
 Deno.test("direction: the desire, except that a reversed desire finishes the transition in flight", () => {

@@ -7,7 +7,7 @@
  * @module
  */
 import { type CocoonHibernation, CocoonHibernations } from "../common/apis/v1/mod.ts";
-import type { EventRecorder, EventType } from "../kube/events.ts";
+import type { EventRecorder, EventType } from "../kube/mod.ts";
 
 /** Normal: entered Hibernated, the snapshot is in the registry. */
 export const ReasonHibernated = "Hibernated";

@@ -17,10 +17,8 @@ import {
 import { HibernateSnapshotTag } from "../common/meta/keys.ts";
 import { vmLive } from "../common/meta/vm_liveness.ts";
 import { parseVMSpec } from "../common/meta/vmspec.ts";
-import type { Client } from "../kube/client.ts";
-import { patchObject } from "../kube/client_patch.ts";
-import { addFinalizer, removeFinalizer } from "../kube/controllerutil.ts";
-import type { EventRecorder } from "../kube/events.ts";
+import { addFinalizer, patchObject, removeFinalizer } from "../kube/mod.ts";
+import type { Client, EventRecorder } from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import { ReasonVMNameRefused, recordRequestEvent } from "./events.ts";
 import { dropHibernateTag } from "./tag.ts";

@@ -19,9 +19,8 @@ import {
 import { patchHibernateAsk } from "../common/k8s/pod_patch.ts";
 import { readLifecycleState } from "../common/meta/lifecycle.ts";
 import { vmHibernationConfirmed } from "../common/meta/vm_liveness.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isNotFound, wrapError } from "../kube/errors.ts";
-import type { Result } from "../kube/reconcile.ts";
+import { isNotFound, Pods, wrapError } from "../kube/mod.ts";
+import type { Pod, Result } from "../kube/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import type { RequestPass, StepDeps } from "./pass.ts";
 import { HIBERNATE_TIMEOUT_MS, phaseDeadlineExceeded, REQUEUE_INTERVAL_MS } from "./timers.ts";

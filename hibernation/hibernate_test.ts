@@ -11,9 +11,9 @@ import {
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { AnnotationLifecycleState } from "../common/meta/keys.ts";
-import { Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
+import { staleCache } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { staleCache } from "../kube/testing/stale_cache.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import {
   at,

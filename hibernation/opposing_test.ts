@@ -11,7 +11,7 @@ import {
   CocoonHibernations,
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
-import { Pods } from "../kube/core.ts";
+import { Pods } from "../kube/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, hibernatedLifecycle, NS, readyOf, request, VM, vmPod } from "./_fixtures.ts";
 import { REQUEUE_INTERVAL_MS } from "./timers.ts";

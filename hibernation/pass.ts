@@ -5,9 +5,7 @@
  * @module
  */
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
-import type { Reader, Writer } from "../kube/client.ts";
-import type { Clock } from "../kube/clock.ts";
-import type { Pod } from "../kube/core.ts";
+import type { Clock, Pod, Reader, Writer } from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import type { PhaseTransitions } from "./transitions.ts";
 

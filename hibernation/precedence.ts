@@ -28,12 +28,8 @@ import {
   setStatusCondition,
 } from "../common/k8s/condition.ts";
 import { cocoonSetOwnerName, parseVMSpec } from "../common/meta/mod.ts";
-import type { Reader, Writer } from "../kube/client.ts";
-import { patchStatus } from "../kube/client_patch.ts";
-import type { Pod } from "../kube/core.ts";
-import { isNotFound, wrapError } from "../kube/errors.ts";
-import type { EventRecorder } from "../kube/events.ts";
-import { parseRfc3339 } from "../kube/time.ts";
+import { isNotFound, parseRfc3339, patchStatus, wrapError } from "../kube/mod.ts";
+import type { EventRecorder, Pod, Reader, Writer } from "../kube/mod.ts";
 import { setFlowOnVM } from "../snapshotgate/mod.ts";
 import { direction } from "./direction.ts";
 import { ReasonYieldedToCocoonSet, recordRequestEvent } from "./events.ts";

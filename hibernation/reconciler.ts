@@ -26,11 +26,16 @@ import {
   CocoonHibernations,
   HibernationDesireHibernate,
 } from "../common/apis/v1/mod.ts";
-import type { Client, Reader } from "../kube/client.ts";
-import { type Clock, realClock } from "../kube/clock.ts";
-import { errorMessage, isConflict, isNotFound, wrapError } from "../kube/errors.ts";
-import type { EventRecorder } from "../kube/events.ts";
-import type { Reconciler, Request, Result } from "../kube/reconcile.ts";
+import { errorMessage, isConflict, isNotFound, realClock, wrapError } from "../kube/mod.ts";
+import type {
+  Client,
+  Clock,
+  EventRecorder,
+  Reader,
+  Reconciler,
+  Request,
+  Result,
+} from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import { direction } from "./direction.ts";
 import { ensureFinalizer, finalize, type FinalizerDeps } from "./finalizer.ts";

@@ -7,10 +7,7 @@
  * @module
  */
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
-import type { Writer } from "../kube/client.ts";
-import type { Clock } from "../kube/clock.ts";
-import type { EventRecorder } from "../kube/events.ts";
-import type { Result } from "../kube/reconcile.ts";
+import type { Clock, EventRecorder, Result, Writer } from "../kube/mod.ts";
 import { ReasonVMNameRefused, recordRequestEvent } from "./events.ts";
 import { markYielded } from "./precedence.ts";
 import type { RequestProblem } from "./problem.ts";

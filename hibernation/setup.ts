@@ -6,10 +6,8 @@
  * @module
  */
 import { CocoonHibernations } from "../common/apis/v1/mod.ts";
-import { controllerManagedBy } from "../kube/builder.ts";
-import { Pods } from "../kube/core.ts";
-import { enqueueFromMap } from "../kube/handler.ts";
-import type { Manager } from "../kube/manager.ts";
+import { controllerManagedBy, enqueueFromMap, Pods } from "../kube/mod.ts";
+import type { Manager } from "../kube/mod.ts";
 import { HibernationReconciler, type HibernationReconcilerDeps } from "./reconciler.ts";
 import {
   hibernationsTargetingPod,

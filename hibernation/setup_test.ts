@@ -9,12 +9,8 @@ import {
   CocoonHibernations,
 } from "../common/apis/v1/mod.ts";
 import { AnnotationVMName } from "../common/meta/keys.ts";
-import { Pods } from "../kube/core.ts";
-import { Manager } from "../kube/manager.ts";
-import { FakeClient } from "../kube/testing/fake.ts";
-import { FakeClock } from "../kube/testing/fake_clock.ts";
-import { metricValue } from "../kube/testing/metrics.ts";
-import { waitUntil } from "../kube/testing/wait.ts";
+import { Manager, Pods } from "../kube/mod.ts";
+import { FakeClient, FakeClock, metricValue, waitUntil } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { NS, request, T0, vmPod } from "./_fixtures.ts";
 import { HIBERNATION_CONTROLLER, setupHibernationController } from "./setup.ts";

@@ -18,9 +18,10 @@ import {
   AnnotationVMID,
   readHibernateState,
 } from "../common/meta/mod.ts";
-import { Events, type Pod, Pods } from "../kube/core.ts";
+import { Events, Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
+import { staleCache } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { staleCache } from "../kube/testing/stale_cache.ts";
 import { at, Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
 import { ReasonYieldedToCocoonSet } from "./events.ts";
 import { ConditionTypeBlocked } from "./precedence.ts";

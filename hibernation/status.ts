@@ -34,7 +34,7 @@ import {
   setStatusCondition,
 } from "../common/k8s/condition.ts";
 import { sameJson } from "../common/k8s/same_json.ts";
-import { parseRfc3339 } from "../kube/time.ts";
+import { parseRfc3339 } from "../kube/mod.ts";
 
 /** What a pass wants the status to say. */
 export interface PhaseChange {

@@ -9,8 +9,8 @@
 import { getLogger } from "@logtape/logtape";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { HibernateSnapshotTag } from "../common/meta/keys.ts";
-import type { Reader } from "../kube/client.ts";
-import { errorMessage } from "../kube/errors.ts";
+import { errorMessage } from "../kube/mod.ts";
+import type { Reader } from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import { type Actor, deleteTagIfAllowed, type Verdict } from "../snapshotgate/mod.ts";
 

@@ -9,9 +9,8 @@
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { AnnotationVMName } from "../common/meta/keys.ts";
 import { parseVMSpec } from "../common/meta/vmspec.ts";
-import type { Reader } from "../kube/client.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isNotFound, wrapError } from "../kube/errors.ts";
+import { isNotFound, Pods, wrapError } from "../kube/mod.ts";
+import type { Pod, Reader } from "../kube/mod.ts";
 import type { RequestProblem } from "./problem.ts";
 
 /** The readers a target pod is looked up in, in order: the cache, then the API server. */

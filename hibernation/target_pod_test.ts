@@ -11,12 +11,10 @@ import {
   CocoonHibernationPhaseWaking,
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
-import { newApiError } from "../kube/errors.ts";
-import { type KubeObject } from "../kube/object.ts";
-import { staleCache } from "../kube/testing/stale_cache.ts";
-import type { FakeClient } from "../kube/testing/fake.ts";
-import type { Reader } from "../kube/client.ts";
-import { Pods } from "../kube/core.ts";
+import { newApiError, Pods } from "../kube/mod.ts";
+import type { KubeObject, Reader } from "../kube/mod.ts";
+import { staleCache } from "../kube/testing/mod.ts";
+import type { FakeClient } from "../kube/testing/mod.ts";
 import { at, Harness, NS, POD, ready, readyOf, request, VM, vmPod } from "./_fixtures.ts";
 import { REQUEUE_INTERVAL_MS } from "./timers.ts";
 

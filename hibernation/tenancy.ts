@@ -8,7 +8,7 @@
  * @module
  */
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
-import type { Reader } from "../kube/client.ts";
+import type { Reader } from "../kube/mod.ts";
 import { actingRefusal } from "../snapshotgate/mod.ts";
 import type { RequestProblem } from "./problem.ts";
 import { requestActor } from "./tag.ts";

@@ -23,10 +23,8 @@ import {
   HibernationDesireHibernate,
   HibernationDesireWake,
 } from "../common/apis/v1/mod.ts";
-import { patchStatus } from "../kube/client_patch.ts";
-import type { Writer } from "../kube/client.ts";
-import type { Clock } from "../kube/clock.ts";
-import type { EventRecorder, EventType } from "../kube/events.ts";
+import { patchStatus } from "../kube/mod.ts";
+import type { Clock, EventRecorder, EventType, Writer } from "../kube/mod.ts";
 import { direction } from "./direction.ts";
 import {
   ReasonHibernated,

@@ -4,10 +4,8 @@ import {
   CocoonHibernationPhasePending,
   CocoonHibernations,
 } from "../common/apis/v1/mod.ts";
-import { Events } from "../kube/core.ts";
-import { Recorder } from "../kube/events.ts";
-import { FakeClient } from "../kube/testing/fake.ts";
-import { FakeClock } from "../kube/testing/fake_clock.ts";
+import { Events, Recorder } from "../kube/mod.ts";
+import { FakeClient, FakeClock } from "../kube/testing/mod.ts";
 import { at, NS, ready, request, T0, VM } from "./_fixtures.ts";
 import { PhaseTransitions } from "./transitions.ts";
 

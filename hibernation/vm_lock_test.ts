@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { StripedLock, VM_LOCK_STRIPES } from "./vm_lock.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
-import { flushMicrotasks, waitFor } from "../kube/testing/wait.ts";
+import { flushMicrotasks, waitFor } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, hibernatedLifecycle, readyOf, request, VM, vmPod } from "./_fixtures.ts";
 

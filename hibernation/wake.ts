@@ -18,8 +18,8 @@ import {
 import { patchHibernateState } from "../common/k8s/pod_patch.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { vmLive, wakeBroughtVMBack } from "../common/meta/vm_liveness.ts";
-import { wrapError } from "../kube/errors.ts";
-import type { Result } from "../kube/reconcile.ts";
+import { wrapError } from "../kube/mod.ts";
+import type { Result } from "../kube/mod.ts";
 import type { RequestPass, StepDeps } from "./pass.ts";
 import { dropHibernateTag } from "./tag.ts";
 import { phaseDeadlineExceeded, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./timers.ts";

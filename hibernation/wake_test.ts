@@ -13,8 +13,7 @@ import {
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { AnnotationHibernate } from "../common/meta/keys.ts";
-import { Pods } from "../kube/core.ts";
-import { parseRfc3339 } from "../kube/time.ts";
+import { parseRfc3339, Pods } from "../kube/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import {
   at,

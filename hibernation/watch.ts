@@ -8,9 +8,8 @@
  * @module
  */
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
-import type { Pod } from "../kube/core.ts";
-import { annotationChanged, type CompletePredicate, funcs, or } from "../kube/predicates.ts";
-import type { Request } from "../kube/reconcile.ts";
+import { annotationChanged, funcs, or } from "../kube/mod.ts";
+import type { CompletePredicate, Pod, Request } from "../kube/mod.ts";
 
 /** Cache index of CocoonHibernations by target pod name. */
 export const POD_REF_INDEX = "spec.podRef.name";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
-import type { Pod } from "../kube/core.ts";
+import type { Pod } from "../kube/mod.ts";
 import { request, vmPod } from "./_fixtures.ts";
 import {
   hibernationsTargetingPod,

@@ -8,9 +8,8 @@
  *
  * @module
  */
-import type { Reader } from "../kube/client.ts";
-import { type Pod, Pods } from "../kube/core.ts";
-import { isForbidden, isNotFound, wrapError } from "../kube/errors.ts";
+import { isForbidden, isNotFound, Pods, wrapError } from "../kube/mod.ts";
+import type { Pod, Reader } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";

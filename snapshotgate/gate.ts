@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { Reader } from "../kube/client.ts";
+import type { Reader } from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import { type Actor, actorDerives, actorRef } from "./actor.ts";
 import { type Claim, describeClaims, tagClaims } from "./claims.ts";

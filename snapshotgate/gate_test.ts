@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { FakeClient } from "../kube/testing/fake.ts";
+import { Pods } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
+import { FakeClient } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { type Pod, Pods } from "../kube/core.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
