@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { type LogLevelName, parseLogLevelName } from "./common/log_level.ts";
 import { parseBindAddress } from "./kube/bind_address.ts";
 import { errorMessage } from "./kube/errors.ts";
-import { defaultSetLimits } from "./cocoonset/limits.ts";
+import { DEFAULT_SET_LIMITS } from "./cocoonset/limits.ts";
 
 /** Everything main.ts needs to start the operator. */
 export interface Config {
@@ -84,14 +84,14 @@ export class ConfigError extends Error {
 }
 
 /** Defaults of the Go operator. */
-export const defaults = {
+export const DEFAULTS = {
   metricsBindAddress: ":8080",
   healthProbeBindAddress: ":8081",
   leaderElect: true,
   concurrency: 4,
   // Measured (docs/configuration.md): what one process handles well in one set.
-  maxReplicasPerSet: defaultSetLimits.maxReplicas,
-  maxToolboxesPerSet: defaultSetLimits.maxToolboxes,
+  maxReplicasPerSet: DEFAULT_SET_LIMITS.maxReplicas,
+  maxToolboxesPerSet: DEFAULT_SET_LIMITS.maxToolboxes,
   logLevel: "info" as LogLevelName,
   // Longer than a watch's longest life (10 min timeout + 30 s deadline grace) plus its renewal,
   // so one half-open watch is restarted by its deadline before liveness fails.
@@ -99,11 +99,11 @@ export const defaults = {
 } as const;
 
 /** Name of the leader-election Lease (the Go operator's LeaderElectionID). */
-export const leaderElectionId = "cocoon-operator.cocoonset.cocoonstack.io";
+export const LEADER_ELECTION_ID = "cocoon-operator.cocoonset.cocoonstack.io";
 
 type Env = Record<string, string | undefined>;
 
-const options = {
+const OPTIONS = {
   "metrics-bind-address": { type: "string" },
   "health-probe-bind-address": { type: "string" },
   "cocoonset-concurrency": { type: "string" },
@@ -128,11 +128,16 @@ export function parseConfig(args: string[], env: Env): Config {
   const { rest, bools } = extractBoolFlags(args.map(goStyleFlag));
   let values: Record<string, string | boolean | undefined>;
   try {
-    ({ values } = parseArgs({ args: rest, options, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args: rest,
+      options: OPTIONS,
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (err) {
     throw new ConfigError(flagErrorMessage(err));
   }
-  const str = (name: keyof typeof options): string | undefined => {
+  const str = (name: keyof typeof OPTIONS): string | undefined => {
     const v = values[name];
     return typeof v === "string" ? v : undefined;
   };
@@ -141,15 +146,15 @@ export function parseConfig(args: string[], env: Env): Config {
   const version = values.version === true;
   if (help || version) {
     return {
-      metricsBindAddress: defaults.metricsBindAddress,
-      healthProbeBindAddress: defaults.healthProbeBindAddress,
-      leaderElect: defaults.leaderElect,
-      cocoonSetConcurrency: defaults.concurrency,
-      hibernationConcurrency: defaults.concurrency,
-      maxReplicasPerSet: defaults.maxReplicasPerSet,
-      maxToolboxesPerSet: defaults.maxToolboxesPerSet,
+      metricsBindAddress: DEFAULTS.metricsBindAddress,
+      healthProbeBindAddress: DEFAULTS.healthProbeBindAddress,
+      leaderElect: DEFAULTS.leaderElect,
+      cocoonSetConcurrency: DEFAULTS.concurrency,
+      hibernationConcurrency: DEFAULTS.concurrency,
+      maxReplicasPerSet: DEFAULTS.maxReplicasPerSet,
+      maxToolboxesPerSet: DEFAULTS.maxToolboxesPerSet,
       ociRegistry: "",
-      logLevel: defaults.logLevel,
+      logLevel: DEFAULTS.logLevel,
       help,
       version,
       allowExtraPermissions: false,
@@ -168,22 +173,22 @@ export function parseConfig(args: string[], env: Env): Config {
     str("metrics-bind-address"),
     "METRICS_ADDR",
     env,
-    defaults.metricsBindAddress,
+    DEFAULTS.metricsBindAddress,
     // controller-runtime: an empty metrics address means the default one.
-    defaults.metricsBindAddress,
+    DEFAULTS.metricsBindAddress,
   );
   const healthProbeBindAddress = bindAddress(
     "--health-probe-bind-address",
     str("health-probe-bind-address"),
     "PROBE_ADDR",
     env,
-    defaults.healthProbeBindAddress,
+    DEFAULTS.healthProbeBindAddress,
     // controller-runtime: an empty probe address disables the probe server.
     "0",
   );
 
   const leaderElect = bools.get("leader-elect") ??
-    envBool(env, "LEADER_ELECT", defaults.leaderElect);
+    envBool(env, "LEADER_ELECT", DEFAULTS.leaderElect);
 
   const cocoonSetConcurrency = concurrency(
     "--cocoonset-concurrency",
@@ -203,7 +208,7 @@ export function parseConfig(args: string[], env: Env): Config {
     str("max-replicas-per-set"),
     "MAX_REPLICAS_PER_SET",
     env,
-    defaults.maxReplicasPerSet,
+    DEFAULTS.maxReplicasPerSet,
     0,
   );
   const maxToolboxesPerSet = count(
@@ -211,7 +216,7 @@ export function parseConfig(args: string[], env: Env): Config {
     str("max-toolboxes-per-set"),
     "MAX_TOOLBOXES_PER_SET",
     env,
-    defaults.maxToolboxesPerSet,
+    DEFAULTS.maxToolboxesPerSet,
     0,
   );
 
@@ -228,7 +233,7 @@ export function parseConfig(args: string[], env: Env): Config {
   const kubeconfig = str("kubeconfig") || undefined;
 
   const rawLevel = envValue(env, "OPERATOR_LOG_LEVEL");
-  let logLevel: LogLevelName = defaults.logLevel;
+  let logLevel: LogLevelName = DEFAULTS.logLevel;
   if (rawLevel !== undefined) {
     try {
       logLevel = parseLogLevelName(rawLevel);
@@ -407,7 +412,7 @@ function bindAddress(
 }
 
 function concurrency(flag: string, flagValue: string | undefined, key: string, env: Env): number {
-  return count(flag, flagValue, key, env, defaults.concurrency, 1);
+  return count(flag, flagValue, key, env, DEFAULTS.concurrency, 1);
 }
 
 /** A decimal integer flag or env value of at least min; fallback when neither is given. */

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { type Config, ConfigError, parseConfig, parseGoBool, usage } from "./config.ts";
 
-const base = { OCI_REGISTRY: "example.com/proj/repo" };
+const BASE = { OCI_REGISTRY: "example.com/proj/repo" };
 
 function parse(args: string[], env: Record<string, string | undefined> = {}): Config {
-  return parseConfig(args, { ...base, ...env });
+  return parseConfig(args, { ...BASE, ...env });
 }
 
 function rejects(args: string[], env: Record<string, string | undefined>, re: RegExp): void {
@@ -104,9 +104,9 @@ Deno.test("--leader-elect takes Go bool syntax; single-dash flags work as in Go"
   assert.equal(parse(["--leader-elect=false", "--leader-elect"]).leaderElect, true, "last wins");
   assert.equal(parse(["-leader-elect=false"]).leaderElect, false);
   assert.equal(parse(["-cocoonset-concurrency=3"]).cocoonSetConcurrency, 3);
-  rejects(["--leader-elect=maybe"], base, /invalid value "maybe" for --leader-elect/);
+  rejects(["--leader-elect=maybe"], BASE, /invalid value "maybe" for --leader-elect/);
   // Go's bool flags never consume the next argument; a stray value is an error here.
-  rejects(["--leader-elect", "false"], base, /Unexpected argument 'false'/);
+  rejects(["--leader-elect", "false"], BASE, /Unexpected argument 'false'/);
 });
 
 Deno.test("LEADER_ELECT parses like strconv.ParseBool; garbage is an error naming it", () => {
@@ -119,7 +119,7 @@ Deno.test("LEADER_ELECT parses like strconv.ParseBool; garbage is an error namin
   assert.equal(parse([], { LEADER_ELECT: "" }).leaderElect, true, "empty = unset");
   assert.equal(parseGoBool("yes"), undefined);
   assert.equal(parseGoBool("tRUE"), undefined);
-  rejects([], { ...base, LEADER_ELECT: "yes" }, /^LEADER_ELECT="yes" is not a boolean/);
+  rejects([], { ...BASE, LEADER_ELECT: "yes" }, /^LEADER_ELECT="yes" is not a boolean/);
 });
 
 // Port of main_test.go TestEnvInt: unset falls back, a valid value wins; where Go silently
@@ -130,28 +130,28 @@ Deno.test("concurrency from env: unset, valid, invalid (stricter than Go's envIn
   assert.equal(parse([], { HIBERNATION_CONCURRENCY: "+2" }).hibernationConcurrency, 2);
   rejects(
     [],
-    { ...base, COCOONSET_CONCURRENCY: "many" },
+    { ...BASE, COCOONSET_CONCURRENCY: "many" },
     /^COCOONSET_CONCURRENCY="many" is not an integer$/,
   );
   rejects(
     [],
-    { ...base, HIBERNATION_CONCURRENCY: "2.5" },
+    { ...BASE, HIBERNATION_CONCURRENCY: "2.5" },
     /^HIBERNATION_CONCURRENCY="2.5" is not an integer$/,
   );
-  rejects([], { ...base, HIBERNATION_CONCURRENCY: "0x10" }, /is not an integer/);
+  rejects([], { ...BASE, HIBERNATION_CONCURRENCY: "0x10" }, /is not an integer/);
   rejects(
     [],
-    { ...base, COCOONSET_CONCURRENCY: "0" },
+    { ...BASE, COCOONSET_CONCURRENCY: "0" },
     /^COCOONSET_CONCURRENCY="0" must be at least 1$/,
   );
-  rejects([], { ...base, COCOONSET_CONCURRENCY: "-1" }, /is not an integer/);
-  rejects(["--cocoonset-concurrency=0"], base, /^--cocoonset-concurrency="0" must be at least 1$/);
+  rejects([], { ...BASE, COCOONSET_CONCURRENCY: "-1" }, /is not an integer/);
+  rejects(["--cocoonset-concurrency=0"], BASE, /^--cocoonset-concurrency="0" must be at least 1$/);
   rejects(
     ["--hibernation-concurrency", "x"],
-    base,
+    BASE,
     /^--hibernation-concurrency="x" is not an integer$/,
   );
-  rejects(["--cocoonset-concurrency=99999999999999999999"], base, /is too large$/);
+  rejects(["--cocoonset-concurrency=99999999999999999999"], BASE, /is too large$/);
 });
 
 // Port of main_test.go TestBuildRegistry: OCI_REGISTRY is required.
@@ -163,13 +163,13 @@ Deno.test("OCI_REGISTRY is required", () => {
 });
 
 Deno.test("addresses are validated before anything starts", () => {
-  rejects([], { ...base, METRICS_ADDR: "8080" }, /^METRICS_ADDR: invalid bind address "8080"/);
+  rejects([], { ...BASE, METRICS_ADDR: "8080" }, /^METRICS_ADDR: invalid bind address "8080"/);
   rejects(
     ["--health-probe-bind-address=:http"],
-    base,
+    BASE,
     /^--health-probe-bind-address: invalid bind address ":http": port/,
   );
-  rejects(["--metrics-bind-address=::1:80"], base, /brackets/);
+  rejects(["--metrics-bind-address=::1:80"], BASE, /brackets/);
   // controller-runtime: an empty metrics address is the default, an empty probe address disables.
   const empty = parse(["--metrics-bind-address=", "--health-probe-bind-address="]);
   assert.equal(empty.metricsBindAddress, ":8080");
@@ -177,15 +177,15 @@ Deno.test("addresses are validated before anything starts", () => {
 });
 
 Deno.test("unknown flags, bad log level and bad namespace are errors", () => {
-  rejects(["--bogus"], base, /^Unknown option '--bogus'/);
-  rejects(["--metrics-bind-address"], base, /argument missing/);
-  rejects(["extra"], base, /Unexpected argument 'extra'/);
+  rejects(["--bogus"], BASE, /^Unknown option '--bogus'/);
+  rejects(["--metrics-bind-address"], BASE, /argument missing/);
+  rejects(["extra"], BASE, /Unexpected argument 'extra'/);
   rejects(
     [],
-    { ...base, OPERATOR_LOG_LEVEL: "loud" },
+    { ...BASE, OPERATOR_LOG_LEVEL: "loud" },
     /^OPERATOR_LOG_LEVEL: invalid log level "loud"/,
   );
-  rejects(["--leader-election-namespace=Not_Valid"], base, /invalid leader election namespace/);
+  rejects(["--leader-election-namespace=Not_Valid"], BASE, /invalid leader election namespace/);
 });
 
 Deno.test("--help and --version short-circuit validation", () => {
@@ -228,8 +228,8 @@ Deno.test("per-set limits: flags win over env, 0 is allowed, a non-integer is re
     MAX_TOOLBOXES_PER_SET: "9",
   });
   assert.deepEqual([both.maxReplicasPerSet, both.maxToolboxesPerSet], [7, 3]);
-  rejects([], { ...base, MAX_REPLICAS_PER_SET: "lots" }, /^MAX_REPLICAS_PER_SET="lots" is not/);
-  rejects(["--max-toolboxes-per-set=-1"], base, /^--max-toolboxes-per-set="-1" is not an integer/);
+  rejects([], { ...BASE, MAX_REPLICAS_PER_SET: "lots" }, /^MAX_REPLICAS_PER_SET="lots" is not/);
+  rejects(["--max-toolboxes-per-set=-1"], BASE, /^--max-toolboxes-per-set="-1" is not an integer/);
   assert.match(usage(), /--max-replicas-per-set N/);
 });
 
@@ -242,10 +242,10 @@ Deno.test("--informer-stall-seconds / INFORMER_STALL_SECONDS: whole seconds, 0 a
   );
   rejects(
     [],
-    { ...base, INFORMER_STALL_SECONDS: "5m" },
+    { ...BASE, INFORMER_STALL_SECONDS: "5m" },
     /^INFORMER_STALL_SECONDS="5m" is not a whole number of seconds$/,
   );
-  rejects(["--informer-stall-seconds=-1"], base, /^--informer-stall-seconds="-1" is not/);
+  rejects(["--informer-stall-seconds=-1"], BASE, /^--informer-stall-seconds="-1" is not/);
 });
 
 Deno.test("--shards / SHARDS: off by default, auto turns sharding on, the flag wins, typos refused", () => {
@@ -254,7 +254,7 @@ Deno.test("--shards / SHARDS: off by default, auto turns sharding on, the flag w
   assert.equal(parse([], { SHARDS: "auto" }).shards, "auto");
   assert.equal(parse(["--shards=auto"]).shards, "auto");
   assert.equal(parse(["--shards", "off"], { SHARDS: "auto" }).shards, undefined);
-  rejects([], { ...base, SHARDS: "on" }, /^SHARDS="on": want off or auto$/);
-  rejects(["--shards=3"], base, /^--shards="3": want off or auto$/);
+  rejects([], { ...BASE, SHARDS: "on" }, /^SHARDS="on": want off or auto$/);
+  rejects(["--shards=3"], BASE, /^--shards="3": want off or auto$/);
   assert.match(usage(), /--shards MODE/);
 });

@@ -3,7 +3,7 @@
  * the reconcilers (the Go operator's main.go).
  */
 import { getLogger } from "@logtape/logtape";
-import { type Config, defaults, leaderElectionId, parseConfig, usage } from "./config.ts";
+import { type Config, DEFAULTS, LEADER_ELECTION_ID, parseConfig, usage } from "./config.ts";
 import { setupLogging } from "./common/log.ts";
 import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
 import { ApiClient } from "./kube/api_client.ts";
@@ -14,13 +14,13 @@ import { withAuthenticationAndAuthorization } from "./kube/metrics_auth.ts";
 import { metricsTls } from "./kube/metrics_serving.ts";
 import { byObject } from "./kube/cache.ts";
 import { type Node, Nodes, Pods } from "./kube/core.ts";
-import { LabelCocoonSet, LabelNodePool } from "./common/meta/keys.ts";
+import { LABEL_COCOON_SET, LABEL_NODE_POOL } from "./common/meta/keys.ts";
 import { ping } from "./kube/servers.ts";
 import { register as registerOperatorMetrics } from "./metrics/metrics.ts";
 import type { Transport } from "./kube/transport.ts";
 import { removeNetGuard } from "./kube/net_guard.ts";
 import { connect, missingEnvGrants, PreflightError } from "./preflight.ts";
-import { describeMissing, localOnlyEnv, operatorEnv } from "./permissions.ts";
+import { describeMissing, LOCAL_ONLY_ENV, OPERATOR_ENV } from "./permissions.ts";
 import { permittedEnvRecord } from "./common/env.ts";
 import { newOciRegistry } from "./snapshot/oci.ts";
 import type { Registry } from "./snapshot/registry.ts";
@@ -134,19 +134,19 @@ export async function main(
     metricsSecurity,
     healthProbeBindAddress: config.healthProbeBindAddress,
     leaderElection: config.leaderElect,
-    leaderElectionId,
+    leaderElectionId: LEADER_ELECTION_ID,
     leaderElectionNamespace: config.leaderElectionNamespace,
     // Only pods of CocoonSets are cached: memory follows the managed pods, not the cluster's.
     // Other pods (a CocoonHibernation may target one) are read uncached.
     // Only nodes a set can run on (they carry a pool label), without their status (images,
     // heartbeats): the reconcilers read node labels only.
     byObject: [
-      byObject(Pods, { labelSelector: LabelCocoonSet }),
-      byObject(Nodes, { labelSelector: LabelNodePool, transform: withoutStatus }),
+      byObject(Pods, { labelSelector: LABEL_COCOON_SET }),
+      byObject(Nodes, { labelSelector: LABEL_NODE_POOL, transform: withoutStatus }),
     ],
     // The initial state streams over the watch (no LIST) where the API server serves it.
     watchList: true,
-    informerStallLimitMs: (config.informerStallSeconds ?? defaults.informerStallSeconds) * 1000,
+    informerStallLimitMs: (config.informerStallSeconds ?? DEFAULTS.informerStallSeconds) * 1000,
   };
   // Sharded: every replica active on its own namespaces, no leader election; /readyz also
   // waits for this replica's ranges (kube/sharding/manager.ts).
@@ -201,5 +201,5 @@ export async function main(
 }
 
 if (import.meta.main) {
-  Deno.exit(await main(Deno.args, permittedEnvRecord([...operatorEnv, ...localOnlyEnv])));
+  Deno.exit(await main(Deno.args, permittedEnvRecord([...OPERATOR_ENV, ...LOCAL_ONLY_ENV])));
 }

@@ -4,7 +4,7 @@ import { main } from "./main.ts";
 // Bad input must fail before anything connects: no kubeconfig is read, nothing is dialled.
 // The test proves it by pointing KUBECONFIG at a path that does not exist — reaching the
 // connection step would throw a different error, not return 2.
-const noCluster = { KUBECONFIG: "/nonexistent/kubeconfig", HOME: "/nonexistent" };
+const NO_CLUSTER = { KUBECONFIG: "/nonexistent/kubeconfig", HOME: "/nonexistent" };
 
 async function exitCode(args: string[], env: Record<string, string>): Promise<number> {
   return (await run(args, env)).code;
@@ -29,28 +29,28 @@ async function run(
 const plainLines = (errors: string[]) => errors.filter((l) => !l.startsWith("{"));
 
 Deno.test("main: OCI_REGISTRY unset exits 2 before connecting", async () => {
-  assert.equal(await exitCode([], noCluster), 2);
+  assert.equal(await exitCode([], NO_CLUSTER), 2);
 });
 
 Deno.test("main: an unknown flag exits 2", async () => {
-  assert.equal(await exitCode(["--bogus"], { ...noCluster, OCI_REGISTRY: "127.0.0.1:5000/c" }), 2);
+  assert.equal(await exitCode(["--bogus"], { ...NO_CLUSTER, OCI_REGISTRY: "127.0.0.1:5000/c" }), 2);
 });
 
 Deno.test("main: concurrency below 1 or not a number exits 2", async () => {
-  const env = { ...noCluster, OCI_REGISTRY: "127.0.0.1:5000/c" };
+  const env = { ...NO_CLUSTER, OCI_REGISTRY: "127.0.0.1:5000/c" };
   assert.equal(await exitCode(["--cocoonset-concurrency=0"], env), 2);
   assert.equal(await exitCode([], { ...env, HIBERNATION_CONCURRENCY: "four" }), 2);
 });
 
 Deno.test("main: an unparsable bind address exits 2", async () => {
-  const env = { ...noCluster, OCI_REGISTRY: "127.0.0.1:5000/c" };
+  const env = { ...NO_CLUSTER, OCI_REGISTRY: "127.0.0.1:5000/c" };
   assert.equal(await exitCode(["--metrics-bind-address=localhost"], env), 2);
   assert.equal(await exitCode([], { ...env, PROBE_ADDR: ":99999" }), 2);
 });
 
 Deno.test("main: a malformed OCI_REGISTRY exits 2", async () => {
   assert.equal(
-    await exitCode([], { ...noCluster, OCI_REGISTRY: "https://registry.example.com/x" }),
+    await exitCode([], { ...NO_CLUSTER, OCI_REGISTRY: "https://registry.example.com/x" }),
     2,
   );
 });
@@ -60,8 +60,8 @@ Deno.test("main: --version and --help exit 0", async () => {
   const original = console.log;
   console.log = (...parts: unknown[]) => logs.push(parts.join(" "));
   try {
-    assert.equal(await main(["--version"], noCluster), 0);
-    assert.equal(await main(["--help"], noCluster), 0);
+    assert.equal(await main(["--version"], NO_CLUSTER), 0);
+    assert.equal(await main(["--help"], NO_CLUSTER), 0);
   } finally {
     console.log = original;
   }

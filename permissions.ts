@@ -15,7 +15,7 @@
  *   a reconcile.
  */
 import type { Config } from "./config.ts";
-import { type ClusterAccess, inClusterApiHost, serviceAccountDir } from "./kube/kubeconfig.ts";
+import { type ClusterAccess, IN_CLUSTER_API_HOST, SERVICE_ACCOUNT_DIR } from "./kube/kubeconfig.ts";
 import { parseBindAddress } from "./kube/bind_address.ts";
 import { execNeeds } from "./kube/exec_config.ts";
 import {
@@ -45,7 +45,7 @@ export interface PermissionSet {
  * target, never the proxy, so a set variable would send every request (and, for plain http, its
  * credentials) to a host the permission set does not name.
  */
-export const proxyVariables: readonly string[] = [
+export const PROXY_VARIABLES: readonly string[] = [
   "HTTP_PROXY",
   "HTTPS_PROXY",
   "ALL_PROXY",
@@ -58,7 +58,7 @@ export const proxyVariables: readonly string[] = [
  * Every variable the operator reads in a pod (config.ts, main.ts, kube/leader.ts,
  * kube/kubeconfig.ts, snapshot/auth/*). All must be granted; main.ts checks.
  */
-export const operatorEnv: readonly string[] = [
+export const OPERATOR_ENV: readonly string[] = [
   "OCI_REGISTRY",
   "METRICS_ADDR",
   "PROBE_ADDR",
@@ -87,7 +87,7 @@ export const operatorEnv: readonly string[] = [
   "METRICS_CERT_DIR",
   // Read only to refuse them unless their proxy was granted (proxyNeeds): Deno routes requests
   // through these proxies without checking the proxy against --allow-net.
-  ...proxyVariables,
+  ...PROXY_VARIABLES,
 ];
 
 /**
@@ -95,29 +95,29 @@ export const operatorEnv: readonly string[] = [
  * Docker / gcloud credential files under a home directory. In a pod they are not granted, so
  * those lookups do not happen and need no read permission.
  */
-export const localOnlyEnv: readonly string[] = ["HOME", "XDG_RUNTIME_DIR", "REGISTRY_AUTH_FILE"];
+export const LOCAL_ONLY_ENV: readonly string[] = ["HOME", "XDG_RUNTIME_DIR", "REGISTRY_AUTH_FILE"];
 
 /**
  * Registry hosts baked in by default: Google Artifact Registry over https. A build argument
  * replaces it. Deno matches `*.pkg.dev` against the domain itself and subdomains at any depth;
  * the port pins it to https.
  */
-export const defaultRegistryHosts: readonly string[] = ["*.pkg.dev:443"];
+export const DEFAULT_REGISTRY_HOSTS: readonly string[] = ["*.pkg.dev:443"];
 
 /** The GCE metadata server the Google credential chain asks for tokens (port 80, plain HTTP). */
-const gceMetadataEndpoint = "169.254.169.254:80";
+const GCE_METADATA_ENDPOINT = "169.254.169.254:80";
 /** The OAuth token URI of Google service-account keys and gcloud user credentials. */
 const googleTokenEndpoint = `${new URL(GOOGLE_TOKEN_URL).hostname}:443`;
 
 /** Where the sa-key overlay mounts the Google service-account key Secret. */
-const googleKeyDir = "/var/run/secrets/gcp";
+const GOOGLE_KEY_DIR = "/var/run/secrets/gcp";
 /** Where a Docker config Secret may be mounted (DOCKER_CONFIG=/var/run/secrets/docker). */
-export const dockerConfigDir = "/var/run/secrets/docker";
+export const DOCKER_CONFIG_DIR = "/var/run/secrets/docker";
 /** Where config/manager mounts the (optional) metrics serving certificate Secret. */
 export const metricsCertDir = "/var/run/secrets/metrics-cert";
 
 /** The manager's listeners with the default flags (metrics :8080, probes :8081). */
-const defaultListeners = ["0.0.0.0:8080", "0.0.0.0:8081"];
+const DEFAULT_LISTENERS = ["0.0.0.0:8080", "0.0.0.0:8081"];
 
 /** Grants a build adds on purpose. */
 export interface InClusterExtras {
@@ -131,12 +131,12 @@ export interface InClusterExtras {
 /**
  * The set baked into the in-cluster binary: API server as kubernetes.default.svc:443, the given
  * registry hosts, the default listeners; the service-account folder and the Docker config
- * Secret mount point; operatorEnv. Google's token endpoints and the key Secret mount point only
+ * Secret mount point; OPERATOR_ENV. Google's token endpoints and the key Secret mount point only
  * when a registry host entry may name a Google registry: the credential chain asks Google for
  * nothing else.
  */
 export function inClusterPermissionSet(
-  registryHosts: readonly string[] = defaultRegistryHosts,
+  registryHosts: readonly string[] = DEFAULT_REGISTRY_HOSTS,
   extra: InClusterExtras = {},
 ): PermissionSet {
   if (registryHosts.length === 0) throw new Error("at least one registry host is required");
@@ -145,20 +145,25 @@ export function inClusterPermissionSet(
   const google = registryHosts.some(mayNameGoogleHost);
   return {
     net: [
-      `${inClusterApiHost}:443`,
+      `${IN_CLUSTER_API_HOST}:443`,
       // An entry without a port would grant every port of the host: https unless spelled out.
       ...registryHosts.map((h) => withPort(h, 443)),
-      ...(google ? [gceMetadataEndpoint, googleTokenEndpoint] : []),
+      ...(google ? [GCE_METADATA_ENDPOINT, googleTokenEndpoint] : []),
       ...(extra.proxyHosts ?? []).map((h) => withPort(h, 80)),
-      ...defaultListeners,
+      ...DEFAULT_LISTENERS,
     ],
-    read: [serviceAccountDir, ...(google ? [googleKeyDir] : []), dockerConfigDir, metricsCertDir],
-    env: [...operatorEnv],
+    read: [
+      SERVICE_ACCOUNT_DIR,
+      ...(google ? [GOOGLE_KEY_DIR] : []),
+      DOCKER_CONFIG_DIR,
+      metricsCertDir,
+    ],
+    env: [...OPERATOR_ENV],
   };
 }
 
 /** Google registry domains (snapshot/auth/google.ts isGoogleHost), for wildcard entries. */
-const googleRegistryDomains = ["gcr.io", "pkg.dev", "google.com"];
+const GOOGLE_REGISTRY_DOMAINS = ["gcr.io", "pkg.dev", "google.com"];
 
 /** Whether an `--allow-net` entry (`host`, `host:port`, `*.domain`) admits a Google host. */
 function mayNameGoogleHost(entry: string): boolean {
@@ -166,7 +171,7 @@ function mayNameGoogleHost(entry: string): boolean {
   if (!host.startsWith("*.")) return isGoogleHost(host);
   const domain = host.slice(2);
   return isGoogleHost(domain) ||
-    googleRegistryDomains.some((g) => g === domain || g.endsWith(`.${domain}`));
+    GOOGLE_REGISTRY_DOMAINS.some((g) => g === domain || g.endsWith(`.${domain}`));
 }
 
 /** The `--allow-*` flags for a set (the order of entries is kept; duplicates dropped). */
@@ -227,11 +232,11 @@ export interface NeedsInput {
 /**
  * Everything this configuration will touch: listeners, API server, registry (and Google's token
  * endpoints for Google registries), the cluster credential files, the registry credential files
- * the credential chain will look for, the leader-election namespace file, and operatorEnv.
+ * the credential chain will look for, the leader-election namespace file, and OPERATOR_ENV.
  */
 export function operatorNeeds(input: NeedsInput): Need[] {
   const { config, cluster, env } = input;
-  const needs: Need[] = operatorEnv.map((v) => ({
+  const needs: Need[] = OPERATOR_ENV.map((v) => ({
     kind: "env",
     value: v,
     why: "operator setting",
@@ -268,18 +273,18 @@ export function operatorNeeds(input: NeedsInput): Need[] {
   if (
     cluster.source.kind === "in-cluster" && config.leaderElect && !config.leaderElectionNamespace
   ) {
-    read(`${serviceAccountDir}/namespace`, "leader election namespace");
+    read(`${SERVICE_ACCOUNT_DIR}/namespace`, "leader election namespace");
   }
 
   const { registry } = parseRegistryBase(config.ociRegistry);
   net(withPort(registry, registryPort(registry, input.plainHttpHosts ?? [])), "OCI_REGISTRY");
   for (const need of proxyNeeds(env)) needs.push(need);
-  for (const entry of allowNetEntries(env)) net(entry, allowNetEnv);
+  for (const entry of allowNetEntries(env)) net(entry, ALLOW_NET_ENV);
   const google = isGoogleHost(registry.replace(/:\d+$/, ""));
   const home = env("HOME")?.replace(/\/+$/, "");
   if (google) {
     const metadata = env("GCE_METADATA_HOST");
-    net(metadata ? withPort(metadata, 80) : gceMetadataEndpoint, "Google credentials");
+    net(metadata ? withPort(metadata, 80) : GCE_METADATA_ENDPOINT, "Google credentials");
     net(googleTokenEndpoint, "Google credentials");
     // The file the credential chain exchanges at its own token_uri: the named key, else gcloud's.
     const key = env("GOOGLE_APPLICATION_CREDENTIALS");
@@ -314,7 +319,7 @@ export function localPermissionSet(input: NeedsInput): PermissionSet {
   const set: PermissionSet = {
     net: of("net"),
     read: of("read"),
-    env: [...of("env"), ...localOnlyEnv],
+    env: [...of("env"), ...LOCAL_ONLY_ENV],
   };
   const run = of("run");
   if (run.length > 0) set.run = run;
@@ -396,14 +401,14 @@ function registryPort(registry: string, plainHttpHosts: readonly string[]): numb
  * token realm or redirect target on another host (`auth.example.com:443`, `*.example.com:443`;
  * a wildcard matches exactly one label, kube/net_guard.ts).
  */
-const allowNetEnv = "OPERATOR_ALLOW_NET";
+const ALLOW_NET_ENV = "OPERATOR_ALLOW_NET";
 
 /** OPERATOR_ALLOW_NET's entries, each with a port (443 when none is written). */
 function allowNetEntries(env: (name: string) => string | undefined): string[] {
-  const entries = (env(allowNetEnv) ?? "").split(",").map((e) => e.trim()).filter((e) => e);
+  const entries = (env(ALLOW_NET_ENV) ?? "").split(",").map((e) => e.trim()).filter((e) => e);
   for (const e of entries) {
     try {
-      checkNetEntry(e, `${allowNetEnv} entry`);
+      checkNetEntry(e, `${ALLOW_NET_ENV} entry`);
     } catch (err) {
       throw new ProxyVariableError((err as Error).message);
     }
@@ -438,7 +443,7 @@ export class ProxyVariableError extends Error {
  */
 function proxyNeeds(env: (name: string) => string | undefined): Need[] {
   const needs: Need[] = [];
-  for (const name of proxyVariables) {
+  for (const name of PROXY_VARIABLES) {
     const value = env(name)?.trim();
     if (!value) continue;
     needs.push({ kind: "net", value: proxyHostPort(name, value), why: name });
@@ -479,7 +484,7 @@ function checkNetEntry(entry: string, what = "registry host"): void {
 
 /** The `sys` kinds the operator may hold: none it asks for, but hostname is harmless. */
 const allowedSysKinds: ReadonlySet<string> = new Set(["hostname"]);
-const sysKinds = [
+const SYS_KINDS = [
   "loadavg",
   "hostname",
   "systemMemoryInfo",
@@ -502,9 +507,9 @@ const sysKinds = [
  * Programs probed for a scoped `--allow-run` (Deno cannot list what a scoped grant names; these
  * are the ones a compromised dependency would reach for first).
  */
-const probedPrograms = ["deno", "sh", "/bin/sh", "bash", "env", "curl", "kubectl", "git"];
+const PROBED_PROGRAMS = ["deno", "sh", "/bin/sh", "bash", "env", "curl", "kubectl", "git"];
 /** Folders probed for a scoped `--allow-write`, for the same reason. */
-const probedWritePaths = ["/", "/tmp", "/etc", "/var/run/secrets"];
+const PROBED_WRITE_PATHS = ["/", "/tmp", "/etc", "/var/run/secrets"];
 
 /** What extraPermissions may accept beyond the operator's own set. */
 export interface ExtraPermissionAllowances {
@@ -534,20 +539,20 @@ export function extraPermissions(
   }
   const allowedRun = new Set(allowed.run ?? []);
   if (!extra.includes("--allow-run")) {
-    for (const command of probedPrograms) {
+    for (const command of PROBED_PROGRAMS) {
       if (!allowedRun.has(command) && granted({ name: "run", command })) {
         extra.push(`--allow-run=${command}`);
       }
     }
   }
   if (!extra.includes("--allow-write")) {
-    for (const path of probedWritePaths) {
+    for (const path of PROBED_WRITE_PATHS) {
       if (granted({ name: "write", path })) extra.push(`--allow-write=${path}`);
     }
   }
   if (granted({ name: "sys" })) extra.push("--allow-sys");
   else {
-    for (const kind of sysKinds) {
+    for (const kind of SYS_KINDS) {
       if (!allowedSysKinds.has(kind) && granted({ name: "sys", kind })) {
         extra.push(`--allow-sys=${kind}`);
       }
@@ -557,13 +562,13 @@ export function extraPermissions(
 }
 
 /** The flag and environment variable that accept extra permissions on purpose. */
-const allowExtraPermissionsFlag = "--allow-extra-permissions";
-const allowExtraPermissionsEnv = "OPERATOR_ALLOW_EXTRA_PERMISSIONS";
+const ALLOW_EXTRA_PERMISSIONS_FLAG = "--allow-extra-permissions";
+const ALLOW_EXTRA_PERMISSIONS_ENV = "OPERATOR_ALLOW_EXTRA_PERMISSIONS";
 
 /** One line for stderr naming the extra grants and how to accept them on purpose. */
 export function describeExtra(extra: readonly string[]): string {
   return `the operator holds Deno permissions it must not have: ${extra.join(", ")}; run it ` +
     "with the permission set in docs/configuration.md, or pass " +
-    `${allowExtraPermissionsFlag} (${allowExtraPermissionsEnv}=true) if it was started this ` +
+    `${ALLOW_EXTRA_PERMISSIONS_FLAG} (${ALLOW_EXTRA_PERMISSIONS_ENV}=true) if it was started this ` +
     "way on purpose";
 }

@@ -1,22 +1,22 @@
 import assert from "node:assert/strict";
 import {
-  defaultRegistryHosts,
+  DEFAULT_REGISTRY_HOSTS,
   describeExtra,
   describeMissing,
   extraPermissions,
   inClusterPermissionSet,
-  localOnlyEnv,
+  LOCAL_ONLY_ENV,
   localPermissionSet,
   missingPermissions,
   type NeedsInput,
   netAllowEntries,
-  operatorEnv,
+  OPERATOR_ENV,
   operatorNeeds,
   permissionFlags,
   ProxyVariableError,
 } from "./permissions.ts";
 
-const inCluster = {
+const IN_CLUSTER = {
   kind: "in-cluster",
   server: "https://kubernetes.default.svc:443",
   tokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
@@ -35,9 +35,9 @@ const podInput = (
     leaderElectionNamespace: undefined,
   },
   cluster: {
-    source: inCluster,
-    server: inCluster.server,
-    files: [inCluster.tokenFile, inCluster.caFile],
+    source: IN_CLUSTER,
+    server: IN_CLUSTER.server,
+    files: [IN_CLUSTER.tokenFile, IN_CLUSTER.caFile],
   },
   env: (name) => env[name],
 });
@@ -83,9 +83,9 @@ Deno.test("in-cluster set: exactly API server, registry hosts, Google tokens, li
     "/var/run/secrets/docker",
     "/var/run/secrets/metrics-cert",
   ]);
-  assert.deepEqual(set.env, [...operatorEnv]);
+  assert.deepEqual(set.env, [...OPERATOR_ENV]);
   assert.ok(!set.env.includes("HOME"));
-  assert.deepEqual(defaultRegistryHosts, ["*.pkg.dev:443"]);
+  assert.deepEqual(DEFAULT_REGISTRY_HOSTS, ["*.pkg.dev:443"]);
   assert.deepEqual(
     inClusterPermissionSet(["registry.example.com:5000"]).net[1],
     "registry.example.com:5000",
@@ -154,7 +154,7 @@ Deno.test("local set: kubeconfig API server and files, registry as written, home
   });
   assert.deepEqual(set.net, ["[::1]:8081", "127.0.0.1:6443", "127.0.0.1:5000"]);
   assert.deepEqual(set.read, ["/k/config", "/k/ca.crt", "/home/dev/.docker/config.json"]);
-  assert.deepEqual(set.env, [...operatorEnv, ...localOnlyEnv]);
+  assert.deepEqual(set.env, [...OPERATOR_ENV, ...LOCAL_ONLY_ENV]);
 });
 
 Deno.test("missingPermissions asks the real Deno permission state", () => {
@@ -338,7 +338,7 @@ Deno.test("a proxy variable is a net need naming the variable; a granted proxy p
     (e: unknown) => e instanceof ProxyVariableError && /^HTTP_PROXY is set/.test(e.message),
   );
   for (const v of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"]) {
-    assert.ok(operatorEnv.includes(v), v);
+    assert.ok(OPERATOR_ENV.includes(v), v);
   }
 });
 

@@ -25,7 +25,7 @@ import {
   missingPermissions,
   type Need,
   netAllowEntries,
-  operatorEnv,
+  OPERATOR_ENV,
   operatorNeeds,
   ProxyVariableError,
 } from "./permissions.ts";
@@ -41,14 +41,14 @@ export class PreflightError extends Error {
 }
 
 /** How long the API server gets to answer GET /version at start. */
-const reachTimeoutMs = 10_000;
+const REACH_TIMEOUT_MS = 10_000;
 
 /** Where to point a developer whose cluster is not there. */
-const devHint = "for a local sandbox cluster run `deno task dev`";
+const DEV_HINT = "for a local sandbox cluster run `deno task dev`";
 
 /** The operator variables the sandbox does not grant (checked before the config is parsed). */
 export function missingEnvGrants(): Need[] {
-  return missingPermissions(operatorEnv.map((v) => ({ kind: "env", value: v, why: "settings" })));
+  return missingPermissions(OPERATOR_ENV.map((v) => ({ kind: "env", value: v, why: "settings" })));
 }
 
 /**
@@ -127,7 +127,7 @@ export async function connect(
     );
   }
   try {
-    await checkReachable(transport, access, opts.unreachableHint ?? devHint);
+    await checkReachable(transport, access, opts.unreachableHint ?? DEV_HINT);
     // After the reachability check, so a run under `-A` still learns first whether its cluster
     // is there; before anything is reconciled.
     if (!config.allowExtraPermissions && opts.checkExtraPermissions !== false) {
@@ -204,7 +204,7 @@ async function checkReachable(
     res = await transport.fetch({
       method: "GET",
       path: "/version",
-      signal: AbortSignal.timeout(reachTimeoutMs),
+      signal: AbortSignal.timeout(REACH_TIMEOUT_MS),
     });
   } catch (err) {
     throw new PreflightError(
@@ -219,7 +219,7 @@ async function checkReachable(
 
 function reason(err: unknown): string {
   if (err instanceof DOMException && err.name === "TimeoutError") {
-    return `no answer within ${reachTimeoutMs / 1000} s`;
+    return `no answer within ${REACH_TIMEOUT_MS / 1000} s`;
   }
   // fetch nests the socket error in a chain of "context: cause" texts; the last link says what
   // actually happened (connection refused, DNS failure, certificate problem).

@@ -5,11 +5,11 @@ import { checkApiServerScheme, connect, PreflightError } from "./preflight.ts";
 import type { ClusterSource } from "./kube/kubeconfig.ts";
 import { NetRefusedError, removeNetGuard } from "./kube/net_guard.ts";
 
-const source: ClusterSource = { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] };
+const SOURCE: ClusterSource = { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/k"] };
 
 Deno.test("preflight: plain http to the API server only where allowed, credentials only to loopback", () => {
   const check = (server: string, creds: { token?: string }, allowed: string[] = []) => () =>
-    checkApiServerScheme({ server, source, ...creds }, allowed);
+    checkApiServerScheme({ server, source: SOURCE, ...creds }, allowed);
   assert.doesNotThrow(check("https://api.example.com", { token: "t" }));
   assert.doesNotThrow(check("http://127.0.0.1:8080", { token: "t" }));
   assert.doesNotThrow(check("http://localhost:8080", {}));
@@ -41,13 +41,13 @@ Deno.test("preflight: an exec plugin's credentials never go to a plain-http API 
   };
   assert.throws(
     () =>
-      checkApiServerScheme({ server: "http://api.example.com:8080", source, exec }, [
+      checkApiServerScheme({ server: "http://api.example.com:8080", source: SOURCE, exec }, [
         "api.example.com:8080",
       ]),
     (e: unknown) => e instanceof PreflightError && /refusing to send credentials/.test(e.message),
   );
   assert.doesNotThrow(() =>
-    checkApiServerScheme({ server: "http://127.0.0.1:8080", source, exec }, [])
+    checkApiServerScheme({ server: "http://127.0.0.1:8080", source: SOURCE, exec }, [])
   );
 });
 

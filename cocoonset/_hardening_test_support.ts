@@ -7,7 +7,7 @@ import { newApiError, Pods } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import type { FakeAction } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { livePod, newCocoonSet, type TestEnv, testNamespace } from "./_test_support.ts";
+import { livePod, newCocoonSet, TEST_NAMESPACE, type TestEnv } from "./_test_support.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 
 /** The message kube-apiserver's quota admission gives (quota "q1" full on pods). */
@@ -46,7 +46,7 @@ export function liveSet(
   }, ...mods);
   const pods = [livePod(buildAgentPod(cs, 0))];
   for (const slot of opts.liveSlots ?? []) {
-    pods.push(livePod(buildAgentPod(cs, slot, `vk-${testNamespace}-${name}-0`, "node-a")));
+    pods.push(livePod(buildAgentPod(cs, slot, `vk-${TEST_NAMESPACE}-${name}-0`, "node-a")));
   }
   for (const tb of opts.liveToolboxes ?? []) {
     pods.push(livePod(buildToolboxPod(cs, cs.spec.toolboxes!.find((t) => t.name === tb)!)));
@@ -56,21 +56,21 @@ export function liveSet(
 
 /** Stored pod names that are not terminating, sorted. */
 export async function livePodNames(env: TestEnv): Promise<string[]> {
-  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
   return pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name!).sort();
 }
 
 /** The kubelet confirms every pending graceful delete. */
 export async function confirmDeletes(env: TestEnv): Promise<void> {
-  for (const pod of (await env.fake.list(Pods, { namespace: testNamespace })).items) {
+  for (const pod of (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items) {
     if (!pod.metadata.deletionTimestamp) continue;
-    await env.fake.delete(Pods, testNamespace, pod.metadata.name!, { gracePeriodSeconds: 0 });
+    await env.fake.delete(Pods, TEST_NAMESPACE, pod.metadata.name!, { gracePeriodSeconds: 0 });
   }
 }
 
 /** Every stored, non-terminating pod becomes a live VM. */
 export async function makeAllLive(env: TestEnv): Promise<void> {
-  for (const pod of (await env.fake.list(Pods, { namespace: testNamespace })).items) {
+  for (const pod of (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items) {
     if (pod.metadata.deletionTimestamp) continue;
     env.fake.seed(Pods, livePod(pod));
   }

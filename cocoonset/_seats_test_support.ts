@@ -11,19 +11,19 @@ import type { FakeAction, FakeClient } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { applyVMRuntime, vmNameForDeployment } from "../common/meta/mod.ts";
 import { buildAgentPod } from "./pods.ts";
-import { lifecycleHibernated, newCocoonSet, testNamespace } from "./_test_support.ts";
+import { lifecycleHibernated, newCocoonSet, TEST_NAMESPACE } from "./_test_support.ts";
 
 /** Name of the seat tests' CocoonSet. */
-export const seatSetName = "demo";
+export const SEAT_SET_NAME = "demo";
 /** VM name of its main agent (slot 0): the repository its `:hibernate` tag lives in. */
-export const mainVMName = vmNameForDeployment(testNamespace, seatSetName, 0);
+export const mainVMName = vmNameForDeployment(TEST_NAMESPACE, SEAT_SET_NAME, 0);
 
 /**
  * The set `ns/demo` at generation 1 (what the Go tests' fixtures carry, so the lifecycle echo of
  * a hibernated pod matches it), modified by mods.
  */
 export function seatSet(...mods: ((cs: CocoonSet) => void)[]): CocoonSet {
-  return newCocoonSet(seatSetName, (cs) => {
+  return newCocoonSet(SEAT_SET_NAME, (cs) => {
     cs.metadata.generation = 1;
   }, ...mods);
 }

@@ -21,39 +21,39 @@ import type { CocoonHibernationPhase, HibernationDesire } from "../common/apis/v
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import type { Condition } from "../common/k8s/condition.ts";
 import {
-  AnnotationLifecycleState,
-  AnnotationLifecycleStateMessage,
-  AnnotationVMID,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_LIFECYCLE_STATE_MESSAGE,
+  ANNOTATION_VMID,
   applyLifecycleStatus,
-  DefaultNodePool,
-  LabelNodePool,
-  LabelSnapshotCompatibilityClass,
-  LifecycleStateFailed,
-  LifecycleStateHibernated,
+  DEFAULT_NODE_POOL,
+  LABEL_NODE_POOL,
+  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
+  LIFECYCLE_STATE_FAILED,
+  LIFECYCLE_STATE_HIBERNATED,
   readCocoonSetGeneration,
 } from "../common/meta/mod.ts";
 import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { finalizerName } from "./finalizer.ts";
+import { FINALIZER_NAME } from "./finalizer.ts";
 import { type CocoonSetDeps, logFor, type SetPass } from "./pass.ts";
 import { classifyPods } from "./pods.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
 import { newRestoreIntent } from "./restore.ts";
 
 /** Namespace of every fixture. */
-export const testNamespace = "ns";
+export const TEST_NAMESPACE = "ns";
 /** UID of every fixture CocoonSet, so pods built from an unstored copy are still owned. */
-export const testUID = "test-uid";
+export const TEST_UID = "test-uid";
 /** Image of the default agent spec. */
-export const testImage = "ghcr.io/cocoonstack/cocoon/ubuntu:24.04";
+export const TEST_IMAGE = "ghcr.io/cocoonstack/cocoon/ubuntu:24.04";
 
 /** A CocoonSet in namespace "ns" with only an agent image set, then each modifier applied. */
 export function newCocoonSet(name: string, ...modifiers: ((cs: CocoonSet) => void)[]): CocoonSet {
   const cs: CocoonSet = {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
-    metadata: { name, namespace: testNamespace, uid: testUID },
-    spec: { agent: { image: testImage } },
+    metadata: { name, namespace: TEST_NAMESPACE, uid: TEST_UID },
+    spec: { agent: { image: TEST_IMAGE } },
   };
   for (const m of modifiers) m(cs);
   return cs;
@@ -90,7 +90,7 @@ export function livePod(pod: Pod, node = "node-a"): Pod {
   pod.spec = { ...pod.spec!, nodeName: pod.spec?.nodeName || node };
   pod.metadata.annotations = {
     ...pod.metadata.annotations,
-    [AnnotationVMID]: `id-${pod.metadata.name}`,
+    [ANNOTATION_VMID]: `id-${pod.metadata.name}`,
   };
   return readyPod(pod);
 }
@@ -118,26 +118,26 @@ export function podSeed(pod: Pod): Seed {
 /** Seeds a CocoonSet; with finalizer (the default) the reconciler goes past the finalizer step. */
 export function setSeed(cs: CocoonSet, withFinalizer = true): Seed {
   const copy = structuredClone(cs);
-  if (withFinalizer && !copy.metadata.finalizers?.includes(finalizerName)) {
-    copy.metadata.finalizers = [...(copy.metadata.finalizers ?? []), finalizerName];
+  if (withFinalizer && !copy.metadata.finalizers?.includes(FINALIZER_NAME)) {
+    copy.metadata.finalizers = [...(copy.metadata.finalizers ?? []), FINALIZER_NAME];
   }
   return { rt: CocoonSets, obj: copy };
 }
 
 /** Nodes every test cluster has unless told otherwise: the fixtures' node-a…node-c. */
-export const defaultTestNodes = ["node-a", "node-b", "node-c"];
+export const DEFAULT_TEST_NODES = ["node-a", "node-b", "node-c"];
 
 /** A Node of the given pool (default `default`) and snapshot CPU class (none when ""). */
-export function poolNode(name: string, pool = DefaultNodePool, cpuClass = ""): Node {
+export function poolNode(name: string, pool = DEFAULT_NODE_POOL, cpuClass = ""): Node {
   return {
     apiVersion: "v1",
     kind: "Node",
     metadata: {
       name,
       labels: {
-        [LabelNodePool]: pool,
+        [LABEL_NODE_POOL]: pool,
         "kubernetes.io/hostname": name,
-        ...(cpuClass ? { [LabelSnapshotCompatibilityClass]: cpuClass } : {}),
+        ...(cpuClass ? { [LABEL_SNAPSHOT_COMPATIBILITY_CLASS]: cpuClass } : {}),
       },
     },
   };
@@ -145,7 +145,7 @@ export function poolNode(name: string, pool = DefaultNodePool, cpuClass = ""): N
 
 /** Deviations from the default wiring of newTestEnv. */
 export interface TestEnvOptions {
-  /** The cluster's nodes (default: defaultTestNodes, all in pool `default`). */
+  /** The cluster's nodes (default: DEFAULT_TEST_NODES, all in pool `default`). */
   nodes?: Node[];
   /** Leave the registry out (the paths that must cope without one); env.registry stays unused. */
   withoutRegistry?: boolean;
@@ -167,7 +167,7 @@ export function newTestEnv(
   registerOperatorMetrics();
   const clock = new FakeClock(clockStart);
   const fake = new FakeClient({ clock });
-  for (const node of opts.nodes ?? defaultTestNodes.map((n) => poolNode(n))) {
+  for (const node of opts.nodes ?? DEFAULT_TEST_NODES.map((n) => poolNode(n))) {
     fake.seed(Nodes, node);
   }
   for (const { rt, obj } of objects) fake.seed(rt, obj);
@@ -246,13 +246,13 @@ export function reconcileSet(
   name: string,
   signal: AbortSignal = new AbortController().signal,
 ): ReturnType<CocoonSetReconciler["reconcile"]> {
-  return env.reconciler.reconcile({ namespace: testNamespace, name }, signal);
+  return env.reconciler.reconcile({ namespace: TEST_NAMESPACE, name }, signal);
 }
 
 /** The stored pod, or undefined when it is gone. */
 export async function getPod(fake: FakeClient, name: string): Promise<Pod | undefined> {
   try {
-    return await fake.get(Pods, testNamespace, name);
+    return await fake.get(Pods, TEST_NAMESPACE, name);
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
@@ -261,13 +261,13 @@ export async function getPod(fake: FakeClient, name: string): Promise<Pod | unde
 
 /** The stored CocoonSet. */
 export function getSet(fake: FakeClient, name: string): Promise<CocoonSet> {
-  return fake.get(CocoonSets, testNamespace, name);
+  return fake.get(CocoonSets, TEST_NAMESPACE, name);
 }
 
 /** The stored CocoonSet, or undefined when it is gone. */
 export async function findSet(fake: FakeClient, name: string): Promise<CocoonSet | undefined> {
   try {
-    return await fake.get(CocoonSets, testNamespace, name);
+    return await fake.get(CocoonSets, TEST_NAMESPACE, name);
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
@@ -276,8 +276,8 @@ export async function findSet(fake: FakeClient, name: string): Promise<CocoonSet
 
 /** Gives cs the operator's finalizer (a modifier for newCocoonSet, as setSeed does). */
 export function withFinalizer(cs: CocoonSet): void {
-  if (!cs.metadata.finalizers?.includes(finalizerName)) {
-    cs.metadata.finalizers = [...(cs.metadata.finalizers ?? []), finalizerName];
+  if (!cs.metadata.finalizers?.includes(FINALIZER_NAME)) {
+    cs.metadata.finalizers = [...(cs.metadata.finalizers ?? []), FINALIZER_NAME];
   }
 }
 
@@ -290,7 +290,7 @@ export function seedSet(env: TestEnv, cs: CocoonSet, pods: readonly Pod[] = []):
 
 /** Reads the stored pod, lets edit change it (status included) and stores it back. */
 export async function editPod(env: TestEnv, name: string, edit: (pod: Pod) => void): Promise<Pod> {
-  const pod = await env.fake.get(Pods, testNamespace, name);
+  const pod = await env.fake.get(Pods, TEST_NAMESPACE, name);
   edit(pod);
   return env.fake.seed(Pods, pod);
 }
@@ -301,7 +301,7 @@ export async function editPod(env: TestEnv, name: string, edit: (pod: Pod) => vo
  */
 export function lifecycleHibernated(pod: Pod): Pod {
   applyLifecycleStatus({
-    state: LifecycleStateHibernated,
+    state: LIFECYCLE_STATE_HIBERNATED,
     observedGeneration: readCocoonSetGeneration(pod),
     message: "",
   }, pod);
@@ -312,9 +312,9 @@ export function lifecycleHibernated(pod: Pod): Pod {
 export function lifecycleFailed(pod: Pod, message = ""): Pod {
   const annotations: Record<string, string> = {
     ...pod.metadata.annotations,
-    [AnnotationLifecycleState]: LifecycleStateFailed,
+    [ANNOTATION_LIFECYCLE_STATE]: LIFECYCLE_STATE_FAILED,
   };
-  if (message) annotations[AnnotationLifecycleStateMessage] = message;
+  if (message) annotations[ANNOTATION_LIFECYCLE_STATE_MESSAGE] = message;
   pod.metadata.annotations = annotations;
   return pod;
 }
@@ -328,7 +328,7 @@ export function newHibernation(
   return {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonHibernation",
-    metadata: { name: `h-${pod}`, namespace: testNamespace },
+    metadata: { name: `h-${pod}`, namespace: TEST_NAMESPACE },
     spec: { podRef: { name: pod }, desire },
     ...(phase ? { status: { phase } } : {}),
   };
@@ -365,6 +365,6 @@ export async function seedDeletingSet(
 ): Promise<void> {
   withFinalizer(cs);
   seedSet(env, cs, pods);
-  await env.fake.delete(CocoonSets, testNamespace, cs.metadata.name ?? "");
+  await env.fake.delete(CocoonSets, TEST_NAMESPACE, cs.metadata.name ?? "");
   env.fake.actions.length = 0;
 }

@@ -13,16 +13,16 @@ import { forEachLimited } from "./_fanout.ts";
 import { classifyNameClash, reportNameClash } from "./name_clash.ts";
 import { subAgentsBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
-import { podIsTerminal } from "./pod_state.ts";
+import { isPodFailed } from "./pod_state.ts";
 import { deletePod, emit, followOwnWrite, podRef, readStoredPod, type SetPass } from "./pass.ts";
 import { buildAgentPod } from "./pods.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import {
-  AnnotationDeadLetter,
-  AnnotationRebuildHistory,
+  ANNOTATION_DEAD_LETTER,
+  ANNOTATION_REBUILD_HISTORY,
   backoffDelayMs,
   encodeRebuildHistory,
-  maxRebuildAttempts,
+  MAX_REBUILD_ATTEMPTS,
   readRebuildHistory,
   type RebuildHistory,
 } from "./rebuild.ts";
@@ -30,12 +30,12 @@ import { markRestoreIfHibernated } from "./restore.ts";
 import { refuseCollidingCreate } from "./vm_collision.ts";
 
 /** Sub-agent creates in flight at once during a scale-up. */
-export const subAgentCreateConcurrency = 8;
+export const SUB_AGENT_CREATE_CONCURRENCY = 8;
 
 /** Warning reason: a sub-agent used up its rebuilds and is left in place. */
-export const ReasonSubAgentDeadLetter = "SubAgentDeadLetter";
+export const REASON_SUB_AGENT_DEAD_LETTER = "SubAgentDeadLetter";
 /** Normal reason: a failed sub-agent is deleted to be rebuilt. */
-export const ReasonSubAgentRebuilding = "SubAgentRebuilding";
+export const REASON_SUB_AGENT_REBUILDING = "SubAgentRebuilding";
 
 /** What ensureSubAgents did. */
 export interface SubAgentOutcome {
@@ -97,7 +97,7 @@ function anySlotMissing(pass: SetPass, replicas: number): boolean {
 }
 
 /**
- * Creates the missing slots, at most subAgentCreateConcurrency at a time; nothing when the
+ * Creates the missing slots, at most SUB_AGENT_CREATE_CONCURRENCY at a time; nothing when the
  * sub-agent shape is invalid (the problem is on the pass).
  */
 async function createSubAgents(
@@ -112,7 +112,7 @@ async function createSubAgents(
   const restorable = await pass.intent();
   let created = false;
   const missing = missingSlots(pass, replicas);
-  await forEachLimited(missing, subAgentCreateConcurrency, pass.signal, async (slot, signal) => {
+  await forEachLimited(missing, SUB_AGENT_CREATE_CONCURRENCY, pass.signal, async (slot, signal) => {
     const pod = buildAgentPod(pass.cs, slot, mainVMName, mainNodeName);
     try {
       await markRestoreIfHibernated(
@@ -148,25 +148,25 @@ interface Triage {
   waitMs: number;
 }
 
-const keep: Triage = { deleted: false, deadLettered: false, waitMs: 0 };
+const KEEP: Triage = { deleted: false, deadLettered: false, waitMs: 0 };
 
 /** Decides what happens to an existing sub-agent pod. */
 async function triageSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
-  if (pod.metadata.annotations?.[AnnotationDeadLetter] === "true") {
+  if (pod.metadata.annotations?.[ANNOTATION_DEAD_LETTER] === "true") {
     return await rebuildDeadLetteredOnDrift(pass, pod, slot);
   }
-  if (podIsTerminal(pod)) return await rebuildSubAgent(pass, pod, slot);
+  if (isPodFailed(pod)) return await rebuildSubAgent(pass, pod, slot);
   if (!podSpecMatchesAgent(pod, pass.cs, slot)) {
     // Never replace a pod with one the server would refuse.
-    if (!await subAgentsBuildable(pass)) return keep;
+    if (!await subAgentsBuildable(pass)) return KEEP;
     pass.log.info("sub-agent {pod} slot {slot} drifted from the spec, deleting to recreate", {
       pod: podRef(pod),
       slot,
     });
     await deletePod(pass, pod, `drifted sub-agent slot ${slot}`);
-    return { ...keep, deleted: true };
+    return { ...KEEP, deleted: true };
   }
-  return keep;
+  return KEEP;
 }
 
 /**
@@ -177,9 +177,9 @@ async function rebuildDeadLetteredOnDrift(pass: SetPass, pod: Pod, slot: number)
   if (podSpecMatchesAgent(pod, pass.cs, slot)) {
     // A dead-lettered pod that recovered by itself (Ready again) is not reported; it keeps its
     // mark, so a new failure is dead-lettered again without a rebuild.
-    return { ...keep, deadLettered: !recovered(pod) };
+    return { ...KEEP, deadLettered: !recovered(pod) };
   }
-  if (!await subAgentsBuildable(pass)) return { ...keep, deadLettered: !recovered(pod) };
+  if (!await subAgentsBuildable(pass)) return { ...KEEP, deadLettered: !recovered(pod) };
   const history = readRebuildHistory(pass.cs);
   if (history.has(slot)) {
     const next = new Map(history);
@@ -198,12 +198,12 @@ async function rebuildDeadLetteredOnDrift(pass: SetPass, pod: Pod, slot: number)
     },
   );
   await deletePod(pass, pod, `dead-lettered sub-agent slot ${slot}`);
-  return { ...keep, deleted: true };
+  return { ...KEEP, deleted: true };
 }
 
 /** A pod that is Ready and no longer reports a failure. */
 function recovered(pod: Pod): boolean {
-  return isPodReady(pod) && !podIsTerminal(pod);
+  return isPodReady(pod) && !isPodFailed(pod);
 }
 
 /**
@@ -217,14 +217,14 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
   const name = cs.metadata.name ?? "";
   const history = readRebuildHistory(cs);
   const entry = history.get(slot) ?? { count: 0, lastDeleted: 0 };
-  if (entry.count >= maxRebuildAttempts) return await deadLetter(pass, pod, slot);
+  if (entry.count >= MAX_REBUILD_ATTEMPTS) return await deadLetter(pass, pod, slot);
   const wait = backoffDelayMs(entry.count);
   if (wait > 0) {
     const remaining = wait - (pass.deps.clock.now() - entry.lastDeleted);
-    if (remaining > 0) return { ...keep, waitMs: remaining };
+    if (remaining > 0) return { ...KEEP, waitMs: remaining };
   }
   // A rebuild never deletes a pod it cannot recreate; the budget is kept for when it can.
-  if (!await subAgentsBuildable(pass)) return keep;
+  if (!await subAgentsBuildable(pass)) return KEEP;
   const attempt = entry.count + 1;
   const next = new Map(history);
   next.set(slot, { count: attempt, lastDeleted: pass.deps.clock.now() });
@@ -241,7 +241,7 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
       phase: pod.status?.phase ?? "",
       lifecycle: readLifecycleState(pod),
       attempt,
-      max: maxRebuildAttempts,
+      max: MAX_REBUILD_ATTEMPTS,
     },
   );
   await deletePod(pass, pod, `failed sub-agent slot ${slot}`);
@@ -249,10 +249,10 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
   emit(
     pass,
     "Normal",
-    ReasonSubAgentRebuilding,
-    `slot ${slot} attempt ${attempt}/${maxRebuildAttempts}`,
+    REASON_SUB_AGENT_REBUILDING,
+    `slot ${slot} attempt ${attempt}/${MAX_REBUILD_ATTEMPTS}`,
   );
-  return { ...keep, deleted: true };
+  return { ...KEEP, deleted: true };
 }
 
 /**
@@ -271,11 +271,11 @@ async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Tri
     cached.metadata.name ?? "",
     "re-read sub-agent before its dead letter",
   );
-  if (!live || live.metadata.uid !== cached.metadata.uid) return keep;
-  if (live.metadata.annotations?.[AnnotationDeadLetter] === "true") {
+  if (!live || live.metadata.uid !== cached.metadata.uid) return KEEP;
+  if (live.metadata.annotations?.[ANNOTATION_DEAD_LETTER] === "true") {
     return await rebuildDeadLetteredOnDrift(pass, live, slot);
   }
-  await patchAnnotations(pass.deps.client, Pods, live, { [AnnotationDeadLetter]: "true" }, {
+  await patchAnnotations(pass.deps.client, Pods, live, { [ANNOTATION_DEAD_LETTER]: "true" }, {
     signal: pass.signal,
   });
   subAgentDeadLetterTotal.labels({
@@ -285,10 +285,10 @@ async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Tri
   emit(
     pass,
     "Warning",
-    ReasonSubAgentDeadLetter,
-    `slot ${slot} exhausted ${maxRebuildAttempts} rebuilds; pod ${live.metadata.name} left in dead-letter`,
+    REASON_SUB_AGENT_DEAD_LETTER,
+    `slot ${slot} exhausted ${MAX_REBUILD_ATTEMPTS} rebuilds; pod ${live.metadata.name} left in dead-letter`,
   );
-  return { ...keep, deadLettered: true };
+  return { ...KEEP, deadLettered: true };
 }
 
 /**
@@ -301,14 +301,14 @@ async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Tri
 async function writeRebuildHistory(pass: SetPass, history: RebuildHistory): Promise<void> {
   const { cs } = pass;
   const value = encodeRebuildHistory(cs.spec.agent.replicas ?? 0, history);
-  if ((cs.metadata.annotations?.[AnnotationRebuildHistory] ?? "") === value) return;
+  if ((cs.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY] ?? "") === value) return;
   const answer = deepCopy(cs);
   await patchAnnotations(pass.deps.client, CocoonSets, answer, {
-    [AnnotationRebuildHistory]: value,
+    [ANNOTATION_REBUILD_HISTORY]: value,
   }, { signal: pass.signal });
   const annotations = { ...cs.metadata.annotations };
-  if (value) annotations[AnnotationRebuildHistory] = value;
-  else delete annotations[AnnotationRebuildHistory];
+  if (value) annotations[ANNOTATION_REBUILD_HISTORY] = value;
+  else delete annotations[ANNOTATION_REBUILD_HISTORY];
   cs.metadata.annotations = annotations;
   followOwnWrite(pass, answer);
 }

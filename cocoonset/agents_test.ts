@@ -10,12 +10,12 @@ import type { Pod } from "../kube/mod.ts";
 import { flushMicrotasks, waitFor } from "../kube/testing/mod.ts";
 import type { FakeAction } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
+import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
-  AnnotationForkFrom,
-  AnnotationLifecycleState,
-  LifecycleStateFailed,
+  ANNOTATION_FORK_FROM,
+  ANNOTATION_LIFECYCLE_STATE,
+  LIFECYCLE_STATE_FAILED,
 } from "../common/meta/mod.ts";
 import {
   conditionOf,
@@ -31,20 +31,20 @@ import {
   reconcilerWith,
   reconcileSet,
   setSeed,
+  TEST_NAMESPACE,
   type TestEnv,
-  testNamespace,
 } from "./_test_support.ts";
 import {
-  ReasonSubAgentDeadLetter,
-  ReasonSubAgentRebuilding,
-  subAgentCreateConcurrency,
+  REASON_SUB_AGENT_DEAD_LETTER,
+  REASON_SUB_AGENT_REBUILDING,
+  SUB_AGENT_CREATE_CONCURRENCY,
 } from "./agents.ts";
 import { buildAgentPod } from "./pods.ts";
 import { ensureSubAgents } from "./agents.ts";
 import { writeSetStatus } from "./status.ts";
-import { AnnotationDeadLetter, AnnotationRebuildHistory } from "./rebuild.ts";
+import { ANNOTATION_DEAD_LETTER, ANNOTATION_REBUILD_HISTORY } from "./rebuild.ts";
 
-const node = "node-a";
+const NODE = "node-a";
 
 /** A set at generation 1 with its main live on node-a and the given sub-agent slots live too. */
 function runningSet(
@@ -57,9 +57,9 @@ function runningSet(
     c.metadata.generation = 1;
     c.spec.agent.replicas = replicas;
   }, ...mods);
-  const pods = [livePod(buildAgentPod(cs, 0), node)];
+  const pods = [livePod(buildAgentPod(cs, 0), NODE)];
   for (const slot of liveSlots) {
-    pods.push(livePod(buildAgentPod(cs, slot, `vk-ns-${name}-0`, node), node));
+    pods.push(livePod(buildAgentPod(cs, slot, `vk-ns-${name}-0`, NODE), NODE));
   }
   return { cs, pods };
 }
@@ -71,11 +71,11 @@ function envFor(cs: CocoonSet, pods: Pod[]): TestEnv {
 /** vk-cocoon reports the VM failed: by its lifecycle annotation or by the pod phase. */
 async function failPod(env: TestEnv, name: string, how: "lifecycle" | "phase"): Promise<void> {
   if (how === "lifecycle") {
-    await env.fake.patch(Pods, testNamespace, name, "merge", {
-      metadata: { annotations: { [AnnotationLifecycleState]: LifecycleStateFailed } },
+    await env.fake.patch(Pods, TEST_NAMESPACE, name, "merge", {
+      metadata: { annotations: { [ANNOTATION_LIFECYCLE_STATE]: LIFECYCLE_STATE_FAILED } },
     });
   } else {
-    await env.fake.patch(Pods, testNamespace, name, "merge", { status: { phase: "Failed" } }, {
+    await env.fake.patch(Pods, TEST_NAMESPACE, name, "merge", { status: { phase: "Failed" } }, {
       subresource: "status",
     });
   }
@@ -83,9 +83,9 @@ async function failPod(env: TestEnv, name: string, how: "lifecycle" | "phase"): 
 
 /** The kubelet confirms every pending graceful delete. */
 async function confirmDeletes(env: TestEnv): Promise<void> {
-  for (const pod of (await env.fake.list(Pods, { namespace: testNamespace })).items) {
+  for (const pod of (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items) {
     if (!pod.metadata.deletionTimestamp) continue;
-    await env.fake.delete(Pods, testNamespace, pod.metadata.name!, { gracePeriodSeconds: 0 });
+    await env.fake.delete(Pods, TEST_NAMESPACE, pod.metadata.name!, { gracePeriodSeconds: 0 });
   }
 }
 
@@ -103,17 +103,17 @@ function isPodDelete(a: FakeAction, name?: string): boolean {
 }
 
 async function history(env: TestEnv, name: string): Promise<unknown> {
-  const raw = (await getSet(env.fake, name)).metadata.annotations?.[AnnotationRebuildHistory];
+  const raw = (await getSet(env.fake, name)).metadata.annotations?.[ANNOTATION_REBUILD_HISTORY];
   return raw === undefined ? undefined : JSON.parse(raw);
 }
 
 /** The labels of a set's sub-agent counters. */
 function setLabels(cocoonset: string): Record<string, string> {
-  return { namespace: testNamespace, cocoonset };
+  return { namespace: TEST_NAMESPACE, cocoonset };
 }
 
-const rebuildTotal = "cocoon_operator_subagent_rebuild_total";
-const deadLetterTotal = "cocoon_operator_subagent_dead_letter_total";
+const REBUILD_TOTAL = "cocoon_operator_subagent_rebuild_total";
+const DEAD_LETTER_TOTAL = "cocoon_operator_subagent_dead_letter_total";
 
 Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first, then dead-lettered", async () => {
   const name = "rebuild-seq";
@@ -133,9 +133,9 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
   assert.ok(historyAt >= 0 && deleteAt >= 0, "history written and pod deleted");
   assert.ok(historyAt < deleteAt, "the history is persisted before the delete");
   assert.deepEqual(await history(env, name), { "1": { count: 1, lastDeleted: iso(t0) } });
-  assert.equal(await counterValue(rebuildTotal, setLabels(name)), 1);
+  assert.equal(await counterValue(REBUILD_TOTAL, setLabels(name)), 1);
   assert.deepEqual(
-    env.recorder.withReason(ReasonSubAgentRebuilding).map((e) => [e.type, e.message]),
+    env.recorder.withReason(REASON_SUB_AGENT_REBUILDING).map((e) => [e.type, e.message]),
     [["Normal", "slot 1 attempt 1/4"]],
   );
   assert.equal(env.recorder.events[0].object.metadata.name, name, "Events are on the CocoonSet");
@@ -145,8 +145,8 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
   await confirmDeletes(env);
   assert.deepEqual(await reconcileSet(env, name), { requeue: true });
   const recreated = await getPod(env.fake, pod);
-  assert.equal(recreated?.metadata.annotations?.[AnnotationForkFrom], `vk-ns-${name}-0`);
-  assert.equal(recreated?.spec?.nodeName, node);
+  assert.equal(recreated?.metadata.annotations?.[ANNOTATION_FORK_FROM], `vk-ns-${name}-0`);
+  assert.equal(recreated?.spec?.nodeName, NODE);
 
   // Attempts 2..4, each failing as soon as the pod exists, wait 1 s, 5 s, 30 s after the
   // previous delete; meanwhile the pass requeues after what remains of the backoff.
@@ -170,12 +170,12 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
     assert.deepEqual(await history(env, name), {
       "1": { count: attempt, lastDeleted: iso(lastDeleted) },
     });
-    assert.equal(await counterValue(rebuildTotal, setLabels(name)), attempt);
+    assert.equal(await counterValue(REBUILD_TOTAL, setLabels(name)), attempt);
     await confirmDeletes(env);
     assert.deepEqual(await reconcileSet(env, name), { requeue: true }, "recreated");
   }
   assert.deepEqual(
-    env.recorder.withReason(ReasonSubAgentRebuilding).map((e) => e.message),
+    env.recorder.withReason(REASON_SUB_AGENT_REBUILDING).map((e) => e.message),
     ["slot 1 attempt 1/4", "slot 1 attempt 2/4", "slot 1 attempt 3/4", "slot 1 attempt 4/4"],
   );
 
@@ -185,14 +185,14 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
   assert.deepEqual(await reconcileSet(env, name), {});
   assert.ok(!since(env, mark).some((a) => isPodDelete(a) || isHistoryWrite(a)));
   const dead = await getPod(env.fake, pod);
-  assert.equal(dead?.metadata.annotations?.[AnnotationDeadLetter], "true");
+  assert.equal(dead?.metadata.annotations?.[ANNOTATION_DEAD_LETTER], "true");
   assert.equal(dead?.metadata.deletionTimestamp, undefined);
   assert.deepEqual(
-    env.recorder.withReason(ReasonSubAgentDeadLetter).map((e) => [e.type, e.message]),
+    env.recorder.withReason(REASON_SUB_AGENT_DEAD_LETTER).map((e) => [e.type, e.message]),
     [["Warning", `slot 1 exhausted 4 rebuilds; pod ${pod} left in dead-letter`]],
   );
-  assert.equal(await counterValue(deadLetterTotal, setLabels(name)), 1);
-  assert.equal(await counterValue(rebuildTotal, setLabels(name)), 4);
+  assert.equal(await counterValue(DEAD_LETTER_TOTAL, setLabels(name)), 1);
+  assert.equal(await counterValue(REBUILD_TOTAL, setLabels(name)), 4);
 
   // While the spec is unchanged, later passes leave the pod alone and say nothing more.
   const eventsSoFar = env.recorder.events.length;
@@ -207,12 +207,12 @@ Deno.test("a failing sub-agent is rebuilt after 0, 1, 5 and 30 s, history first,
     );
   }
   assert.equal(env.recorder.events.length, eventsSoFar);
-  assert.equal(await counterValue(deadLetterTotal, setLabels(name)), 1);
+  assert.equal(await counterValue(DEAD_LETTER_TOTAL, setLabels(name)), 1);
   const stored = await getSet(env.fake, name);
   assert.equal(stored.status?.phase, "Scaling");
-  const progressing = stored.status?.conditions?.find((c) => c.type === ConditionTypeProgressing);
+  const progressing = stored.status?.conditions?.find((c) => c.type === CONDITION_TYPE_PROGRESSING);
   assert.equal(progressing?.status, "False");
-  assert.equal(progressing?.reason, ReasonSubAgentDeadLetter);
+  assert.equal(progressing?.reason, REASON_SUB_AGENT_DEAD_LETTER);
   assert.deepEqual(await history(env, name), {
     "1": { count: 4, lastDeleted: iso(lastDeleted) },
   });
@@ -223,7 +223,7 @@ Deno.test("the pass requeues after the shortest remaining backoff across slots",
   const now = Date.UTC(2026, 4, 14, 12);
   const { cs, pods } = runningSet(name, 3, [1, 2, 3], (c) => {
     c.metadata.annotations = {
-      [AnnotationRebuildHistory]: JSON.stringify({
+      [ANNOTATION_REBUILD_HISTORY]: JSON.stringify({
         // count 1 → 1 s backoff, 200 ms spent; count 2 → 5 s backoff, 1 s spent.
         "1": { count: 1, lastDeleted: new Date(now - 200).toISOString() },
         "2": { count: 2, lastDeleted: new Date(now - 1_000).toISOString() },
@@ -260,14 +260,14 @@ function deadLetteredAfterEdit(name: string, replicas: number, historyJSON: stri
     c.metadata.generation = 2;
     c.spec.agent.replicas = replicas;
     c.spec.agent.image = "ghcr.io/cocoonstack/cocoon/ubuntu:26.04";
-    c.metadata.annotations = { [AnnotationRebuildHistory]: historyJSON };
+    c.metadata.annotations = { [ANNOTATION_REBUILD_HISTORY]: historyJSON };
   });
-  const dead = livePod(buildAgentPod(old, 1, `vk-ns-${name}-0`, node), node);
-  dead.metadata.annotations![AnnotationDeadLetter] = "true";
-  dead.metadata.annotations![AnnotationLifecycleState] = LifecycleStateFailed;
-  const pods = [livePod(buildAgentPod(cs, 0), node), dead];
+  const dead = livePod(buildAgentPod(old, 1, `vk-ns-${name}-0`, NODE), NODE);
+  dead.metadata.annotations![ANNOTATION_DEAD_LETTER] = "true";
+  dead.metadata.annotations![ANNOTATION_LIFECYCLE_STATE] = LIFECYCLE_STATE_FAILED;
+  const pods = [livePod(buildAgentPod(cs, 0), NODE), dead];
   for (let slot = 2; slot <= replicas; slot++) {
-    pods.push(livePod(buildAgentPod(cs, slot, `vk-ns-${name}-0`, node), node));
+    pods.push(livePod(buildAgentPod(cs, slot, `vk-ns-${name}-0`, NODE), NODE));
   }
   return { cs, pods };
 }
@@ -291,12 +291,12 @@ Deno.test("a spec edit lifts the dead letter and gives the slot a fresh budget",
   assert.ok(step.findIndex(isHistoryWrite) < step.findIndex((a) => isPodDelete(a, pod)));
   assert.deepEqual(await history(env, name), { "2": { count: 1, lastDeleted: stamp } });
   assert.equal(env.recorder.events.length, 0, "lifting the dead letter is not announced");
-  assert.equal(await counterValue(rebuildTotal, setLabels(name)), 0);
+  assert.equal(await counterValue(REBUILD_TOTAL, setLabels(name)), 0);
 
   await confirmDeletes(env);
   assert.deepEqual(await reconcileSet(env, name), { requeue: true });
   const fresh = await getPod(env.fake, pod);
-  assert.equal(fresh?.metadata.annotations?.[AnnotationDeadLetter], undefined);
+  assert.equal(fresh?.metadata.annotations?.[ANNOTATION_DEAD_LETTER], undefined);
   assert.equal(
     fresh?.metadata.annotations?.["cocoonset.cocoonstack.io/image"],
     cs.spec.agent.image,
@@ -321,17 +321,17 @@ Deno.test("lifting the only dead letter removes the history annotation instead o
   assert.deepEqual(await reconcileSet(env, name), { requeue: true });
   const write = since(env, mark).find(isHistoryWrite);
   assert.deepEqual(write?.patch, {
-    metadata: { annotations: { [AnnotationRebuildHistory]: null } },
+    metadata: { annotations: { [ANNOTATION_REBUILD_HISTORY]: null } },
   });
   const stored = await getSet(env.fake, name);
-  assert.equal(AnnotationRebuildHistory in (stored.metadata.annotations ?? {}), false);
+  assert.equal(ANNOTATION_REBUILD_HISTORY in (stored.metadata.annotations ?? {}), false);
   assert.ok((await getPod(env.fake, `${name}-1`))?.metadata.deletionTimestamp);
 });
 
 Deno.test("a dead-lettered pod whose spec still matches is left alone even without history", async () => {
   const name = "still-dead";
   const { cs, pods } = runningSet(name, 1, [1]);
-  pods[1].metadata.annotations![AnnotationDeadLetter] = "true";
+  pods[1].metadata.annotations![ANNOTATION_DEAD_LETTER] = "true";
   pods[1].status = { phase: "Failed" };
   const env = envFor(cs, pods);
   assert.deepEqual(await reconcileSet(env, name), {});
@@ -346,7 +346,7 @@ Deno.test("scale-down deletes extra slots in ascending order and prunes history 
   const extra = [2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
   const { cs, pods } = runningSet(name, 1, [1, ...extra], (c) => {
     c.metadata.annotations = {
-      [AnnotationRebuildHistory]: JSON.stringify({
+      [ANNOTATION_REBUILD_HISTORY]: JSON.stringify({
         "1": { count: 1, lastDeleted: old },
         "3": { count: 4, lastDeleted: old },
       }),
@@ -354,10 +354,10 @@ Deno.test("scale-down deletes extra slots in ascending order and prunes history 
   });
   // Slot 3 is dead-lettered: it goes like any other extra slot.
   const three = pods.find((p) => p.metadata.name === `${name}-3`)!;
-  three.metadata.annotations![AnnotationDeadLetter] = "true";
+  three.metadata.annotations![ANNOTATION_DEAD_LETTER] = "true";
   three.status = { ...three.status, phase: "Failed" };
   const env = newTestEnv([setSeed(cs), ...pods.map(podSeed)], t);
-  const before = (await getSet(env.fake, name)).metadata.annotations?.[AnnotationRebuildHistory];
+  const before = (await getSet(env.fake, name)).metadata.annotations?.[ANNOTATION_REBUILD_HISTORY];
 
   const mark = env.fake.actions.length;
   assert.deepEqual(await reconcileSet(env, name), { requeue: true });
@@ -369,13 +369,13 @@ Deno.test("scale-down deletes extra slots in ascending order and prunes history 
   );
   assert.ok(!step.some(isHistoryWrite), "scaling down alone does not rewrite the history");
   assert.equal(
-    (await getSet(env.fake, name)).metadata.annotations?.[AnnotationRebuildHistory],
+    (await getSet(env.fake, name)).metadata.annotations?.[ANNOTATION_REBUILD_HISTORY],
     before,
   );
   assert.equal(env.recorder.events.length, 0);
   await confirmDeletes(env);
   assert.deepEqual(
-    (await env.fake.list(Pods, { namespace: testNamespace })).items.map((p) => p.metadata.name),
+    (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items.map((p) => p.metadata.name),
     [`${name}-0`, `${name}-1`],
   );
 
@@ -409,20 +409,23 @@ Deno.test("missing sub-agents are created at most eight at a time", async () => 
   });
 
   const pass = reconcileSet(env, name);
-  await waitFor("the first creates to be held", () => started >= subAgentCreateConcurrency);
+  await waitFor("the first creates to be held", () => started >= SUB_AGENT_CREATE_CONCURRENCY);
   await flushMicrotasks(100);
-  assert.equal(started, subAgentCreateConcurrency, "no create starts while eight are in flight");
+  assert.equal(started, SUB_AGENT_CREATE_CONCURRENCY, "no create starts while eight are in flight");
   held.shift()!();
-  await waitFor("a create to take the freed place", () => started >= subAgentCreateConcurrency + 1);
+  await waitFor(
+    "a create to take the freed place",
+    () => started >= SUB_AGENT_CREATE_CONCURRENCY + 1,
+  );
   await flushMicrotasks(100);
-  assert.equal(started, subAgentCreateConcurrency + 1);
+  assert.equal(started, SUB_AGENT_CREATE_CONCURRENCY + 1);
   hold = false;
   for (const release of held.splice(0)) release();
   assert.deepEqual(await pass, { requeue: true });
 
   assert.equal(started, replicas);
-  assert.equal(maxInFlight, subAgentCreateConcurrency);
-  const names = (await env.fake.list(Pods, { namespace: testNamespace })).items
+  assert.equal(maxInFlight, SUB_AGENT_CREATE_CONCURRENCY);
+  const names = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items
     .map((p) => p.metadata.name);
   assert.equal(names.length, replicas + 1);
   for (let slot = 1; slot <= replicas; slot++) assert.ok(names.includes(`${name}-${slot}`));
@@ -483,10 +486,10 @@ Deno.test("a rebuild-history write leaves the pass's copy at the server's new re
   const env = envFor(cs, pods);
   await failPod(env, "rv-1", "phase");
   const stored = await getSet(env.fake, "rv");
-  const live = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const live = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
   const pass = newTestPass(env.reconciler.deps, stored, live);
 
-  const out = await ensureSubAgents(pass, "vk-ns-rv-0", node);
+  const out = await ensureSubAgents(pass, "vk-ns-rv-0", NODE);
   assert.equal(out.changed, true, "deleted for its rebuild, history written first");
   const after = await getSet(env.fake, "rv");
   assert.equal(pass.cs.metadata.resourceVersion, after.metadata.resourceVersion);
@@ -500,14 +503,14 @@ Deno.test("a rebuild-history write does not paper over a status another writer c
   const env = envFor(cs, pods);
   await failPod(env, "rv2-1", "phase");
   const stored = await getSet(env.fake, "rv2");
-  const live = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const live = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
   const pass = newTestPass(env.reconciler.deps, stored, live);
   // Another pass (or process) wrote a status after this pass read the set.
-  await env.fake.patch(CocoonSets, testNamespace, "rv2", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "rv2", "merge", {
     status: { phase: "Suspending" },
   }, { subresource: "status" });
 
-  await ensureSubAgents(pass, "vk-ns-rv2-0", node);
+  await ensureSubAgents(pass, "vk-ns-rv2-0", NODE);
   await assert.rejects(writeSetStatus(pass, ""), (err) => isConflict(err));
 });
 
@@ -515,7 +518,7 @@ Deno.test("a pass whose cache still shows the pod before its dead-letter mark do
   const name = "dead-once";
   const { cs, pods } = runningSet(name, 1, [1], (c) => {
     c.metadata.annotations = {
-      [AnnotationRebuildHistory]: JSON.stringify({
+      [ANNOTATION_REBUILD_HISTORY]: JSON.stringify({
         "1": { count: 4, lastDeleted: "2026-05-13T00:00:00Z" },
       }),
     };
@@ -524,25 +527,28 @@ Deno.test("a pass whose cache still shows the pod before its dead-letter mark do
   const pod = `${name}-1`;
   await failPod(env, pod, "phase");
   // What the cache keeps showing after the first pass: the failed pod, not yet marked.
-  const beforeMark = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const beforeMark = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
   assert.deepEqual(await reconcileSet(env, name), {});
-  assert.equal((await getPod(env.fake, pod))?.metadata.annotations?.[AnnotationDeadLetter], "true");
+  assert.equal(
+    (await getPod(env.fake, pod))?.metadata.annotations?.[ANNOTATION_DEAD_LETTER],
+    "true",
+  );
 
   const lagging = reconcilerWith(env, laggingCache(env.fake, { pods: beforeMark }));
   const mark = env.fake.actions.length;
   assert.deepEqual(
-    await lagging.reconcile({ namespace: testNamespace, name }, new AbortController().signal),
+    await lagging.reconcile({ namespace: TEST_NAMESPACE, name }, new AbortController().signal),
     {},
   );
   const step = since(env, mark);
   assert.ok(!step.some((a) => a.resource === Pods && (a.verb === "patch" || a.verb === "delete")));
   assert.deepEqual(
-    env.recorder.withReason(ReasonSubAgentDeadLetter).map((e) => e.message),
+    env.recorder.withReason(REASON_SUB_AGENT_DEAD_LETTER).map((e) => e.message),
     [`slot 1 exhausted 4 rebuilds; pod ${pod} left in dead-letter`],
   );
-  assert.equal(await counterValue(deadLetterTotal, setLabels(name)), 1);
-  const progressing = conditionOf(await getSet(env.fake, name), ConditionTypeProgressing);
-  assert.equal(progressing?.reason, ReasonSubAgentDeadLetter, "the status still reports it");
+  assert.equal(await counterValue(DEAD_LETTER_TOTAL, setLabels(name)), 1);
+  const progressing = conditionOf(await getSet(env.fake, name), CONDITION_TYPE_PROGRESSING);
+  assert.equal(progressing?.reason, REASON_SUB_AGENT_DEAD_LETTER, "the status still reports it");
   assert.ok(
     step.some((a) => a.verb === "get" && a.resource === Pods && a.name === pod),
     "the pod is read past the cache before it is marked",
@@ -553,7 +559,7 @@ Deno.test("a pass whose cache still shows a failed pod the slot has since replac
   const name = "dead-replaced";
   const { cs, pods } = runningSet(name, 1, [1], (c) => {
     c.metadata.annotations = {
-      [AnnotationRebuildHistory]: JSON.stringify({
+      [ANNOTATION_REBUILD_HISTORY]: JSON.stringify({
         "1": { count: 4, lastDeleted: "2026-05-13T00:00:00Z" },
       }),
     };
@@ -562,18 +568,18 @@ Deno.test("a pass whose cache still shows a failed pod the slot has since replac
   const pod = `${name}-1`;
   await failPod(env, pod, "phase");
   // What the cache still shows: the failed pod. Stored: a new pod of the slot, running.
-  const failed = (await env.fake.list(Pods, { namespace: testNamespace })).items;
-  await env.fake.delete(Pods, testNamespace, pod, { gracePeriodSeconds: 0 });
-  env.fake.seed(Pods, livePod(buildAgentPod(cs, 1, `vk-ns-${name}-0`, node), node));
+  const failed = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
+  await env.fake.delete(Pods, TEST_NAMESPACE, pod, { gracePeriodSeconds: 0 });
+  env.fake.seed(Pods, livePod(buildAgentPod(cs, 1, `vk-ns-${name}-0`, NODE), NODE));
 
   const lagging = reconcilerWith(env, laggingCache(env.fake, { pods: failed }));
   const mark = env.fake.actions.length;
-  await lagging.reconcile({ namespace: testNamespace, name }, new AbortController().signal);
+  await lagging.reconcile({ namespace: TEST_NAMESPACE, name }, new AbortController().signal);
   assert.ok(!since(env, mark).some((a) => a.resource === Pods && a.verb === "patch"));
   assert.equal(
-    (await getPod(env.fake, pod))?.metadata.annotations?.[AnnotationDeadLetter],
+    (await getPod(env.fake, pod))?.metadata.annotations?.[ANNOTATION_DEAD_LETTER],
     undefined,
   );
-  assert.deepEqual(env.recorder.withReason(ReasonSubAgentDeadLetter), []);
-  assert.equal(await counterValue(deadLetterTotal, setLabels(name)), 0);
+  assert.deepEqual(env.recorder.withReason(REASON_SUB_AGENT_DEAD_LETTER), []);
+  assert.equal(await counterValue(DEAD_LETTER_TOTAL, setLabels(name)), 0);
 });

@@ -49,15 +49,14 @@ import { FakeClient, FakeClock, RecordingRecorder } from "../kube/testing/mod.ts
 import type { CocoonSet, CocoonSetSpec } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernatedOnNode,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationVMID,
-  HibernateSnapshotTag,
+  ANNOTATION_HIBERNATED_ON_NODE,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_VMID,
   isContainerRunning,
-  LabelSlot,
-  LifecycleStateHibernated,
-  LifecycleStateReady,
+  LABEL_SLOT,
+  LIFECYCLE_STATE_HIBERNATED,
+  LIFECYCLE_STATE_READY,
   parseVMRuntime,
   readCocoonSetGeneration,
   readHibernateState,
@@ -68,11 +67,12 @@ import type { Registry } from "../snapshot/registry.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { podRelevantChange } from "./predicate.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
-import { counterValue, poolNode, testNamespace as ns } from "./_test_support.ts";
-import { mainVMName, seatSet, seatSetName as setName } from "./_seats_test_support.ts";
+import { counterValue, poolNode, TEST_NAMESPACE as ns } from "./_test_support.ts";
+import { mainVMName, SEAT_SET_NAME as setName, seatSet } from "./_seats_test_support.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** Steps a flow may take to converge after its kill before the run counts as stuck. */
-const stepBudget = 60;
+const STEP_BUDGET = 60;
 
 /** What the killed operator process throws from its killing write on. */
 class Killed extends Error {
@@ -297,7 +297,9 @@ class VmKubelet {
 
   /** The state version `:hibernate` holds, or undefined when the tag is absent. */
   tagHolds(): number | undefined {
-    return this.registry.contains(mainVMName, HibernateSnapshotTag) ? this.#tagVersion : undefined;
+    return this.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG)
+      ? this.#tagVersion
+      : undefined;
   }
 
   /** The running VM of a pod, if any. */
@@ -347,20 +349,20 @@ class VmKubelet {
     }
     if (vm) {
       if (!readHibernateState(pod)) return false;
-      this.registry.put(mainVMName, HibernateSnapshotTag);
+      this.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
       this.#tagVersion = vm.version;
       this.#running.delete(uid);
       await this.#publish(pod, {
-        [AnnotationVMID]: null,
-        [AnnotationLifecycleState]: LifecycleStateHibernated,
-        [AnnotationLifecycleObservedGeneration]: String(readCocoonSetGeneration(pod)),
+        [ANNOTATION_VMID]: null,
+        [ANNOTATION_LIFECYCLE_STATE]: LIFECYCLE_STATE_HIBERNATED,
+        [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: String(readCocoonSetGeneration(pod)),
       }, false);
       return true;
     }
     // No VM runs for this pod: boot one, unless it is (to stay) hibernated.
     if (readHibernateState(pod)) return false;
     let version: number;
-    if (readRestoreFromHibernate(pod) || readLifecycleState(pod) === LifecycleStateHibernated) {
+    if (readRestoreFromHibernate(pod) || readLifecycleState(pod) === LIFECYCLE_STATE_HIBERNATED) {
       const held = this.tagHolds();
       if (held === undefined) {
         this.violations.push(`${name} must restore but ${mainVMName}:hibernate is gone`);
@@ -379,9 +381,9 @@ class VmKubelet {
     if (this.#running.size > 0) this.violations.push(`${name} boots while another main VM runs`);
     this.#running.set(uid, { pod: name, version });
     await this.#publish(pod, {
-      [AnnotationVMID]: `vm-${++this.#vmIds}`,
-      [AnnotationLifecycleState]: LifecycleStateReady,
-      [AnnotationLifecycleObservedGeneration]: String(readCocoonSetGeneration(pod)),
+      [ANNOTATION_VMID]: `vm-${++this.#vmIds}`,
+      [ANNOTATION_LIFECYCLE_STATE]: LIFECYCLE_STATE_READY,
+      [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: String(readCocoonSetGeneration(pod)),
     }, true);
     return true;
   }
@@ -408,10 +410,10 @@ class VmKubelet {
 
   /** A pod create that would put two pods, or two VMs, on one slot. */
   async createViolation(pod: Pod): Promise<string | undefined> {
-    const slot = pod.metadata.labels?.[LabelSlot];
+    const slot = pod.metadata.labels?.[LABEL_SLOT];
     const pods = (await this.fake.list(Pods, { namespace: ns })).items;
     const alive = pods.find((p) =>
-      p.metadata.labels?.[LabelSlot] === slot && !p.metadata.deletionTimestamp
+      p.metadata.labels?.[LABEL_SLOT] === slot && !p.metadata.deletionTimestamp
     );
     if (alive) return `created ${pod.metadata.name} while ${alive.metadata.name} is alive`;
     if (slot === "0" && this.#running.size > 0) {
@@ -439,7 +441,7 @@ class VmKubelet {
 
   /** A tag delete that would drop the only copy of the main VM's state. */
   tagDeleteViolation(name: string, reference: string): string | undefined {
-    if (name !== mainVMName || reference !== HibernateSnapshotTag) return undefined;
+    if (name !== mainVMName || reference !== HIBERNATE_SNAPSHOT_TAG) return undefined;
     if (this.tagHolds() === this.latest && !this.#runningHoldsLatest()) {
       return `dropped ${name}:${reference} while it held the only copy of the VM state`;
     }
@@ -520,7 +522,11 @@ interface DriveOutcome {
  * invariant breaks, nothing is left to trigger a reconcile, or the budget is spent. A killed
  * process is replaced by a fresh one, which reconciles at once (its informers list everything).
  */
-async function drive(world: World, endState: EndState, budget = stepBudget): Promise<DriveOutcome> {
+async function drive(
+  world: World,
+  endState: EndState,
+  budget = STEP_BUDGET,
+): Promise<DriveOutcome> {
   const relevant = podRelevantChange();
   let due = true;
   let pods = new Map((await world.pods()).map((p) => [p.metadata.uid ?? "", p]));
@@ -605,7 +611,7 @@ const released: EndState = async (world) => {
   const pods = await world.pods();
   if (pods.length > 0) return `${pods.length} pods left`;
   if (world.kubelet.tagHolds() !== world.kubelet.latest) return ":hibernate lacks the VM state";
-  if (set.metadata.annotations?.[AnnotationHibernatedOnNode] !== "node-a") return "no node hint";
+  if (set.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] !== "node-a") return "no node hint";
   return await phaseIs(world, "Suspended");
 };
 
@@ -614,7 +620,7 @@ function wokenOn(node: string): EndState {
   return async (world) => {
     const set = await world.set();
     if (world.kubelet.tagHolds() !== undefined) return ":hibernate still there";
-    if (set.metadata.annotations?.[AnnotationHibernatedOnNode] !== undefined) {
+    if (set.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] !== undefined) {
       return "hint still set";
     }
     const live = await liveMainOn(world, node);
@@ -688,7 +694,7 @@ async function expectConverged(world: World, end: EndState, what: string): Promi
  * at a time, until reached holds: a prelude that stops a flow half-way.
  */
 async function stepUntil(world: World, reached: (world: World) => Promise<boolean>) {
-  for (let i = 0; i < stepBudget; i++) {
+  for (let i = 0; i < STEP_BUDGET; i++) {
     if (await reached(world)) return;
     await world.proc.reconciler.reconcile({ namespace: ns, name: setName }, world.proc.signal);
     if (await reached(world)) return;

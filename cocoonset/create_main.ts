@@ -6,7 +6,7 @@ import { errorMessage, isAlreadyExists, Pods, wrapError } from "../kube/mod.ts";
 import type { Pod, Result } from "../kube/mod.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { PassStopped } from "./problem.ts";
-import { podRef, requeueWaitForMainMs, type SetPass } from "./pass.ts";
+import { podRef, REQUEUE_WAIT_FOR_MAIN_MS, type SetPass } from "./pass.ts";
 import { buildAgentPod } from "./pods.ts";
 import { markRestoreIfHibernated } from "./restore.ts";
 import { writeSetStatus } from "./status.ts";
@@ -19,7 +19,7 @@ import {
 } from "./validate.ts";
 import { settleMainCreateClash } from "./name_clash.ts";
 import { QuotaExceededError, reportQuotaRefusal } from "./quota.ts";
-import { refuseCollidingCreate, requeueVMNameCollisionMs } from "./vm_collision.ts";
+import { refuseCollidingCreate, REQUEUE_VM_NAME_COLLISION_MS } from "./vm_collision.ts";
 
 /**
  * Creates the missing main, restoring from its snapshot when a CocoonHibernation says it was
@@ -37,7 +37,7 @@ export async function createMainAgent(pass: SetPass): Promise<Result> {
   );
   const ended = await createMainPod(pass, pod, {
     phase: "",
-    clashWaitMs: requeueWaitForMainMs,
+    clashWaitMs: REQUEUE_WAIT_FOR_MAIN_MS,
     context: "create main agent",
     reportQuota: true,
   });
@@ -77,7 +77,7 @@ export async function createMainPod(
 ): Promise<Result | undefined> {
   if (await refuseCollidingCreate(pass, pod, "the main agent")) {
     await writeSetStatus(pass, opts.phase);
-    return { requeueAfter: requeueVMNameCollisionMs };
+    return { requeueAfter: REQUEUE_VM_NAME_COLLISION_MS };
   }
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });

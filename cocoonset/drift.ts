@@ -11,20 +11,20 @@ import type {
   ToolboxSpec,
   VMResourceRequirements,
 } from "../common/apis/v1/cocoonset_types.ts";
-import { ToolboxModeStatic } from "../common/apis/v1/enums.ts";
+import { TOOLBOX_MODE_STATIC } from "../common/apis/v1/enums.ts";
 import { parseQuantity } from "../common/k8s/quantity.ts";
 import {
-  DefaultNodePool,
+  DEFAULT_NODE_POOL,
   fromAgentSpec,
   fromToolboxSpec,
-  LabelSnapshotCompatibilityClass,
+  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
   parseVMRuntime,
   parseVMSpec,
   podNodePool,
   vmSpecEqual,
 } from "../common/meta/mod.ts";
 import { deletePod, podRef, type SetPass } from "./pass.ts";
-import { podIsTerminal } from "./pod_state.ts";
+import { isPodFailed } from "./pod_state.ts";
 import { checkSpec } from "./validate.ts";
 
 /**
@@ -73,7 +73,7 @@ export function podSpecMatchesToolbox(pod: Pod, cs: CocoonSet, tb: ToolboxSpec):
   const want = fromToolboxSpec(tb, current.vmName, cs.spec.snapshotPolicy);
   if (!vmSpecEqual(current, want) || !resourcesMatch(pod, tb.resources)) return false;
   if (!schedulingMatches(pod, cs)) return false;
-  if (tb.mode === ToolboxModeStatic) {
+  if (tb.mode === TOOLBOX_MODE_STATIC) {
     const got = parseVMRuntime(pod);
     if (
       got.vmID !== (tb.staticVMID ?? "") || got.ip !== (tb.staticIP ?? "") ||
@@ -121,10 +121,10 @@ function quantityEqual(a: QuantityValue | undefined, b: QuantityValue | undefine
  * one is recreated with it.
  */
 function schedulingMatches(pod: Pod, cs: CocoonSet): boolean {
-  if (podNodePool(pod) !== (cs.spec.nodePool || DefaultNodePool)) return false;
-  const cls = pod.spec?.nodeSelector?.[LabelSnapshotCompatibilityClass] ?? "";
+  if (podNodePool(pod) !== (cs.spec.nodePool || DEFAULT_NODE_POOL)) return false;
+  const cls = pod.spec?.nodeSelector?.[LABEL_SNAPSHOT_COMPATIBILITY_CLASS] ?? "";
   const want = cs.spec.snapshotCompatibilityClass ?? "";
-  return cls === want || (cls === "" && !podIsTerminal(pod));
+  return cls === want || (cls === "" && !isPodFailed(pod));
 }
 
 /**

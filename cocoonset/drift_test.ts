@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import { Pods } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet, ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
-import { ToolboxModeRun, ToolboxModeStatic } from "../common/apis/v1/enums.ts";
-import { AnnotationForkFrom, LabelSnapshotCompatibilityClass } from "../common/meta/mod.ts";
+import { TOOLBOX_MODE_RUN, TOOLBOX_MODE_STATIC } from "../common/apis/v1/enums.ts";
+import { ANNOTATION_FORK_FROM, LABEL_SNAPSHOT_COMPATIBILITY_CLASS } from "../common/meta/mod.ts";
 import {
   actionsOf,
   livePod,
@@ -18,12 +18,12 @@ import {
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import { podSpecMatchesAgent, podSpecMatchesToolbox } from "./drift.ts";
 
-const toolboxImage = "ghcr.io/cocoonstack/cocoon/toolbox:latest";
+const TOOLBOX_IMAGE = "ghcr.io/cocoonstack/cocoon/toolbox:latest";
 
 function staticToolbox(fields: Partial<ToolboxSpec> = {}): ToolboxSpec {
   return {
     name: "tb",
-    mode: ToolboxModeStatic,
+    mode: TOOLBOX_MODE_STATIC,
     staticVMID: "qemu-1",
     staticIP: "10.0.0.1",
     vncPort: 5901,
@@ -98,8 +98,8 @@ Deno.test("a request the spec leaves out defaults to its limit, also when other 
   assert.ok(podSpecMatchesAgent(pod, cs, 0));
   const tb: ToolboxSpec = {
     name: "tb",
-    image: toolboxImage,
-    mode: ToolboxModeRun,
+    image: TOOLBOX_IMAGE,
+    mode: TOOLBOX_MODE_RUN,
     resources: { requests: { memory: "1Gi" }, limits: { cpu: "1", memory: "2Gi" } },
   };
   assert.ok(podSpecMatchesToolbox(serverDefaulted(buildToolboxPod(cs, tb)), cs, tb));
@@ -129,7 +129,7 @@ Deno.test("values a namespace LimitRange fills in where the spec names none are 
   assert.equal(pod.spec!.containers[0].resources!.limits!.cpu, "1");
   assert.equal(pod.spec!.containers[0].resources!.requests!.memory, "4Gi");
   assert.ok(podSpecMatchesAgent(pod, memOnly, 0));
-  const tb: ToolboxSpec = { name: "tb", image: toolboxImage, mode: ToolboxModeRun };
+  const tb: ToolboxSpec = { name: "tb", image: TOOLBOX_IMAGE, mode: TOOLBOX_MODE_RUN };
   assert.ok(
     podSpecMatchesToolbox(limitRanged(buildToolboxPod(bare, tb), ...defaults), bare, tb),
   );
@@ -172,7 +172,7 @@ Deno.test("an unchanged sub-agent keeps matching with its fork-from", () => {
 Deno.test("a fork-from written by hand on the main is drift", () => {
   const cs = newCocoonSet("demo");
   const pod = buildAgentPod(cs, 0);
-  pod.metadata.annotations![AnnotationForkFrom] = "vk-ns-other-0";
+  pod.metadata.annotations![ANNOTATION_FORK_FROM] = "vk-ns-other-0";
   assert.equal(podSpecMatchesAgent(pod, cs, 0), false);
 });
 
@@ -249,7 +249,7 @@ Deno.test("a wrong snapshot compatibility selector is drift for an agent", () =>
     c.spec.snapshotCompatibilityClass = "n2-cascade-lake-v1";
   });
   const pod = buildAgentPod(cs, 0);
-  pod.spec!.nodeSelector![LabelSnapshotCompatibilityClass] = "n4-emerald-rapids-v1";
+  pod.spec!.nodeSelector![LABEL_SNAPSHOT_COMPATIBILITY_CLASS] = "n4-emerald-rapids-v1";
   assert.equal(podSpecMatchesAgent(pod, cs, 0), false);
 });
 
@@ -258,7 +258,7 @@ Deno.test("a live agent without the class selector is adopted; a terminal one is
     c.spec.snapshotCompatibilityClass = "n2-cascade-lake-v1";
   });
   const pod = buildAgentPod(cs, 0);
-  delete pod.spec!.nodeSelector![LabelSnapshotCompatibilityClass];
+  delete pod.spec!.nodeSelector![LABEL_SNAPSHOT_COMPATIBILITY_CLASS];
   assert.ok(podSpecMatchesAgent(pod, cs, 0), "live pre-feature pod is adopted");
   pod.status = { phase: "Failed" };
   assert.equal(podSpecMatchesAgent(pod, cs, 0), false, "terminal pre-feature pod is recreated");
@@ -268,14 +268,14 @@ Deno.test("a live agent without the class selector is adopted; a terminal one is
 
 Deno.test("setting a toolbox probe port is drift", () => {
   const cs = newCocoonSet("demo");
-  const tb: ToolboxSpec = { name: "tb", image: toolboxImage, mode: ToolboxModeRun };
+  const tb: ToolboxSpec = { name: "tb", image: TOOLBOX_IMAGE, mode: TOOLBOX_MODE_RUN };
   const pod = buildToolboxPod(cs, tb);
   assert.equal(podSpecMatchesToolbox(pod, cs, { ...tb, probePort: 9090 }), false);
 });
 
 Deno.test("a freshly built toolbox matches its own spec", () => {
   const cs = newCocoonSet("demo");
-  const tb: ToolboxSpec = { name: "tb", image: toolboxImage, mode: ToolboxModeRun };
+  const tb: ToolboxSpec = { name: "tb", image: TOOLBOX_IMAGE, mode: TOOLBOX_MODE_RUN };
   assert.ok(podSpecMatchesToolbox(buildToolboxPod(cs, tb), cs, tb));
 });
 
@@ -313,7 +313,7 @@ Deno.test("a node pool change is drift for a toolbox", () => {
   const pool = (p: string) => (c: CocoonSet) => {
     c.spec.nodePool = p;
   };
-  const tb: ToolboxSpec = { name: "tb", image: toolboxImage, mode: ToolboxModeRun };
+  const tb: ToolboxSpec = { name: "tb", image: TOOLBOX_IMAGE, mode: TOOLBOX_MODE_RUN };
   const pod = buildToolboxPod(newCocoonSet("demo", pool("gpu")), tb);
   assert.equal(podSpecMatchesToolbox(pod, newCocoonSet("demo", pool("cpu")), tb), false);
 });
@@ -322,9 +322,9 @@ Deno.test("a toolbox without the class selector is adopted", () => {
   const cs = newCocoonSet("demo", (c) => {
     c.spec.snapshotCompatibilityClass = "n2-cascade-lake-v1";
   });
-  const tb: ToolboxSpec = { name: "tb", image: "image", mode: ToolboxModeRun };
+  const tb: ToolboxSpec = { name: "tb", image: "image", mode: TOOLBOX_MODE_RUN };
   const pod = buildToolboxPod(cs, tb);
-  delete pod.spec!.nodeSelector![LabelSnapshotCompatibilityClass];
+  delete pod.spec!.nodeSelector![LABEL_SNAPSHOT_COMPATIBILITY_CLASS];
   assert.ok(podSpecMatchesToolbox(pod, cs, tb));
 });
 

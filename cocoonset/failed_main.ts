@@ -2,16 +2,16 @@
  * The failed-main step: a main whose VM failed (lifecycle `failed`) or whose pod phase is Failed
  * owns the pass; a main Ready again after a Failed phase is announced.
  */
-import { ConditionTypeReady } from "../common/k8s/condition.ts";
-import { AnnotationLifecycleStateMessage, isPodReady } from "../common/meta/mod.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
+import { ANNOTATION_LIFECYCLE_STATE_MESSAGE, isPodReady } from "../common/meta/mod.ts";
 import { lifecycleStateFailedObservedTotal } from "../metrics/metrics.ts";
 import { deletePod, emit, type PassEnd, podRef, type SetPass } from "./pass.ts";
-import { mainPodFailedReason, ReasonPodLifecycleFailed } from "./pod_state.ts";
+import { podFailedReason, REASON_POD_LIFECYCLE_FAILED } from "./pod_state.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 
 /** Normal reason: the failed main is Ready again. */
-export const ReasonRecoveredFromFailure = "RecoveredFromFailure";
+export const REASON_RECOVERED_FROM_FAILURE = "RecoveredFromFailure";
 
 /**
  * Handles a failed main (how the pass ends), or announces a recovered one and lets the pass go
@@ -20,10 +20,10 @@ export const ReasonRecoveredFromFailure = "RecoveredFromFailure";
 export async function reconcileFailedMain(pass: SetPass): Promise<PassEnd | undefined> {
   const main = pass.classified.main;
   if (!main) return undefined;
-  const reason = mainPodFailedReason(main);
+  const reason = podFailedReason(main);
   if (reason) return await handleFailedMain(pass, reason);
   if (pass.cs.status?.phase === "Failed" && isPodReady(main)) {
-    emit(pass, "Normal", ReasonRecoveredFromFailure, `main pod ${podRef(main)} is Ready again`);
+    emit(pass, "Normal", REASON_RECOVERED_FROM_FAILURE, `main pod ${podRef(main)} is Ready again`);
   }
   return undefined;
 }
@@ -40,14 +40,14 @@ async function handleFailedMain(pass: SetPass, reason: string): Promise<PassEnd>
     await deletePod(pass, main, "failed, drifted main agent");
     return { result: { requeue: true } };
   }
-  if (reason === ReasonPodLifecycleFailed) {
+  if (reason === REASON_POD_LIFECYCLE_FAILED) {
     lifecycleStateFailedObservedTotal.labels({ phase: cs.status?.phase || "Pending" }).inc();
   }
-  const detail = main.metadata.annotations?.[AnnotationLifecycleStateMessage] ||
+  const detail = main.metadata.annotations?.[ANNOTATION_LIFECYCLE_STATE_MESSAGE] ||
     (main.status?.phase ?? "");
   const message = `main pod ${podRef(main)}: ${detail}`;
   emit(pass, "Warning", reason, message);
   // The failure is what the Ready condition must say, ahead of any other problem.
-  pass.problems.unshift({ condition: ConditionTypeReady, reason, message });
+  pass.problems.unshift({ condition: CONDITION_TYPE_READY, reason, message });
   return { result: {}, phase: "Failed" };
 }

@@ -1,7 +1,7 @@
 /** The failed-main step on its own (failed_main.ts); the pass around it is in reconciler_test.ts. */
 import assert from "node:assert/strict";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import {
   actionsOf,
   conditionOf,
@@ -19,16 +19,16 @@ import {
   seedSet,
   withFinalizer,
 } from "./_test_support.ts";
-import { ReasonRecoveredFromFailure, reconcileFailedMain } from "./failed_main.ts";
+import { REASON_RECOVERED_FROM_FAILURE, reconcileFailedMain } from "./failed_main.ts";
 import {
-  mainPodFailedReason,
-  ReasonMainAgentFailed,
-  ReasonPodLifecycleFailed,
+  podFailedReason,
+  REASON_MAIN_AGENT_FAILED,
+  REASON_POD_LIFECYCLE_FAILED,
 } from "./pod_state.ts";
 import { buildAgentPod } from "./pods.ts";
 import { Pods } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
-import { AnnotationLifecycleState, readHibernateState } from "../common/meta/mod.ts";
+import { ANNOTATION_LIFECYCLE_STATE, readHibernateState } from "../common/meta/mod.ts";
 
 Deno.test("a failed main ends the pass in phase Failed: the step decides, it writes no status", async () => {
   const env = newTestEnv();
@@ -43,10 +43,10 @@ Deno.test("a failed main ends the pass in phase Failed: the step decides, it wri
   assert.deepEqual(end, { result: {}, phase: "Failed" });
   assert.deepEqual(actionsOf(env, "patch", CocoonSets), [], "no status write by the step");
   assert.deepEqual(pass.problems.map((p) => [p.condition, p.reason]), [[
-    ConditionTypeReady,
-    ReasonPodLifecycleFailed,
+    CONDITION_TYPE_READY,
+    REASON_POD_LIFECYCLE_FAILED,
   ]]);
-  assert.equal(env.recorder.withReason(ReasonPodLifecycleFailed).length, 1, "its Warning");
+  assert.equal(env.recorder.withReason(REASON_POD_LIFECYCLE_FAILED).length, 1, "its Warning");
 });
 
 Deno.test("a healthy main lets the pass go on", async () => {
@@ -60,20 +60,20 @@ Deno.test("a healthy main lets the pass go on", async () => {
   assert.deepEqual(pass.problems, []);
 });
 
-const failedMetric = "cocoon_operator_lifecycle_state_failed_observed_total";
+const FAILED_METRIC = "cocoon_operator_lifecycle_state_failed_observed_total";
 
 Deno.test("the failed-main reason: lifecycle failed wins over the pod phase", () => {
   const pod = (annotations: Record<string, string>, phase?: "Failed"): Pod => ({
     metadata: { annotations },
     ...(phase ? { status: { phase } } : {}),
   });
-  const failed = { [AnnotationLifecycleState]: "failed" };
-  assert.equal(mainPodFailedReason(pod({})), "");
-  assert.equal(mainPodFailedReason(pod(failed)), ReasonPodLifecycleFailed);
-  assert.equal(mainPodFailedReason(pod({}, "Failed")), ReasonMainAgentFailed);
-  assert.equal(mainPodFailedReason(pod(failed, "Failed")), ReasonPodLifecycleFailed);
+  const failed = { [ANNOTATION_LIFECYCLE_STATE]: "failed" };
+  assert.equal(podFailedReason(pod({})), "");
+  assert.equal(podFailedReason(pod(failed)), REASON_POD_LIFECYCLE_FAILED);
+  assert.equal(podFailedReason(pod({}, "Failed")), REASON_MAIN_AGENT_FAILED);
+  assert.equal(podFailedReason(pod(failed, "Failed")), REASON_POD_LIFECYCLE_FAILED);
   // Lifecycle values are lower case; "Failed" is not the failure signal.
-  assert.equal(mainPodFailedReason(pod({ [AnnotationLifecycleState]: "Failed" })), "");
+  assert.equal(podFailedReason(pod({ [ANNOTATION_LIFECYCLE_STATE]: "Failed" })), "");
 });
 
 Deno.test("a main reported failed by vk turns the set Failed while its pod still runs", async () => {
@@ -119,21 +119,21 @@ Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase 
   const main = lifecycleFailed(readyPod(buildAgentPod(cs, 0)), "hibernate push failed");
   main.spec!.nodeName = "node-a";
   seedSet(env, cs, [main]);
-  const running = await counterValue(failedMetric, { phase: "Running" });
-  const failed = await counterValue(failedMetric, { phase: "Failed" });
+  const running = await counterValue(FAILED_METRIC, { phase: "Running" });
+  const failed = await counterValue(FAILED_METRIC, { phase: "Failed" });
 
   assert.deepEqual(await reconcileSet(env, "demo"), {});
 
   let out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Failed");
   assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
-    ["Warning", ReasonPodLifecycleFailed, "main pod ns/demo-0: hibernate push failed"],
+    ["Warning", REASON_POD_LIFECYCLE_FAILED, "main pod ns/demo-0: hibernate push failed"],
   ]);
-  assert.equal(await counterValue(failedMetric, { phase: "Running" }), running + 1);
+  assert.equal(await counterValue(FAILED_METRIC, { phase: "Running" }), running + 1);
   // Our difference: Ready follows the phase even though the pod still reports Ready.
   assert.deepEqual(
     [conditionOf(out, "Ready")?.status, conditionOf(out, "Ready")?.reason],
-    ["False", ReasonPodLifecycleFailed],
+    ["False", REASON_POD_LIFECYCLE_FAILED],
   );
   assert.deepEqual(
     [conditionOf(out, "Progressing")?.status, conditionOf(out, "Progressing")?.reason],
@@ -143,8 +143,8 @@ Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase 
 
   // Every pass that sees the failure repeats the Warning; the metric now counts under Failed.
   assert.deepEqual(await reconcileSet(env, "demo"), {});
-  assert.equal(env.recorder.withReason(ReasonPodLifecycleFailed).length, 2);
-  assert.equal(await counterValue(failedMetric, { phase: "Failed" }), failed + 1);
+  assert.equal(env.recorder.withReason(REASON_POD_LIFECYCLE_FAILED).length, 2);
+  assert.equal(await counterValue(FAILED_METRIC, { phase: "Failed" }), failed + 1);
   out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Failed");
 });
@@ -153,11 +153,11 @@ Deno.test("C8: a failed main on a set with no status counts under Pending", asyn
   const env = newTestEnv();
   const cs = newCocoonSet("demo", withFinalizer);
   seedSet(env, cs, [lifecycleFailed(buildAgentPod(cs, 0))]);
-  const pending = await counterValue(failedMetric, { phase: "Pending" });
+  const pending = await counterValue(FAILED_METRIC, { phase: "Pending" });
 
   await reconcileSet(env, "demo");
 
-  assert.equal(await counterValue(failedMetric, { phase: "Pending" }), pending + 1);
+  assert.equal(await counterValue(FAILED_METRIC, { phase: "Pending" }), pending + 1);
 });
 
 Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as text and no metric", async () => {
@@ -167,17 +167,17 @@ Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as t
   main.status = { phase: "Failed" };
   seedSet(env, cs, [main]);
   const before = await Promise.all(
-    ["Pending", "Running", "Failed"].map((phase) => counterValue(failedMetric, { phase })),
+    ["Pending", "Running", "Failed"].map((phase) => counterValue(FAILED_METRIC, { phase })),
   );
 
   assert.deepEqual(await reconcileSet(env, "demo"), {});
 
   assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
-    ["Warning", ReasonMainAgentFailed, "main pod ns/demo-0: Failed"],
+    ["Warning", REASON_MAIN_AGENT_FAILED, "main pod ns/demo-0: Failed"],
   ]);
   assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Failed");
   const after = await Promise.all(
-    ["Pending", "Running", "Failed"].map((phase) => counterValue(failedMetric, { phase })),
+    ["Pending", "Running", "Failed"].map((phase) => counterValue(FAILED_METRIC, { phase })),
   );
   assert.deepEqual(after, before);
 });
@@ -203,13 +203,13 @@ Deno.test("C8: a Failed set whose main is Ready again records RecoveredFromFailu
     c.status = { phase: "Failed" };
   });
   const main = readyPod(buildAgentPod(cs, 0));
-  main.metadata.annotations![AnnotationLifecycleState] = "ready";
+  main.metadata.annotations![ANNOTATION_LIFECYCLE_STATE] = "ready";
   seedSet(env, cs, [main]);
 
   assert.deepEqual(await reconcileSet(env, "demo"), {});
 
   assert.deepEqual(env.recorder.events.map((e) => [e.type, e.reason, e.message]), [
-    ["Normal", ReasonRecoveredFromFailure, "main pod ns/demo-0 is Ready again"],
+    ["Normal", REASON_RECOVERED_FROM_FAILURE, "main pod ns/demo-0 is Ready again"],
   ]);
   const out = await findSet(env.fake, "demo");
   assert.equal(out?.status?.phase, "Running");

@@ -17,7 +17,7 @@ import type { SetPass } from "./pass.ts";
 import { startLedger } from "./snapshot_ledger.ts";
 
 /** The CocoonSet's finalizer: held until its pods are gone and its registry tags cleaned. */
-export const finalizerName = "cocoonset.cocoonstack.io/finalizer";
+export const FINALIZER_NAME = "cocoonset.cocoonstack.io/finalizer";
 
 /**
  * Adds the finalizer (and starts the snapshot ledger of a new set) when the set lacks it; the
@@ -25,9 +25,9 @@ export const finalizerName = "cocoonset.cocoonstack.io/finalizer";
  */
 export async function ensureFinalizer(pass: SetPass): Promise<Result | undefined> {
   const { cs, deps, signal } = pass;
-  if (containsFinalizer(cs, finalizerName)) return undefined;
+  if (containsFinalizer(cs, FINALIZER_NAME)) return undefined;
   await patchObject(deps.client, CocoonSets, cs, (c) => {
-    addFinalizer(c, finalizerName);
+    addFinalizer(c, FINALIZER_NAME);
     // Before the first pod: the snapshot ledger covers every pod the set will have.
     startLedger(c);
   }, { optimisticLock: true, signal });
@@ -36,7 +36,7 @@ export async function ensureFinalizer(pass: SetPass): Promise<Result | undefined
 
 /** Whether the set being torn down still carries the finalizer (the cached copy). */
 export function holdsFinalizer(pass: SetPass): boolean {
-  return pass.cs.metadata.finalizers?.includes(finalizerName) ?? false;
+  return pass.cs.metadata.finalizers?.includes(FINALIZER_NAME) ?? false;
 }
 
 /** Whether the live CocoonSet still exists with our finalizer (an uncached read). */
@@ -50,7 +50,7 @@ export async function stillFinalizing(pass: SetPass): Promise<boolean> {
       { signal },
     );
     return live.metadata.uid === cs.metadata.uid &&
-      (live.metadata.finalizers?.includes(finalizerName) ?? false);
+      (live.metadata.finalizers?.includes(FINALIZER_NAME) ?? false);
   } catch (err) {
     if (isNotFound(err)) return false;
     throw wrapError("confirm cocoonset before registry cleanup", err);
@@ -60,6 +60,6 @@ export async function stillFinalizing(pass: SetPass): Promise<boolean> {
 /** Releases the finalizer, the last write of a teardown (under the optimistic lock). */
 export async function releaseFinalizer(pass: SetPass): Promise<void> {
   await patchObject(pass.deps.client, CocoonSets, pass.cs, (c) => {
-    removeFinalizer(c, finalizerName);
+    removeFinalizer(c, FINALIZER_NAME);
   }, { optimisticLock: true, signal: pass.signal });
 }

@@ -21,7 +21,7 @@ export interface SetLimits {
 }
 
 /** The defaults (--max-replicas-per-set, --max-toolboxes-per-set). */
-export const defaultSetLimits: SetLimits = { maxReplicas: 1_000, maxToolboxes: 100 };
+export const DEFAULT_SET_LIMITS: SetLimits = { maxReplicas: 1_000, maxToolboxes: 100 };
 
 /** The parts of a spec above their limit, each with the message the set reports. */
 export interface OverLimit {

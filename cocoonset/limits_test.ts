@@ -16,8 +16,8 @@ import {
   setSeed,
 } from "./_test_support.ts";
 import { livePodNames, liveSet, makeAllLive } from "./_hardening_test_support.ts";
-import { defaultSetLimits, overLimit } from "./limits.ts";
-import { ReasonInvalidSpec } from "./validate.ts";
+import { DEFAULT_SET_LIMITS, overLimit } from "./limits.ts";
+import { REASON_INVALID_SPEC } from "./validate.ts";
 
 Deno.test("overLimit names each part above its bound and nothing at or below it", () => {
   const limits = { maxReplicas: 3, maxToolboxes: 1 };
@@ -29,7 +29,7 @@ Deno.test("overLimit names each part above its bound and nothing at or below it"
   const over = overLimit(spec(4, 2), limits);
   assert.match(over.agents ?? "", /replicas 4 is above the limit of 3 .*--max-replicas-per-set/);
   assert.match(over.toolboxes ?? "", /2 toolboxes, above the limit of 1 .*MAX_TOOLBOXES_PER_SET/);
-  assert.deepEqual(defaultSetLimits, { maxReplicas: 1000, maxToolboxes: 100 });
+  assert.deepEqual(DEFAULT_SET_LIMITS, { maxReplicas: 1000, maxToolboxes: 100 });
 });
 
 Deno.test("replicas above the limit: InvalidSpec naming the limit, no sub-agent, the toolboxes still reconcile", async () => {
@@ -44,10 +44,10 @@ Deno.test("replicas above the limit: InvalidSpec naming the limit, no sub-agent,
   assert.deepEqual(await livePodNames(env), ["big-0", "big-tb"], "no sub-agent pod");
   const stored = await findSet(env.fake, "big");
   const ready = conditionOf(stored, "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_INVALID_SPEC]);
   assert.match(ready?.message ?? "", /replicas 4 is above the limit of 3 sub-agents per set/);
   assert.equal(stored?.status?.desiredAgents, 5);
-  const warnings = env.recorder.withReason(ReasonInvalidSpec);
+  const warnings = env.recorder.withReason(REASON_INVALID_SPEC);
   assert.ok(warnings.length > 0 && warnings.every((w) => w.type === "Warning"));
   assert.match(warnings[0].message, /limit of 3/);
 
@@ -70,7 +70,7 @@ Deno.test("toolboxes above the limit: no toolbox is created or deleted, sub-agen
   await makeAllLive(env);
   assert.deepEqual(await reconcileSet(env, "tbs"), {});
   const ready = conditionOf(await findSet(env.fake, "tbs"), "Ready");
-  assert.equal(ready?.reason, ReasonInvalidSpec);
+  assert.equal(ready?.reason, REASON_INVALID_SPEC);
   assert.match(ready?.message ?? "", /2 toolboxes, above the limit of 1/);
   // No toolbox dry-run either: a part above its limit builds nothing.
   assert.equal(env.fake.actions.filter((a) => a.dryRun && a.name?.startsWith("tbs-a")).length, 0);

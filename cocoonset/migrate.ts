@@ -13,7 +13,6 @@ import type { Pod } from "../kube/mod.ts";
 import { patchHibernateState } from "../common/k8s/pod_patch.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
-  HibernateSnapshotTag,
   markRestoreFromHibernate,
   parseVMSpec,
   readHibernateState,
@@ -26,7 +25,7 @@ import {
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import { deletePod, type Handled, podRef, type SetPass } from "./pass.ts";
 import { migrationTargetProblem, reportUnknownTarget, warnIfPoolEmpty } from "./nodes.ts";
-import { buildAgentPod, LabelHostname } from "./pods.ts";
+import { buildAgentPod, LABEL_HOSTNAME } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
@@ -34,13 +33,14 @@ import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** How often a migration in flight looks again (ms). */
-export const requeueMigratePollMs = 5_000;
+export const REQUEUE_MIGRATE_POLL_MS = 5_000;
 /** How long to wait when the old main is still terminating (ms). */
-const requeueWaitForOldMainMs = 5_000;
+const REQUEUE_WAIT_FOR_OLD_MAIN_MS = 5_000;
 
-const notHandled: Handled = { handled: false };
+const NOT_HANDLED: Handled = { handled: false };
 
 /**
  * Runs the migration when one is wanted or in flight; handled=false hands the pass back to the
@@ -58,11 +58,11 @@ export async function reconcileMigration(pass: SetPass): Promise<Handled> {
   const { cs, classified, deps } = pass;
   const pinned = cs.spec.nodeName ?? "";
   const migrating = cs.status?.phase === "Migrating";
-  if (!deps.registry || (pinned === "" && !migrating)) return notHandled;
+  if (!deps.registry || (pinned === "" && !migrating)) return NOT_HANDLED;
   const main = classified.main;
   // A pinned set at rest: no registry probe. Safe because Migrating is persisted before any
   // side effect, so an interrupted migration is never mistaken for this.
-  if (!migrating && podSettledOn(main, pinned)) return notHandled;
+  if (!migrating && podSettledOn(main, pinned)) return NOT_HANDLED;
   const mainNode = main?.spec?.nodeName ?? "";
   let desired = pinned;
   let targetProblem = "";
@@ -74,7 +74,7 @@ export async function reconcileMigration(pass: SetPass): Promise<Handled> {
       desired = "";
       if (!migrating && main) {
         reportUnknownTarget(pass, targetProblem);
-        return notHandled;
+        return NOT_HANDLED;
       }
     }
   }
@@ -87,7 +87,7 @@ export async function reconcileMigration(pass: SetPass): Promise<Handled> {
     } catch (err) {
       throw wrapError("migrate", err);
     }
-    if (ownedByCR.has(main.metadata.name ?? "")) return notHandled;
+    if (ownedByCR.has(main.metadata.name ?? "")) return NOT_HANDLED;
   }
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
   let snapshot: boolean;
@@ -103,7 +103,7 @@ export async function reconcileMigration(pass: SetPass): Promise<Handled> {
   if (!snapshot) {
     if (desired === "" || !main || mainNode === "" || mainNode === desired) {
       // Settled, aborted, or a fresh create: the normal flow takes it from here.
-      return notHandled;
+      return NOT_HANDLED;
     }
     return await startMigration(pass, main, desired);
   }
@@ -119,7 +119,7 @@ async function startMigration(pass: SetPass, main: Pod, desired: string): Promis
   // A VM name another namespace derives too is not hibernated (its push would land where the
   // other tenant reads): the migration does not start, and looks again later.
   if (!readHibernateState(main) && await hibernateRefused(pass, main)) {
-    return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
+    return { handled: true, result: { requeueAfter: REQUEUE_MIGRATE_POLL_MS } };
   }
   if (!readHibernateState(main)) {
     pass.log.info("migrating main from {from} to {to}: hibernating it", {
@@ -134,7 +134,7 @@ async function startMigration(pass: SetPass, main: Pod, desired: string): Promis
   } catch (err) {
     throw wrapError(`migrate: set hibernate on ${podRef(main)}`, err);
   }
-  return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
+  return { handled: true, result: { requeueAfter: REQUEUE_MIGRATE_POLL_MS } };
 }
 
 /**
@@ -261,7 +261,7 @@ async function advanceMigration(
       return await wakeInPlace(pass, main);
     case "not-ours":
       // Restoring without the persisted Migrating phase: a CocoonHibernation wake in flight.
-      return notHandled;
+      return NOT_HANDLED;
     case "replace-restore-pod":
       return await replaceRestorePod(pass, main, desired);
     case "await-restore":
@@ -281,7 +281,7 @@ async function dropStaleTag(pass: SetPass, vmName: string): Promise<Handled> {
     vm: vmName,
   });
   try {
-    await dropTag(pass, vmName, HibernateSnapshotTag);
+    await dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG);
   } catch (err) {
     throw wrapError(`migrate: drop stale hibernate snapshot ${vmName}`, err);
   }
@@ -315,7 +315,7 @@ async function recreateOnTarget(pass: SetPass, desired: string): Promise<Handled
   markRestoreFromHibernate(pod);
   const ended = await createMainPod(pass, pod, {
     phase: "Migrating",
-    clashWaitMs: requeueWaitForOldMainMs,
+    clashWaitMs: REQUEUE_WAIT_FOR_OLD_MAIN_MS,
     context: `migrate: recreate main on ${desired || "any node"}`,
   });
   if (ended) return { handled: true, result: ended };
@@ -363,7 +363,7 @@ async function dropMigrationTag(pass: SetPass, main: Pod, vmName: string): Promi
     node: main.spec?.nodeName ?? "",
   });
   try {
-    await dropTag(pass, vmName, HibernateSnapshotTag);
+    await dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG);
   } catch (err) {
     throw wrapError(`migrate: drop hibernate snapshot ${vmName}`, err);
   }
@@ -372,7 +372,7 @@ async function dropMigrationTag(pass: SetPass, main: Pod, vmName: string): Promi
 
 async function markMigrating(pass: SetPass): Promise<Handled> {
   await writeSetStatus(pass, "Migrating");
-  return { handled: true, result: { requeueAfter: requeueMigratePollMs } };
+  return { handled: true, result: { requeueAfter: REQUEUE_MIGRATE_POLL_MS } };
 }
 
 /**
@@ -390,7 +390,7 @@ export function requiredNodeOf(pod: Pod): string {
     ?.nodeSelectorTerms ?? [];
   for (const term of terms) {
     for (const e of term.matchExpressions ?? []) {
-      if (e.key === LabelHostname && e.operator === "In" && e.values?.length === 1) {
+      if (e.key === LABEL_HOSTNAME && e.operator === "In" && e.values?.length === 1) {
         return e.values[0];
       }
     }

@@ -4,9 +4,8 @@ import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernate,
+  ANNOTATION_HIBERNATE,
   applyHibernateState,
-  HibernateSnapshotTag,
   readHibernateState,
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
@@ -27,7 +26,14 @@ import {
   newTestPass,
   type TestEnv,
 } from "./_test_support.ts";
-import { mainPod, mainVMName, seatSet, seatSetName, writeActions } from "./_seats_test_support.ts";
+import {
+  mainPod,
+  mainVMName,
+  SEAT_SET_NAME,
+  seatSet,
+  writeActions,
+} from "./_seats_test_support.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** A set whose spec.nodeName is node ("" = unpinned), modified by mods. */
 function migSet(node: string, ...mods: ((cs: CocoonSet) => void)[]): CocoonSet {
@@ -41,7 +47,7 @@ function migrating(cs: CocoonSet): void {
 }
 
 function putHibernateTag(env: TestEnv): void {
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
 }
 
 function failEveryProbe(env: TestEnv): void {
@@ -58,7 +64,7 @@ function withHibernate(pod: Pod): Pod {
 }
 
 async function storedPhase(env: TestEnv): Promise<string | undefined> {
-  return (await getSet(env.fake, seatSetName)).status?.phase;
+  return (await getSet(env.fake, SEAT_SET_NAME)).status?.phase;
 }
 
 Deno.test("migration does not engage without spec.nodeName", async () => {
@@ -164,8 +170,8 @@ Deno.test("migration drops the snapshot once the main is live on the target", as
   const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
-  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
-  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
+  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HIBERNATE_SNAPSHOT_TAG}`]);
+  assert.equal(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), false);
   // The next pass finds no snapshot and the main settled on the target: hands back.
   const next = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
   assert.deepEqual(next, { handled: false });
@@ -209,7 +215,7 @@ Deno.test("migration drops a stale tag instead of deleting the live, never-quies
   assert.equal(got.handled, true);
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod && !pod.metadata.deletionTimestamp, "the live pod survives the stale tag");
-  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
+  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HIBERNATE_SNAPSHOT_TAG}`]);
   assert.equal(await storedPhase(env), "Migrating");
 });
 
@@ -239,7 +245,7 @@ Deno.test("migration leaves a main hibernated on the target by a CocoonHibernati
   assert.deepEqual(got, { handled: false });
   assert.deepEqual(env.registry.calls, [], "decided before any registry probe");
   const pod = await env.fake.get(Pods, "ns", "demo-0");
-  assert.equal(pod.metadata.annotations?.[AnnotationHibernate], "true", "not woken");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], "true", "not woken");
   assert.deepEqual(writeActions(env.fake), []);
 });
 
@@ -297,7 +303,7 @@ Deno.test("migration persists Migrating before it patches hibernate onto the old
   assert.deepEqual(steps, [
     "status Migrating",
     `patch pods ${
-      JSON.stringify({ metadata: { annotations: { [AnnotationHibernate]: "true" } } })
+      JSON.stringify({ metadata: { annotations: { [ANNOTATION_HIBERNATE]: "true" } } })
     }`,
   ]);
 });
@@ -333,7 +339,7 @@ Deno.test("migration re-targeted back wakes the main only once its VM is down, s
   );
   const pass = async () =>
     await reconcileMigration(
-      newTestPass(depsOf(env), await getSet(env.fake, seatSetName), [
+      newTestPass(depsOf(env), await getSet(env.fake, SEAT_SET_NAME), [
         (await getPod(env.fake, "demo-0"))!,
       ]),
     );
@@ -341,7 +347,7 @@ Deno.test("migration re-targeted back wakes the main only once its VM is down, s
   // vk-cocoon has pushed the snapshot but not yet torn the VM down.
   await pass();
   await pass();
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag), "the tag is kept");
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), "the tag is kept");
   assert.ok(readHibernateState((await getPod(env.fake, "demo-0"))!), "not woken yet");
 
   // The VM is down (no id, no running container): woken in place, the tag kept.
@@ -353,7 +359,7 @@ Deno.test("migration re-targeted back wakes the main only once its VM is down, s
   await pass();
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false, "woken");
   await pass();
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag), "kept until it runs");
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), "kept until it runs");
 
   // Restored from the snapshot: now the tag goes.
   await editPod(env, "demo-0", (p) => {
@@ -362,7 +368,7 @@ Deno.test("migration re-targeted back wakes the main only once its VM is down, s
     p.status = up.status;
   });
   await pass();
-  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
+  assert.equal(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), false);
 });
 
 // The tag a wake in place restores from is no leftover: while the woken VM is not up yet,
@@ -374,10 +380,10 @@ Deno.test("migration re-targeted forward while a wake in place restores keeps th
   const cs = env.fake.seed(CocoonSets, migSet("node-b", migrating));
   env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-a" }))); // quiesced, VM down
   const retarget = (node: string) =>
-    env.fake.patch(CocoonSets, "ns", seatSetName, "merge", { spec: { nodeName: node } });
+    env.fake.patch(CocoonSets, "ns", SEAT_SET_NAME, "merge", { spec: { nodeName: node } });
   const pass = async () =>
     await reconcileMigration(
-      newTestPass(depsOf(env), await getSet(env.fake, seatSetName), [
+      newTestPass(depsOf(env), await getSet(env.fake, SEAT_SET_NAME), [
         (await getPod(env.fake, "demo-0"))!,
       ]),
     );
@@ -389,7 +395,7 @@ Deno.test("migration re-targeted forward while a wake in place restores keeps th
   // Re-targeted forward before vk-cocoon restored the VM from the tag.
   await retarget("node-b");
   await pass();
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag), "the restore's tag is kept");
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), "the restore's tag is kept");
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod && !pod.metadata.deletionTimestamp, "and its pod");
 
@@ -400,7 +406,7 @@ Deno.test("migration re-targeted forward while a wake in place restores keeps th
     p.status = up.status;
   });
   await pass();
-  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
+  assert.equal(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), false);
   await pass();
   assert.ok(readHibernateState((await getPod(env.fake, "demo-0"))!), "quiesced for node-b");
 });

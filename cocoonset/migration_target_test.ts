@@ -12,7 +12,6 @@ import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   applyHibernateState,
-  HibernateSnapshotTag,
   markRestoreFromHibernate,
   readHibernateState,
   readRestoreFromHibernate,
@@ -33,8 +32,9 @@ import {
 } from "./_test_support.ts";
 import { mainPod, mainVMName, seatSet } from "./_seats_test_support.ts";
 import { reconcileMigration, requiredNodeOf } from "./migrate.ts";
-import { migrationTargetProblem, ReasonMigrationTargetUnknown } from "./nodes.ts";
+import { migrationTargetProblem, REASON_MIGRATION_TARGET_UNKNOWN } from "./nodes.ts";
 import { requiredHostnameAffinity } from "./pods.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** ns/demo pinned to node, with the finalizer, modified by mods. */
 function pinnedSet(node: string, ...mods: ((cs: CocoonSet) => void)[]): CocoonSet {
@@ -58,7 +58,7 @@ function hibernateWrites(env: TestEnv): number {
 }
 
 function unknownTargetEvents(env: TestEnv) {
-  return env.recorder.events.filter((e) => e.reason === ReasonMigrationTargetUnknown);
+  return env.recorder.events.filter((e) => e.reason === REASON_MIGRATION_TARGET_UNKNOWN);
 }
 
 Deno.test("migration target: missing node, another pool or another CPU class cannot take the main", async (t) => {
@@ -120,7 +120,7 @@ Deno.test("a set pinned to a missing node keeps running: nothing hibernated or d
   const progressing = conditionOf(stored, "Progressing");
   assert.deepEqual([progressing?.status, progressing?.reason], [
     "False",
-    ReasonMigrationTargetUnknown,
+    REASON_MIGRATION_TARGET_UNKNOWN,
   ]);
   assert.equal(conditionOf(stored, "Ready")?.status, "True");
 });
@@ -165,7 +165,7 @@ Deno.test("a fresh main pinned to a missing node is created pinned and waits, wi
 
 Deno.test("target gone while the old main hibernates: it is woken in place and the snapshot kept until it runs", async () => {
   const env = newTestEnv([], undefined, { nodes: [poolNode("node-a")] });
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(CocoonSets, pinnedSet("node-b", migrating));
   const quiesced = mainPod(cs, { node: "node-a" });
   applyHibernateState(true, quiesced);
@@ -177,7 +177,7 @@ Deno.test("target gone while the old main hibernates: it is woken in place and t
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod && !pod.metadata.deletionTimestamp, "the old main is kept");
   assert.ok(!readHibernateState(pod), "and woken where it is");
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag), "its snapshot is kept");
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), "its snapshot is kept");
   assert.equal(unknownTargetEvents(env).length, 1);
 
   // vk-cocoon restores it on node-a: the snapshot goes, then the set settles.
@@ -187,12 +187,12 @@ Deno.test("target gone while the old main hibernates: it is woken in place and t
     p.status = running.status;
   });
   await reconcileMigration(newTestPass(depsOf(env), await getSet(env.fake, "demo"), [live]));
-  assert.ok(!env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.ok(!env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
 });
 
 Deno.test("target gone after the old main was deleted: restored from the snapshot anywhere in the pool", async () => {
   const env = newTestEnv([], undefined, { nodes: [poolNode("node-a")] });
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(CocoonSets, pinnedSet("node-b", migrating));
 
   const got = await reconcileMigration(newTestPass(depsOf(env), cs));
@@ -201,13 +201,13 @@ Deno.test("target gone after the old main was deleted: restored from the snapsho
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod && readRestoreFromHibernate(pod), "restores from the snapshot");
   assert.equal(pod.spec?.affinity, undefined, "pinned to no node");
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
   assert.equal((await getSet(env.fake, "demo")).status?.phase, "Migrating");
 });
 
 Deno.test("target gone while the restore pod waits for it: the never-bound pod is replaced by an unpinned one", async () => {
   const env = newTestEnv([], undefined, { nodes: [poolNode("node-a")] });
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(CocoonSets, pinnedSet("node-b", migrating));
   const waiting = mainPod(cs);
   waiting.spec!.affinity = requiredHostnameAffinity("node-b");
@@ -216,7 +216,7 @@ Deno.test("target gone while the restore pod waits for it: the never-bound pod i
 
   await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "the unbound pod is deleted");
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
 
   await reconcileMigration(newTestPass(depsOf(env), await getSet(env.fake, "demo")));
   const recreated = await getPod(env.fake, "demo-0");
@@ -226,7 +226,7 @@ Deno.test("target gone while the restore pod waits for it: the never-bound pod i
 
 Deno.test("a restore pod pinned to the current, known target is never replaced", async () => {
   const env = newTestEnv();
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(CocoonSets, pinnedSet("node-b", migrating));
   const waiting = mainPod(cs);
   waiting.spec!.affinity = requiredHostnameAffinity("node-b");

@@ -6,15 +6,15 @@
  */
 import { isControlledBy } from "../kube/mod.ts";
 import type { Pod, Result } from "../kube/mod.ts";
-import { ConditionTypeReady } from "../common/k8s/condition.ts";
-import { LabelRole } from "../common/meta/mod.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
+import { LABEL_ROLE } from "../common/meta/mod.ts";
 import { emit, podRef, readStoredPod, type SetPass } from "./pass.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { agentPodName } from "./pods.ts";
 import { PassStopped, type StatusProblem } from "./problem.ts";
 
 /** Reason when a pod name the set needs belongs to something else. */
-export const ReasonNameConflict = "NameConflict";
+export const REASON_NAME_CONFLICT = "NameConflict";
 
 /** What an AlreadyExists on a create means. */
 export type NameClash =
@@ -39,12 +39,12 @@ export async function classifyNameClash(pass: SetPass, podName: string): Promise
 /** Records a name clash on the pass (status problem + Warning Event) and returns the problem. */
 export function reportNameClash(pass: SetPass, what: string, other: Pod): StatusProblem {
   const problem: StatusProblem = {
-    condition: ConditionTypeReady,
-    reason: ReasonNameConflict,
+    condition: CONDITION_TYPE_READY,
+    reason: REASON_NAME_CONFLICT,
     message: `${what} needs pod ${other.metadata.name}, which is taken by ${describePod(other)}`,
   };
   pass.problems.push(problem);
-  emit(pass, "Warning", ReasonNameConflict, problem.message);
+  emit(pass, "Warning", REASON_NAME_CONFLICT, problem.message);
   return problem;
 }
 
@@ -77,7 +77,7 @@ export async function settleMainCreateClash(
 /** "pod ns/name (controlled by Kind name, role r)" or "(not controlled by any CocoonSet)". */
 export function describePod(pod: Pod): string {
   const owner = pod.metadata.ownerReferences?.find((r) => r.controller);
-  const role = pod.metadata.labels?.[LabelRole];
+  const role = pod.metadata.labels?.[LABEL_ROLE];
   const detail = owner
     ? `controlled by ${owner.kind} ${owner.name}${role ? `, role ${role}` : ""}`
     : "not controlled by any CocoonSet";

@@ -12,11 +12,11 @@ import {
   readyPod,
   reconcileSet,
   seedSet,
+  TEST_NAMESPACE,
   type TestEnv,
-  testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
-import { NameConflictError, ReasonNameConflict, settleMainCreateClash } from "./name_clash.ts";
+import { NameConflictError, REASON_NAME_CONFLICT, settleMainCreateClash } from "./name_clash.ts";
 import { PassStopped } from "./problem.ts";
 import { depsOf, newTestPass } from "./_test_support.ts";
 import { buildAgentPod } from "./pods.ts";
@@ -24,7 +24,7 @@ import { buildAgentPod } from "./pods.ts";
 /** A pod named `name` that no CocoonSet controls. */
 function foreignPod(name: string): Pod {
   return {
-    metadata: { name, namespace: testNamespace, labels: { app: "someone-else" } },
+    metadata: { name, namespace: TEST_NAMESPACE, labels: { app: "someone-else" } },
     spec: { containers: [{ name: "c", image: "x" }] },
   };
 }
@@ -43,10 +43,10 @@ Deno.test("a main name taken by a foreign pod: NameConflict on Ready, a Warning 
 
   const stored = await findSet(env.fake, "demo");
   const ready = conditionOf(stored, "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonNameConflict]);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_NAME_CONFLICT]);
   assert.match(ready?.message ?? "", /demo-0.*not controlled by any CocoonSet/);
   assert.equal(stored?.status?.phase, "Pending");
-  const warnings = env.recorder.withReason(ReasonNameConflict);
+  const warnings = env.recorder.withReason(REASON_NAME_CONFLICT);
   assert.deepEqual(warnings.map((w) => [w.type, w.message]), [["Warning", ready?.message]]);
   await assertUntouched(env, "demo-0");
 });
@@ -62,11 +62,11 @@ Deno.test("a sub-agent slot taken by a foreign pod: the other slots are made, th
 
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   assert.ok(await getPod(env.fake, "demo-2"), "the free slot is created");
-  assert.equal(env.recorder.withReason(ReasonNameConflict).length, 1);
+  assert.equal(env.recorder.withReason(REASON_NAME_CONFLICT).length, 1);
 
   await assert.rejects(reconcileSet(env, "demo"), /sub-agent slot 1 needs pod demo-1/);
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonNameConflict]);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_NAME_CONFLICT]);
   await assertUntouched(env, "demo-1");
 });
 
@@ -85,7 +85,7 @@ Deno.test("a released-seat wake whose main name is taken: NameConflict, phase st
 
   const stored = await findSet(env.fake, "demo");
   assert.equal(stored?.status?.phase, "Waking");
-  assert.equal(conditionOf(stored, "Ready")?.reason, ReasonNameConflict);
+  assert.equal(conditionOf(stored, "Ready")?.reason, REASON_NAME_CONFLICT);
   assert.equal(env.registry.contains("vk-ns-demo-0", "hibernate"), true, "snapshot kept");
   await assertUntouched(env, "demo-0");
 });
@@ -103,7 +103,7 @@ Deno.test("a migration whose main name is taken: NameConflict, phase stays Migra
 
   const stored = await findSet(env.fake, "demo");
   assert.equal(stored?.status?.phase, "Migrating");
-  assert.equal(conditionOf(stored, "Ready")?.reason, ReasonNameConflict);
+  assert.equal(conditionOf(stored, "Ready")?.reason, REASON_NAME_CONFLICT);
   assert.equal(env.registry.contains("vk-ns-demo-0", "hibernate"), true, "snapshot kept");
   await assertUntouched(env, "demo-0");
 });
@@ -122,7 +122,7 @@ Deno.test("a main create clash with a foreign pod is reported, not written: the 
   assert.ok(stopped instanceof PassStopped, "a typed stop, not a bare error");
   assert.equal(stopped.phase, "Waking");
   assert.ok(stopped.error instanceof NameConflictError);
-  assert.deepEqual(pass.problems.map((p) => p.reason), [ReasonNameConflict]);
-  assert.equal(env.recorder.withReason(ReasonNameConflict).length, 1, "its Warning");
+  assert.deepEqual(pass.problems.map((p) => p.reason), [REASON_NAME_CONFLICT]);
+  assert.equal(env.recorder.withReason(REASON_NAME_CONFLICT).length, 1, "its Warning");
   assert.deepEqual(actionsOf(env, "patch", CocoonSets), [], "the check wrote no status");
 });

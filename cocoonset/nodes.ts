@@ -13,11 +13,11 @@
 import { isNotFound, Nodes, wrapError } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
+import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import {
-  DefaultNodePool,
-  LabelNodePool,
-  LabelSnapshotCompatibilityClass,
+  DEFAULT_NODE_POOL,
+  LABEL_NODE_POOL,
+  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
 } from "../common/meta/mod.ts";
 import { emit, podRef, type SetPass } from "./pass.ts";
 import { unschedulableMessage } from "./predicate.ts";
@@ -26,13 +26,13 @@ import { unschedulableMessage } from "./predicate.ts";
  * Warning reason and Progressing=False reason: spec.nodeName names a node that does not exist or
  * is outside the set's pool or CPU class, so the main is not moved.
  */
-export const ReasonMigrationTargetUnknown = "MigrationTargetUnknown";
+export const REASON_MIGRATION_TARGET_UNKNOWN = "MigrationTargetUnknown";
 /** Warning reason: the main is Unschedulable and no node carries the set's pool label. */
-export const ReasonNoNodesInPool = "NoNodesInPool";
+export const REASON_NO_NODES_IN_POOL = "NoNodesInPool";
 
 /** The set's pool (`cocoonstack.io/pool` of its pods). */
 export function poolOf(cs: CocoonSet): string {
-  return cs.spec.nodePool || DefaultNodePool;
+  return cs.spec.nodePool || DEFAULT_NODE_POOL;
 }
 
 /** Why node `name` cannot take cs's main, or "" when it can. */
@@ -46,12 +46,12 @@ export async function migrationTargetProblem(pass: SetPass, name: string): Promi
     if (isNotFound(err)) return `no node ${name} in pool ${pool}`;
     throw wrapError(`read node ${name}`, err);
   }
-  const nodePool = labels[LabelNodePool] ?? "";
+  const nodePool = labels[LABEL_NODE_POOL] ?? "";
   if (nodePool !== pool) {
     return `node ${name} is in pool ${nodePool || "(none)"}, not in the set's pool ${pool}`;
   }
   const cls = cs.spec.snapshotCompatibilityClass ?? "";
-  const nodeClass = labels[LabelSnapshotCompatibilityClass] ?? "";
+  const nodeClass = labels[LABEL_SNAPSHOT_COMPATIBILITY_CLASS] ?? "";
   if (cls !== "" && nodeClass !== cls) {
     return `node ${name} has snapshot CPU class ${nodeClass || "(none)"}, ` +
       `not the set's class ${cls}`;
@@ -65,10 +65,10 @@ export async function migrationTargetProblem(pass: SetPass, name: string): Promi
  */
 export function reportUnknownTarget(pass: SetPass, problem: string): void {
   const message = `spec.nodeName: ${problem}; nothing is moved toward it`;
-  emit(pass, "Warning", ReasonMigrationTargetUnknown, message);
+  emit(pass, "Warning", REASON_MIGRATION_TARGET_UNKNOWN, message);
   pass.problems.push({
-    condition: ConditionTypeProgressing,
-    reason: ReasonMigrationTargetUnknown,
+    condition: CONDITION_TYPE_PROGRESSING,
+    reason: REASON_MIGRATION_TARGET_UNKNOWN,
     message,
   });
 }
@@ -84,7 +84,7 @@ export async function warnIfPoolEmpty(pass: SetPass, pod: Pod): Promise<boolean>
   let count: number;
   try {
     const nodes = await pass.deps.client.list(Nodes, {
-      labelSelector: { [LabelNodePool]: pool },
+      labelSelector: { [LABEL_NODE_POOL]: pool },
       unsafeDisableDeepCopy: true,
       signal: pass.signal,
     });
@@ -96,8 +96,8 @@ export async function warnIfPoolEmpty(pass: SetPass, pod: Pod): Promise<boolean>
   emit(
     pass,
     "Warning",
-    ReasonNoNodesInPool,
-    `no node carries ${LabelNodePool}=${pool}: pod ${podRef(pod)} stays Unschedulable until ` +
+    REASON_NO_NODES_IN_POOL,
+    `no node carries ${LABEL_NODE_POOL}=${pool}: pod ${podRef(pod)} stays Unschedulable until ` +
       `one joins the pool`,
   );
   return true;

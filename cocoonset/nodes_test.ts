@@ -11,8 +11,7 @@ import { FakeClient, waitFor } from "../kube/testing/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
-  AnnotationHibernatedOnNode,
-  HibernateSnapshotTag,
+  ANNOTATION_HIBERNATED_ON_NODE,
   markRestoreFromHibernate,
   readHibernateState,
 } from "../common/meta/mod.ts";
@@ -34,12 +33,13 @@ import {
   nodePlacementEvents,
   setsTargetingNode,
 } from "./node_watch.ts";
-import { ReasonMigrationTargetUnknown, ReasonNoNodesInPool } from "./nodes.ts";
+import { REASON_MIGRATION_TARGET_UNKNOWN, REASON_NO_NODES_IN_POOL } from "./nodes.ts";
 import { buildAgentPod } from "./pods.ts";
 import { setupCocoonSetController } from "./reconciler.ts";
-import { ReasonWakeNoCapacity, reconcileReleasedWake } from "./seat_release.ts";
+import { REASON_WAKE_NO_CAPACITY, reconcileReleasedWake } from "./seat_release.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
-const unschedulable =
+const UNSCHEDULABLE =
   "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.";
 
 function markUnschedulable(pod: Pod): Pod {
@@ -49,14 +49,14 @@ function markUnschedulable(pod: Pod): Pod {
       type: "PodScheduled",
       status: "False",
       reason: "Unschedulable",
-      message: unschedulable,
+      message: UNSCHEDULABLE,
     }],
   };
   return pod;
 }
 
 function noNodesEvents(env: TestEnv) {
-  return env.recorder.withReason(ReasonNoNodesInPool);
+  return env.recorder.withReason(REASON_NO_NODES_IN_POOL);
 }
 
 Deno.test("an Unschedulable main in a pool without nodes: NoNodesInPool Warning naming the pool", async () => {
@@ -101,13 +101,13 @@ Deno.test("a main merely pending in an empty pool gets no NoNodesInPool before t
 
 Deno.test("a released wake into an empty pool reports NoNodesInPool next to WakeNoCapacity", async () => {
   const env = newTestEnv([], undefined, { nodes: [poolNode("node-a", "other")] });
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(
     CocoonSets,
     seatSet((c) => {
       c.spec.hibernatePolicy = "release";
       c.status = { phase: "Waking" };
-      c.metadata.annotations = { [AnnotationHibernatedOnNode]: "node-a" };
+      c.metadata.annotations = { [ANNOTATION_HIBERNATED_ON_NODE]: "node-a" };
     }),
   );
   const pending = markUnschedulable(mainPod(cs));
@@ -117,8 +117,8 @@ Deno.test("a released wake into an empty pool reports NoNodesInPool next to Wake
   await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(env.recorder.events.map((e) => e.reason), [
-    ReasonWakeNoCapacity,
-    ReasonNoNodesInPool,
+    REASON_WAKE_NO_CAPACITY,
+    REASON_NO_NODES_IN_POOL,
   ]);
   assert.match(noNodesEvents(env)[0].message, /cocoonstack\.io\/pool=default/);
 });
@@ -180,7 +180,7 @@ Deno.test("a node joining the pool wakes the set pinned to it, which then migrat
   try {
     await waitFor("the MigrationTargetUnknown Event", async () => {
       const events = await fake.list(Events, { namespace: "ns" });
-      return events.items.some((e) => e.reason === ReasonMigrationTargetUnknown);
+      return events.items.some((e) => e.reason === REASON_MIGRATION_TARGET_UNKNOWN);
     }, 10_000);
     assert.ok(!readHibernateState(await fake.get(Pods, "ns", "demo-0")));
 

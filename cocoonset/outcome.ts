@@ -13,15 +13,15 @@
  * problems are looked at again with it, and one problem's backoff never delays another's retry.
  */
 import type { Result } from "../kube/mod.ts";
-import { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
-import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { isPodReady } from "../common/meta/mod.ts";
 import type { SetPass } from "./pass.ts";
-import { maxRebuildAttempts } from "./rebuild.ts";
-import { ReasonSubAgentDeadLetter } from "./agents.ts";
-import { NameConflictError, ReasonNameConflict } from "./name_clash.ts";
+import { MAX_REBUILD_ATTEMPTS } from "./rebuild.ts";
+import { REASON_SUB_AGENT_DEAD_LETTER } from "./agents.ts";
+import { NameConflictError, REASON_NAME_CONFLICT } from "./name_clash.ts";
 import { InvalidSpecError, refusedByServer } from "./validate.ts";
-import { QuotaExceededError, ReasonQuotaExceeded } from "./quota.ts";
+import { QuotaExceededError, REASON_QUOTA_EXCEEDED } from "./quota.ts";
 
 /**
  * Records dead-lettered slots on the pass: always on Ready, and on Progressing only when they are
@@ -34,12 +34,16 @@ export function reportDeadLetters(
 ): void {
   if (deadLettered.length === 0) return;
   const message = `sub-agent slots ${deadLettered.join(", ")} exhausted ` +
-    `${maxRebuildAttempts} rebuilds; edit the agent spec to retry them`;
-  pass.problems.push({ condition: ConditionTypeReady, reason: ReasonSubAgentDeadLetter, message });
+    `${MAX_REBUILD_ATTEMPTS} rebuilds; edit the agent spec to retry them`;
+  pass.problems.push({
+    condition: CONDITION_TYPE_READY,
+    reason: REASON_SUB_AGENT_DEAD_LETTER,
+    message,
+  });
   if (!pendingRebuild && onlyDeadLettersLeft(pass, new Set(deadLettered))) {
     pass.problems.push({
-      condition: ConditionTypeProgressing,
-      reason: ReasonSubAgentDeadLetter,
+      condition: CONDITION_TYPE_PROGRESSING,
+      reason: REASON_SUB_AGENT_DEAD_LETTER,
       message,
     });
   }
@@ -70,11 +74,11 @@ function onlyDeadLettersLeft(pass: SetPass, dead: ReadonlySet<number>): boolean 
  */
 export function passResult(pass: SetPass, requeueAfterMs: number): Result {
   if (requeueAfterMs > 0) return { requeueAfter: requeueAfterMs };
-  const conflicts = pass.problems.filter((p) => p.reason === ReasonNameConflict);
+  const conflicts = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
   if (conflicts.length > 0) throw new NameConflictError(conflicts);
   const refused = refusedByServer(pass);
   if (refused) throw new InvalidSpecError(refused);
-  const quota = pass.problems.find((p) => p.reason === ReasonQuotaExceeded);
+  const quota = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
   if (quota) throw new QuotaExceededError(quota.message);
   return {};
 }

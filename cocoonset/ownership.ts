@@ -2,7 +2,7 @@
 import { isControlledBy, isValidLabelValue, Pods } from "../kube/mod.ts";
 import type { Pod, Reader } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { LabelCocoonSet } from "../common/meta/mod.ts";
+import { LABEL_COCOON_SET } from "../common/meta/mod.ts";
 
 /** How owned pods are read. */
 export interface ListOwnedOptions {
@@ -30,7 +30,7 @@ export async function listOwnedPods(
   if (!isValidLabelValue(name)) return [];
   const list = await reader.list(Pods, {
     namespace: cs.metadata.namespace,
-    labelSelector: { [LabelCocoonSet]: name },
+    labelSelector: { [LABEL_COCOON_SET]: name },
     signal,
     ...(opts.unsafeDisableDeepCopy ? { unsafeDisableDeepCopy: true } : {}),
   });

@@ -9,7 +9,7 @@ import {
   newTestEnv,
   reconcileSet,
   seedSet,
-  testNamespace,
+  TEST_NAMESPACE,
   withFinalizer,
 } from "./_test_support.ts";
 
@@ -30,7 +30,7 @@ Deno.test("a deleted set named longer than a label value is torn down", async ()
   const cs = newCocoonSet(longName, withFinalizer);
   cs.metadata.annotations = { "cocoonset.cocoonstack.io/delete-vm-names": `vk-ns-${longName}-0` };
   seedSet(env, cs);
-  await env.fake.delete(CocoonSets, testNamespace, longName);
+  await env.fake.delete(CocoonSets, TEST_NAMESPACE, longName);
 
   assert.deepEqual(await reconcileSet(env, longName), {});
   assert.equal(await findSet(env.fake, longName), undefined, "the finalizer was released");

@@ -55,7 +55,7 @@ export interface CocoonSetDeps {
  * How often to look again while the main is not Ready, a wake's restore pod is being created or
  * a stale cache settles (ms).
  */
-export const requeueWaitForMainMs = 5_000;
+export const REQUEUE_WAIT_FOR_MAIN_MS = 5_000;
 
 /**
  * What a step that ends the pass decided: its result and, when set, the phase the pass writes

@@ -4,24 +4,28 @@
  * kubelet reports. Whether its VM runs is common/meta/vm_liveness.ts.
  */
 import type { Pod } from "../kube/mod.ts";
-import { isPodTerminal, LifecycleStateFailed, readLifecycleState } from "../common/meta/mod.ts";
+import {
+  isPodPhaseFailed,
+  LIFECYCLE_STATE_FAILED,
+  readLifecycleState,
+} from "../common/meta/mod.ts";
 
 /** Warning reason when vk-cocoon reports the main VM's lifecycle as failed. */
-export const ReasonPodLifecycleFailed = "PodLifecycleFailed";
+export const REASON_POD_LIFECYCLE_FAILED = "PodLifecycleFailed";
 /** Warning reason when the main pod's phase is Failed. */
-export const ReasonMainAgentFailed = "MainAgentFailed";
+export const REASON_MAIN_AGENT_FAILED = "MainAgentFailed";
 
 /**
  * The Event reason for a failed main pod, or "" when it is not failed. The lifecycle signal wins
  * when both are present.
  */
-export function mainPodFailedReason(pod: Pod): string {
-  if (readLifecycleState(pod) === LifecycleStateFailed) return ReasonPodLifecycleFailed;
-  if (isPodTerminal(pod)) return ReasonMainAgentFailed;
+export function podFailedReason(pod: Pod): string {
+  if (readLifecycleState(pod) === LIFECYCLE_STATE_FAILED) return REASON_POD_LIFECYCLE_FAILED;
+  if (isPodPhaseFailed(pod)) return REASON_MAIN_AGENT_FAILED;
   return "";
 }
 
 /** Whether the pod is terminal by either signal. */
-export function podIsTerminal(pod: Pod): boolean {
-  return mainPodFailedReason(pod) !== "";
+export function isPodFailed(pod: Pod): boolean {
+  return podFailedReason(pod) !== "";
 }

@@ -14,40 +14,40 @@ import type {
   ToolboxSpec,
   VMResourceRequirements,
 } from "../common/apis/v1/cocoonset_types.ts";
-import { ToolboxModeStatic } from "../common/apis/v1/enums.ts";
+import { TOOLBOX_MODE_STATIC } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { canonicalResourceList, parseQuantity } from "../common/k8s/quantity.ts";
 import {
-  AnnotationCocoonSetGeneration,
+  ANNOTATION_COCOON_SET_GENERATION,
   applyVMRuntime,
   applyVMSpec,
-  DefaultNodePool,
+  DEFAULT_NODE_POOL,
   fromAgentSpec,
   fromToolboxSpec,
-  LabelCocoonSet,
-  LabelNodePool,
-  LabelRole,
-  LabelSlot,
-  LabelSnapshotCompatibilityClass,
-  RoleMain,
-  RoleSubAgent,
-  RoleToolbox,
-  TolerationKey,
+  LABEL_COCOON_SET,
+  LABEL_NODE_POOL,
+  LABEL_ROLE,
+  LABEL_SLOT,
+  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
+  ROLE_MAIN,
+  ROLE_SUB_AGENT,
+  ROLE_TOOLBOX,
+  TOLERATION_KEY,
   vmNameForDeployment,
   vmNameForPod,
 } from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 
 /** Name of the single container of every managed pod. */
-export const agentContainerName = "agent";
+export const AGENT_CONTAINER_NAME = "agent";
 /** Never pulled: vk-cocoon runs a VM instead. It only satisfies pod validation. */
-export const placeholderImage = "ghcr.io/cocoonstack/placeholder:latest";
+export const PLACEHOLDER_IMAGE = "ghcr.io/cocoonstack/placeholder:latest";
 /** Label every managed pod carries besides the cocoon ones (app.kubernetes.io/name). */
-export const LabelAppName = "app.kubernetes.io/name";
+export const LABEL_APP_NAME = "app.kubernetes.io/name";
 /** Node label the hostname affinities select on. */
-export const LabelHostname = "kubernetes.io/hostname";
+export const LABEL_HOSTNAME = "kubernetes.io/hostname";
 /** Weight of the preferred affinity a released-seat wake gives the node it left. */
-export const preferredHintWeight = 100;
+export const PREFERRED_HINT_WEIGHT = 100;
 
 /** The owned pods of a set, grouped by role. Pods being deleted are left out entirely. */
 export interface ClassifiedPods {
@@ -76,17 +76,17 @@ export function classifyPods(pods: readonly Pod[]): ClassifiedPods {
     const name = pod.metadata.name ?? "";
     out.allByName.set(name, pod);
     const labels = pod.metadata.labels ?? {};
-    switch (labels[LabelRole]) {
-      case RoleMain:
+    switch (labels[LABEL_ROLE]) {
+      case ROLE_MAIN:
         out.main = pod;
         break;
-      case RoleSubAgent: {
-        const slot = parseGoInt(labels[LabelSlot] ?? "", 32);
+      case ROLE_SUB_AGENT: {
+        const slot = parseGoInt(labels[LABEL_SLOT] ?? "", 32);
         if (slot !== undefined) out.sub.set(slot, pod);
         break;
       }
-      case RoleToolbox:
-        out.toolbox.set(labels[LabelSlot] ?? "", pod);
+      case ROLE_TOOLBOX:
+        out.toolbox.set(labels[LABEL_SLOT] ?? "", pod);
         break;
     }
   }
@@ -120,7 +120,7 @@ export function buildAgentPod(
   const pod = newManagedPod(
     cs,
     agentPodName(cs.metadata.name ?? "", slot),
-    isMain ? RoleMain : RoleSubAgent,
+    isMain ? ROLE_MAIN : ROLE_SUB_AGENT,
     String(slot),
   );
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", slot);
@@ -143,12 +143,12 @@ export function buildAgentPod(
 /** The desired pod of a toolbox. Static toolboxes carry the runtime facts of their existing VM. */
 export function buildToolboxPod(cs: CocoonSet, tb: ToolboxSpec): Pod {
   const podName = toolboxPodName(cs.metadata.name ?? "", tb.name);
-  const pod = newManagedPod(cs, podName, RoleToolbox, tb.name);
+  const pod = newManagedPod(cs, podName, ROLE_TOOLBOX, tb.name);
   applyVMSpec(
     fromToolboxSpec(tb, vmNameForPod(cs.metadata.namespace ?? "", podName), cs.spec.snapshotPolicy),
     pod,
   );
-  if (tb.mode === ToolboxModeStatic) {
+  if (tb.mode === TOOLBOX_MODE_STATIC) {
     applyVMRuntime(
       { vmID: tb.staticVMID ?? "", ip: tb.staticIP ?? "", vncPort: tb.vncPort ?? 0 },
       pod,
@@ -161,10 +161,10 @@ export function buildToolboxPod(cs: CocoonSet, tb: ToolboxSpec): Pod {
 /** The parts every managed pod shares: labels, owner, tolerations, placement, container. */
 function newManagedPod(cs: CocoonSet, podName: string, role: string, slotLabel: string): Pod {
   const nodeSelector: Record<string, string> = {
-    [LabelNodePool]: cs.spec.nodePool || DefaultNodePool,
+    [LABEL_NODE_POOL]: cs.spec.nodePool || DEFAULT_NODE_POOL,
   };
   if (cs.spec.snapshotCompatibilityClass) {
-    nodeSelector[LabelSnapshotCompatibilityClass] = cs.spec.snapshotCompatibilityClass;
+    nodeSelector[LABEL_SNAPSHOT_COMPATIBILITY_CLASS] = cs.spec.snapshotCompatibilityClass;
   }
   const pod: Pod = {
     apiVersion: "v1",
@@ -173,22 +173,22 @@ function newManagedPod(cs: CocoonSet, podName: string, role: string, slotLabel: 
       name: podName,
       namespace: cs.metadata.namespace,
       labels: {
-        [LabelCocoonSet]: cs.metadata.name ?? "",
-        [LabelRole]: role,
-        [LabelSlot]: slotLabel,
-        [LabelAppName]: cs.metadata.name ?? "",
+        [LABEL_COCOON_SET]: cs.metadata.name ?? "",
+        [LABEL_ROLE]: role,
+        [LABEL_SLOT]: slotLabel,
+        [LABEL_APP_NAME]: cs.metadata.name ?? "",
       },
-      annotations: { [AnnotationCocoonSetGeneration]: String(cs.metadata.generation ?? 0) },
+      annotations: { [ANNOTATION_COCOON_SET_GENERATION]: String(cs.metadata.generation ?? 0) },
     },
     spec: {
       terminationGracePeriodSeconds: 1,
       tolerations: [
-        { key: TolerationKey, operator: "Exists" },
+        { key: TOLERATION_KEY, operator: "Exists" },
         { key: "node.kubernetes.io/not-ready", operator: "Exists", effect: "NoExecute" },
         { key: "node.kubernetes.io/unreachable", operator: "Exists", effect: "NoExecute" },
       ],
       nodeSelector,
-      containers: [{ name: agentContainerName, image: placeholderImage }],
+      containers: [{ name: AGENT_CONTAINER_NAME, image: PLACEHOLDER_IMAGE }],
     },
   };
   setControllerReference(cs, pod, CocoonSets);
@@ -237,7 +237,7 @@ export function preferredHostnameAffinity(nodeName: string): Affinity {
   return {
     nodeAffinity: {
       preferredDuringSchedulingIgnoredDuringExecution: [{
-        weight: preferredHintWeight,
+        weight: PREFERRED_HINT_WEIGHT,
         preference: hostnameTerm(nodeName),
       }],
     },
@@ -245,5 +245,5 @@ export function preferredHostnameAffinity(nodeName: string): Affinity {
 }
 
 function hostnameTerm(nodeName: string): NodeSelectorTerm {
-  return { matchExpressions: [{ key: LabelHostname, operator: "In", values: [nodeName] }] };
+  return { matchExpressions: [{ key: LABEL_HOSTNAME, operator: "In", values: [nodeName] }] };
 }

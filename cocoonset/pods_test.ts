@@ -2,40 +2,40 @@ import assert from "node:assert/strict";
 import type { Pod } from "../kube/mod.ts";
 import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
 import {
-  AgentModeClone,
-  OSLinux,
-  ToolboxModeRun,
-  ToolboxModeStatic,
+  AGENT_MODE_CLONE,
+  OS_LINUX,
+  TOOLBOX_MODE_RUN,
+  TOOLBOX_MODE_STATIC,
 } from "../common/apis/v1/enums.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationForkFrom,
-  AnnotationIP,
-  AnnotationManaged,
-  AnnotationMode,
-  AnnotationOS,
-  AnnotationStorage,
-  AnnotationVMID,
-  AnnotationVMName,
-  AnnotationVNCPort,
-  KindCocoonSet,
-  LabelNodePool,
-  LabelRole,
-  LabelSlot,
-  LabelSnapshotCompatibilityClass,
-  RoleMain,
-  RoleSubAgent,
-  TolerationKey,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_FORK_FROM,
+  ANNOTATION_IP,
+  ANNOTATION_MANAGED,
+  ANNOTATION_MODE,
+  ANNOTATION_OS,
+  ANNOTATION_STORAGE,
+  ANNOTATION_VM_NAME,
+  ANNOTATION_VMID,
+  ANNOTATION_VNC_PORT,
+  KIND_COCOON_SET,
+  LABEL_NODE_POOL,
+  LABEL_ROLE,
+  LABEL_SLOT,
+  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
+  ROLE_MAIN,
+  ROLE_SUB_AGENT,
+  TOLERATION_KEY,
 } from "../common/meta/mod.ts";
-import { newCocoonSet, testUID, withReplicas } from "./_test_support.ts";
-import { buildAgentPod, buildToolboxPod, classifyPods, LabelHostname } from "./pods.ts";
+import { newCocoonSet, TEST_UID, withReplicas } from "./_test_support.ts";
+import { buildAgentPod, buildToolboxPod, classifyPods, LABEL_HOSTNAME } from "./pods.ts";
 
-const toolboxImage = "ghcr.io/cocoonstack/cocoon/toolbox:latest";
+const TOOLBOX_IMAGE = "ghcr.io/cocoonstack/cocoon/toolbox:latest";
 
 function staticToolbox(fields: Partial<ToolboxSpec> = {}): ToolboxSpec {
   return {
     name: "tb",
-    mode: ToolboxModeStatic,
+    mode: TOOLBOX_MODE_STATIC,
     staticVMID: "qemu-1",
     staticIP: "10.0.0.1",
     vncPort: 5901,
@@ -48,26 +48,26 @@ function staticToolbox(fields: Partial<ToolboxSpec> = {}): ToolboxSpec {
 Deno.test("slot 0 builds the main agent: name, role and slot labels, VM name, no fork-from", () => {
   const pod = buildAgentPod(newCocoonSet("demo"), 0);
   assert.equal(pod.metadata.name, "demo-0");
-  assert.equal(pod.metadata.labels?.[LabelRole], RoleMain);
-  assert.equal(pod.metadata.labels?.[LabelSlot], "0");
-  assert.equal(pod.metadata.annotations?.[AnnotationVMName], "vk-ns-demo-0");
-  assert.equal(pod.metadata.annotations?.[AnnotationForkFrom], undefined);
+  assert.equal(pod.metadata.labels?.[LABEL_ROLE], ROLE_MAIN);
+  assert.equal(pod.metadata.labels?.[LABEL_SLOT], "0");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_VM_NAME], "vk-ns-demo-0");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_FORK_FROM], undefined);
 });
 
 Deno.test("a sub-agent forks from the main VM and is bound to the main's node", () => {
   const cs = newCocoonSet("demo", withReplicas(2));
   const pod = buildAgentPod(cs, 1, "vk-ns-demo-0", "cocoonset-node-2");
   assert.equal(pod.metadata.name, "demo-1");
-  assert.equal(pod.metadata.labels?.[LabelRole], RoleSubAgent);
-  assert.equal(pod.metadata.annotations?.[AnnotationForkFrom], "vk-ns-demo-0");
+  assert.equal(pod.metadata.labels?.[LABEL_ROLE], ROLE_SUB_AGENT);
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_FORK_FROM], "vk-ns-demo-0");
   assert.equal(pod.spec?.nodeName, "cocoonset-node-2");
 });
 
 Deno.test("an agent pod carries the defaults: mode clone, os linux, managed", () => {
   const pod = buildAgentPod(newCocoonSet("demo"), 0);
-  assert.equal(pod.metadata.annotations?.[AnnotationMode], AgentModeClone);
-  assert.equal(pod.metadata.annotations?.[AnnotationOS], OSLinux);
-  assert.equal(pod.metadata.annotations?.[AnnotationManaged], "true");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_MODE], AGENT_MODE_CLONE);
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_OS], OS_LINUX);
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_MANAGED], "true");
 });
 
 Deno.test("the agent's storage reaches the pod as annotation and ephemeral-storage", () => {
@@ -75,7 +75,7 @@ Deno.test("the agent's storage reaches the pod as annotation and ephemeral-stora
     c.spec.agent.storage = "100Gi";
   });
   const pod = buildAgentPod(cs, 0);
-  assert.equal(pod.metadata.annotations?.[AnnotationStorage], "100Gi");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_STORAGE], "100Gi");
   const resources = pod.spec?.containers[0].resources;
   assert.equal(resources?.requests?.["ephemeral-storage"], "100Gi");
   assert.equal(resources?.limits?.["ephemeral-storage"], "100Gi");
@@ -84,19 +84,19 @@ Deno.test("the agent's storage reaches the pod as annotation and ephemeral-stora
 Deno.test("a static toolbox is not managed and carries its VM's id, IP and VNC port", () => {
   const pod = buildToolboxPod(newCocoonSet("demo"), staticToolbox());
   assert.equal(pod.metadata.name, "demo-tb");
-  assert.notEqual(pod.metadata.annotations?.[AnnotationManaged], "true");
-  assert.equal(pod.metadata.annotations?.[AnnotationVMID], "qemu-1");
-  assert.equal(pod.metadata.annotations?.[AnnotationIP], "10.0.0.1");
-  assert.equal(pod.metadata.annotations?.[AnnotationVNCPort], "5901");
+  assert.notEqual(pod.metadata.annotations?.[ANNOTATION_MANAGED], "true");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_VMID], "qemu-1");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_IP], "10.0.0.1");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_VNC_PORT], "5901");
 });
 
 Deno.test("a run-mode toolbox is managed", () => {
   const pod = buildToolboxPod(newCocoonSet("demo"), {
     name: "tb",
-    mode: ToolboxModeRun,
-    image: toolboxImage,
+    mode: TOOLBOX_MODE_RUN,
+    image: TOOLBOX_IMAGE,
   });
-  assert.equal(pod.metadata.annotations?.[AnnotationManaged], "true");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_MANAGED], "true");
 });
 
 // ---- classification ----
@@ -131,7 +131,7 @@ Deno.test("classifyPods leaves terminating pods out, and sub-agents with a bad s
   const terminating = buildAgentPod(cs, 1, "vk-ns-demo-0");
   terminating.metadata.deletionTimestamp = "2026-05-14T00:00:00Z";
   const badSlot = buildAgentPod(cs, 2, "vk-ns-demo-0");
-  badSlot.metadata.labels![LabelSlot] = "two";
+  badSlot.metadata.labels![LABEL_SLOT] = "two";
   const got = classifyPods([terminating, badSlot]);
   assert.equal(got.sub.size, 0);
   assert.deepEqual([...got.allByName.keys()], ["demo-2"]);
@@ -143,9 +143,9 @@ Deno.test("a managed pod is controlled by its CocoonSet", () => {
   const pod = buildAgentPod(newCocoonSet("demo"), 0);
   const refs = pod.metadata.ownerReferences ?? [];
   assert.equal(refs.length, 1);
-  assert.equal(refs[0].kind, KindCocoonSet);
+  assert.equal(refs[0].kind, KIND_COCOON_SET);
   assert.equal(refs[0].name, "demo");
-  assert.equal(refs[0].uid, testUID);
+  assert.equal(refs[0].uid, TEST_UID);
   assert.equal(refs[0].controller, true);
 });
 
@@ -155,18 +155,18 @@ Deno.test("a managed pod selects the set's pool and snapshot compatibility class
     c.spec.snapshotCompatibilityClass = "n2-cascade-lake-v1";
   });
   const pod = buildAgentPod(cs, 0);
-  assert.equal(pod.spec?.nodeSelector?.[LabelNodePool], "purpose-a");
-  assert.equal(pod.spec?.nodeSelector?.[LabelSnapshotCompatibilityClass], "n2-cascade-lake-v1");
+  assert.equal(pod.spec?.nodeSelector?.[LABEL_NODE_POOL], "purpose-a");
+  assert.equal(pod.spec?.nodeSelector?.[LABEL_SNAPSHOT_COMPATIBILITY_CLASS], "n2-cascade-lake-v1");
 });
 
 Deno.test("a set without a compatibility class gets no class selector (default pool only)", () => {
   const pod = buildAgentPod(newCocoonSet("demo"), 0);
-  assert.deepEqual(pod.spec?.nodeSelector, { [LabelNodePool]: "default" });
+  assert.deepEqual(pod.spec?.nodeSelector, { [LABEL_NODE_POOL]: "default" });
 });
 
 Deno.test("a managed pod tolerates the virtual-kubelet provider taint", () => {
   const pod = buildAgentPod(newCocoonSet("demo"), 0);
-  assert.ok(pod.spec?.tolerations?.some((t) => t.key === TolerationKey));
+  assert.ok(pod.spec?.tolerations?.some((t) => t.key === TOLERATION_KEY));
 });
 
 Deno.test("a managed pod tolerates not-ready and unreachable nodes forever", () => {
@@ -185,7 +185,7 @@ Deno.test("a managed pod is stamped with the CocoonSet generation", () => {
     c.metadata.generation = 42;
   });
   const pod = buildAgentPod(cs, 0);
-  assert.equal(pod.metadata.annotations?.[AnnotationCocoonSetGeneration], "42");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "42");
 });
 
 Deno.test("the VM spec annotations do not replace the agent pod's generation stamp", () => {
@@ -193,17 +193,17 @@ Deno.test("the VM spec annotations do not replace the agent pod's generation sta
     c.metadata.generation = 11;
   });
   const pod = buildAgentPod(cs, 0);
-  assert.equal(pod.metadata.annotations?.[AnnotationCocoonSetGeneration], "11");
-  assert.equal(pod.metadata.annotations?.[AnnotationVMName], "vk-ns-demo-0");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "11");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_VM_NAME], "vk-ns-demo-0");
 });
 
 Deno.test("the VM spec annotations do not replace the toolbox pod's generation stamp", () => {
   const cs = newCocoonSet("demo", (c) => {
     c.metadata.generation = 13;
   });
-  const pod = buildToolboxPod(cs, { name: "tb", image: toolboxImage });
-  assert.equal(pod.metadata.annotations?.[AnnotationCocoonSetGeneration], "13");
-  assert.equal(pod.metadata.annotations?.[AnnotationVMName], "vk-ns-demo-tb");
+  const pod = buildToolboxPod(cs, { name: "tb", image: TOOLBOX_IMAGE });
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "13");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_VM_NAME], "vk-ns-demo-tb");
 });
 
 // ---- placement ----
@@ -217,7 +217,7 @@ Deno.test("a main of a pinned set gets a required hostname affinity, not a node 
   const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
     ?.nodeSelectorTerms;
   assert.deepEqual(terms, [{
-    matchExpressions: [{ key: LabelHostname, operator: "In", values: ["node-b"] }],
+    matchExpressions: [{ key: LABEL_HOSTNAME, operator: "In", values: ["node-b"] }],
   }]);
 });
 
@@ -249,7 +249,7 @@ Deno.test("builders never mutate the CocoonSet and never share objects between p
     c.spec.agent.envFrom = [{ configMapRef: { name: "cm" } }];
     c.spec.toolboxes = [{
       name: "tb",
-      image: toolboxImage,
+      image: TOOLBOX_IMAGE,
       storage: "5Gi",
       resources: { limits: { cpu: "1" } },
     }];
@@ -275,10 +275,10 @@ Deno.test("builders never mutate the CocoonSet and never share objects between p
   (c2.resources as { claims?: { name: string }[] }).claims![0].name = "changed";
   c2.envFrom![0].configMapRef!.name = "changed";
   second.spec!.tolerations![0].key = "changed";
-  second.spec!.nodeSelector![LabelNodePool] = "changed";
+  second.spec!.nodeSelector![LABEL_NODE_POOL] = "changed";
   second.metadata.ownerReferences![0].name = "changed";
-  second.metadata.labels![LabelRole] = "changed";
-  second.metadata.annotations![AnnotationMode] = "changed";
+  second.metadata.labels![LABEL_ROLE] = "changed";
+  second.metadata.annotations![ANNOTATION_MODE] = "changed";
   assert.deepEqual(first, firstBefore, "one pod's objects must not be another pod's");
   assert.deepEqual(cs, before, "mutating a pod must not reach the CocoonSet");
 
@@ -291,7 +291,7 @@ Deno.test("builders never mutate the CocoonSet and never share objects between p
 Deno.test("without storage the pods still get their own resource maps", () => {
   const cs = newCocoonSet("demo", withReplicas(2), (c) => {
     c.spec.agent.resources = { limits: { cpu: "2" }, requests: { cpu: "1" } };
-    c.spec.toolboxes = [{ name: "tb", image: toolboxImage, resources: { limits: { cpu: "1" } } }];
+    c.spec.toolboxes = [{ name: "tb", image: TOOLBOX_IMAGE, resources: { limits: { cpu: "1" } } }];
   });
   const before = structuredClone(cs);
   const [a, b] = [buildAgentPod(cs, 1, "vk-ns-demo-0"), buildAgentPod(cs, 2, "vk-ns-demo-0")];

@@ -4,7 +4,7 @@ import type { Pod, PodCondition, Request } from "../kube/mod.ts";
 import { FakeClient, waitFor } from "../kube/testing/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { isPodReady } from "../common/meta/mod.ts";
-import { newCocoonSet, readyPod, testNamespace } from "./_test_support.ts";
+import { newCocoonSet, readyPod, TEST_NAMESPACE } from "./_test_support.ts";
 import { buildAgentPod } from "./pods.ts";
 import { isUnschedulable, podRelevantChange, unschedulableMessage } from "./predicate.ts";
 
@@ -34,7 +34,7 @@ function changed(mutate: (pod: Pod) => void): [Pod, Pod] {
   return [before, after];
 }
 
-const unschedulable: PodCondition = {
+const UNSCHEDULABLE: PodCondition = {
   type: "PodScheduled",
   status: "False",
   reason: "Unschedulable",
@@ -104,7 +104,7 @@ Deno.test("an annotation change passes", () => {
 Deno.test("a flip to and from Unschedulable passes (not looked at by the Go operator)", () => {
   const [o, n] = changed((pod) => {
     pod.status!.conditions = pod.status!.conditions!.map((c) =>
-      c.type === "PodScheduled" ? unschedulable : c
+      c.type === "PodScheduled" ? UNSCHEDULABLE : c
     );
   });
   assert.equal(o.status?.phase, n.status?.phase, "same phase");
@@ -112,7 +112,7 @@ Deno.test("a flip to and from Unschedulable passes (not looked at by the Go oper
   assert.equal(p.update(o, n), true, "becomes Unschedulable");
   assert.equal(p.update(n, o), true, "no longer Unschedulable");
   assert.ok(isUnschedulable(n));
-  assert.equal(unschedulableMessage(n), unschedulable.message);
+  assert.equal(unschedulableMessage(n), UNSCHEDULABLE.message);
   assert.equal(unschedulableMessage(o), "");
   // A new scheduler message on a pod that stays Unschedulable is only status churn.
   const again = structuredClone(n);
@@ -173,7 +173,7 @@ Deno.test("wired as the Owns filter, status churn wakes no reconcile while a mar
   const run = mgr.start(stop.signal);
   const marker = async (n: number) => {
     const before = count("b");
-    await fake.patch(Pods, testNamespace, "b-0", "merge", {
+    await fake.patch(Pods, TEST_NAMESPACE, "b-0", "merge", {
       metadata: { annotations: { "test/marker": String(n) } },
     });
     await waitFor(`marker ${n} reconciled`, () => count("b") > before);
@@ -183,7 +183,7 @@ Deno.test("wired as the Owns filter, status churn wakes no reconcile while a mar
     await marker(1);
     const settled = count("a");
 
-    await fake.patch(Pods, testNamespace, "a-0", "merge", {
+    await fake.patch(Pods, TEST_NAMESPACE, "a-0", "merge", {
       status: {
         conditions: [{
           type: "PodScheduled",
@@ -196,8 +196,8 @@ Deno.test("wired as the Owns filter, status churn wakes no reconcile while a mar
     await marker(2);
     assert.equal(count("a"), settled, "the status-only change was dropped");
 
-    await fake.patch(Pods, testNamespace, "a-0", "merge", {
-      status: { conditions: [unschedulable] },
+    await fake.patch(Pods, TEST_NAMESPACE, "a-0", "merge", {
+      status: { conditions: [UNSCHEDULABLE] },
     }, { subresource: "status" });
     await waitFor("the Unschedulable flip reconciled", () => count("a") > settled);
   } finally {

@@ -3,9 +3,9 @@
  * status names them in its conditions (status.ts). A check that must stop the pass throws
  * PassStopped; the pass (reconciler.ts) writes the status once and fails with its error.
  */
-import type { ConditionTypeProgressing } from "../common/apis/v1/conditions.ts";
+import type { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
-import type { ConditionTypeReady } from "../common/k8s/condition.ts";
+import type { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 
 /**
  * Something that keeps the set from converging and that the status must say: the condition it
@@ -13,7 +13,7 @@ import type { ConditionTypeReady } from "../common/k8s/condition.ts";
  * failed main, a dead-lettered sub-agent).
  */
 export interface StatusProblem {
-  condition: typeof ConditionTypeReady | typeof ConditionTypeProgressing;
+  condition: typeof CONDITION_TYPE_READY | typeof CONDITION_TYPE_PROGRESSING;
   reason: string;
   message: string;
 }

@@ -5,12 +5,12 @@
  * pass of this set). The other pods of the pass carry on; a refusal never stops the pass.
  */
 import { apiErrorOf } from "../kube/mod.ts";
-import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { emit, type SetPass } from "./pass.ts";
 import { serverMessage } from "./validate.ts";
 
 /** Ready=False reason (and Warning reason) of a create a ResourceQuota refused. */
-export const ReasonQuotaExceeded = "QuotaExceeded";
+export const REASON_QUOTA_EXCEEDED = "QuotaExceeded";
 
 /** Thrown after a pass met a quota refusal, so the set is retried with backoff. */
 export class QuotaExceededError extends Error {
@@ -50,16 +50,16 @@ export function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): b
     quota: names,
     error: refusal.message,
   });
-  const existing = pass.problems.find((p) => p.reason === ReasonQuotaExceeded);
+  const existing = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
   if (existing) {
     // One Warning per quota and pass: a scale-up of many slots meets the same quota many times.
     if (!existing.message.includes(`ResourceQuota ${names} `)) {
       existing.message += `; ${message}`;
-      emit(pass, "Warning", ReasonQuotaExceeded, message);
+      emit(pass, "Warning", REASON_QUOTA_EXCEEDED, message);
     }
     return true;
   }
-  pass.problems.push({ condition: ConditionTypeReady, reason: ReasonQuotaExceeded, message });
-  emit(pass, "Warning", ReasonQuotaExceeded, message);
+  pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_QUOTA_EXCEEDED, message });
+  emit(pass, "Warning", REASON_QUOTA_EXCEEDED, message);
   return true;
 }

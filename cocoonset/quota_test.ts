@@ -14,11 +14,11 @@ import {
   podSeed,
   reconcileSet,
   setSeed,
-  testNamespace,
+  TEST_NAMESPACE,
 } from "./_test_support.ts";
 import { confirmDeletes, liveSet, refuseCreates } from "./_hardening_test_support.ts";
-import { QuotaExceededError, quotaRefusal, ReasonQuotaExceeded } from "./quota.ts";
-import { ReasonInvalidSpec } from "./validate.ts";
+import { QuotaExceededError, quotaRefusal, REASON_QUOTA_EXCEEDED } from "./quota.ts";
+import { REASON_INVALID_SPEC } from "./validate.ts";
 
 Deno.test("quotaRefusal reads the quota names from the server's message, and only from a 403", () => {
   const target = { resource: "pods", namespace: "ns", name: "p" };
@@ -34,7 +34,7 @@ Deno.test("a drifted toolbox in a namespace at its quota: replaced delete-then-c
   const env = newTestEnv([setSeed(cs), ...pods.map(podSeed)]);
   assert.deepEqual(await reconcileSet(env, "q"), {});
 
-  await env.fake.patch(CocoonSets, testNamespace, "q", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "q", "merge", {
     spec: { toolboxes: [{ name: "tb", image: "img:2" }] },
   });
   refuseCreates(env, "q-tb", "quota");
@@ -42,15 +42,15 @@ Deno.test("a drifted toolbox in a namespace at its quota: replaced delete-then-c
   // The dry-run's 403 is no verdict on the shape: the old toolbox goes, freeing its quota.
   assert.deepEqual(await reconcileSet(env, "q"), { requeue: true });
   assert.equal(actionsOf(env, "delete", Pods, "q-tb").length, 1);
-  assert.equal(env.recorder.withReason(ReasonInvalidSpec).length, 0, "not an invalid spec");
+  assert.equal(env.recorder.withReason(REASON_INVALID_SPEC).length, 0, "not an invalid spec");
   await confirmDeletes(env);
 
   // Still full (something else took the place): the create is refused and said so.
   await assert.rejects(reconcileSet(env, "q"), QuotaExceededError);
   const ready = conditionOf(await findSet(env.fake, "q"), "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonQuotaExceeded]);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_QUOTA_EXCEEDED]);
   assert.match(ready?.message ?? "", /^toolbox tb: ResourceQuota q1 of namespace ns: .*exceeded/);
-  const warnings = env.recorder.withReason(ReasonQuotaExceeded);
+  const warnings = env.recorder.withReason(REASON_QUOTA_EXCEEDED);
   assert.deepEqual(warnings.map((w) => w.type), ["Warning"]);
   assert.match(warnings[0].message, /ResourceQuota q1/);
 });
@@ -62,7 +62,7 @@ Deno.test("a main the quota refuses: QuotaExceeded on the status, retried with b
 
   await assert.rejects(reconcileSet(env, "qm"), QuotaExceededError);
   const ready = conditionOf(await findSet(env.fake, "qm"), "Ready");
-  assert.equal(ready?.reason, ReasonQuotaExceeded);
+  assert.equal(ready?.reason, REASON_QUOTA_EXCEEDED);
   assert.match(ready?.message ?? "", /^the main agent: ResourceQuota q1/);
 });
 
@@ -73,6 +73,6 @@ Deno.test("sub-agents the quota refuses: the ones it admits are created, one War
   refuseCreates(env, "qs-3", "quota", { realOnly: true });
 
   assert.deepEqual(await reconcileSet(env, "qs"), { requeue: true }, "slot 1 was created");
-  assert.ok(await env.fake.get(Pods, testNamespace, "qs-1"));
-  assert.equal(env.recorder.withReason(ReasonQuotaExceeded).length, 1);
+  assert.ok(await env.fake.get(Pods, TEST_NAMESPACE, "qs-1"));
+  assert.equal(env.recorder.withReason(REASON_QUOTA_EXCEEDED).length, 1);
 });

@@ -8,11 +8,11 @@ import { parseRfc3339, rfc3339Nano } from "../kube/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 
 /** CocoonSet annotation: JSON object keyed by slot, `{"count": N, "lastDeleted": RFC 3339}`. */
-export const AnnotationRebuildHistory = "cocoonset.cocoonstack.io/rebuild-history";
+export const ANNOTATION_REBUILD_HISTORY = "cocoonset.cocoonstack.io/rebuild-history";
 /** Pod annotation marking a sub-agent that used up its rebuilds (value "true"). */
-export const AnnotationDeadLetter = "cocoonset.cocoonstack.io/dead-letter";
+export const ANNOTATION_DEAD_LETTER = "cocoonset.cocoonstack.io/dead-letter";
 /** Rebuild deletes per slot before the next failure dead-letters the pod. */
-export const maxRebuildAttempts = 4;
+export const MAX_REBUILD_ATTEMPTS = 4;
 
 /** One slot's rebuild record. lastDeleted is epoch milliseconds. */
 export interface RebuildEntry {
@@ -29,7 +29,7 @@ export type RebuildHistory = Map<number, RebuildEntry>;
  * not wedge rebuilds.
  */
 export function readRebuildHistory(cs: CocoonSet): RebuildHistory {
-  const raw = cs.metadata.annotations?.[AnnotationRebuildHistory];
+  const raw = cs.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY];
   if (!raw) return new Map();
   try {
     return parseHistory(JSON.parse(raw)) ?? new Map();

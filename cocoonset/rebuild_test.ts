@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { newCocoonSet } from "./_test_support.ts";
 import {
-  AnnotationRebuildHistory,
+  ANNOTATION_REBUILD_HISTORY,
   backoffDelayMs,
   encodeRebuildHistory,
   readRebuildHistory,
@@ -10,7 +10,7 @@ import {
 
 function withHistory(raw: string) {
   return newCocoonSet("demo", (cs) => {
-    cs.metadata.annotations = { [AnnotationRebuildHistory]: raw };
+    cs.metadata.annotations = { [ANNOTATION_REBUILD_HISTORY]: raw };
   });
 }
 

@@ -36,7 +36,7 @@ import type {
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
-import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { isPodReady, parseVMSpec } from "../common/meta/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import { ensureSubAgents, type SubAgentOutcome } from "./agents.ts";
@@ -59,7 +59,7 @@ import {
   emit,
   logFor,
   type PassEnd,
-  requeueWaitForMainMs,
+  REQUEUE_WAIT_FOR_MAIN_MS,
   type SetPass,
 } from "./pass.ts";
 import { classifyPods } from "./pods.ts";
@@ -72,8 +72,8 @@ import { PassStopped } from "./problem.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { addInvalidSpecProblem, ReasonInvalidSpec, rememberInvalidSpec } from "./validate.ts";
-import { defaultSetLimits, type OverLimit, overLimit, type SetLimits } from "./limits.ts";
+import { addInvalidSpecProblem, REASON_INVALID_SPEC, rememberInvalidSpec } from "./validate.ts";
+import { DEFAULT_SET_LIMITS, type OverLimit, overLimit, type SetLimits } from "./limits.ts";
 import { passResult, reportDeadLetters } from "./outcome.ts";
 
 const log = getLogger(["cocoon-operator", "cocoonset"]);
@@ -85,7 +85,7 @@ export interface CocoonSetReconcilerOptions {
   registry?: Registry;
   recorder: EventRecorder;
   clock?: Clock;
-  /** Per-set bounds; defaultSetLimits when absent. */
+  /** Per-set bounds; DEFAULT_SET_LIMITS when absent. */
   limits?: SetLimits;
 }
 
@@ -97,7 +97,7 @@ export class CocoonSetReconciler implements Reconciler {
     this.deps = {
       ...opts,
       clock: opts.clock ?? realClock,
-      limits: opts.limits ?? defaultSetLimits,
+      limits: opts.limits ?? DEFAULT_SET_LIMITS,
       validGenerations: new Map(),
       verifiedShapes: new Set(),
       teardownDeletes: new Map(),
@@ -190,7 +190,7 @@ async function runPass(pass: SetPass): Promise<Result> {
     await warnIfPoolEmpty(pass, main);
     rememberInvalidSpec(pass);
     await writeSetStatus(pass, "Pending");
-    return { requeueAfter: requeueWaitForMainMs };
+    return { requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS };
   }
 
   return await reconcileParts(pass, main, bounds);
@@ -233,8 +233,8 @@ function recordSpecBounds(pass: SetPass): SpecBounds {
   const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
   if (nameProblem) {
     pass.problems.push({
-      condition: ConditionTypeReady,
-      reason: ReasonInvalidSpec,
+      condition: CONDITION_TYPE_READY,
+      reason: REASON_INVALID_SPEC,
       message: nameProblem,
     });
   }
@@ -255,7 +255,7 @@ async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Pro
   // Bad toolbox names or counts: no toolbox is created or deleted; the Warning is given where
   // the part would have been reconciled (the status says it on every pass).
   for (const problem of [nameProblem, over.agents, over.toolboxes]) {
-    if (problem) emit(pass, "Warning", ReasonInvalidSpec, problem);
+    if (problem) emit(pass, "Warning", REASON_INVALID_SPEC, problem);
   }
   const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
   const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
@@ -272,7 +272,7 @@ export interface CocoonSetControllerOptions {
   /** Workers reconciling distinct CocoonSets at once; at least 1. */
   concurrency: number;
   clock?: Clock;
-  /** Per-set bounds (--max-replicas-per-set, --max-toolboxes-per-set); defaultSetLimits. */
+  /** Per-set bounds (--max-replicas-per-set, --max-toolboxes-per-set); DEFAULT_SET_LIMITS. */
   limits?: SetLimits;
 }
 

@@ -4,16 +4,14 @@ import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationForkFrom,
-  AnnotationHibernate,
-  AnnotationIP,
-  AnnotationVMName,
-  DefaultSnapshotTag,
-  HibernateSnapshotTag,
-  LabelCocoonSet,
-  LabelRole,
-  LabelSlot,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_FORK_FROM,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_IP,
+  ANNOTATION_VM_NAME,
+  LABEL_COCOON_SET,
+  LABEL_ROLE,
+  LABEL_SLOT,
   readHibernateState,
 } from "../common/meta/mod.ts";
 import {
@@ -35,35 +33,37 @@ import {
   reconcileSet,
   seedDeletingSet,
   seedSet,
-  testNamespace,
+  TEST_NAMESPACE,
   withFinalizer,
 } from "./_test_support.ts";
-import { ensureSubAgents, ReasonSubAgentRebuilding } from "./agents.ts";
-import { AnnotationDeleteVMNames } from "./teardown.ts";
-import { finalizerName } from "./finalizer.ts";
+import { ensureSubAgents, REASON_SUB_AGENT_REBUILDING } from "./agents.ts";
+import { ANNOTATION_DELETE_VM_NAMES } from "./teardown.ts";
+import { FINALIZER_NAME } from "./finalizer.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import {
-  AnnotationDeadLetter,
-  AnnotationRebuildHistory,
+  ANNOTATION_DEAD_LETTER,
+  ANNOTATION_REBUILD_HISTORY,
   encodeRebuildHistory,
-  maxRebuildAttempts,
+  MAX_REBUILD_ATTEMPTS,
   readRebuildHistory,
 } from "./rebuild.ts";
 import { setupCocoonSetController } from "./reconciler.ts";
 import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { ReasonNameConflict } from "./name_clash.ts";
-import { ReasonInvalidSpec } from "./validate.ts";
+import { REASON_NAME_CONFLICT } from "./name_clash.ts";
+import { REASON_INVALID_SPEC } from "./validate.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import { DEFAULT_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
-const rebuildMetric = "cocoon_operator_subagent_rebuild_total";
+const REBUILD_METRIC = "cocoon_operator_subagent_rebuild_total";
 
 /** A pod carrying the hibernate request, as suspend leaves it. */
 function hibernating(pod: Pod): Pod {
-  pod.metadata.annotations = { ...pod.metadata.annotations, [AnnotationHibernate]: "true" };
+  pod.metadata.annotations = { ...pod.metadata.annotations, [ANNOTATION_HIBERNATE]: "true" };
   return pod;
 }
 
-const toolboxImage = "ghcr.io/cocoonstack/cocoon/toolbox:latest";
+const TOOLBOX_IMAGE = "ghcr.io/cocoonstack/cocoon/toolbox:latest";
 
 // ---------------------------------------------------------------------------------------------
 // Ports of the Go original's cocoonset/reconciler_test.go, one test per Go test.
@@ -73,13 +73,13 @@ Deno.test("unsuspend clears the hibernate request from agents and leaves pods wi
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     c.spec.agent.replicas = 1;
-    c.spec.toolboxes = [{ name: "tb", image: toolboxImage }];
+    c.spec.toolboxes = [{ name: "tb", image: TOOLBOX_IMAGE }];
   });
   const main = hibernating(buildAgentPod(cs, 0));
   const sub = hibernating(buildAgentPod(cs, 1, "vk-ns-demo-0"));
   const tb = buildToolboxPod(cs, cs.spec.toolboxes![0]);
   const stored = seedSet(env, cs, [main, sub, tb]);
-  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
 
   await applyUnsuspend(newTestPass(env.reconciler.deps, stored, pods));
 
@@ -93,7 +93,7 @@ Deno.test("unsuspend of a set with no hibernate requests writes nothing and list
   const env = newTestEnv();
   const cs = newCocoonSet("demo");
   const stored = seedSet(env, cs, [buildAgentPod(cs, 0), buildAgentPod(cs, 1, "vk-ns-demo-0")]);
-  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
   env.fake.actions.length = 0;
 
   await applyUnsuspend(newTestPass(env.reconciler.deps, stored, pods));
@@ -105,7 +105,7 @@ Deno.test("unsuspend of a set with no hibernate requests writes nothing and list
 Deno.test("a toolbox whose pod name is taken by an agent pod is a name conflict, not a create", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
-    c.spec.toolboxes = [{ name: "0", image: toolboxImage }];
+    c.spec.toolboxes = [{ name: "0", image: TOOLBOX_IMAGE }];
   });
   const main = buildAgentPod(cs, 0);
   const stored = seedSet(env, cs, [main]);
@@ -115,7 +115,7 @@ Deno.test("a toolbox whose pod name is taken by an agent pod is a name conflict,
 
   assert.equal(out, false);
   assert.equal(pass.problems.length, 1);
-  assert.equal(pass.problems[0].reason, ReasonNameConflict);
+  assert.equal(pass.problems[0].reason, REASON_NAME_CONFLICT);
   assert.match(pass.problems[0].message, /demo-0/);
   assert.equal(actionsOf(env, "create", Pods).length, 0);
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
@@ -125,10 +125,13 @@ Deno.test("a toolbox name taken by a foreign pod: NameConflict, Warning, the oth
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
-    c.spec.toolboxes = [{ name: "tb", image: toolboxImage }, { name: "tb2", image: toolboxImage }];
+    c.spec.toolboxes = [{ name: "tb", image: TOOLBOX_IMAGE }, {
+      name: "tb2",
+      image: TOOLBOX_IMAGE,
+    }];
   });
   const foreign: Pod = {
-    metadata: { name: "demo-tb", namespace: testNamespace, labels: { app: "someone-else" } },
+    metadata: { name: "demo-tb", namespace: TEST_NAMESPACE, labels: { app: "someone-else" } },
     spec: { containers: [{ name: "c", image: "x" }] },
   };
   seedSet(env, cs, [readyPod(buildAgentPod(cs, 0)), foreign]);
@@ -139,8 +142,8 @@ Deno.test("a toolbox name taken by a foreign pod: NameConflict, Warning, the oth
 
   await assert.rejects(reconcileSet(env, "demo"), /demo-tb/);
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonNameConflict]);
-  assert.equal(env.recorder.withReason(ReasonNameConflict)[0]?.type, "Warning");
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_NAME_CONFLICT]);
+  assert.equal(env.recorder.withReason(REASON_NAME_CONFLICT)[0]?.type, "Warning");
   const untouched = (a: { name: string }) => a.name === "demo-tb";
   assert.equal(actionsOf(env, "patch", Pods).filter(untouched).length, 0);
   assert.equal(actionsOf(env, "delete", Pods).filter(untouched).length, 0);
@@ -156,26 +159,28 @@ Deno.test("an integer toolbox name is InvalidSpec: Warning, Ready=False, no tool
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
     c.spec.agent.replicas = 1;
-    c.spec.toolboxes = [{ name: "1", image: toolboxImage }];
+    c.spec.toolboxes = [{ name: "1", image: TOOLBOX_IMAGE }];
   });
   const main = readyPod(buildAgentPod(cs, 0));
   main.spec!.nodeName = "node-a";
   seedSet(env, cs, [main]);
 
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
-  const created = actionsOf(env, "create", Pods).map((a) => a.object?.metadata.labels?.[LabelRole]);
+  const created = actionsOf(env, "create", Pods).map((a) =>
+    a.object?.metadata.labels?.[LABEL_ROLE]
+  );
   assert.deepEqual(created, ["sub-agent"], "only the sub-agent is created");
-  assert.equal((await getPod(env.fake, "demo-1"))?.metadata.labels?.[LabelRole], "sub-agent");
-  assert.equal(env.recorder.withReason(ReasonInvalidSpec)[0]?.type, "Warning");
+  assert.equal((await getPod(env.fake, "demo-1"))?.metadata.labels?.[LABEL_ROLE], "sub-agent");
+  assert.equal(env.recorder.withReason(REASON_INVALID_SPEC)[0]?.type, "Warning");
 
   await editPod(env, "demo-1", readyPod);
   await reconcileSet(env, "demo");
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
   assert.equal(ready?.status, "False");
-  assert.equal(ready?.reason, ReasonInvalidSpec);
+  assert.equal(ready?.reason, REASON_INVALID_SPEC);
   assert.equal(
     actionsOf(env, "create", Pods).filter((a) =>
-      a.object?.metadata.labels?.[LabelRole] === "toolbox"
+      a.object?.metadata.labels?.[LABEL_ROLE] === "toolbox"
     )
       .length,
     0,
@@ -187,7 +192,7 @@ Deno.test("duplicate toolbox names are InvalidSpec: Warning, Ready=False, no too
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
     c.spec.toolboxes = [
-      { name: "tb", image: toolboxImage },
+      { name: "tb", image: TOOLBOX_IMAGE },
       { name: "tb", image: "ghcr.io/cocoonstack/cocoon/toolbox:other" },
     ];
   });
@@ -199,9 +204,9 @@ Deno.test("duplicate toolbox names are InvalidSpec: Warning, Ready=False, no too
   assert.equal(actionsOf(env, "create", Pods).length, 0);
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
   assert.equal(ready?.status, "False");
-  assert.equal(ready?.reason, ReasonInvalidSpec);
+  assert.equal(ready?.reason, REASON_INVALID_SPEC);
   assert.match(ready?.message ?? "", /duplicate/);
-  const warnings = env.recorder.withReason(ReasonInvalidSpec);
+  const warnings = env.recorder.withReason(REASON_INVALID_SPEC);
   assert.equal(warnings.length, 1);
   assert.equal(warnings[0].type, "Warning");
   assert.equal(warnings[0].object.metadata.name, "demo");
@@ -210,7 +215,7 @@ Deno.test("duplicate toolbox names are InvalidSpec: Warning, Ready=False, no too
 Deno.test("creating a toolbox that already exists as this set's toolbox is not a change", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
-    c.spec.toolboxes = [{ name: "tb", image: toolboxImage }];
+    c.spec.toolboxes = [{ name: "tb", image: TOOLBOX_IMAGE }];
   });
   const stored = seedSet(env, cs, [buildToolboxPod(cs, cs.spec.toolboxes![0])]);
   const before = await getPod(env.fake, "demo-tb");
@@ -238,11 +243,11 @@ Deno.test("suspend waits until every managed pod has its snapshot", async () => 
     lifecycleHibernated(buildAgentPod(cs, 0)),
     lifecycleHibernated(buildAgentPod(cs, 1, "vk-ns-demo-0")),
   ]);
-  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
+  env.registry.put("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG);
 
   assert.equal(await allOwnedPodsHibernated(pass), false, "sub-agent snapshot missing");
 
-  env.registry.put("vk-ns-demo-1", HibernateSnapshotTag);
+  env.registry.put("vk-ns-demo-1", HIBERNATE_SNAPSHOT_TAG);
   assert.equal(await allOwnedPodsHibernated(pass), true);
 });
 
@@ -255,7 +260,7 @@ Deno.test("a static toolbox does not hold up suspend completion", async () => {
     lifecycleHibernated(buildAgentPod(cs, 0)),
     buildToolboxPod(cs, cs.spec.toolboxes![0]),
   ]);
-  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
+  env.registry.put("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG);
 
   assert.equal(await allOwnedPodsHibernated(pass), true);
   assert.equal(env.registry.callsOf("hasManifest", "vk-ns-demo-tb").length, 0);
@@ -275,7 +280,7 @@ Deno.test("a snapshot tag from an earlier round does not complete suspend before
   const cs = newCocoonSet("demo");
   const main = buildAgentPod(cs, 0);
   const pass = newTestPass(env.reconciler.deps, cs, [main]);
-  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag); // left by an earlier cycle
+  env.registry.put("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG); // left by an earlier cycle
 
   assert.equal(await allOwnedPodsHibernated(pass), false, "no lifecycle report yet");
 
@@ -298,7 +303,7 @@ Deno.test("a terminal sub-agent is skipped by the suspend poll", async () => {
     lifecycleHibernated(buildAgentPod(cs, 0)),
     sub,
   ]);
-  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
+  env.registry.put("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG);
 
   assert.equal(await allOwnedPodsHibernated(pass), true);
 });
@@ -311,8 +316,8 @@ Deno.test("a failed sub-agent is deleted for a rebuild with its history, Event a
   const sub = buildAgentPod(cs, 1, "vk-ns-demo-0");
   sub.status = { phase: "Failed" };
   const stored = seedSet(env, cs, [sub]);
-  const labels = { namespace: testNamespace, cocoonset: "demo" };
-  const rebuildsBefore = await counterValue(rebuildMetric, labels);
+  const labels = { namespace: TEST_NAMESPACE, cocoonset: "demo" };
+  const rebuildsBefore = await counterValue(REBUILD_METRIC, labels);
 
   const out = await ensureSubAgents(
     newTestPass(env.reconciler.deps, stored, [sub]),
@@ -324,10 +329,10 @@ Deno.test("a failed sub-agent is deleted for a rebuild with its history, Event a
   assert.equal(await getPod(env.fake, "demo-1"), undefined);
   assert.equal(readRebuildHistory((await findSet(env.fake, "demo"))!).get(1)?.count, 1);
   assert.deepEqual(
-    env.recorder.withReason(ReasonSubAgentRebuilding).map((e) => e.message),
-    [`slot 1 attempt 1/${maxRebuildAttempts}`],
+    env.recorder.withReason(REASON_SUB_AGENT_REBUILDING).map((e) => e.message),
+    [`slot 1 attempt 1/${MAX_REBUILD_ATTEMPTS}`],
   );
-  assert.equal(await counterValue(rebuildMetric, labels), rebuildsBefore + 1);
+  assert.equal(await counterValue(REBUILD_METRIC, labels), rebuildsBefore + 1);
 });
 
 Deno.test("a dead-lettered sub-agent stays until the spec changes, then is rebuilt with a fresh budget", async () => {
@@ -336,11 +341,11 @@ Deno.test("a dead-lettered sub-agent stays until the spec changes, then is rebui
     c.spec.agent.replicas = 1;
   });
   const sub = buildAgentPod(cs, 1, "vk-ns-demo-0");
-  sub.metadata.annotations![AnnotationDeadLetter] = "true";
+  sub.metadata.annotations![ANNOTATION_DEAD_LETTER] = "true";
   cs.metadata.annotations = {
-    [AnnotationRebuildHistory]: encodeRebuildHistory(
+    [ANNOTATION_REBUILD_HISTORY]: encodeRebuildHistory(
       1,
-      new Map([[1, { count: maxRebuildAttempts, lastDeleted: 0 }]]),
+      new Map([[1, { count: MAX_REBUILD_ATTEMPTS, lastDeleted: 0 }]]),
     ),
   };
   const stored = seedSet(env, cs, [sub]);
@@ -358,7 +363,7 @@ Deno.test("a dead-lettered sub-agent stays until the spec changes, then is rebui
   const after = (await findSet(env.fake, "demo"))!;
   assert.equal(readRebuildHistory(after).has(1), false);
   // Our difference: the emptied history removes the annotation instead of leaving "{}".
-  assert.equal(after.metadata.annotations?.[AnnotationRebuildHistory], undefined);
+  assert.equal(after.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY], undefined);
   assert.equal(env.recorder.events.length, 0, "a drift rebuild records no Event");
 });
 
@@ -384,7 +389,7 @@ Deno.test("a sub-agent with lifecycle failed is rebuilt even while its pod phase
 Deno.test("a failed toolbox is deleted for recreate without backoff or Event", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
-    c.spec.toolboxes = [{ name: "tb", image: toolboxImage }];
+    c.spec.toolboxes = [{ name: "tb", image: TOOLBOX_IMAGE }];
   });
   const tb = buildToolboxPod(cs, cs.spec.toolboxes![0]);
   tb.status = { phase: "Failed" };
@@ -397,7 +402,7 @@ Deno.test("a failed toolbox is deleted for recreate without backoff or Event", a
   assert.equal(await getPod(env.fake, "demo-tb"), undefined);
   assert.equal(env.recorder.events.length, 0);
   assert.equal(
-    (await findSet(env.fake, "demo"))?.metadata.annotations?.[AnnotationRebuildHistory],
+    (await findSet(env.fake, "demo"))?.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY],
     undefined,
   );
 });
@@ -408,8 +413,8 @@ Deno.test("teardown neither deletes nor waits for a pod that only carries the se
   const stale: Pod = {
     metadata: {
       name: "demo-stale",
-      namespace: testNamespace,
-      labels: { [LabelCocoonSet]: "demo" },
+      namespace: TEST_NAMESPACE,
+      labels: { [LABEL_COCOON_SET]: "demo" },
     },
     spec: { containers: [{ name: "agent", image: "x" }] },
   };
@@ -439,14 +444,14 @@ Deno.test("teardown drops :hibernate always and :latest as the snapshot policy s
       policy: "never",
       agents: ["vk-ns-demo-0"],
       toolboxes: [],
-      want: [`vk-ns-demo-0:${HibernateSnapshotTag}`, `vk-ns-demo-0:${DefaultSnapshotTag}`],
+      want: [`vk-ns-demo-0:${HIBERNATE_SNAPSHOT_TAG}`, `vk-ns-demo-0:${DEFAULT_SNAPSHOT_TAG}`],
     },
     {
       name: "always keeps :latest",
       policy: "always",
       agents: ["vk-ns-demo-0"],
       toolboxes: [],
-      want: [`vk-ns-demo-0:${HibernateSnapshotTag}`],
+      want: [`vk-ns-demo-0:${HIBERNATE_SNAPSHOT_TAG}`],
     },
     {
       name: "main-only keeps only slot 0's :latest",
@@ -548,7 +553,7 @@ Deno.test("unsuspend leaves the hibernate request on a pod a Hibernate CR names"
     hibernating(buildAgentPod(cs, 1, "vk-ns-demo-0")),
   ]);
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate"));
-  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
 
   await applyUnsuspend(newTestPass(env.reconciler.deps, stored, pods));
 
@@ -565,7 +570,7 @@ Deno.test("unsuspend leaves a pod alone while its CR is still Hibernating under 
   const cs = newCocoonSet("demo");
   const stored = seedSet(env, cs, [hibernating(buildAgentPod(cs, 0))]);
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Wake", "Hibernating"));
-  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
 
   await applyUnsuspend(newTestPass(env.reconciler.deps, stored, pods));
 
@@ -638,20 +643,20 @@ Deno.test("C1: a new set gets its finalizer, then its main, then Pending until t
   const finalizerPatch = actionsOf(env, "patch", CocoonSets);
   assert.equal(finalizerPatch.length, 1);
   const body = finalizerPatch[0].patch as { metadata?: Record<string, unknown>; spec?: unknown };
-  assert.deepEqual(body.metadata?.finalizers, [finalizerName]);
+  assert.deepEqual(body.metadata?.finalizers, [FINALIZER_NAME]);
   assert.equal(typeof body.metadata?.resourceVersion, "string");
   assert.equal(body.spec, undefined);
   let cs = await findSet(env.fake, "demo");
-  assert.deepEqual(cs?.metadata.finalizers, [finalizerName]);
+  assert.deepEqual(cs?.metadata.finalizers, [FINALIZER_NAME]);
   assert.equal(cs?.metadata.generation, 1);
   assert.equal(actionsOf(env, "create", Pods).length, 0);
 
   // Pass 2: the main, and still no status.
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   const main = await getPod(env.fake, "demo-0");
-  assert.equal(main?.metadata.labels?.[LabelRole], "main");
-  assert.equal(main?.metadata.labels?.[LabelSlot], "0");
-  assert.equal(main?.metadata.annotations?.[AnnotationVMName], "vk-ns-demo-0");
+  assert.equal(main?.metadata.labels?.[LABEL_ROLE], "main");
+  assert.equal(main?.metadata.labels?.[LABEL_SLOT], "0");
+  assert.equal(main?.metadata.annotations?.[ANNOTATION_VM_NAME], "vk-ns-demo-0");
   assert.equal(statusWrites(), 0);
 
   // Pass 3: Pending while the main is not Ready, looked at again in 5 s.
@@ -675,7 +680,7 @@ Deno.test("C1: a new set gets its finalizer, then its main, then Pending until t
   // vk-cocoon boots the VM.
   await editPod(env, "demo-0", (p) => {
     livePod(p);
-    p.metadata.annotations![AnnotationIP] = "10.0.0.7";
+    p.metadata.annotations![ANNOTATION_IP] = "10.0.0.7";
   });
   assert.deepEqual(await reconcileSet(env, "demo"), {});
   cs = await findSet(env.fake, "demo");
@@ -722,10 +727,10 @@ Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes
   assert.equal(actionsOf(env, "patch", CocoonSets).length, 0, "a create pass writes no status");
   for (const slot of [1, 2, 3]) {
     const sub = await getPod(env.fake, `demo-${slot}`);
-    assert.equal(sub?.metadata.labels?.[LabelRole], "sub-agent");
-    assert.equal(sub?.metadata.labels?.[LabelSlot], String(slot));
-    assert.equal(sub?.metadata.annotations?.[AnnotationVMName], `vk-ns-demo-${slot}`);
-    assert.equal(sub?.metadata.annotations?.[AnnotationForkFrom], "vk-ns-demo-0");
+    assert.equal(sub?.metadata.labels?.[LABEL_ROLE], "sub-agent");
+    assert.equal(sub?.metadata.labels?.[LABEL_SLOT], String(slot));
+    assert.equal(sub?.metadata.annotations?.[ANNOTATION_VM_NAME], `vk-ns-demo-${slot}`);
+    assert.equal(sub?.metadata.annotations?.[ANNOTATION_FORK_FROM], "vk-ns-demo-0");
     assert.equal(sub?.spec?.nodeName, "node-a");
     assert.equal(sub?.spec?.affinity, undefined);
   }
@@ -747,7 +752,7 @@ Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes
   assert.equal(out?.status?.phase, "Running");
   assert.equal(out?.status?.readyAgents, 4);
 
-  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "demo", "merge", {
     spec: { agent: { replicas: 1 } },
   });
   env.fake.actions.length = 0;
@@ -757,7 +762,7 @@ Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes
 
   // vk-cocoon finishes the deletes (the sub-agents were bound to a node).
   for (const name of ["demo-2", "demo-3"]) {
-    await env.fake.delete(Pods, testNamespace, name, { gracePeriodSeconds: 0 });
+    await env.fake.delete(Pods, TEST_NAMESPACE, name, { gracePeriodSeconds: 0 });
   }
   await reconcileSet(env, "demo");
   out = await findSet(env.fake, "demo");
@@ -805,12 +810,12 @@ Deno.test("C3: a spec edit re-stamps every owned pod before anything else, and o
   assert.equal(writes[0].verb, "patch");
   assert.equal(writes[0].name, "demo-0");
   assert.deepEqual(writes[0].patch, {
-    metadata: { annotations: { [AnnotationCocoonSetGeneration]: "2" } },
+    metadata: { annotations: { [ANNOTATION_COCOON_SET_GENERATION]: "2" } },
   });
   assert.equal(actionsOf(env, "patch", Pods, "demo-1").length, 0, "already current");
   assert.deepEqual(writes.slice(1).map((a) => `${a.verb} ${a.name}`), ["create demo-2"]);
   assert.equal(
-    (await getPod(env.fake, "demo-2"))?.metadata.annotations?.[AnnotationCocoonSetGeneration],
+    (await getPod(env.fake, "demo-2"))?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION],
     "2",
   );
 });
@@ -831,7 +836,7 @@ Deno.test("C3: pods are re-stamped while the main is failed and while suspended,
     seedSet(env, cs, [main]);
     await reconcileSet(env, "demo");
     assert.equal(
-      (await getPod(env.fake, "demo-0"))?.metadata.annotations?.[AnnotationCocoonSetGeneration],
+      (await getPod(env.fake, "demo-0"))?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION],
       "4",
       mode,
     );
@@ -848,7 +853,7 @@ Deno.test("C3: pods are re-stamped while the main is failed and while suspended,
   await reconcileSet(env, "demo");
   assert.equal(actionsOf(env, "patch", Pods).length, 0);
   assert.equal(
-    (await getPod(env.fake, "demo-0"))?.metadata.annotations?.[AnnotationCocoonSetGeneration],
+    (await getPod(env.fake, "demo-0"))?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION],
     "1",
   );
 });
@@ -864,16 +869,16 @@ Deno.test("C10: a retain unsuspend clears every hibernate request and never dele
   main.spec!.nodeName = "node-a";
   const sub = lifecycleHibernated(hibernating(buildAgentPod(cs, 1, "vk-ns-demo-0", "node-a")));
   seedSet(env, cs, [main, sub]);
-  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
-  env.registry.put("vk-ns-demo-1", HibernateSnapshotTag);
+  env.registry.put("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG);
+  env.registry.put("vk-ns-demo-1", HIBERNATE_SNAPSHOT_TAG);
 
   assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
   assert.equal(readHibernateState((await getPod(env.fake, "demo-1"))!), false);
   assert.equal(env.registry.callsOf("deleteManifest").length, 0);
-  assert.ok(env.registry.contains("vk-ns-demo-0", HibernateSnapshotTag));
-  assert.ok(env.registry.contains("vk-ns-demo-1", HibernateSnapshotTag));
+  assert.ok(env.registry.contains("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG));
+  assert.ok(env.registry.contains("vk-ns-demo-1", HIBERNATE_SNAPSHOT_TAG));
   assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Pending");
 });
 
@@ -900,8 +905,8 @@ Deno.test("C15: teardown stashes the sorted union of status, previous and live V
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     c.spec.agent.replicas = 1;
-    c.spec.toolboxes = [{ name: "tb", image: toolboxImage }];
-    c.metadata.annotations = { [AnnotationDeleteVMNames]: "vk-ns-old-9" };
+    c.spec.toolboxes = [{ name: "tb", image: TOOLBOX_IMAGE }];
+    c.metadata.annotations = { [ANNOTATION_DELETE_VM_NAMES]: "vk-ns-old-9" };
     c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
   });
   const main = buildAgentPod(cs, 0);
@@ -914,7 +919,7 @@ Deno.test("C15: teardown stashes the sorted union of status, previous and live V
   assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
   let out = await findSet(env.fake, "demo");
   assert.equal(
-    out?.metadata.annotations?.[AnnotationDeleteVMNames],
+    out?.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES],
     "vk-ns-demo-0,vk-ns-demo-1,vk-ns-demo-tb,vk-ns-old-9",
   );
   assert.deepEqual(actionsOf(env, "delete", Pods).map((a) => a.name), [
@@ -929,10 +934,10 @@ Deno.test("C15: teardown stashes the sorted union of status, previous and live V
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
   assert.equal(env.registry.calls.length, 0);
   out = await findSet(env.fake, "demo");
-  assert.deepEqual(out?.metadata.finalizers, [finalizerName]);
+  assert.deepEqual(out?.metadata.finalizers, [FINALIZER_NAME]);
 
   for (const name of ["demo-0", "demo-1", "demo-tb"]) {
-    await env.fake.delete(Pods, testNamespace, name, { gracePeriodSeconds: 0 });
+    await env.fake.delete(Pods, TEST_NAMESPACE, name, { gracePeriodSeconds: 0 });
   }
   assert.deepEqual(await reconcileSet(env, "demo"), {});
   // Issue 18 (tenancy): vk-ns-old-9 is only in the editable annotation and is not a name this
@@ -950,7 +955,7 @@ Deno.test("C15: a pod already terminating gets no DELETE from teardown but is st
   const main = buildAgentPod(cs, 0);
   main.spec!.nodeName = "node-a";
   await seedDeletingSet(env, cs, [main]);
-  await env.fake.delete(Pods, testNamespace, "demo-0");
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-0");
   env.fake.actions.length = 0;
 
   assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
@@ -971,7 +976,7 @@ Deno.test("C16: a pod only labelled for the set is never stamped, counted, suspe
   });
   const foreign = buildAgentPod(other, 1, "vk-ns-other-0");
   foreign.metadata.name = "demo-1";
-  foreign.metadata.labels![LabelCocoonSet] = "demo";
+  foreign.metadata.labels![LABEL_COCOON_SET] = "demo";
   seedSet(env, cs, [readyPod(buildAgentPod(cs, 0)), foreign]);
 
   await reconcileSet(env, "demo");
@@ -993,9 +998,9 @@ Deno.test("C16: an owned pod with an unknown role is stamped, suspended and torn
   const extra: Pod = {
     metadata: {
       name: "demo-extra",
-      namespace: testNamespace,
-      labels: { [LabelCocoonSet]: "demo", [LabelRole]: "sidecar" },
-      annotations: { [AnnotationCocoonSetGeneration]: "1" },
+      namespace: TEST_NAMESPACE,
+      labels: { [LABEL_COCOON_SET]: "demo", [LABEL_ROLE]: "sidecar" },
+      annotations: { [ANNOTATION_COCOON_SET_GENERATION]: "1" },
     },
     spec: { containers: [{ name: "agent", image: "x" }] },
   };
@@ -1005,13 +1010,13 @@ Deno.test("C16: an owned pod with an unknown role is stamped, suspended and torn
   await reconcileSet(env, "demo");
 
   const pod = await getPod(env.fake, "demo-extra");
-  assert.equal(pod?.metadata.annotations?.[AnnotationCocoonSetGeneration], "2");
+  assert.equal(pod?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "2");
   assert.equal(readHibernateState(pod!), true);
   const out = await findSet(env.fake, "demo");
   assert.deepEqual(out?.status?.agents?.map((a) => a.podName), ["demo-0"]);
   assert.equal(out?.status?.toolboxes, undefined);
 
-  await env.fake.delete(CocoonSets, testNamespace, "demo");
+  await env.fake.delete(CocoonSets, TEST_NAMESPACE, "demo");
   await reconcileSet(env, "demo");
   assert.equal(await getPod(env.fake, "demo-extra"), undefined);
 });
@@ -1026,7 +1031,7 @@ Deno.test("C16: a terminating owned pod is not stamped, counted or deleted again
   main.spec!.nodeName = "node-a";
   const leaving = readyPod(buildAgentPod(newCocoonSet("demo"), 2, "vk-ns-demo-0", "node-a"));
   seedSet(env, cs, [main, leaving]);
-  await env.fake.delete(Pods, testNamespace, "demo-2");
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-2");
   env.fake.actions.length = 0;
 
   assert.deepEqual(await reconcileSet(env, "demo"), {});

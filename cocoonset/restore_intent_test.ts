@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Manager, Pods } from "../kube/mod.ts";
 import { FakeClient, waitFor } from "../kube/testing/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
-import { HibernateSnapshotTag, readRestoreFromHibernate } from "../common/meta/mod.ts";
+import { readRestoreFromHibernate } from "../common/meta/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import {
   actionsOf,
@@ -15,11 +15,12 @@ import {
   readyPod,
   reconcileSet,
   seedSet,
-  testNamespace,
+  TEST_NAMESPACE,
   withFinalizer,
 } from "./_test_support.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import { setupCocoonSetController } from "./reconciler.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Ports of the Go original's cocoonset/restore_intent_test.go.
@@ -105,12 +106,12 @@ Deno.test("a CocoonSet whose registry probe hangs does not hold up an unrelated 
     await waitFor(
       "the free set's main",
       async () =>
-        (await fake.list(Pods, { namespace: testNamespace })).items
+        (await fake.list(Pods, { namespace: TEST_NAMESPACE })).items
           .some((p) => p.metadata.name === "free-0"),
     );
 
     assert.equal(registry.inFlight("vk-ns-blocked-0"), 1, "still hanging");
-    const names = (await fake.list(Pods, { namespace: testNamespace })).items.map((p) =>
+    const names = (await fake.list(Pods, { namespace: TEST_NAMESPACE })).items.map((p) =>
       p.metadata.name
     );
     assert.deepEqual(names, ["free-0"]);
@@ -119,7 +120,7 @@ Deno.test("a CocoonSet whose registry probe hangs does not hold up an unrelated 
     await waitFor(
       "the blocked set's main once released",
       async () =>
-        (await fake.list(Pods, { namespace: testNamespace })).items
+        (await fake.list(Pods, { namespace: TEST_NAMESPACE })).items
           .some((p) => p.metadata.name === "blocked-0"),
     );
   } finally {
@@ -137,7 +138,7 @@ Deno.test("C14: a missing main whose CR is Hibernated is recreated restoring fro
   const env = newTestEnv();
   seedSet(env, newCocoonSet("demo", withFinalizer));
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
-  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
+  env.registry.put("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG);
 
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
 
@@ -154,8 +155,8 @@ Deno.test("C14: a missing sub-agent whose CR is Waking is recreated restoring, w
   main.spec!.nodeName = "node-a";
   seedSet(env, cs, [main]);
   env.fake.seed(CocoonHibernations, newHibernation("demo-1", "Wake", "Waking"));
-  env.registry.put("vk-ns-demo-1", HibernateSnapshotTag);
-  env.registry.put("vk-ns-demo-2", HibernateSnapshotTag); // no CR names demo-2
+  env.registry.put("vk-ns-demo-1", HIBERNATE_SNAPSHOT_TAG);
+  env.registry.put("vk-ns-demo-2", HIBERNATE_SNAPSHOT_TAG); // no CR names demo-2
 
   await reconcileSet(env, "demo");
 
@@ -168,7 +169,7 @@ Deno.test("C14: a snapshot tag without a Hibernated or Waking CR is ignored: the
   const env = newTestEnv();
   seedSet(env, newCocoonSet("demo", withFinalizer));
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Active"));
-  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
+  env.registry.put("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG);
 
   await reconcileSet(env, "demo");
 

@@ -2,11 +2,7 @@ import assert from "node:assert/strict";
 import { Pods } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import { CocoonHibernations } from "../common/apis/v1/resources.ts";
-import {
-  AnnotationVMName,
-  HibernateSnapshotTag,
-  readRestoreFromHibernate,
-} from "../common/meta/mod.ts";
+import { ANNOTATION_VM_NAME, readRestoreFromHibernate } from "../common/meta/mod.ts";
 import {
   actionsOf,
   getPod,
@@ -15,15 +11,16 @@ import {
   newTestEnv,
   newTestPass,
   seedSet,
-  testNamespace,
+  TEST_NAMESPACE,
 } from "./_test_support.ts";
 import { toolboxPodName } from "./pods.ts";
 import { markRestoreIfHibernated, podsRestorableByCR } from "./restore.ts";
 import { ensureToolboxes } from "./toolboxes.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 function podForVM(vm: string): Pod {
   return {
-    metadata: { name: "p", namespace: testNamespace, annotations: { [AnnotationVMName]: vm } },
+    metadata: { name: "p", namespace: TEST_NAMESPACE, annotations: { [ANNOTATION_VM_NAME]: vm } },
   };
 }
 
@@ -49,7 +46,7 @@ Deno.test("restore is marked only with intent and a snapshot; a probe error fail
   for (const c of cases) {
     await t.step(c.name, async () => {
       const env = newTestEnv();
-      if (c.snapshot) env.registry.put("vm", HibernateSnapshotTag);
+      if (c.snapshot) env.registry.put("vm", HIBERNATE_SNAPSHOT_TAG);
       if (c.probeError) env.registry.failNext("hasManifest", c.probeError);
       const pod = podForVM("vm");
 
@@ -83,7 +80,7 @@ Deno.test("only pods whose CR is Hibernated or Waking are restorable", async () 
     metadata: { name: "h-elsewhere", namespace: "other" },
   });
 
-  const got = await podsRestorableByCR(env.reconciler.deps, testNamespace);
+  const got = await podsRestorableByCR(env.reconciler.deps, TEST_NAMESPACE);
 
   assert.deepEqual([...got].sort(), ["hibernated", "waking"]);
 });
@@ -95,7 +92,7 @@ Deno.test("a toolbox hibernated through a CR is recreated restoring from its sna
   });
   const podName = toolboxPodName("demo", "tb");
   env.fake.seed(CocoonHibernations, newHibernation(podName, "Hibernate", "Hibernated"));
-  env.registry.put("vk-ns-demo-tb", HibernateSnapshotTag);
+  env.registry.put("vk-ns-demo-tb", HIBERNATE_SNAPSHOT_TAG);
   const stored = seedSet(env, cs);
 
   const pass = newTestPass(env.reconciler.deps, stored);

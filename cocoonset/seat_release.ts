@@ -13,8 +13,7 @@ import type { Pod, Result } from "../kube/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchHibernateState, patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
 import {
-  AnnotationHibernatedOnNode,
-  HibernateSnapshotTag,
+  ANNOTATION_HIBERNATED_ON_NODE,
   markRestoreFromHibernate,
   parseVMSpec,
   readHibernateState,
@@ -29,7 +28,7 @@ import {
   slotReleaseWakeUnschedulableTotal,
 } from "../metrics/metrics.ts";
 import { stashDeleteVMNames } from "./teardown.ts";
-import { podIsTerminal } from "./pod_state.ts";
+import { isPodFailed } from "./pod_state.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
 import {
   deletePod,
@@ -37,19 +36,20 @@ import {
   type Handled,
   podRef,
   readStoredPod,
-  requeueWaitForMainMs,
+  REQUEUE_WAIT_FOR_MAIN_MS,
   type SetPass,
 } from "./pass.ts";
 import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";
 import { unschedulableMessage } from "./predicate.ts";
-import { allOwnedPodsHibernated, applySuspend, requeueSuspendPollMs } from "./suspend.ts";
+import { allOwnedPodsHibernated, applySuspend, REQUEUE_SUSPEND_POLL_MS } from "./suspend.ts";
 import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
 import { dropTag } from "./tag_gate.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
-export const ReasonWakeNoCapacity = "WakeNoCapacity";
+export const REASON_WAKE_NO_CAPACITY = "WakeNoCapacity";
 
 /** Drives a release-policy suspend. */
 export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
@@ -67,7 +67,7 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
   await applySuspend(pass);
   if (!await allOwnedPodsHibernated(pass)) {
     await writeSetStatus(pass, "Suspending");
-    return { requeueAfter: requeueSuspendPollMs };
+    return { requeueAfter: REQUEUE_SUSPEND_POLL_MS };
   }
   const generation = cs.metadata.generation;
   // Stash before the first delete: teardown needs the VM names once the status is empty, and the
@@ -80,7 +80,7 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
   const main = classified.main;
   if (main?.spec?.nodeName) {
     await patchAnnotations(deps.client, CocoonSets, cs, {
-      [AnnotationHibernatedOnNode]: main.spec.nodeName,
+      [ANNOTATION_HIBERNATED_ON_NODE]: main.spec.nodeName,
     }, { signal: pass.signal });
   }
   // The writes above answer with the stored set. An edit this pass did not see (an unsuspend)
@@ -90,7 +90,7 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
   for (const pod of podsByName(classified)) {
     pass.signal.throwIfAborted();
     // A failed pod has no VM state to keep; it stays for triage after the wake.
-    if (podIsTerminal(pod)) continue;
+    if (isPodFailed(pod)) continue;
     pass.log.info("releasing seat: deleting hibernated pod {pod} on {node}", {
       pod: podRef(pod),
       node: pod.spec?.nodeName ?? "",
@@ -113,10 +113,10 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
   }
   // Suspended is written with the deletes: the wake's stale-cache check relies on it.
   await writeSetStatus(pass, "Suspended");
-  return { requeueAfter: requeueSuspendPollMs };
+  return { requeueAfter: REQUEUE_SUSPEND_POLL_MS };
 }
 
-const notHandled: Handled = { handled: false };
+const NOT_HANDLED: Handled = { handled: false };
 
 /**
  * Where a released-seat wake stands (docs/cocoonset.md, "Release"), one state per pass:
@@ -164,13 +164,13 @@ export function releasedWakeFacts(pass: SetPass): ReleasedWakeFacts {
   const main = classified.main;
   return {
     phase: cs.status?.phase,
-    hint: cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "",
+    hint: cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "",
     hasRegistry: deps.registry !== undefined,
     main: main && {
       restoreMarked: readRestoreFromHibernate(main),
       hibernateRequested: readHibernateState(main),
       live: vmLive(main),
-      terminal: podIsTerminal(main),
+      terminal: isPodFailed(main),
     },
   };
 }
@@ -198,17 +198,17 @@ export function decideReleasedWake(f: ReleasedWakeFacts): ReleasedWakeState {
  */
 export async function reconcileReleasedWake(pass: SetPass): Promise<Handled> {
   const main = pass.classified.main;
-  const hint = pass.cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
-  if (hint !== "" && main && await clearStaleHint(pass, main)) return notHandled;
+  const hint = pass.cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "";
+  if (hint !== "" && main && await clearStaleHint(pass, main)) return NOT_HANDLED;
   const state = decideReleasedWake(releasedWakeFacts(pass));
   if (state === "start" || !main) {
-    return state === "idle" ? notHandled : await startReleasedWake(pass);
+    return state === "idle" ? NOT_HANDLED : await startReleasedWake(pass);
   }
   switch (state) {
     case "idle":
     case "leave":
       // A retain-policy placeholder or a kept failed pod: the normal flow owns these.
-      return notHandled;
+      return NOT_HANDLED;
     case "restoring":
       return await awaitRestore(pass, main);
     case "complete":
@@ -234,13 +234,13 @@ async function awaitRestore(pass: SetPass, main: Pod): Promise<Handled> {
     emit(
       pass,
       "Warning",
-      ReasonWakeNoCapacity,
+      REASON_WAKE_NO_CAPACITY,
       `main pod ${main.metadata.name} unschedulable: ${msg}`,
     );
     await warnIfPoolEmpty(pass, main);
   }
   await writeSetStatus(pass, "Waking");
-  return { handled: true, result: { requeueAfter: requeueSuspendPollMs } };
+  return { handled: true, result: { requeueAfter: REQUEUE_SUSPEND_POLL_MS } };
 }
 
 /** The restored VM is live: drop the snapshot and the hint, score the landing once. */
@@ -252,7 +252,7 @@ async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Han
   const vmName = parseVMSpec(main).vmName;
   if (!await hibernateRequested(pass, main)) {
     try {
-      await dropTag(pass, vmName, HibernateSnapshotTag);
+      await dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG);
     } catch (err) {
       throw wrapError(`wake: drop hibernate snapshot ${vmName}`, err);
     }
@@ -267,7 +267,7 @@ async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Han
       cocoonset: cs.metadata.name ?? "",
       placement: hint === node ? "hint-node" : "pool",
     }).inc();
-    await patchAnnotations(deps.client, CocoonSets, cs, { [AnnotationHibernatedOnNode]: "" }, {
+    await patchAnnotations(deps.client, CocoonSets, cs, { [ANNOTATION_HIBERNATED_ON_NODE]: "" }, {
       signal: pass.signal,
     });
   }
@@ -290,25 +290,25 @@ async function startReleasedWake(pass: SetPass): Promise<Handled> {
     // Fail closed: falling through would fresh-boot over a real snapshot.
     throw wrapError("wake", err);
   }
-  if (!present) return notHandled;
+  if (!present) return NOT_HANDLED;
   await ensureSpecBuildable(pass, { creatingMain: true });
   // Persist Waking before the create: a crash in between resumes here, never fresh-boots.
   await writeSetStatus(pass, "Waking");
   const pod = buildAgentPod(cs, 0);
   markRestoreFromHibernate(pod);
-  const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
+  const hint = cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "";
   // A spec.nodeName pin already gave the pod a required affinity; it wins over the hint.
   if (hint && !pod.spec!.affinity) pod.spec!.affinity = preferredHostnameAffinity(hint);
   const ended = await createMainPod(pass, pod, {
     phase: "Waking",
-    clashWaitMs: requeueWaitForMainMs,
+    clashWaitMs: REQUEUE_WAIT_FOR_MAIN_MS,
     context: "wake: create main",
   });
   if (ended) return { handled: true, result: ended };
   pass.log.info("wake recreated the main from its snapshot, preferring node {node}", {
     node: hint,
   });
-  return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
+  return { handled: true, result: { requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS } };
 }
 
 /**
@@ -329,9 +329,9 @@ async function hibernateRequested(pass: SetPass, main: Pod): Promise<boolean> {
 async function confirmReleasedDelete(pass: SetPass, main: Pod): Promise<Handled> {
   const live = await readStoredMain(pass, main, "wake: confirm delete of");
   if (live === undefined || live.metadata.deletionTimestamp) {
-    return { handled: true, result: { requeueAfter: requeueWaitForMainMs } };
+    return { handled: true, result: { requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS } };
   }
-  return notHandled;
+  return NOT_HANDLED;
 }
 
 /** The stored copy of main (past the cache), or undefined when it is gone. */
@@ -340,9 +340,9 @@ function readStoredMain(pass: SetPass, main: Pod, what: string): Promise<Pod | u
 }
 
 /** Event reason: the restore pod's hibernate request had no owner and was withdrawn. */
-export const ReasonOrphanHibernateWithdrawn = "OrphanHibernateWithdrawn";
+export const REASON_ORPHAN_HIBERNATE_WITHDRAWN = "OrphanHibernateWithdrawn";
 /** Event reason: a node hint older than the main's run in place was cleared. */
-export const ReasonStaleHintCleared = "StaleNodeHintCleared";
+export const REASON_STALE_HINT_CLEARED = "StaleNodeHintCleared";
 
 /**
  * Clears the hibernate request of a restore pod in a released-seat wake when nothing owns it: the
@@ -372,7 +372,7 @@ async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> 
   emit(
     pass,
     "Warning",
-    ReasonOrphanHibernateWithdrawn,
+    REASON_ORPHAN_HIBERNATE_WITHDRAWN,
     `restore pod ${main.metadata.name} carried a hibernate request no CocoonHibernation or ` +
       `suspend owns; withdrawn so the wake can finish`,
   );
@@ -400,15 +400,15 @@ async function clearStaleHint(pass: SetPass, main: Pod): Promise<boolean> {
     !live || live.metadata.deletionTimestamp || readHibernateState(live) ||
     readRestoreFromHibernate(live) || !vmLive(live)
   ) return false;
-  const hint = cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "";
+  const hint = cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "";
   pass.log.info("main runs in place: clearing the stale node hint {node}", { node: hint });
   emit(
     pass,
     "Normal",
-    ReasonStaleHintCleared,
+    REASON_STALE_HINT_CLEARED,
     `main ${main.metadata.name} runs in place; node hint ${hint} from an unfinished release cleared`,
   );
-  await patchAnnotations(deps.client, CocoonSets, cs, { [AnnotationHibernatedOnNode]: "" }, {
+  await patchAnnotations(deps.client, CocoonSets, cs, { [ANNOTATION_HIBERNATED_ON_NODE]: "" }, {
     signal: pass.signal,
   });
   return true;

@@ -4,24 +4,23 @@ import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernatedOnNode,
-  AnnotationKeepSnapshotOnDelete,
-  AnnotationLifecycleState,
+  ANNOTATION_HIBERNATED_ON_NODE,
+  ANNOTATION_KEEP_SNAPSHOT_ON_DELETE,
+  ANNOTATION_LIFECYCLE_STATE,
   applyHibernateState,
   applyLifecycleStatus,
-  HibernateSnapshotTag,
-  LabelSnapshotCompatibilityClass,
-  LifecycleStateFailed,
-  LifecycleStateHibernating,
+  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
+  LIFECYCLE_STATE_FAILED,
+  LIFECYCLE_STATE_HIBERNATING,
   markRestoreFromHibernate,
   readHibernateState,
   readKeepSnapshotOnDelete,
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
-import { AnnotationDeleteVMNames } from "./teardown.ts";
+import { ANNOTATION_DELETE_VM_NAMES } from "./teardown.ts";
 import {
   decideReleasedWake,
-  ReasonWakeNoCapacity,
+  REASON_WAKE_NO_CAPACITY,
   reconcileReleasedWake,
   reconcileSuspendRelease,
   type ReleasedWakeFacts,
@@ -46,15 +45,16 @@ import {
   hibernatedMainPod,
   mainPod,
   mainVMName,
+  SEAT_SET_NAME,
   seatSet,
-  seatSetName,
   writeActions,
 } from "./_seats_test_support.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
-const podsDeletedTotal = "cocoon_operator_slot_release_pods_deleted_total";
-const wakeTotal = "cocoon_operator_slot_release_wake_total";
-const wakeUnschedulableTotal = "cocoon_operator_slot_release_wake_unschedulable_total";
-const setLabels = { namespace: "ns", cocoonset: "demo" };
+const PODS_DELETED_TOTAL = "cocoon_operator_slot_release_pods_deleted_total";
+const WAKE_TOTAL = "cocoon_operator_slot_release_wake_total";
+const WAKE_UNSCHEDULABLE_TOTAL = "cocoon_operator_slot_release_wake_unschedulable_total";
+const SET_LABELS = { namespace: "ns", cocoonset: "demo" };
 
 /** A suspended release-policy set at generation 1, modified by mods. */
 function relSet(...mods: ((cs: CocoonSet) => void)[]): CocoonSet {
@@ -73,16 +73,16 @@ function wakeSet(
   return relSet((cs) => {
     cs.spec.suspend = false;
     cs.status = { phase };
-    if (hint) cs.metadata.annotations = { [AnnotationHibernatedOnNode]: hint };
+    if (hint) cs.metadata.annotations = { [ANNOTATION_HIBERNATED_ON_NODE]: hint };
   }, ...mods);
 }
 
 function putHibernateTag(env: TestEnv): void {
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
 }
 
 function storedSet(env: TestEnv): Promise<CocoonSet> {
-  return getSet(env.fake, seatSetName);
+  return getSet(env.fake, SEAT_SET_NAME);
 }
 
 function tagDeletes(env: TestEnv): string[] {
@@ -165,20 +165,23 @@ Deno.test("release suspend deletes the verified pod, stashes hint and VM names, 
   assert.deepEqual(result, { requeueAfter: 5_000 });
   await assertDeleted(env, "demo-0", "the hibernated pod gives its seat back");
   const stored = await storedSet(env);
-  assert.equal(stored.metadata.annotations?.[AnnotationHibernatedOnNode], "node-a");
+  assert.equal(stored.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE], "node-a");
   assert.ok(
-    stored.metadata.annotations?.[AnnotationDeleteVMNames]?.split(",").includes(mainVMName),
+    stored.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES]?.split(",").includes(mainVMName),
     "VM names are stashed for teardown before the pods go",
   );
   assert.equal(stored.status?.phase, "Suspended", "Suspended lands with the deletes");
   assert.deepEqual(tagDeletes(env), [], "suspend never drops the snapshot");
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
 });
 
 Deno.test("release suspend keeps a terminal pod for triage and still settles Suspended", async () => {
   const env = newTestEnv(); // no tag: a terminal pod has no VM to snapshot
   const failed = mainPod(relSet(), { node: "node-a" });
-  applyLifecycleStatus({ state: LifecycleStateFailed, observedGeneration: 1, message: "" }, failed);
+  applyLifecycleStatus(
+    { state: LIFECYCLE_STATE_FAILED, observedGeneration: 1, message: "" },
+    failed,
+  );
   const main = env.fake.seed(Pods, failed);
   const cs = env.fake.seed(CocoonSets, relSet());
 
@@ -216,7 +219,9 @@ Deno.test("release suspend frees the seat even when the keep-snapshot patch is r
   env.fake.addReactor((action) => {
     const annotations = (action.patch as { metadata?: { annotations?: Record<string, unknown> } })
       ?.metadata?.annotations;
-    if (action.verb === "patch" && annotations?.[AnnotationKeepSnapshotOnDelete] !== undefined) {
+    if (
+      action.verb === "patch" && annotations?.[ANNOTATION_KEEP_SNAPSHOT_ON_DELETE] !== undefined
+    ) {
       return new Error("webhook rejected the pod patch");
     }
     return undefined;
@@ -237,7 +242,7 @@ Deno.test("release suspend writes stash, hint, keep-snapshot, DELETE, Suspended 
   putHibernateTag(env);
   const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(relSet(), "node-a")));
   const cs = env.fake.seed(CocoonSets, relSet());
-  const before = await counterValue(podsDeletedTotal, setLabels);
+  const before = await counterValue(PODS_DELETED_TOTAL, SET_LABELS);
 
   await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
 
@@ -246,19 +251,19 @@ Deno.test("release suspend writes stash, hint, keep-snapshot, DELETE, Suspended 
     if (a.resource === CocoonSets && a.subresource === "status") {
       return `status ${(a.patch as { status?: { phase?: string } }).status?.phase}`;
     }
-    if (a.resource === CocoonSets && body.includes(AnnotationDeleteVMNames)) return "stash";
-    if (a.resource === CocoonSets && body.includes(AnnotationHibernatedOnNode)) return "hint";
-    if (a.verb === "patch" && body.includes(AnnotationKeepSnapshotOnDelete)) return "keep";
+    if (a.resource === CocoonSets && body.includes(ANNOTATION_DELETE_VM_NAMES)) return "stash";
+    if (a.resource === CocoonSets && body.includes(ANNOTATION_HIBERNATED_ON_NODE)) return "hint";
+    if (a.verb === "patch" && body.includes(ANNOTATION_KEEP_SNAPSHOT_ON_DELETE)) return "keep";
     return `${a.verb} ${a.resource.plural}`;
   });
   assert.deepEqual(steps, ["stash", "hint", "keep", "delete pods", "status Suspended"]);
   const keep = writeActions(env.fake).find((a) =>
-    JSON.stringify(a.patch ?? {}).includes(AnnotationKeepSnapshotOnDelete)
+    JSON.stringify(a.patch ?? {}).includes(ANNOTATION_KEEP_SNAPSHOT_ON_DELETE)
   );
   assert.deepEqual(keep?.patch, {
-    metadata: { annotations: { [AnnotationKeepSnapshotOnDelete]: "true" } },
+    metadata: { annotations: { [ANNOTATION_KEEP_SNAPSHOT_ON_DELETE]: "true" } },
   });
-  assert.equal(await counterValue(podsDeletedTotal, setLabels) - before, 1);
+  assert.equal(await counterValue(PODS_DELETED_TOTAL, SET_LABELS) - before, 1);
 });
 
 // --- reconcileReleasedWake -----------------------------------------------------------------------------
@@ -272,7 +277,7 @@ Deno.test("wake recreates the main restoring from its snapshot with a preferred 
       c.spec.suspend = false;
       c.spec.snapshotCompatibilityClass = "n2-cascade-lake-v1";
       c.status = { phase: "Suspended" };
-      c.metadata.annotations = { [AnnotationHibernatedOnNode]: "node-a" };
+      c.metadata.annotations = { [ANNOTATION_HIBERNATED_ON_NODE]: "node-a" };
     }),
   );
 
@@ -282,7 +287,7 @@ Deno.test("wake recreates the main restoring from its snapshot with a preferred 
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.ok(readRestoreFromHibernate(pod), "the new main restores from :hibernate");
   assert.equal(pod.spec?.nodeName, undefined, "the wake never hard-pins a node");
-  assert.equal(pod.spec?.nodeSelector?.[LabelSnapshotCompatibilityClass], "n2-cascade-lake-v1");
+  assert.equal(pod.spec?.nodeSelector?.[LABEL_SNAPSHOT_COMPATIBILITY_CLASS], "n2-cascade-lake-v1");
   assert.deepEqual(pod.spec?.affinity, {
     nodeAffinity: {
       preferredDuringSchedulingIgnoredDuringExecution: [{
@@ -426,7 +431,7 @@ Deno.test("wake waits while the restore pod has no live VM and keeps the snapsho
 
   assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
   assert.deepEqual(tagDeletes(env), []);
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
   assert.equal((await storedSet(env)).status?.phase, "Waking");
 });
 
@@ -438,20 +443,20 @@ Deno.test("wake drops the snapshot and the node hint once the restored VM is liv
     Pods,
     mainPod(cs, { node: "node-c", vmID: "vmid-new", running: true }),
   );
-  const pool = await counterValue(wakeTotal, { ...setLabels, placement: "pool" });
-  const hintNode = await counterValue(wakeTotal, { ...setLabels, placement: "hint-node" });
+  const pool = await counterValue(WAKE_TOTAL, { ...SET_LABELS, placement: "pool" });
+  const hintNode = await counterValue(WAKE_TOTAL, { ...SET_LABELS, placement: "hint-node" });
 
   const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: true, result: { requeue: true } });
-  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
-  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
+  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HIBERNATE_SNAPSHOT_TAG}`]);
+  assert.equal(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), false);
   const stored = await storedSet(env);
-  assert.equal(stored.metadata.annotations?.[AnnotationHibernatedOnNode], undefined);
+  assert.equal(stored.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE], undefined);
   assert.notEqual(stored.status?.phase, "Waking", "the phase derives from the pods again");
-  assert.equal(await counterValue(wakeTotal, { ...setLabels, placement: "pool" }) - pool, 1);
+  assert.equal(await counterValue(WAKE_TOTAL, { ...SET_LABELS, placement: "pool" }) - pool, 1);
   assert.equal(
-    await counterValue(wakeTotal, { ...setLabels, placement: "hint-node" }) - hintNode,
+    await counterValue(WAKE_TOTAL, { ...SET_LABELS, placement: "hint-node" }) - hintNode,
     0,
   );
 });
@@ -461,14 +466,14 @@ Deno.test("wake keeps the snapshot while vk-cocoon is hibernating the restored m
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
   const main = mainPod(cs, { node: "node-a", vmID: "vmid-old", running: true });
-  main.metadata.annotations![AnnotationLifecycleState] = LifecycleStateHibernating;
+  main.metadata.annotations![ANNOTATION_LIFECYCLE_STATE] = LIFECYCLE_STATE_HIBERNATING;
   env.fake.seed(Pods, main);
 
   const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
   assert.deepEqual(tagDeletes(env), []);
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
   assert.equal((await storedSet(env)).status?.phase, "Waking");
 });
 
@@ -495,9 +500,9 @@ Deno.test("wake completes after a stale write replaced Waking: restore-marked li
   const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.equal(got.handled, true);
-  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HibernateSnapshotTag}`]);
+  assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HIBERNATE_SNAPSHOT_TAG}`]);
   assert.equal(
-    (await storedSet(env)).metadata.annotations?.[AnnotationHibernatedOnNode],
+    (await storedSet(env)).metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE],
     undefined,
     "the hint is cleared so the fallback retires",
   );
@@ -550,7 +555,7 @@ Deno.test("wake scores its placement once even when a stale Waking status re-ent
     Pods,
     mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true }),
   );
-  const score = (placement: string) => counterValue(wakeTotal, { ...setLabels, placement });
+  const score = (placement: string) => counterValue(WAKE_TOTAL, { ...SET_LABELS, placement });
   const hintNode0 = await score("hint-node");
   const pool0 = await score("pool");
 
@@ -596,14 +601,14 @@ Deno.test("wake reports WakeNoCapacity with the scheduler's message on every pas
     conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message }],
   };
   const main = env.fake.seed(Pods, pending);
-  const before = await counterValue(wakeUnschedulableTotal, setLabels);
+  const before = await counterValue(WAKE_UNSCHEDULABLE_TOTAL, SET_LABELS);
 
   for (let pass = 0; pass < 2; pass++) {
     const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
     assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
   }
 
-  const events = env.recorder.withReason(ReasonWakeNoCapacity);
+  const events = env.recorder.withReason(REASON_WAKE_NO_CAPACITY);
   assert.equal(events.length, 2, "one Event per pass");
   for (const e of events) {
     assert.equal(e.type, "Warning");
@@ -611,7 +616,7 @@ Deno.test("wake reports WakeNoCapacity with the scheduler's message on every pas
     assert.equal(e.object.kind, "CocoonSet");
     assert.equal(e.object.metadata.name, "demo");
   }
-  assert.equal(await counterValue(wakeUnschedulableTotal, setLabels) - before, 2);
+  assert.equal(await counterValue(WAKE_UNSCHEDULABLE_TOTAL, SET_LABELS) - before, 2);
   assert.equal((await storedSet(env)).status?.phase, "Waking", "never Failed: a seat may free up");
   assert.deepEqual(tagDeletes(env), []);
 });
@@ -621,12 +626,12 @@ Deno.test("wake of a pod that is merely pending scheduling records no WakeNoCapa
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
   const main = env.fake.seed(Pods, restoreMarked(mainPod(cs)));
-  const before = await counterValue(wakeUnschedulableTotal, setLabels);
+  const before = await counterValue(WAKE_UNSCHEDULABLE_TOTAL, SET_LABELS);
 
   await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(env.recorder.events, []);
-  assert.equal(await counterValue(wakeUnschedulableTotal, setLabels) - before, 0);
+  assert.equal(await counterValue(WAKE_UNSCHEDULABLE_TOTAL, SET_LABELS) - before, 0);
 });
 
 // Not in the Go tests: a CocoonHibernation (or a person) may ask the restored main to hibernate
@@ -647,7 +652,7 @@ Deno.test("wake keeps the snapshot when the restored main is asked to hibernate 
   await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
 });
 
 // Not in the Go tests: a restore pod that fails (its pull of `:hibernate` failed in a registry
@@ -658,7 +663,7 @@ Deno.test("wake restores again after a failed restore pod is gone, not a fresh b
   const env = newTestEnv([setSeed(wakeSet("Failed", "node-a"))]);
   putHibernateTag(env);
 
-  await reconcileSet(env, seatSetName);
+  await reconcileSet(env, SEAT_SET_NAME);
 
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod, "the main is recreated");
@@ -684,12 +689,12 @@ Deno.test("release suspend deletes nothing when the set it re-read has moved pas
         CocoonSets,
         relSet(withFinalizer, (c) => {
           c.status = { phase: "Suspending" };
-          if (stashed) c.metadata.annotations = { [AnnotationDeleteVMNames]: mainVMName };
+          if (stashed) c.metadata.annotations = { [ANNOTATION_DELETE_VM_NAMES]: mainVMName };
         }),
       );
       const stale = await storedSet(env);
       const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(stale, "node-a")));
-      await env.fake.patch(CocoonSets, "ns", seatSetName, "merge", { spec: { suspend: false } });
+      await env.fake.patch(CocoonSets, "ns", SEAT_SET_NAME, "merge", { spec: { suspend: false } });
       const unsuspended = await storedSet(env); // what a cache shows before the hint lands
 
       // Refused either way: the stash write carries the stale resourceVersion (Conflict), and a
@@ -712,7 +717,10 @@ Deno.test("release suspend deletes nothing when the set it re-read has moved pas
         await env.fake.delete(Pods, "ns", "demo-0", { gracePeriodSeconds: 0 });
       }
       const behind = reconcilerWith(env, laggingCache(env.fake, { set: unsuspended }));
-      await behind.reconcile({ namespace: "ns", name: seatSetName }, new AbortController().signal);
+      await behind.reconcile(
+        { namespace: "ns", name: SEAT_SET_NAME },
+        new AbortController().signal,
+      );
 
       const now = await getPod(env.fake, "demo-0");
       assert.ok(
@@ -740,7 +748,7 @@ Deno.test("wake keeps the snapshot when only the stored main carries the new hib
   await reconcileReleasedWake(newTestPass(depsOf(env), cs, [cached]));
 
   assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
 });
 
 // ---- decideReleasedWake: the one state a released-seat wake is in ----

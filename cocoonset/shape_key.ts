@@ -11,10 +11,10 @@
  * in the spec is rewritten: two shapes share a key only when their specs are equal.
  */
 import type { Pod } from "../kube/mod.ts";
-import { AnnotationCocoonSetGeneration } from "../common/meta/mod.ts";
+import { ANNOTATION_COCOON_SET_GENERATION } from "../common/meta/mod.ts";
 
 /** Verified shapes kept per process before the set is cleared (a bound, not a cache policy). */
-export const maxVerifiedShapes = 10_000;
+export const MAX_VERIFIED_SHAPES = 10_000;
 
 /** The key of pod (built for the set named setName) for sharing dry-run verdicts. */
 export function shapeKey(setName: string, pod: Pod): string {
@@ -24,7 +24,7 @@ export function shapeKey(setName: string, pod: Pod): string {
   const maskAll = (m: Record<string, string> | undefined) => {
     const out: Record<string, string> = {};
     for (const k of Object.keys(m ?? {}).sort()) {
-      if (k === AnnotationCocoonSetGeneration) continue;
+      if (k === ANNOTATION_COCOON_SET_GENERATION) continue;
       out[k] = mask(m![k]);
     }
     return out;
@@ -40,6 +40,6 @@ export function shapeKey(setName: string, pod: Pod): string {
 
 /** Remembers a verified key, keeping the set bounded. */
 export function rememberShape(verified: Set<string>, key: string): void {
-  if (verified.size >= maxVerifiedShapes) verified.clear();
+  if (verified.size >= MAX_VERIFIED_SHAPES) verified.clear();
   verified.add(key);
 }

@@ -10,7 +10,7 @@ import type { Pod } from "../kube/mod.ts";
 import { waitFor } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { LabelCocoonSet } from "../common/meta/keys.ts";
+import { LABEL_COCOON_SET } from "../common/meta/keys.ts";
 import { newOciRegistry } from "../snapshot/oci.ts";
 import { startFakeSim } from "../sim/testing/fake_sim.ts";
 import { setupHibernationController } from "../hibernation/mod.ts";
@@ -24,7 +24,7 @@ Deno.test("smoke: create, retain suspend, resume and teardown with the simulator
     healthProbeBindAddress: "127.0.0.1:0",
     leaderElection: false,
     leaderElectionId: "smoke",
-    byObject: [byObject(Pods, { labelSelector: LabelCocoonSet })],
+    byObject: [byObject(Pods, { labelSelector: LABEL_COCOON_SET })],
   });
   const registry = newOciRegistry(`${env.stub.host}/sim`);
   setupCocoonSetController(mgr, { registry, concurrency: 2 });

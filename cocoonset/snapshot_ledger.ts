@@ -43,42 +43,42 @@ import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   isValidSnapshotPolicy,
+  SNAPSHOT_POLICY_ALWAYS,
+  SNAPSHOT_POLICY_MAIN_ONLY,
+  SNAPSHOT_POLICY_NEVER,
   type SnapshotPolicy,
-  SnapshotPolicyAlways,
-  SnapshotPolicyMainOnly,
-  SnapshotPolicyNever,
   snapshotPolicyOrDefault,
 } from "../common/apis/v1/enums.ts";
 import {
-  AnnotationSnapshotPolicy,
-  DefaultSnapshotTag,
+  ANNOTATION_SNAPSHOT_POLICY,
   extractAgentSlot,
-  HibernateSnapshotTag,
-  LifecycleStateHibernated,
-  LifecycleStateHibernating,
+  LIFECYCLE_STATE_HIBERNATED,
+  LIFECYCLE_STATE_HIBERNATING,
   parseVMSpec,
   readHibernateState,
   readLifecycleState,
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
 import type { SetPass } from "./pass.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import { DEFAULT_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** CocoonSet annotation holding the ledger as JSON: `{"policies":[…],"hibernated":[…]}`. */
-export const AnnotationSnapshotLedger = "cocoonset.cocoonstack.io/snapshot-ledger";
+export const ANNOTATION_SNAPSHOT_LEDGER = "cocoonset.cocoonstack.io/snapshot-ledger";
 /** The `hibernated` entry standing for every VM of the set (a suspend hibernates them all). */
-export const EveryVM = "*";
+export const EVERY_VM = "*";
 
 /** What the ledger knows. */
 export interface SnapshotLedger {
   /** Snapshot policies (as vk-cocoon reads them) some pod of the set may have carried; sorted. */
   policies: SnapshotPolicy[];
-  /** VMs that may hold `:hibernate`, or EveryVM; sorted. */
+  /** VMs that may hold `:hibernate`, or EVERY_VM; sorted. */
   hibernated: string[];
 }
 
 /** The ledger of cs, or undefined when it is unknown (absent or unreadable). */
 export function readLedger(cs: CocoonSet): SnapshotLedger | undefined {
-  const raw = cs.metadata.annotations?.[AnnotationSnapshotLedger];
+  const raw = cs.metadata.annotations?.[ANNOTATION_SNAPSHOT_LEDGER];
   if (raw === undefined) return undefined;
   let parsed: unknown;
   try {
@@ -113,11 +113,11 @@ export function newLedger(cs: CocoonSet): SnapshotLedger {
  * the finalizer patch.
  */
 export function startLedger(cs: CocoonSet): void {
-  if (cs.metadata.annotations?.[AnnotationSnapshotLedger] !== undefined) return;
+  if (cs.metadata.annotations?.[ANNOTATION_SNAPSHOT_LEDGER] !== undefined) return;
   if (cs.status?.observedGeneration || cs.status?.phase) return;
   cs.metadata.annotations = {
     ...cs.metadata.annotations,
-    [AnnotationSnapshotLedger]: encodeLedger(newLedger(cs)),
+    [ANNOTATION_SNAPSHOT_LEDGER]: encodeLedger(newLedger(cs)),
   };
 }
 
@@ -143,12 +143,14 @@ export function ledgerEvidence(pods: readonly Pod[]): Required<LedgerAddition> {
  * anything but `never` and `main-only` (absent included) snapshots every VM.
  */
 export function podSnapshotPolicy(pod: Pod): SnapshotPolicy {
-  const p = pod.metadata.annotations?.[AnnotationSnapshotPolicy];
-  return p === SnapshotPolicyNever || p === SnapshotPolicyMainOnly ? p : SnapshotPolicyAlways;
+  const p = pod.metadata.annotations?.[ANNOTATION_SNAPSHOT_POLICY];
+  return p === SNAPSHOT_POLICY_NEVER || p === SNAPSHOT_POLICY_MAIN_ONLY
+    ? p
+    : SNAPSHOT_POLICY_ALWAYS;
 }
 
 /**
- * Records that the given VMs (or EveryVM) may hold `:hibernate`; called before the hibernate
+ * Records that the given VMs (or EVERY_VM) may hold `:hibernate`; called before the hibernate
  * request is sent, so a crash in between leaves the ledger on the safe side.
  */
 export async function recordHibernation(pass: SetPass, vms: readonly string[]): Promise<void> {
@@ -171,7 +173,7 @@ export function addToLedger(l: SnapshotLedger, add: LedgerAddition): SnapshotLed
     policies.add(p);
     changed = true;
   }
-  if (!hibernated.has(EveryVM)) {
+  if (!hibernated.has(EVERY_VM)) {
     for (const vm of add.hibernated ?? []) {
       if (vm === "" || hibernated.has(vm)) continue;
       hibernated.add(vm);
@@ -192,7 +194,7 @@ async function recordInLedger(pass: SetPass, add: LedgerAddition): Promise<void>
     await patchObject(pass.deps.client, CocoonSets, pass.cs, (c) => {
       c.metadata.annotations = {
         ...c.metadata.annotations,
-        [AnnotationSnapshotLedger]: encodeLedger(next),
+        [ANNOTATION_SNAPSHOT_LEDGER]: encodeLedger(next),
       };
     }, { optimisticLock: true, signal: pass.signal });
   } catch (err) {
@@ -207,7 +209,7 @@ async function recordInLedger(pass: SetPass, add: LedgerAddition): Promise<void>
 export function showsHibernation(pod: Pod): boolean {
   if (readHibernateState(pod) || readRestoreFromHibernate(pod)) return true;
   const state = readLifecycleState(pod);
-  return state === LifecycleStateHibernating || state === LifecycleStateHibernated;
+  return state === LIFECYCLE_STATE_HIBERNATING || state === LIFECYCLE_STATE_HIBERNATED;
 }
 
 /** The VM names of the pods that show hibernate evidence. */
@@ -232,11 +234,11 @@ export function teardownTags(
   vmName: string,
 ): string[] {
   const tags: string[] = [];
-  if (!ledger || ledger.hibernated.includes(EveryVM) || ledger.hibernated.includes(vmName)) {
-    tags.push(HibernateSnapshotTag);
+  if (!ledger || ledger.hibernated.includes(EVERY_VM) || ledger.hibernated.includes(vmName)) {
+    tags.push(HIBERNATE_SNAPSHOT_TAG);
   }
   if (!shouldKeepLatestTag(cs, vmName) && (!ledger || mayHoldLatest(cs, ledger, vmName))) {
-    tags.push(DefaultSnapshotTag);
+    tags.push(DEFAULT_SNAPSHOT_TAG);
   }
   return tags;
 }
@@ -286,7 +288,7 @@ function trailingNumberIsZero(vmName: string): boolean {
 }
 
 function normalize(l: SnapshotLedger): SnapshotLedger {
-  const hibernated = l.hibernated.includes(EveryVM) ? [EveryVM] : [...new Set(l.hibernated)];
+  const hibernated = l.hibernated.includes(EVERY_VM) ? [EVERY_VM] : [...new Set(l.hibernated)];
   return {
     policies: [...new Set(l.policies)].sort(),
     hibernated: hibernated.sort(),

@@ -2,17 +2,17 @@ import assert from "node:assert/strict";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { SnapshotPolicy } from "../common/apis/v1/enums.ts";
 import {
-  AnnotationHibernate,
-  AnnotationLifecycleState,
-  AnnotationRestoreFromHibernate,
-  AnnotationSnapshotPolicy,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_RESTORE_FROM_HIBERNATE,
+  ANNOTATION_SNAPSHOT_POLICY,
 } from "../common/meta/mod.ts";
 import { buildAgentPod } from "./pods.ts";
 import {
   addToLedger,
-  AnnotationSnapshotLedger,
+  ANNOTATION_SNAPSHOT_LEDGER,
   encodeLedger,
-  EveryVM,
+  EVERY_VM,
   hibernatedVMsOf,
   podSnapshotPolicy,
   readLedger,
@@ -25,7 +25,7 @@ import { newCocoonSet } from "./_test_support.ts";
 function withLedger(raw: string | undefined, policy?: SnapshotPolicy): CocoonSet {
   return newCocoonSet("demo", (cs) => {
     if (policy) cs.spec.snapshotPolicy = policy;
-    if (raw !== undefined) cs.metadata.annotations = { [AnnotationSnapshotLedger]: raw };
+    if (raw !== undefined) cs.metadata.annotations = { [ANNOTATION_SNAPSHOT_LEDGER]: raw };
   });
 }
 
@@ -61,7 +61,7 @@ Deno.test("ledger: a new set starts with its defaulted policy; a set reconciled 
 
   const old = newCocoonSet("demo", (cs) => cs.status = { observedGeneration: 1, phase: "Running" });
   startLedger(old);
-  assert.equal(old.metadata.annotations?.[AnnotationSnapshotLedger], undefined);
+  assert.equal(old.metadata.annotations?.[ANNOTATION_SNAPSHOT_LEDGER], undefined);
 
   const kept = withLedger('{"policies":["always","never"],"hibernated":["x"]}', "never");
   startLedger(kept);
@@ -75,8 +75,8 @@ Deno.test("ledger: additions only grow it, and * absorbs single VMs", () => {
     policies: ["always", "never"],
     hibernated: ["vk-ns-demo-0"],
   });
-  const all = addToLedger(l, { hibernated: [EveryVM] })!;
-  assert.deepEqual(all.hibernated, [EveryVM]);
+  const all = addToLedger(l, { hibernated: [EVERY_VM] })!;
+  assert.deepEqual(all.hibernated, [EVERY_VM]);
   assert.equal(addToLedger(all, { hibernated: ["vk-ns-demo-3"] }), undefined);
 });
 
@@ -84,11 +84,11 @@ Deno.test("ledger: hibernate evidence is a request, a hibernating or hibernated 
   const cs = newCocoonSet("demo");
   const cases: [string, Record<string, string>, boolean][] = [
     ["nothing", {}, false],
-    ["hibernate request", { [AnnotationHibernate]: "true" }, true],
-    ["hibernating", { [AnnotationLifecycleState]: "hibernating" }, true],
-    ["hibernated", { [AnnotationLifecycleState]: "hibernated" }, true],
-    ["restore from :hibernate", { [AnnotationRestoreFromHibernate]: "true" }, true],
-    ["ready", { [AnnotationLifecycleState]: "ready" }, false],
+    ["hibernate request", { [ANNOTATION_HIBERNATE]: "true" }, true],
+    ["hibernating", { [ANNOTATION_LIFECYCLE_STATE]: "hibernating" }, true],
+    ["hibernated", { [ANNOTATION_LIFECYCLE_STATE]: "hibernated" }, true],
+    ["restore from :hibernate", { [ANNOTATION_RESTORE_FROM_HIBERNATE]: "true" }, true],
+    ["ready", { [ANNOTATION_LIFECYCLE_STATE]: "ready" }, false],
   ];
   for (const [name, annotations, want] of cases) {
     await t.step(name, () => {
@@ -152,7 +152,7 @@ Deno.test("teardownTags: only tags the ledger says may exist and the policy does
     {
       name: "main-only now, always before, suspended once: sub-agent :latest and every :hibernate",
       policy: "main-only",
-      ledger: { policies: ["always", "main-only"], hibernated: [EveryVM] },
+      ledger: { policies: ["always", "main-only"], hibernated: [EVERY_VM] },
       want: { "vk-ns-demo-0": ["hibernate"], "vk-ns-demo-1": ["hibernate", "latest"] },
     },
     {
@@ -185,8 +185,8 @@ Deno.test("ledger: a pod's policy is what vk-cocoon reads from its annotation (a
   for (const [name, annotation, want] of cases) {
     await t.step(name, () => {
       const pod = buildAgentPod(cs, 0);
-      if (annotation === undefined) delete pod.metadata.annotations![AnnotationSnapshotPolicy];
-      else pod.metadata.annotations![AnnotationSnapshotPolicy] = annotation;
+      if (annotation === undefined) delete pod.metadata.annotations![ANNOTATION_SNAPSHOT_POLICY];
+      else pod.metadata.annotations![ANNOTATION_SNAPSHOT_POLICY] = annotation;
       assert.equal(podSnapshotPolicy(pod), want);
     });
   }

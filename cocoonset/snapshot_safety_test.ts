@@ -9,29 +9,28 @@ import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernateAskedVMID,
-  AnnotationHibernatedOnNode,
-  AnnotationVMID,
-  AnnotationVMName,
+  ANNOTATION_HIBERNATE_ASKED_VMID,
+  ANNOTATION_HIBERNATED_ON_NODE,
+  ANNOTATION_VM_NAME,
+  ANNOTATION_VMID,
   applyHibernateState,
   applyLifecycleStatus,
-  HibernateSnapshotTag,
   markRestoreFromHibernate,
   readHibernateState,
 } from "../common/meta/mod.ts";
-import { AnnotationDeleteVMNames } from "./teardown.ts";
+import { ANNOTATION_DELETE_VM_NAMES } from "./teardown.ts";
 import {
-  ReasonOrphanHibernateWithdrawn,
+  REASON_ORPHAN_HIBERNATE_WITHDRAWN,
   reconcileReleasedWake,
   reconcileSuspendRelease,
 } from "./seat_release.ts";
 import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
 import {
-  deferredDropEventIntervalMs,
+  DEFERRED_DROP_EVENT_INTERVAL_MS,
   dropTag,
-  ReasonHibernateRefused,
-  ReasonSnapshotDeleteDeferred,
-  ReasonSnapshotDeleteRefused,
+  REASON_HIBERNATE_REFUSED,
+  REASON_SNAPSHOT_DELETE_DEFERRED,
+  REASON_SNAPSHOT_DELETE_REFUSED,
 } from "./tag_gate.ts";
 import { reconcileMigration } from "./migrate.ts";
 import {
@@ -44,16 +43,17 @@ import {
   newTestPass,
   reconcileSet,
   seedSet,
-  testNamespace,
+  TEST_NAMESPACE,
   withFinalizer,
 } from "./_test_support.ts";
-import { mainPod, mainVMName, seatSet, seatSetName } from "./_seats_test_support.ts";
+import { mainPod, mainVMName, SEAT_SET_NAME, seatSet } from "./_seats_test_support.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 function wakeSet(phase: string, hint: string): CocoonSet {
   return seatSet((cs) => {
     cs.spec.hibernatePolicy = "release";
     cs.status = { phase } as CocoonSet["status"];
-    if (hint) cs.metadata.annotations = { [AnnotationHibernatedOnNode]: hint };
+    if (hint) cs.metadata.annotations = { [ANNOTATION_HIBERNATED_ON_NODE]: hint };
   });
 }
 
@@ -69,7 +69,7 @@ function restoreMarked(pod: Pod): Pod {
 
 Deno.test("finding 3: a released-seat wake withdraws a hibernate request nobody owns and finishes", async () => {
   const env = newTestEnv();
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
   // The restore pod carries a hibernate request whose CocoonHibernation is gone.
   const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
@@ -77,13 +77,16 @@ Deno.test("finding 3: a released-seat wake withdraws a hibernate request nobody 
   await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
-  assert.equal(env.recorder.withReason(ReasonOrphanHibernateWithdrawn).length, 1);
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag), "the restore still needs it");
+  assert.equal(env.recorder.withReason(REASON_ORPHAN_HIBERNATE_WITHDRAWN).length, 1);
+  assert.ok(
+    env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG),
+    "the restore still needs it",
+  );
 });
 
 Deno.test("finding 3: a hibernate request a CocoonHibernation owns is left on the restore pod", async () => {
   const env = newTestEnv();
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernating"));
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
   const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
@@ -91,12 +94,12 @@ Deno.test("finding 3: a hibernate request a CocoonHibernation owns is left on th
   await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true);
-  assert.equal(env.recorder.withReason(ReasonOrphanHibernateWithdrawn).length, 0);
+  assert.equal(env.recorder.withReason(REASON_ORPHAN_HIBERNATE_WITHDRAWN).length, 0);
 });
 
 Deno.test("finding 4: a stale node hint is cleared once the main runs in place; a failed main is then not restored from it", async () => {
   const env = newTestEnv();
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   // An aborted release left the hint (and the tag); the main runs in place.
   const cs = env.fake.seed(CocoonSets, wakeSet("Running", "node-a"));
   const main = env.fake.seed(
@@ -104,12 +107,12 @@ Deno.test("finding 4: a stale node hint is cleared once the main runs in place; 
     mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }),
   );
   await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
-  let stored = await getSet(env.fake, seatSetName);
-  assert.equal(stored.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "", "");
+  let stored = await getSet(env.fake, SEAT_SET_NAME);
+  assert.equal(stored.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "", "");
 
   // Weeks later the main fails and the user deletes it: the normal flow boots it, no restore.
-  await env.fake.delete(Pods, testNamespace, "demo-0", { gracePeriodSeconds: 0 });
-  stored = await getSet(env.fake, seatSetName);
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-0", { gracePeriodSeconds: 0 });
+  stored = await getSet(env.fake, SEAT_SET_NAME);
   stored.status = { phase: "Failed" } as CocoonSet["status"];
   stored = await env.fake.updateStatus(CocoonSets, stored);
   const got = await reconcileReleasedWake(newTestPass(depsOf(env), stored, []));
@@ -125,20 +128,20 @@ async function seedDeleting(env: ReturnType<typeof newTestEnv>, cs: CocoonSet): 
 
 Deno.test("tenancy: teardown never deletes a name taken from delete-vm-names alone", async () => {
   const env = newTestEnv();
-  env.registry.put("vk-victim-app-0", HibernateSnapshotTag);
+  env.registry.put("vk-victim-app-0", HIBERNATE_SNAPSHOT_TAG);
   env.registry.put("vk-victim-app-0", "latest");
   const cs = newCocoonSet("demo", (c) => {
-    c.metadata.annotations = { [AnnotationDeleteVMNames]: "vk-ns-demo-0,vk-victim-app-0" };
+    c.metadata.annotations = { [ANNOTATION_DELETE_VM_NAMES]: "vk-ns-demo-0,vk-victim-app-0" };
   });
   await seedDeleting(env, cs);
   await reconcileSet(env, "demo");
-  assert.ok(env.registry.contains("vk-victim-app-0", HibernateSnapshotTag));
+  assert.ok(env.registry.contains("vk-victim-app-0", HIBERNATE_SNAPSHOT_TAG));
   assert.ok(env.registry.contains("vk-victim-app-0", "latest"));
   assert.equal(
     env.registry.callsOf("deleteManifest").filter((c) => c.name === "vk-victim-app-0").length,
     0,
   );
-  const refused = env.recorder.withReason(ReasonSnapshotDeleteRefused);
+  const refused = env.recorder.withReason(REASON_SNAPSHOT_DELETE_REFUSED);
   assert.ok(refused.length > 0);
   assert.match(refused[0].message, /vk-victim-app-0/);
   assert.equal((await env.fake.list(CocoonSets)).items.length, 0, "teardown still finishes");
@@ -148,11 +151,11 @@ Deno.test("tenancy: teardown of team-x/prod keeps vk-team-x-prod-0, which team/x
   const env = newTestEnv();
   const vm = "vk-team-x-prod-0";
   env.registry.put(vm, "latest");
-  env.registry.put(vm, HibernateSnapshotTag);
+  env.registry.put(vm, HIBERNATE_SNAPSHOT_TAG);
   const other = mainPod(newCocoonSet("x-prod"));
   other.metadata.namespace = "team";
   other.metadata.name = "x-prod-0";
-  other.metadata.annotations = { ...other.metadata.annotations, [AnnotationVMName]: vm };
+  other.metadata.annotations = { ...other.metadata.annotations, [ANNOTATION_VM_NAME]: vm };
   env.fake.seed(Pods, other);
   const cs = newCocoonSet("prod", (c) => {
     c.metadata.namespace = "team-x";
@@ -164,8 +167,8 @@ Deno.test("tenancy: teardown of team-x/prod keeps vk-team-x-prod-0, which team/x
     new AbortController().signal,
   );
   assert.ok(env.registry.contains(vm, "latest"));
-  assert.ok(env.registry.contains(vm, HibernateSnapshotTag));
-  const refused = env.recorder.withReason(ReasonSnapshotDeleteRefused);
+  assert.ok(env.registry.contains(vm, HIBERNATE_SNAPSHOT_TAG));
+  const refused = env.recorder.withReason(REASON_SNAPSHOT_DELETE_REFUSED);
   assert.ok(refused.length > 0);
   assert.match(refused[0].message, /CocoonSet team-x\/prod.*Pod team\/x-prod-0/);
 });
@@ -174,7 +177,7 @@ async function migrationStep(
   env: ReturnType<typeof newTestEnv>,
   edit: (pod: Pod) => void,
 ): Promise<boolean> {
-  const cs = await getSet(env.fake, seatSetName);
+  const cs = await getSet(env.fake, SEAT_SET_NAME);
   let main = await getPod(env.fake, "demo-0");
   if (!main) return true;
   edit(main);
@@ -187,7 +190,7 @@ async function migrationStep(
 Deno.test("finding 5: migration deletes the old main only on the VM's own confirmation", async (t) => {
   const seed = () => {
     const env = newTestEnv();
-    env.registry.put(mainVMName, HibernateSnapshotTag);
+    env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
     const cs = env.fake.seed(
       CocoonSets,
       seatSet((c) => {
@@ -208,7 +211,7 @@ Deno.test("finding 5: migration deletes the old main only on the VM's own confir
     // The removal done, vk-cocoon clears the VM id: that is its confirmation.
     assert.equal(
       await migrationStep(env, (p) => {
-        delete p.metadata.annotations![AnnotationVMID];
+        delete p.metadata.annotations![ANNOTATION_VMID];
         p.status = { phase: "Pending" };
       }),
       true,
@@ -244,12 +247,12 @@ Deno.test("follow-up 1: with vk-cocoon of today (no lifecycle annotations) a ret
     "the VM is asked to hibernate",
   );
   // vk-cocoon pushes first: the tag alone does not end the suspend.
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   await reconcileSet(env, cs.metadata.name!);
   assert.equal((await getSet(env.fake, cs.metadata.name!)).status?.phase, "Suspending");
   // It removes the VM and clears the id last.
   const pod = (await getPod(env.fake, "demo-0"))!;
-  delete pod.metadata.annotations![AnnotationVMID];
+  delete pod.metadata.annotations![ANNOTATION_VMID];
   pod.status = { phase: "Pending" };
   await env.fake.update(Pods, pod);
   await reconcileSet(env, cs.metadata.name!);
@@ -266,11 +269,11 @@ Deno.test("follow-up 1: with vk-cocoon of today a release suspend frees the seat
     }),
     [withHibernate(mainPod(seatSet(), { node: "node-a", running: true }))],
   );
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   for (let i = 0; i < 4; i++) await reconcileSet(env, cs.metadata.name!);
   const released = await getPod(env.fake, "demo-0");
   assert.ok(!released || released.metadata.deletionTimestamp, "the seat is released");
-  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), true, "the tag is kept");
+  assert.equal(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), true, "the tag is kept");
   assert.equal((await getSet(env.fake, cs.metadata.name!)).status?.phase, "Suspended");
 });
 
@@ -282,7 +285,7 @@ function collidingSets(mod: (cs: CocoonSet) => void): ReturnType<typeof newTestE
   other.metadata.name = "x-prod-0";
   other.metadata.annotations = {
     ...other.metadata.annotations,
-    [AnnotationVMName]: "vk-team-x-prod-0",
+    [ANNOTATION_VM_NAME]: "vk-team-x-prod-0",
   };
   env.fake.seed(Pods, other);
   const cs = newCocoonSet("prod", withFinalizer, (c) => {
@@ -313,7 +316,7 @@ Deno.test("follow-up 3: a suspend does not hibernate a VM whose name another nam
       const main = await env.fake.get(Pods, "team-x", "prod-0");
       assert.equal(readHibernateState(main), false, "no push into the shared repository");
       assert.equal(main.metadata.deletionTimestamp, undefined, "the seat is not released");
-      const refused = env.recorder.withReason(ReasonHibernateRefused);
+      const refused = env.recorder.withReason(REASON_HIBERNATE_REFUSED);
       assert.ok(refused.length > 0);
       assert.match(refused[0].message, /CocoonSet team-x\/prod.*Pod team\/x-prod-0/);
       const cs = await env.fake.get(CocoonSets, "team-x", "prod");
@@ -331,7 +334,7 @@ Deno.test("follow-up 3: a migration does not hibernate a VM whose name another n
   const main = await env.fake.get(Pods, "team-x", "prod-0");
   assert.equal(readHibernateState(main), false, "no push into the shared repository");
   assert.equal(main.metadata.deletionTimestamp, undefined);
-  const refused = env.recorder.withReason(ReasonHibernateRefused);
+  const refused = env.recorder.withReason(REASON_HIBERNATE_REFUSED);
   assert.ok(refused.length > 0);
   assert.match(refused[0].message, /CocoonSet team-x\/prod.*Pod team\/x-prod-0/);
   assert.notEqual((await env.fake.get(CocoonSets, "team-x", "prod")).status?.phase, "Migrating");
@@ -349,7 +352,7 @@ Deno.test("follow-up 3: without a colliding namespace the same suspend and migra
     await reconcileProd(env);
     await reconcileProd(env);
     assert.equal(readHibernateState(await env.fake.get(Pods, "team-x", "prod-0")), true);
-    assert.equal(env.recorder.withReason(ReasonHibernateRefused).length, 0);
+    assert.equal(env.recorder.withReason(REASON_HIBERNATE_REFUSED).length, 0);
   }
 });
 
@@ -360,14 +363,14 @@ Deno.test("follow-up 3: without a colliding namespace the same suspend and migra
  */
 function resuspendBehindCache(mod: (cs: CocoonSet) => void) {
   const env = newTestEnv();
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = seedSet(env, seatSet(withFinalizer, (c) => c.metadata.generation = 3, mod));
   const stored = env.fake.seed(
     Pods,
     withHibernate(mainPod(cs, { node: "node-a", vmID: "vmid-2", running: true })),
   );
   const cached = structuredClone(stored);
-  delete cached.metadata.annotations![AnnotationVMID];
+  delete cached.metadata.annotations![ANNOTATION_VMID];
   cached.status = { phase: "Pending" };
   return { env, cs, cached };
 }
@@ -408,7 +411,7 @@ function hibernatedByUnseenRequest(mod: (cs: CocoonSet) => void) {
   const live = newTestEnv().fake;
   live.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
   const env = newTestEnv([], undefined, { apiReader: live });
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = seedSet(env, seatSet(withFinalizer, mod));
   const main = env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-a" })));
   return { env, cs, main };
@@ -419,7 +422,7 @@ Deno.test("audit: a migration pass does not wake a main a request hibernated tha
   const { env, cs, main } = hibernatedByUnseenRequest((c) => c.spec.nodeName = "node-a");
   await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "still hibernated");
-  assert.notEqual((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
+  assert.notEqual((await getSet(env.fake, SEAT_SET_NAME)).status?.phase, "Migrating");
 });
 
 Deno.test("audit: an unsuspend does not clear the hibernate request of a request its cache does not show", async () => {
@@ -430,7 +433,7 @@ Deno.test("audit: an unsuspend does not clear the hibernate request of a request
 
 Deno.test("model seed 241: a migration finishes past a live Hibernate request that yields to it", async () => {
   const env = newTestEnv();
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = seedSet(
     env,
     seatSet(withFinalizer, (c) => {
@@ -446,39 +449,39 @@ Deno.test("model seed 241: a migration finishes past a live Hibernate request th
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernating"));
   for (
     let i = 0;
-    i < 4 && (await getSet(env.fake, seatSetName)).status?.phase === "Migrating";
+    i < 4 && (await getSet(env.fake, SEAT_SET_NAME)).status?.phase === "Migrating";
     i++
   ) {
-    await reconcileSet(env, seatSetName);
+    await reconcileSet(env, SEAT_SET_NAME);
   }
-  assert.equal(env.registry.contains(mainVMName, HibernateSnapshotTag), false);
-  assert.notEqual((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
+  assert.equal(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), false);
+  assert.notEqual((await getSet(env.fake, SEAT_SET_NAME)).status?.phase, "Migrating");
 });
 
 Deno.test("a drop the gate defers gets a Warning naming the claimant, once per requeue interval", async () => {
   const env = newTestEnv();
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = seedSet(env, seatSet((c) => c.status = { phase: "Running" } as CocoonSet["status"]));
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
   const drop = async () => {
-    const verdict = await dropTag(newTestPass(depsOf(env), cs), mainVMName, HibernateSnapshotTag);
+    const verdict = await dropTag(newTestPass(depsOf(env), cs), mainVMName, HIBERNATE_SNAPSHOT_TAG);
     assert.equal(verdict.allowed, false);
   };
   await drop();
   await drop();
-  const deferred = () => env.recorder.withReason(ReasonSnapshotDeleteDeferred);
+  const deferred = () => env.recorder.withReason(REASON_SNAPSHOT_DELETE_DEFERRED);
   assert.equal(deferred().length, 1, "one Warning for two passes inside the interval");
   assert.equal(deferred()[0].type, "Warning");
   assert.match(deferred()[0].message, /CocoonHibernation ns\/h-demo-0/);
-  env.clock.advance(deferredDropEventIntervalMs);
+  env.clock.advance(DEFERRED_DROP_EVENT_INTERVAL_MS);
   await drop();
   assert.equal(deferred().length, 2);
-  assert.ok(env.registry.contains(mainVMName, HibernateSnapshotTag));
+  assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
 });
 
 Deno.test("model seed 3093 (vk-cocoon HEAD): a migration keeps a tag the VM asked to hibernate may just have pushed", async () => {
   const env = newTestEnv();
-  env.registry.put(mainVMName, HibernateSnapshotTag);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(
     CocoonSets,
     seatSet((c) => {
@@ -491,18 +494,18 @@ Deno.test("model seed 3093 (vk-cocoon HEAD): a migration keeps a tag the VM aske
   const main = mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true });
   main.metadata.annotations = {
     ...main.metadata.annotations,
-    [AnnotationHibernateAskedVMID]: "vmid-1",
+    [ANNOTATION_HIBERNATE_ASKED_VMID]: "vmid-1",
   };
   env.fake.seed(Pods, main);
   await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
   assert.ok(
-    env.registry.contains(mainVMName, HibernateSnapshotTag),
+    env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG),
     "the tag may be the only copy",
   );
   assert.equal(env.registry.callsOf("deleteManifest").length, 0);
   const asked = await getPod(env.fake, "demo-0");
   assert.equal(readHibernateState(asked!), true, "asked to hibernate again for the migration");
-  assert.equal((await getSet(env.fake, seatSetName)).status?.phase, "Migrating");
+  assert.equal((await getSet(env.fake, SEAT_SET_NAME)).status?.phase, "Migrating");
 });
 
 /**
@@ -539,7 +542,7 @@ Deno.test("follow-up 3 x first comer: a set-only collision refuses the second co
       await reconcileProd(env);
       await reconcileProd(env);
       assert.equal(readHibernateState(await env.fake.get(Pods, "team-x", "prod-0")), true);
-      assert.equal(env.recorder.withReason(ReasonHibernateRefused).length, 0);
+      assert.equal(env.recorder.withReason(REASON_HIBERNATE_REFUSED).length, 0);
     },
   );
   await t.step(
@@ -549,7 +552,7 @@ Deno.test("follow-up 3 x first comer: a set-only collision refuses the second co
       await reconcileProd(env);
       await reconcileProd(env);
       assert.equal(readHibernateState(await env.fake.get(Pods, "team-x", "prod-0")), false);
-      const refused = env.recorder.withReason(ReasonHibernateRefused);
+      const refused = env.recorder.withReason(REASON_HIBERNATE_REFUSED);
       assert.ok(refused.length > 0);
       assert.match(refused[0].message, /CocoonSet team-x\/prod.*CocoonSet team\/x-prod/);
     },

@@ -16,21 +16,25 @@ import type {
   ToolboxStatus,
 } from "../common/apis/v1/cocoonset_types.ts";
 import {
-  ConditionTypeProgressing,
-  ReasonAgentsNotReady,
-  ReasonAllAgentsReady,
-  ReasonReconciling,
-  ReasonStable,
+  CONDITION_TYPE_PROGRESSING,
+  REASON_AGENTS_NOT_READY,
+  REASON_ALL_AGENTS_READY,
+  REASON_RECONCILING,
+  REASON_STABLE,
 } from "../common/apis/v1/conditions.ts";
 import type { CocoonSetPhase, ConnType } from "../common/apis/v1/enums.ts";
-import { type Condition, ConditionTypeReady, newReadyCondition } from "../common/k8s/condition.ts";
+import {
+  type Condition,
+  CONDITION_TYPE_READY,
+  newReadyCondition,
+} from "../common/k8s/condition.ts";
 import {
   connectionType,
   isPodReady,
   parseVMRuntime,
   parseVMSpec,
-  RoleMain,
-  RoleSubAgent,
+  ROLE_MAIN,
+  ROLE_SUB_AGENT,
 } from "../common/meta/mod.ts";
 import { nowOf, type SetPass } from "./pass.ts";
 import { omitEmpty, writeStatus } from "./status_write.ts";
@@ -38,9 +42,9 @@ import type { StatusProblem } from "./problem.ts";
 import type { ClassifiedPods } from "./pods.ts";
 
 /** Progressing=False reason when the set is in phase Failed. */
-export const ReasonFailed = "Failed";
+export const REASON_FAILED = "Failed";
 
-const int32Max = 2_147_483_647;
+const INT32_MAX = 2_147_483_647;
 
 /** Phases in which the set is still moving toward its spec. */
 const movingPhases: ReadonlySet<string> = new Set([
@@ -63,19 +67,19 @@ export function buildStatus(
 ): CocoonSetStatus {
   const generation = cs.metadata.generation ?? 0;
   // The field is an int32: replicas at the CRD's maximum must not overflow it (and be refused).
-  const desired = Math.min(1 + (cs.spec.agent.replicas ?? 0), int32Max);
+  const desired = Math.min(1 + (cs.spec.agent.replicas ?? 0), INT32_MAX);
   let ready = 0;
   const agents: AgentStatus[] = [];
   let mainVMName = "";
   if (classified.main) {
     if (isPodReady(classified.main)) ready++;
     mainVMName = parseVMSpec(classified.main).vmName;
-    agents.push(agentStatusFromPod(classified.main, 0, RoleMain, ""));
+    agents.push(agentStatusFromPod(classified.main, 0, ROLE_MAIN, ""));
   }
   for (const slot of [...classified.sub.keys()].sort((a, b) => a - b)) {
     const sub = classified.sub.get(slot)!;
     if (isPodReady(sub)) ready++;
-    agents.push(agentStatusFromPod(sub, slot, RoleSubAgent, mainVMName));
+    agents.push(agentStatusFromPod(sub, slot, ROLE_SUB_AGENT, mainVMName));
   }
   const tbDesired = cs.spec.toolboxes?.length ?? 0;
   let tbReady = 0;
@@ -176,21 +180,21 @@ export function buildConditions(
   const allReady = ready === desired && desired > 0 && tbReady === tbDesired;
   const countsMessage = `${ready}/${desired} agents ready, ${tbReady}/${tbDesired} toolboxes ready`;
   // A Failed set is never Ready, whatever the counts say.
-  const readyProblem = problems.find((p) => p.condition === ConditionTypeReady) ??
-    (phase === "Failed" ? { reason: ReasonFailed, message: countsMessage } : undefined);
+  const readyProblem = problems.find((p) => p.condition === CONDITION_TYPE_READY) ??
+    (phase === "Failed" ? { reason: REASON_FAILED, message: countsMessage } : undefined);
   const readyCond = readyProblem
     ? newReadyCondition(generation, "False", readyProblem.reason, readyProblem.message)
     : newReadyCondition(
       generation,
       allReady ? "True" : "False",
-      allReady ? ReasonAllAgentsReady : ReasonAgentsNotReady,
+      allReady ? REASON_ALL_AGENTS_READY : REASON_AGENTS_NOT_READY,
       countsMessage,
     );
 
-  const progressingProblem = problems.find((p) => p.condition === ConditionTypeProgressing);
+  const progressingProblem = problems.find((p) => p.condition === CONDITION_TYPE_PROGRESSING);
   let progressing: Pick<Condition, "status" | "reason" | "message">;
   if (phase === "Failed") {
-    progressing = { status: "False", reason: ReasonFailed, message: phase };
+    progressing = { status: "False", reason: REASON_FAILED, message: phase };
   } else if (progressingProblem) {
     progressing = {
       status: "False",
@@ -198,12 +202,12 @@ export function buildConditions(
       message: progressingProblem.message,
     };
   } else if (movingPhases.has(phase)) {
-    progressing = { status: "True", reason: ReasonReconciling, message: phase };
+    progressing = { status: "True", reason: REASON_RECONCILING, message: phase };
   } else {
-    progressing = { status: "False", reason: ReasonStable, message: phase };
+    progressing = { status: "False", reason: REASON_STABLE, message: phase };
   }
   return [readyCond, {
-    type: ConditionTypeProgressing,
+    type: CONDITION_TYPE_PROGRESSING,
     ...progressing,
     observedGeneration: generation,
     lastTransitionTime: "",

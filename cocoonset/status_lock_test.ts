@@ -13,8 +13,8 @@ import {
   reconcilerWith,
   reconcileSet,
   seedSet,
+  TEST_NAMESPACE,
   type TestEnv,
-  testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
 
@@ -35,7 +35,7 @@ Deno.test("a status computed against a stale copy of the set is refused, not mer
 
   // Scaled to 2: a lagging cache holds this copy (new spec, the old Running status) while the
   // passes below write Scaling, a write it never sees.
-  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "demo", "merge", {
     spec: { agent: { replicas: 2 } },
   });
   const stale = await getSet(env.fake, "demo");
@@ -50,7 +50,7 @@ Deno.test("a status computed against a stale copy of the set is refused, not mer
   const behind = reconcilerWith(env, laggingCache(env.fake, { set: stale }));
   assert.deepEqual(
     await behind.reconcile(
-      { namespace: testNamespace, name: "demo" },
+      { namespace: TEST_NAMESPACE, name: "demo" },
       new AbortController().signal,
     ),
     { requeue: true },
@@ -62,7 +62,7 @@ Deno.test("a status computed against a stale copy of the set is refused, not mer
   await reconcileSet(env, "demo");
   assert.deepEqual(await phaseAndProgressing(env), ["Running", "Running"]);
   assert.equal((await getSet(env.fake, "demo")).status?.readyAgents, 3);
-  assert.equal((await env.fake.list(Pods, { namespace: testNamespace })).items.length, 3);
+  assert.equal((await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items.length, 3);
 });
 
 // The other half of the lock: a status equal to a stale copy sends nothing, so the lock never
@@ -124,7 +124,7 @@ Deno.test("a status write refused only because the set's metadata moved on is re
 
   // The cache holds this copy; the stored one then gains an annotation.
   const stale = await getSet(env.fake, "demo");
-  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "demo", "merge", {
     metadata: { annotations: { "example.com/note": "moved" } },
   });
   await editPod(
@@ -137,7 +137,7 @@ Deno.test("a status write refused only because the set's metadata moved on is re
 
   const behind = reconcilerWith(env, laggingCache(env.fake, { set: stale }));
   const result = await behind.reconcile(
-    { namespace: testNamespace, name: "demo" },
+    { namespace: TEST_NAMESPACE, name: "demo" },
     new AbortController().signal,
   );
 

@@ -2,23 +2,23 @@ import assert from "node:assert/strict";
 import { isConflict } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import {
-  ConditionTypeProgressing,
-  ReasonAgentsNotReady,
-  ReasonAllAgentsReady,
-  ReasonReconciling,
-  ReasonStable,
+  CONDITION_TYPE_PROGRESSING,
+  REASON_AGENTS_NOT_READY,
+  REASON_ALL_AGENTS_READY,
+  REASON_RECONCILING,
+  REASON_STABLE,
 } from "../common/apis/v1/conditions.ts";
-import { type CocoonSetPhase, ToolboxModeStatic } from "../common/apis/v1/enums.ts";
+import { type CocoonSetPhase, TOOLBOX_MODE_STATIC } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { type Condition, ConditionTypeReady } from "../common/k8s/condition.ts";
-import { applyVMRuntime, RoleMain } from "../common/meta/mod.ts";
+import { type Condition, CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
+import { applyVMRuntime, ROLE_MAIN } from "../common/meta/mod.ts";
 import {
   getSet,
   newCocoonSet,
   newTestEnv,
   readyPod,
   setSeed,
-  testNamespace,
+  TEST_NAMESPACE,
   withReplicas,
 } from "./_test_support.ts";
 import { buildAgentPod, buildToolboxPod, classifyPods } from "./pods.ts";
@@ -26,7 +26,7 @@ import {
   agentStatusFromPod,
   buildConditions,
   buildStatus,
-  ReasonFailed,
+  REASON_FAILED,
   toolboxStatusFromPod,
 } from "./status.ts";
 import { statusEqual, writeStatus } from "./status_write.ts";
@@ -123,10 +123,10 @@ Deno.test("an agent's status entry reads VM name, id, IP and phase from the pod"
   const pod = buildAgentPod(newCocoonSet("demo"), 0);
   pod.status = { phase: "Running" };
   applyVMRuntime({ vmID: "qemu-1", ip: "10.0.0.1", vncPort: 0 }, pod);
-  const st = agentStatusFromPod(pod, 0, RoleMain, "");
+  const st = agentStatusFromPod(pod, 0, ROLE_MAIN, "");
   assert.deepEqual(st, {
     slot: 0,
-    role: RoleMain,
+    role: ROLE_MAIN,
     podName: "demo-0",
     vmName: "vk-ns-demo-0",
     vmID: "qemu-1",
@@ -136,16 +136,16 @@ Deno.test("an agent's status entry reads VM name, id, IP and phase from the pod"
 });
 
 Deno.test("Ready is True when every agent is Ready and there are no toolboxes", () => {
-  const ready = condition(buildConditions(1, counts(1, 1), "Running"), ConditionTypeReady);
+  const ready = condition(buildConditions(1, counts(1, 1), "Running"), CONDITION_TYPE_READY);
   assert.equal(ready.status, "True");
-  assert.equal(ready.reason, ReasonAllAgentsReady);
+  assert.equal(ready.reason, REASON_ALL_AGENTS_READY);
   assert.equal(ready.message, "1/1 agents ready, 0/0 toolboxes ready");
 });
 
 Deno.test("Ready is False while a toolbox is not Ready", () => {
-  const ready = condition(buildConditions(1, counts(1, 1, 0, 1), "Scaling"), ConditionTypeReady);
+  const ready = condition(buildConditions(1, counts(1, 1, 0, 1), "Scaling"), CONDITION_TYPE_READY);
   assert.equal(ready.status, "False");
-  assert.equal(ready.reason, ReasonAgentsNotReady);
+  assert.equal(ready.reason, REASON_AGENTS_NOT_READY);
 });
 
 Deno.test("a set with a pending toolbox is Scaling and counts it desired but not ready", () => {
@@ -167,44 +167,44 @@ Deno.test("a set with a pending toolbox is Scaling and counts it desired but not
 Deno.test("Progressing is True exactly while the set moves toward its spec", () => {
   const moving: CocoonSetPhase[] = ["Pending", "Scaling", "Suspending", "Waking", "Migrating"];
   for (const phase of moving) {
-    const p = condition(buildConditions(1, counts(0, 1), phase), ConditionTypeProgressing);
-    assert.deepEqual([p.status, p.reason, p.message], ["True", ReasonReconciling, phase], phase);
+    const p = condition(buildConditions(1, counts(0, 1), phase), CONDITION_TYPE_PROGRESSING);
+    assert.deepEqual([p.status, p.reason, p.message], ["True", REASON_RECONCILING, phase], phase);
   }
   for (const phase of ["Running", "Suspended"] as CocoonSetPhase[]) {
-    const p = condition(buildConditions(1, counts(1, 1), phase), ConditionTypeProgressing);
-    assert.deepEqual([p.status, p.reason, p.message], ["False", ReasonStable, phase], phase);
+    const p = condition(buildConditions(1, counts(1, 1), phase), CONDITION_TYPE_PROGRESSING);
+    assert.deepEqual([p.status, p.reason, p.message], ["False", REASON_STABLE, phase], phase);
   }
 });
 
 Deno.test("a Failed set has Progressing False/Failed, and the failure's problem turns Ready False", () => {
   const problem = {
-    condition: ConditionTypeReady,
+    condition: CONDITION_TYPE_READY,
     reason: "PodLifecycleFailed",
     message: "main pod ns/demo-0: hibernate push failed",
   } as const;
   const conds = buildConditions(3, counts(1, 1), "Failed", [problem]);
-  const ready = condition(conds, ConditionTypeReady);
+  const ready = condition(conds, CONDITION_TYPE_READY);
   assert.deepEqual([ready.status, ready.reason, ready.message], [
     "False",
     problem.reason,
     problem.message,
   ]);
   assert.equal(ready.observedGeneration, 3);
-  const p = condition(conds, ConditionTypeProgressing);
-  assert.deepEqual([p.status, p.reason], ["False", ReasonFailed]);
+  const p = condition(conds, CONDITION_TYPE_PROGRESSING);
+  assert.deepEqual([p.status, p.reason], ["False", REASON_FAILED]);
 });
 
 Deno.test("a Progressing problem (dead-lettered sub-agents) turns a Scaling set's Progressing False", () => {
   const problem = {
-    condition: ConditionTypeProgressing,
+    condition: CONDITION_TYPE_PROGRESSING,
     reason: "SubAgentDeadLetter",
     message: "sub-agent slots 1 exhausted 4 rebuilds; edit the agent spec to retry them",
   } as const;
   const conds = buildConditions(1, counts(1, 2), "Scaling", [problem]);
-  const p = condition(conds, ConditionTypeProgressing);
+  const p = condition(conds, CONDITION_TYPE_PROGRESSING);
   assert.deepEqual([p.status, p.reason, p.message], ["False", problem.reason, problem.message]);
   // Ready still reports the counts.
-  assert.equal(condition(conds, ConditionTypeReady).reason, ReasonAgentsNotReady);
+  assert.equal(condition(conds, CONDITION_TYPE_READY).reason, REASON_AGENTS_NOT_READY);
 });
 
 Deno.test("the status write carries the four counters even when they are zero", async () => {
@@ -216,7 +216,7 @@ Deno.test("the status write carries the four counters even when they are zero", 
   const patch = fake.actions.find((a) => a.verb === "patch" && a.subresource === "status");
   assert.ok(patch, "a status patch was sent");
   assert.equal(patch.resource, CocoonSets);
-  assert.equal(patch.namespace, testNamespace);
+  assert.equal(patch.namespace, TEST_NAMESPACE);
   const body = patch.patch as { status: Record<string, unknown> };
   assert.equal(body.status.readyAgents, 0);
   assert.equal(body.status.readyToolboxes, 0);
@@ -252,7 +252,7 @@ Deno.test("a status computed from a stale copy is refused, never merged into a t
     .then(() => undefined, (e: unknown) => e);
   assert.ok(isConflict(err), `the stale write is refused with Conflict, got ${err}`);
   const got = await getSet(fake, "demo");
-  const progressing = got.status?.conditions?.find((c) => c.type === ConditionTypeProgressing);
+  const progressing = got.status?.conditions?.find((c) => c.type === CONDITION_TYPE_PROGRESSING);
   assert.deepEqual([got.status?.phase, progressing?.message, progressing?.status], [
     "Suspending",
     "Suspending",
@@ -285,19 +285,19 @@ Deno.test("a flipped condition gets a new transition time; the unflipped one kee
   const stored = await getSet(fake, "demo");
   const now = () => new Date(clock.now());
   await writeStatus(fake, stored, buildStatus(stored, classifyPods([]), "Pending"), now);
-  const t0 = condition(stored.status?.conditions, ConditionTypeReady).lastTransitionTime;
-  const p0 = condition(stored.status?.conditions, ConditionTypeProgressing).lastTransitionTime;
+  const t0 = condition(stored.status?.conditions, CONDITION_TYPE_READY).lastTransitionTime;
+  const p0 = condition(stored.status?.conditions, CONDITION_TYPE_PROGRESSING).lastTransitionTime;
 
   clock.advance(5 * 60_000);
   const main = readyPod(buildAgentPod(stored, 0));
   await writeStatus(fake, stored, buildStatus(stored, classifyPods([main])), now);
   const got = (await getSet(fake, "demo")).status;
   assert.equal(got?.phase, "Running");
-  const ready = condition(got?.conditions, ConditionTypeReady);
+  const ready = condition(got?.conditions, CONDITION_TYPE_READY);
   assert.equal(ready.status, "True");
   assert.notEqual(ready.lastTransitionTime, t0);
   assert.equal(Date.parse(ready.lastTransitionTime), clock.now());
-  const progressing = condition(got?.conditions, ConditionTypeProgressing);
+  const progressing = condition(got?.conditions, CONDITION_TYPE_PROGRESSING);
   assert.equal(progressing.status, "False", "Running is settled");
   assert.notEqual(progressing.lastTransitionTime, p0);
 
@@ -315,7 +315,7 @@ Deno.test("a static toolbox's status entry infers VNC from its port", () => {
   const cs = newCocoonSet("demo");
   const pod: Pod = buildToolboxPod(cs, {
     name: "tb",
-    mode: ToolboxModeStatic,
+    mode: TOOLBOX_MODE_STATIC,
     staticVMID: "qemu-1",
     staticIP: "10.0.0.1",
     vncPort: 5901,

@@ -72,7 +72,7 @@ export async function confirmCopyCurrent(
  * How many times a status write refused with Conflict is redone on a re-read copy before the
  * Conflict goes to the caller (and the pass is retried from the start).
  */
-export const maxStatusWriteRetries = 2;
+export const MAX_STATUS_WRITE_RETRIES = 2;
 
 /**
  * Merges next's conditions into the stored ones (keeping other condition types and the
@@ -87,7 +87,7 @@ export const maxStatusWriteRetries = 2;
  * With fresh (an uncached reader), a Conflict is answered by reading the set again: when the
  * stored copy is newer (another resourceVersion) but holds everything the pass decided from
  * (sameDecisionInputs), next is the pass's own conclusion on it too, so it is merged into that
- * copy and written again, at most maxStatusWriteRetries times; cs then becomes that copy.
+ * copy and written again, at most MAX_STATUS_WRITE_RETRIES times; cs then becomes that copy.
  * Otherwise — no reader, a spec or phase that moved, or a Conflict the re-read cannot explain —
  * the Conflict is thrown and the pass is retried from fresh data.
  *
@@ -112,7 +112,7 @@ export async function writeStatus(
     try {
       return await writeOnce(client, cs, next, now, current, signal, written);
     } catch (err) {
-      if (!seen || !isConflict(err) || attempt >= maxStatusWriteRetries) throw err;
+      if (!seen || !isConflict(err) || attempt >= MAX_STATUS_WRITE_RETRIES) throw err;
       const stored = await fresh!.get(
         CocoonSets,
         cs.metadata.namespace ?? "",

@@ -10,7 +10,7 @@ import {
   confirmCopyCurrent,
   copyBehindOwnWrite,
   decisionInputs,
-  maxStatusWriteRetries,
+  MAX_STATUS_WRITE_RETRIES,
   mergeConditions,
   rememberWritten,
   sameDecisionInputs,
@@ -20,7 +20,7 @@ import {
 import { buildStatus } from "./status.ts";
 import { classifyPods } from "./pods.ts";
 
-const t0 = "2026-05-14T00:00:00Z";
+const T0 = "2026-05-14T00:00:00Z";
 const later = () => new Date(Date.UTC(2026, 4, 15));
 
 function cond(type: string, status: string, lastTransitionTime = ""): Condition {
@@ -31,9 +31,9 @@ Deno.test("mergeConditions keeps other types and the time of an unflipped condit
   const stored: CocoonSetStatus = {
     phase: "Running",
     conditions: [
-      cond("Ready", "True", t0),
-      cond("Progressing", "False", t0),
-      cond("X", "True", t0),
+      cond("Ready", "True", T0),
+      cond("Progressing", "False", T0),
+      cond("X", "True", T0),
     ],
   };
   const next: CocoonSetStatus = {
@@ -45,10 +45,10 @@ Deno.test("mergeConditions keeps other types and the time of an unflipped condit
 
   assert.equal(got.phase, "Scaling");
   const byType = new Map(got.conditions?.map((c) => [c.type, c]));
-  assert.equal(byType.get("Ready")?.lastTransitionTime, t0, "unflipped: stored time kept");
+  assert.equal(byType.get("Ready")?.lastTransitionTime, T0, "unflipped: stored time kept");
   assert.equal(byType.get("Progressing")?.status, "True");
-  assert.notEqual(byType.get("Progressing")?.lastTransitionTime, t0, "flipped: stamped now");
-  assert.equal(byType.get("X")?.lastTransitionTime, t0, "another type is kept");
+  assert.notEqual(byType.get("Progressing")?.lastTransitionTime, T0, "flipped: stamped now");
+  assert.equal(byType.get("X")?.lastTransitionTime, T0, "another type is kept");
   assert.equal(stored.conditions?.[1].status, "False", "the stored copy is not changed");
   assert.equal(mergeConditions(undefined, { phase: "Pending" }, later).conditions, undefined);
 });
@@ -181,7 +181,7 @@ Deno.test("a status write that keeps conflicting is redone a bounded number of t
 
   assert.ok(isConflict(err), `the last Conflict is thrown, got ${err}`);
   const writes = statusWritesAndReads(fake).filter((v) => v === "patch").length;
-  assert.equal(writes, 1 + maxStatusWriteRetries);
+  assert.equal(writes, 1 + MAX_STATUS_WRITE_RETRIES);
 });
 
 Deno.test("sameDecisionInputs: only a newer copy that moved outside what the pass decided from", () => {
@@ -210,6 +210,6 @@ Deno.test("sameDecisionInputs: only a newer copy that moved outside what the pas
   assert.equal(moved((c) => c.spec.agent.replicas = 2), false, "spec");
   assert.equal(moved((c) => c.status!.phase = "Running"), false, "phase");
   assert.equal(moved((c) => c.status!.toolboxes![0].vmName = "other"), false, "VM names");
-  assert.equal(moved((c) => c.metadata.deletionTimestamp = t0), false, "deleted since");
+  assert.equal(moved((c) => c.metadata.deletionTimestamp = T0), false, "deleted since");
   assert.equal(moved((c) => c.metadata.uid = "another"), false, "another object");
 });

@@ -14,18 +14,18 @@ import {
   vmHibernationConfirmed,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import { podIsTerminal } from "./pod_state.ts";
+import { isPodFailed } from "./pod_state.ts";
 import { podRef, readStoredPod, type SetPass } from "./pass.ts";
 import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
-import { EveryVM, recordHibernation } from "./snapshot_ledger.ts";
+import { EVERY_VM, recordHibernation } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { hibernateRefused } from "./tag_gate.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
 
 /** How often a suspending set looks again (ms). */
-export const requeueSuspendPollMs = 5_000;
+export const REQUEUE_SUSPEND_POLL_MS = 5_000;
 
 /** Drives a retain-policy suspend. */
 export async function reconcileSuspend(pass: SetPass): Promise<Result> {
@@ -33,7 +33,7 @@ export async function reconcileSuspend(pass: SetPass): Promise<Result> {
   await applySuspend(pass);
   const done = await allOwnedPodsHibernated(pass);
   await writeSetStatus(pass, done ? "Suspended" : "Suspending");
-  return done ? {} : { requeueAfter: requeueSuspendPollMs };
+  return done ? {} : { requeueAfter: REQUEUE_SUSPEND_POLL_MS };
 }
 
 /**
@@ -48,7 +48,7 @@ async function createMainBeforeSuspend(pass: SetPass): Promise<Result> {
   await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
   const ended = await createMainPod(pass, pod, {
     phase: "Suspending",
-    clashWaitMs: requeueSuspendPollMs,
+    clashWaitMs: REQUEUE_SUSPEND_POLL_MS,
     context: "create main agent before suspend",
   });
   if (ended) return ended;
@@ -69,7 +69,7 @@ export async function allOwnedPodsHibernated(pass: SetPass): Promise<boolean> {
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();
     const spec = parseVMSpec(pod);
-    if (!spec.managed || podIsTerminal(pod)) continue;
+    if (!spec.managed || isPodFailed(pod)) continue;
     if (!spec.vmName) return false;
     if (!await vmHibernationConfirmedStored(pass, pod, generation)) return false;
     if (!pass.deps.registry) return false;
@@ -111,7 +111,7 @@ export async function vmHibernationConfirmedStored(
  * suspend in Suspending: nothing is pushed, and a release never deletes its pods.
  */
 export async function applySuspend(pass: SetPass): Promise<void> {
-  await recordHibernation(pass, [EveryVM]);
+  await recordHibernation(pass, [EVERY_VM]);
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();
     // The name check runs once per pod: only when the request is not on it yet.

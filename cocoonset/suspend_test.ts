@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Pods } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
-import { HibernateSnapshotTag, readRestoreFromHibernate } from "../common/meta/mod.ts";
+import { readRestoreFromHibernate } from "../common/meta/mod.ts";
 import {
   actionsOf,
   conditionOf,
@@ -11,12 +11,13 @@ import {
   newTestEnv,
   reconcileSet,
   seedSet,
-  testNamespace,
+  TEST_NAMESPACE,
   withFinalizer,
 } from "./_test_support.ts";
-import { ReasonNameConflict } from "./name_clash.ts";
+import { REASON_NAME_CONFLICT } from "./name_clash.ts";
 import { buildAgentPod } from "./pods.ts";
-import { requeueSuspendPollMs } from "./suspend.ts";
+import { REQUEUE_SUSPEND_POLL_MS } from "./suspend.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** A retain-suspended set with no pods yet. */
 function suspendedSet() {
@@ -29,7 +30,7 @@ function suspendedSet() {
 Deno.test("a suspended set without a main creates only the main, restoring from its snapshot", async () => {
   const env = newTestEnv();
   seedSet(env, suspendedSet());
-  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
+  env.registry.put("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG);
 
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
 
@@ -40,7 +41,7 @@ Deno.test("a suspended set without a main creates only the main, restoring from 
 Deno.test("a suspended set whose main name is taken by a foreign pod reports NameConflict and fails the pass", async () => {
   const env = newTestEnv();
   const foreign: Pod = {
-    metadata: { name: "demo-0", namespace: testNamespace, labels: { app: "someone-else" } },
+    metadata: { name: "demo-0", namespace: TEST_NAMESPACE, labels: { app: "someone-else" } },
     spec: { containers: [{ name: "c", image: "x" }] },
   };
   seedSet(env, suspendedSet(), [foreign]);
@@ -48,11 +49,11 @@ Deno.test("a suspended set whose main name is taken by a foreign pod reports Nam
   // Go returned the create's AlreadyExists as an error; silently polling would hide the cause.
   await assert.rejects(reconcileSet(env, "demo"), /demo-0/);
 
-  const warnings = env.recorder.withReason(ReasonNameConflict);
+  const warnings = env.recorder.withReason(REASON_NAME_CONFLICT);
   assert.equal(warnings.length, 1);
   assert.equal(warnings[0].type, "Warning");
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonNameConflict]);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_NAME_CONFLICT]);
   assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Suspending");
   assert.equal(actionsOf(env, "patch", Pods, "demo-0").length, 0, "the foreign pod is untouched");
   assert.equal(actionsOf(env, "delete", Pods, "demo-0").length, 0);
@@ -65,9 +66,9 @@ Deno.test("a suspended set whose old main still terminates waits for it without 
   const old = buildAgentPod(cs, 0);
   old.metadata.finalizers = ["test/hold"];
   seedSet(env, cs, [old]);
-  await env.fake.delete(Pods, testNamespace, "demo-0");
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-0");
 
-  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: requeueSuspendPollMs });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: REQUEUE_SUSPEND_POLL_MS });
 
-  assert.equal(env.recorder.withReason(ReasonNameConflict).length, 0);
+  assert.equal(env.recorder.withReason(REASON_NAME_CONFLICT).length, 0);
 });

@@ -20,15 +20,15 @@ import {
 import { emit, podRef, type SetPass } from "./pass.ts";
 
 /** Warning reason: a tag was not deleted because the set cannot own its VM name. */
-export const ReasonSnapshotDeleteRefused = "SnapshotDeleteRefused";
+export const REASON_SNAPSHOT_DELETE_REFUSED = "SnapshotDeleteRefused";
 /** Warning reason: a pod was not asked to hibernate because the set cannot own its VM name. */
-export const ReasonHibernateRefused = "HibernateRefused";
+export const REASON_HIBERNATE_REFUSED = "HibernateRefused";
 /** Warning reason: a tag the set's flow drops is still needed by another claimant; retried. */
-export const ReasonSnapshotDeleteDeferred = "SnapshotDeleteDeferred";
+export const REASON_SNAPSHOT_DELETE_DEFERRED = "SnapshotDeleteDeferred";
 /** The shortest gap between two SnapshotDeleteDeferred Events of one tag with one message. */
-export const deferredDropEventIntervalMs = 5_000;
+export const DEFERRED_DROP_EVENT_INTERVAL_MS = 5_000;
 /** Remembered deferrals beyond which stale ones are forgotten (bounded memory). */
-const deferredDropMemory = 1024;
+const DEFERRED_DROP_MEMORY = 1024;
 
 /** The gate's actor for cs: its namespace, name and every toolbox name it knows. */
 export function setActor(cs: CocoonSet): Actor {
@@ -67,9 +67,9 @@ export async function dropTag(pass: SetPass, vmName: string, tag: string): Promi
       reason: verdict.message,
     });
     if (verdict.kind !== "claimed") {
-      emit(pass, "Warning", ReasonSnapshotDeleteRefused, verdict.message);
+      emit(pass, "Warning", REASON_SNAPSHOT_DELETE_REFUSED, verdict.message);
     } else if (deferralDue(pass, vmName, tag, verdict.message)) {
-      emit(pass, "Warning", ReasonSnapshotDeleteDeferred, verdict.message);
+      emit(pass, "Warning", REASON_SNAPSHOT_DELETE_DEFERRED, verdict.message);
     }
   }
   return verdict;
@@ -94,7 +94,7 @@ export async function hibernateRefused(pass: SetPass, pod: Pod): Promise<boolean
   );
   if (!refusal) return false;
   pass.log.warn("not hibernating {pod}: {reason}", { pod: podRef(pod), reason: refusal.message });
-  emit(pass, "Warning", ReasonHibernateRefused, `pod ${podRef(pod)}: ${refusal.message}`);
+  emit(pass, "Warning", REASON_HIBERNATE_REFUSED, `pod ${podRef(pod)}: ${refusal.message}`);
   return true;
 }
 
@@ -104,12 +104,12 @@ function deferralDue(pass: SetPass, vmName: string, tag: string, message: string
   const now = pass.deps.clock.now();
   const key = `${pass.cs.metadata.uid ?? pass.cs.metadata.name} ${vmName}:${tag}`;
   const last = seen.get(key);
-  if (last && last.message === message && now - last.atMs < deferredDropEventIntervalMs) {
+  if (last && last.message === message && now - last.atMs < DEFERRED_DROP_EVENT_INTERVAL_MS) {
     return false;
   }
-  if (seen.size >= deferredDropMemory) {
+  if (seen.size >= DEFERRED_DROP_MEMORY) {
     for (const [k, v] of seen) {
-      if (now - v.atMs >= deferredDropEventIntervalMs) seen.delete(k);
+      if (now - v.atMs >= DEFERRED_DROP_EVENT_INTERVAL_MS) seen.delete(k);
     }
   }
   seen.set(key, { message, atMs: now });

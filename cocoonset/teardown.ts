@@ -15,7 +15,7 @@ import { listOwnedPods } from "./ownership.ts";
 import { hibernationPodNames } from "./restore.ts";
 import {
   addToLedger,
-  AnnotationSnapshotLedger,
+  ANNOTATION_SNAPSHOT_LEDGER,
   encodeLedger,
   type LedgerAddition,
   ledgerEvidence,
@@ -29,9 +29,9 @@ import { dropTag } from "./tag_gate.ts";
  * CocoonSet annotation: the sorted, comma-joined VM names to clean from the registry. Written
  * before pods go away, so names survive a status that was never written or is emptied.
  */
-export const AnnotationDeleteVMNames = "cocoonset.cocoonstack.io/delete-vm-names";
+export const ANNOTATION_DELETE_VM_NAMES = "cocoonset.cocoonstack.io/delete-vm-names";
 /** How often teardown checks whether the pods are gone (ms). */
-export const requeueTeardownMs = 5_000;
+export const REQUEUE_TEARDOWN_MS = 5_000;
 
 /** Runs one teardown pass of a CocoonSet that has a deletionTimestamp. */
 export async function reconcileTeardown(pass: SetPass): Promise<Result> {
@@ -76,7 +76,7 @@ export async function reconcileTeardown(pass: SetPass): Promise<Result> {
     pass.log.info("waiting for {count} pods to terminate before registry cleanup", {
       count: remaining.length,
     });
-    return { requeueAfter: requeueTeardownMs };
+    return { requeueAfter: REQUEUE_TEARDOWN_MS };
   }
   // A cached copy can still show the finalizer after another pass removed it; clean the registry
   // only when the live object still holds it, so each VM's tags are dropped once.
@@ -125,7 +125,7 @@ async function teardownEvidence(pass: SetPass, owned: readonly Pod[]): Promise<L
  */
 async function cleanRegistry(pass: SetPass): Promise<void> {
   const { cs, deps } = pass;
-  const names = parseVMNamesAnnotation(cs.metadata.annotations?.[AnnotationDeleteVMNames]);
+  const names = parseVMNamesAnnotation(cs.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES]);
   if (!deps.registry) {
     if (names.length > 0) {
       pass.log.warn("no registry configured: {count} VMs keep their snapshots", {
@@ -167,7 +167,7 @@ export async function stashDeleteVMNames(
   const { cs } = pass;
   const have = new Set<string>([
     ...statusVMNames(cs),
-    ...parseVMNamesAnnotation(cs.metadata.annotations?.[AnnotationDeleteVMNames]),
+    ...parseVMNamesAnnotation(cs.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES]),
   ]);
   for (const pod of owned) {
     const vm = parseVMSpec(pod).vmName;
@@ -180,13 +180,13 @@ export async function stashDeleteVMNames(
   });
   const joined = [...have].sort().join(",");
   const namesChanged = have.size > 0 &&
-    cs.metadata.annotations?.[AnnotationDeleteVMNames] !== joined;
+    cs.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES] !== joined;
   if (!namesChanged && !nextLedger) return;
   await patchObject(pass.deps.client, CocoonSets, cs, (c) => {
     c.metadata.annotations = {
       ...c.metadata.annotations,
-      ...(namesChanged ? { [AnnotationDeleteVMNames]: joined } : {}),
-      ...(nextLedger ? { [AnnotationSnapshotLedger]: encodeLedger(nextLedger) } : {}),
+      ...(namesChanged ? { [ANNOTATION_DELETE_VM_NAMES]: joined } : {}),
+      ...(nextLedger ? { [ANNOTATION_SNAPSHOT_LEDGER]: encodeLedger(nextLedger) } : {}),
     };
   }, { signal: pass.signal, optimisticLock: true });
 }

@@ -10,11 +10,9 @@ import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernate,
-  AnnotationLifecycleState,
-  AnnotationSnapshotPolicy,
-  DefaultSnapshotTag,
-  HibernateSnapshotTag,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_SNAPSHOT_POLICY,
 } from "../common/meta/mod.ts";
 import {
   actionsOf,
@@ -31,20 +29,22 @@ import {
   reconcileSet,
   seedDeletingSet,
   seedSet,
+  TEST_NAMESPACE,
   type TestEnv,
-  testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
-import { AnnotationDeleteVMNames } from "./teardown.ts";
+import { ANNOTATION_DELETE_VM_NAMES } from "./teardown.ts";
 import { buildAgentPod } from "./pods.ts";
 import {
-  AnnotationSnapshotLedger,
+  ANNOTATION_SNAPSHOT_LEDGER,
   encodeLedger,
-  EveryVM,
+  EVERY_VM,
   readLedger,
   type SnapshotLedger,
 } from "./snapshot_ledger.ts";
-import { finalizerName } from "./finalizer.ts";
+import { FINALIZER_NAME } from "./finalizer.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import { DEFAULT_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 function tagDeletes(env: TestEnv): string[] {
   return env.registry.callsOf("deleteManifest").map((c) => `${c.name}:${c.reference}`);
@@ -54,20 +54,20 @@ function tagDeletes(env: TestEnv): string[] {
 function ledgered(ledger: SnapshotLedger, ...mods: ((cs: CocoonSet) => void)[]): CocoonSet {
   return newCocoonSet("demo", withFinalizer, (cs) => {
     cs.metadata.generation = 1;
-    cs.metadata.annotations = { [AnnotationSnapshotLedger]: encodeLedger(ledger) };
+    cs.metadata.annotations = { [ANNOTATION_SNAPSHOT_LEDGER]: encodeLedger(ledger) };
   }, ...mods);
 }
 
 /** Deletes the stored set (it has the finalizer, so it stays with a deletionTimestamp). */
 async function deleteSet(env: TestEnv): Promise<void> {
-  await env.fake.delete(CocoonSets, testNamespace, "demo");
+  await env.fake.delete(CocoonSets, TEST_NAMESPACE, "demo");
 }
 
 /** Finishes every terminating pod, as vk-cocoon does once the VM is gone. */
 async function finalizePods(env: TestEnv): Promise<void> {
-  for (const pod of (await env.fake.list(Pods, { namespace: testNamespace })).items) {
+  for (const pod of (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items) {
     if (pod.metadata.deletionTimestamp) {
-      await env.fake.delete(Pods, testNamespace, pod.metadata.name ?? "", {
+      await env.fake.delete(Pods, TEST_NAMESPACE, pod.metadata.name ?? "", {
         gracePeriodSeconds: 0,
       });
     }
@@ -82,7 +82,7 @@ function firstAction(env: TestEnv, pred: (a: TestEnv["fake"]["actions"][number])
 function ledgerPatch(a: TestEnv["fake"]["actions"][number]): boolean {
   const body = a.patch as { metadata?: { annotations?: Record<string, unknown> } } | undefined;
   return a.verb === "patch" && a.resource === CocoonSets &&
-    body?.metadata?.annotations?.[AnnotationSnapshotLedger] !== undefined;
+    body?.metadata?.annotations?.[ANNOTATION_SNAPSHOT_LEDGER] !== undefined;
 }
 
 Deno.test("a new set records its policy with the finalizer; torn down under never it deletes no tag", async () => {
@@ -94,7 +94,7 @@ Deno.test("a new set records its policy with the finalizer; torn down under neve
   const body = finalizer.patch as { metadata: Record<string, unknown> };
   assert.ok(Array.isArray(body.metadata.finalizers));
   assert.deepEqual(
-    (body.metadata.annotations as Record<string, string>)[AnnotationSnapshotLedger],
+    (body.metadata.annotations as Record<string, string>)[ANNOTATION_SNAPSHOT_LEDGER],
     '{"policies":["never"],"hibernated":[]}',
     "the ledger travels in the finalizer patch, before any pod exists",
   );
@@ -125,7 +125,7 @@ Deno.test("a policy change is recorded before any pod of the new spec goes, and 
   );
   const main = livePod(buildAgentPod(cs, 0));
   env.fake.seed(Pods, main);
-  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "demo", "merge", {
     spec: { snapshotPolicy: "never" },
   });
   env.fake.actions.length = 0;
@@ -140,7 +140,7 @@ Deno.test("a policy change is recorded before any pod of the new spec goes, and 
   await finalizePods(env);
   await deleteSet(env);
   assert.deepEqual(await reconcileSet(env, "demo"), {});
-  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DefaultSnapshotTag}`]);
+  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DEFAULT_SNAPSHOT_TAG}`]);
 });
 
 Deno.test("suspend records every VM before the first hibernate request", async () => {
@@ -157,9 +157,9 @@ Deno.test("suspend records every VM before the first hibernate request", async (
   const ledgerAt = firstAction(env, ledgerPatch);
   const hibernateAt = firstAction(env, (a) =>
     a.verb === "patch" && a.resource === Pods &&
-    JSON.stringify(a.patch).includes(AnnotationHibernate));
+    JSON.stringify(a.patch).includes(ANNOTATION_HIBERNATE));
   assert.ok(ledgerAt >= 0 && hibernateAt > ledgerAt);
-  assert.deepEqual(readLedger(await getSet(env.fake, "demo"))?.hibernated, [EveryVM]);
+  assert.deepEqual(readLedger(await getSet(env.fake, "demo"))?.hibernated, [EVERY_VM]);
 });
 
 Deno.test("a migration records the main's VM before asking it to hibernate", async () => {
@@ -176,7 +176,7 @@ Deno.test("a migration records the main's VM before asking it to hibernate", asy
   const ledgerAt = firstAction(env, ledgerPatch);
   const hibernateAt = firstAction(env, (a) =>
     a.verb === "patch" && a.resource === Pods &&
-    JSON.stringify(a.patch).includes(AnnotationHibernate));
+    JSON.stringify(a.patch).includes(ANNOTATION_HIBERNATE));
   assert.ok(ledgerAt >= 0 && hibernateAt > ledgerAt);
   assert.deepEqual(readLedger(await getSet(env.fake, "demo"))?.hibernated, ["vk-ns-demo-0"]);
 
@@ -185,7 +185,7 @@ Deno.test("a migration records the main's VM before asking it to hibernate", asy
   await reconcileSet(env, "demo");
   await finalizePods(env);
   await reconcileSet(env, "demo");
-  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${HibernateSnapshotTag}`]);
+  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${HIBERNATE_SNAPSHOT_TAG}`]);
 });
 
 Deno.test("a hibernate request someone else made is recorded by the next pass", async () => {
@@ -196,7 +196,7 @@ Deno.test("a hibernate request someone else made is recorded by the next pass", 
   );
   env.fake.seed(Pods, livePod(buildAgentPod(cs, 0)));
   const sub = livePod(buildAgentPod(cs, 1, "vk-ns-demo-0", "node-a"));
-  sub.metadata.annotations![AnnotationHibernate] = "true";
+  sub.metadata.annotations![ANNOTATION_HIBERNATE] = "true";
   env.fake.seed(Pods, sub);
 
   await reconcileSet(env, "demo");
@@ -212,11 +212,11 @@ Deno.test("teardown records what terminating pods and CocoonHibernations show be
   );
   env.fake.seed(Pods, livePod(buildAgentPod(cs, 0)));
   const sub1 = livePod(buildAgentPod(cs, 1, "vk-ns-demo-0", "node-a"));
-  sub1.metadata.annotations![AnnotationLifecycleState] = "hibernated";
+  sub1.metadata.annotations![ANNOTATION_LIFECYCLE_STATE] = "hibernated";
   env.fake.seed(Pods, sub1);
   env.fake.seed(Pods, livePod(buildAgentPod(cs, 2, "vk-ns-demo-0", "node-a")));
   // sub-agent 1 is already terminating: no DELETE of ours, but its evidence still counts.
-  await env.fake.delete(Pods, testNamespace, "demo-1");
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-1");
   await deleteSet(env);
   env.fake.actions.length = 0;
 
@@ -229,8 +229,8 @@ Deno.test("teardown records what terminating pods and CocoonHibernations show be
   await finalizePods(env);
   assert.deepEqual(await reconcileSet(env, "demo"), {});
   assert.deepEqual(tagDeletes(env), [
-    `vk-ns-demo-1:${HibernateSnapshotTag}`,
-    `vk-ns-demo-2:${HibernateSnapshotTag}`,
+    `vk-ns-demo-1:${HIBERNATE_SNAPSHOT_TAG}`,
+    `vk-ns-demo-2:${HIBERNATE_SNAPSHOT_TAG}`,
   ]);
 });
 
@@ -247,10 +247,10 @@ Deno.test("teardown sends one DELETE per pod even while the cache still shows th
   await deleteSet(env);
   env.fake.actions.length = 0;
   // The pod cache keeps showing the pods as they were before any DELETE.
-  const pods = (await env.fake.list(Pods, { namespace: testNamespace })).items;
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
   const reconciler = reconcilerWith(env, laggingCache(env.fake, { pods }));
   const pass = () =>
-    reconciler.reconcile({ namespace: testNamespace, name: "demo" }, new AbortController().signal);
+    reconciler.reconcile({ namespace: TEST_NAMESPACE, name: "demo" }, new AbortController().signal);
 
   for (let i = 0; i < 3; i++) assert.deepEqual(await pass(), { requeueAfter: 5_000 });
 
@@ -265,7 +265,7 @@ Deno.test("teardown sends one DELETE per pod even while the cache still shows th
 /** The main of cs, live, whose snapshot-policy annotation a person changed to policy. */
 function mainWithEditedPolicy(cs: CocoonSet, policy: string): Pod {
   const main = livePod(buildAgentPod(cs, 0));
-  main.metadata.annotations![AnnotationSnapshotPolicy] = policy;
+  main.metadata.annotations![ANNOTATION_SNAPSHOT_POLICY] = policy;
   return main;
 }
 
@@ -288,11 +288,11 @@ Deno.test("a pod whose policy annotation was edited is recorded under that polic
   assert.ok(ledgerAt >= 0 && deleteAt > ledgerAt, "recorded before the drifted main goes");
   assert.deepEqual(readLedger(await getSet(env.fake, "demo"))?.policies, ["always", "never"]);
 
-  env.registry.put("vk-ns-demo-0", DefaultSnapshotTag);
+  env.registry.put("vk-ns-demo-0", DEFAULT_SNAPSHOT_TAG);
   await finalizePods(env);
   await deleteSet(env);
   assert.deepEqual(await reconcileSet(env, "demo"), {});
-  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DefaultSnapshotTag}`]);
+  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DEFAULT_SNAPSHOT_TAG}`]);
 });
 
 Deno.test("teardown records the policy each pod carries before deleting it", async () => {
@@ -303,7 +303,7 @@ Deno.test("teardown records the policy each pod carries before deleting it", asy
   );
   // Absent or unknown, vk-cocoon snapshots every VM.
   const main = mainWithEditedPolicy(cs, "");
-  delete main.metadata.annotations![AnnotationSnapshotPolicy];
+  delete main.metadata.annotations![ANNOTATION_SNAPSHOT_POLICY];
   env.fake.seed(Pods, main);
   await deleteSet(env);
   env.fake.actions.length = 0;
@@ -315,7 +315,7 @@ Deno.test("teardown records the policy each pod carries before deleting it", asy
 
   await finalizePods(env);
   assert.deepEqual(await reconcileSet(env, "demo"), {});
-  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DefaultSnapshotTag}`]);
+  assert.deepEqual(tagDeletes(env), [`vk-ns-demo-0:${DEFAULT_SNAPSHOT_TAG}`]);
 });
 
 Deno.test("a teardown pass from a copy older than its own stash cannot shrink the stashed VM names", async () => {
@@ -329,19 +329,19 @@ Deno.test("a teardown pass from a copy older than its own stash cannot shrink th
   assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: 5_000 });
   const stashed = "vk-ns-demo-0,vk-ns-demo-1";
   assert.equal(
-    (await getSet(env.fake, "demo")).metadata.annotations?.[AnnotationDeleteVMNames],
+    (await getSet(env.fake, "demo")).metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES],
     stashed,
   );
   // vk-cocoon finishes the main first; a pass then works from a cache that shows the set as it
   // was before the stash, and only the sub-agent.
-  await env.fake.delete(Pods, testNamespace, "demo-0", { gracePeriodSeconds: 0 });
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-0", { gracePeriodSeconds: 0 });
   const lagging = laggingCache(env.fake, { set: beforeStash, pods: [sub] });
   const pass = await reconcilerWith(env, lagging)
-    .reconcile({ namespace: testNamespace, name: "demo" }, new AbortController().signal);
+    .reconcile({ namespace: TEST_NAMESPACE, name: "demo" }, new AbortController().signal);
   assert.deepEqual(pass, { requeue: true }, "refused as stale, looked at again from fresh data");
 
   assert.equal(
-    (await getSet(env.fake, "demo")).metadata.annotations?.[AnnotationDeleteVMNames],
+    (await getSet(env.fake, "demo")).metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES],
     stashed,
     "the main's VM is still named, so its tags are still cleaned",
   );
@@ -354,8 +354,8 @@ Deno.test("a deleting set that no longer holds our finalizer is left alone (anot
     c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
   });
   seedSet(env, cs, [buildAgentPod(cs, 0)]);
-  await env.fake.delete(CocoonSets, testNamespace, "demo");
-  env.registry.put("vk-ns-demo-0", HibernateSnapshotTag);
+  await env.fake.delete(CocoonSets, TEST_NAMESPACE, "demo");
+  env.registry.put("vk-ns-demo-0", HIBERNATE_SNAPSHOT_TAG);
   env.fake.actions.length = 0;
 
   // The original ran its teardown again here: a second stash, pod deletes and registry DELETEs.
@@ -364,7 +364,7 @@ Deno.test("a deleting set that no longer holds our finalizer is left alone (anot
   assert.deepEqual(env.fake.actions.map((a) => a.verb), ["get"], "only the set was read");
   assert.equal(env.registry.calls.length, 0);
   assert.equal(
-    (await findSet(env.fake, "demo"))?.metadata.annotations?.[AnnotationDeleteVMNames],
+    (await findSet(env.fake, "demo"))?.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES],
     undefined,
   );
   assert.equal((await getPod(env.fake, "demo-0"))?.metadata.deletionTimestamp, undefined);
@@ -438,7 +438,7 @@ Deno.test("C15: registry cleanup is skipped when the live object no longer holds
       assert.equal(env.registry.calls.length, 0);
       assert.deepEqual(
         (await findSet(env.fake, "demo"))?.metadata.finalizers,
-        [finalizerName],
+        [FINALIZER_NAME],
         "not patched",
       );
     });

@@ -6,9 +6,9 @@
 import { isAlreadyExists, Pods, wrapError } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
-import { LabelRole, readLifecycleState, RoleToolbox } from "../common/meta/mod.ts";
+import { LABEL_ROLE, readLifecycleState, ROLE_TOOLBOX } from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
-import { podIsTerminal } from "./pod_state.ts";
+import { isPodFailed } from "./pod_state.ts";
 import { deletePod, podRef, type SetPass } from "./pass.ts";
 import { buildToolboxPod, toolboxPodName } from "./pods.ts";
 import { podSpecMatchesToolbox } from "./drift.ts";
@@ -110,7 +110,7 @@ async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
     const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
     if (
       clash.kind === "foreign" ||
-      (clash.kind === "ours" && clash.pod.metadata.labels?.[LabelRole] !== RoleToolbox)
+      (clash.kind === "ours" && clash.pod.metadata.labels?.[LABEL_ROLE] !== ROLE_TOOLBOX)
     ) {
       reportNameClash(pass, `toolbox ${tb.name}`, clash.pod);
     }
@@ -126,7 +126,7 @@ async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
  */
 async function triageToolbox(pass: SetPass, pod: Pod, tb: ToolboxSpec): Promise<boolean> {
   let why: string;
-  if (podIsTerminal(pod)) {
+  if (isPodFailed(pod)) {
     why = `failed (phase ${pod.status?.phase ?? ""}, lifecycle ${readLifecycleState(pod)})`;
   } else if (!podSpecMatchesToolbox(pod, pass.cs, tb)) {
     why = "drifted from the spec";

@@ -24,7 +24,7 @@
  */
 import { apiErrorOf, errorMessage, isAlreadyExists, isInvalid, Pods } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
-import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { forEachLimited } from "./_fanout.ts";
 import { emit, type SetPass, type SpecVerdict } from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
@@ -33,10 +33,10 @@ import { overLimit } from "./limits.ts";
 import { rememberShape, shapeKey } from "./shape_key.ts";
 
 /** Reason of problems with the spec itself (Ready=False, Warning Event). */
-export const ReasonInvalidSpec = "InvalidSpec";
+export const REASON_INVALID_SPEC = "InvalidSpec";
 
 /** Dry-run creates in flight at once (a spec may list many toolboxes). */
-export const dryRunConcurrency = 8;
+export const DRY_RUN_CONCURRENCY = 8;
 
 /** Thrown when the spec cannot produce valid pods; the reconcile is retried with backoff. */
 export class InvalidSpecError extends Error {
@@ -116,7 +116,7 @@ export function rethrowInvalidMain(pass: SetPass, err: unknown): void {
   if (!isInvalid(err)) return;
   const problem = `main agent: ${serverMessage(err)}`;
   addInvalidSpecProblem(pass, problem);
-  emit(pass, "Warning", ReasonInvalidSpec, problem);
+  emit(pass, "Warning", REASON_INVALID_SPEC, problem);
   stopOnInvalidSpec(pass, problem);
 }
 
@@ -139,7 +139,7 @@ export function refusedByServer(pass: SetPass): string | undefined {
 
 /** The pass's InvalidSpec problem, if any part of the spec was refused. */
 export function invalidSpecMessage(pass: SetPass): string | undefined {
-  return pass.problems.find((p) => p.reason === ReasonInvalidSpec)?.message;
+  return pass.problems.find((p) => p.reason === REASON_INVALID_SPEC)?.message;
 }
 
 /**
@@ -147,12 +147,12 @@ export function invalidSpecMessage(pass: SetPass): string | undefined {
  * reason, so every refused part is named in its message).
  */
 export function addInvalidSpecProblem(pass: SetPass, message: string): void {
-  const existing = pass.problems.find((p) => p.reason === ReasonInvalidSpec);
+  const existing = pass.problems.find((p) => p.reason === REASON_INVALID_SPEC);
   if (existing) {
     if (!existing.message.split("; ").includes(message)) existing.message += `; ${message}`;
     return;
   }
-  pass.problems.push({ condition: ConditionTypeReady, reason: ReasonInvalidSpec, message });
+  pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_INVALID_SPEC, message });
 }
 
 function stopOnInvalidSpec(pass: SetPass, problem: string): never {
@@ -197,14 +197,14 @@ function recordVerdict(pass: SetPass, v: SpecVerdict): void {
   for (const problem of parts) {
     if (invalidSpecMessage(pass)?.split("; ").includes(problem)) continue;
     addInvalidSpecProblem(pass, problem);
-    emit(pass, "Warning", ReasonInvalidSpec, problem);
+    emit(pass, "Warning", REASON_INVALID_SPEC, problem);
   }
 }
 
 type Part = { kind: "main" } | { kind: "sub" } | { kind: "toolbox"; name: string };
 
 /**
- * Dry-runs the requested shapes (at most dryRunConcurrency at a time) and returns the refused
+ * Dry-runs the requested shapes (at most DRY_RUN_CONCURRENCY at a time) and returns the refused
  * ones. A part over its limit (limits.ts) is not dry-run: it builds nothing anyway.
  */
 async function dryRunShapes(
@@ -254,7 +254,7 @@ async function dryRunShapes(
   const setName = cs.metadata.name ?? "";
   await forEachLimited(
     pods,
-    dryRunConcurrency,
+    DRY_RUN_CONCURRENCY,
     pass.signal,
     async ({ what, part, pod }, signal) => {
       // A shape another set (or an earlier generation) already passed needs no request.

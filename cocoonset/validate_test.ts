@@ -13,26 +13,26 @@ import {
   reconcilerWith,
   reconcileSet,
   seedSet,
+  TEST_NAMESPACE,
   type TestEnv,
-  testNamespace,
   withFinalizer,
 } from "./_test_support.ts";
 import { readHibernateState } from "../common/meta/mod.ts";
 import { lifecycleFailed, podSeed, setSeed } from "./_test_support.ts";
 import { confirmDeletes, livePodNames, liveSet, makeAllLive } from "./_hardening_test_support.ts";
-import { AnnotationRebuildHistory } from "./rebuild.ts";
+import { ANNOTATION_REBUILD_HISTORY } from "./rebuild.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
-import { ensureSpecBuildable, InvalidSpecError, ReasonInvalidSpec } from "./validate.ts";
+import { ensureSpecBuildable, InvalidSpecError, REASON_INVALID_SPEC } from "./validate.ts";
 import { PassStopped } from "./problem.ts";
 import { depsOf, newTestPass } from "./_test_support.ts";
 
-const refusal = 'Pod "demo-0" is invalid: spec.containers[0].resources.limits: Invalid value';
+const REFUSAL = 'Pod "demo-0" is invalid: spec.containers[0].resources.limits: Invalid value';
 
 /** Makes the fake refuse every (dry-run or real) create of pod `name` as invalid. */
 function refuseCreatesOf(env: TestEnv, name: string): () => void {
   return env.fake.addReactor((a: FakeAction) =>
     a.verb === "create" && a.resource === Pods && a.name === name
-      ? newApiError(422, "Invalid", { resource: "pods", namespace: a.namespace, name }, refusal)
+      ? newApiError(422, "Invalid", { resource: "pods", namespace: a.namespace, name }, REFUSAL)
       : undefined
   );
 }
@@ -58,10 +58,10 @@ Deno.test("a spec whose main the server refuses: Ready=False InvalidSpec with th
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "nothing was stored");
   const stored = await findSet(env.fake, "demo");
   const ready = conditionOf(stored, "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
-  assert.equal(ready?.message, `main agent: ${refusal}`);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_INVALID_SPEC]);
+  assert.equal(ready?.message, `main agent: ${REFUSAL}`);
   assert.equal(stored?.status?.phase, "Running", "the stored phase is kept");
-  const warnings = env.recorder.withReason(ReasonInvalidSpec);
+  const warnings = env.recorder.withReason(REASON_INVALID_SPEC);
   assert.deepEqual(warnings.map((w) => [w.type, w.message]), [["Warning", ready?.message]]);
 
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError, "retried, refused again");
@@ -87,7 +87,7 @@ Deno.test("a sub-agent shape the server refuses blocks only the sub-agents: the 
     "the main is created, no sub-agent",
   );
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_INVALID_SPEC]);
   assert.match(ready?.message ?? "", /^sub-agent slot 2: /);
 });
 
@@ -102,7 +102,7 @@ Deno.test("a generation is dry-run checked once; a spec edit is checked again an
   const allow = refuseCreatesOf(env, "demo-1");
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
   // The refused sub-agent shape no longer holds the main back (issue 19); start from no main.
-  await env.fake.delete(Pods, testNamespace, "demo-0");
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-0");
 
   // The person fixes the spec: a new generation.
   allow();
@@ -116,7 +116,7 @@ Deno.test("a generation is dry-run checked once; a spec edit is checked again an
   assert.equal(dryRuns(env).length, before + 1, "the sub-agent shape is dry-run first");
 
   // The main's create checked its own shape: the generation is checked, nothing is dry-run again.
-  await env.fake.delete(Pods, testNamespace, "demo-0");
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-0");
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   assert.equal(dryRuns(env).length, before + 1);
 });
@@ -128,13 +128,13 @@ Deno.test("a dry run that meets an existing pod of that name counts as valid", a
   });
   // Something else already holds the toolbox name; the shape itself is fine.
   seedSet(env, cs, [{
-    metadata: { name: "demo-tb", namespace: testNamespace },
+    metadata: { name: "demo-tb", namespace: TEST_NAMESPACE },
     spec: { containers: [{ name: "c", image: "x" }] },
   }]);
 
   assert.deepEqual(await reconcileSet(env, "demo"), { requeue: true });
   assert.ok(await getPod(env.fake, "demo-0"));
-  assert.equal(env.recorder.withReason(ReasonInvalidSpec).length, 0);
+  assert.equal(env.recorder.withReason(REASON_INVALID_SPEC).length, 0);
 });
 
 Deno.test("an edit no pod can be built from leaves the running main in place: InvalidSpec, no drift delete", async () => {
@@ -145,7 +145,7 @@ Deno.test("an edit no pod can be built from leaves the running main in place: In
   assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Running");
 
   // The edit drifts the main, and the server refuses its new shape.
-  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "demo", "merge", {
     spec: { agent: { image: "ghcr.io/cocoonstack/cocoon/ubuntu:26.04" } },
   });
   refuseCreatesOf(env, "demo-0");
@@ -156,8 +156,8 @@ Deno.test("an edit no pod can be built from leaves the running main in place: In
   assert.equal(actionsOf(env, "delete", Pods).length, 0, "the running main is not deleted");
   assert.equal((await getPod(env.fake, "demo-0"))?.metadata.deletionTimestamp, undefined);
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
-  assert.equal(ready?.message, `main agent: ${refusal}`);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_INVALID_SPEC]);
+  assert.equal(ready?.message, `main agent: ${REFUSAL}`);
 });
 
 Deno.test("an edit that drifts a toolbox into a shape the server refuses keeps the toolbox", async () => {
@@ -172,7 +172,7 @@ Deno.test("an edit that drifts a toolbox into a shape the server refuses keeps t
   ]);
   assert.deepEqual(await reconcileSet(env, "demo"), {});
 
-  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "demo", "merge", {
     spec: { toolboxes: [{ name: "tb", image: "img:2" }] },
   });
   refuseCreatesOf(env, "demo-tb");
@@ -182,7 +182,7 @@ Deno.test("an edit that drifts a toolbox into a shape the server refuses keeps t
 
   assert.equal(actionsOf(env, "delete", Pods).length, 0, "the toolbox is not deleted");
   const ready = conditionOf(await findSet(env.fake, "demo"), "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_INVALID_SPEC]);
   assert.match(ready?.message ?? "", /^toolbox tb: /);
 });
 
@@ -194,7 +194,7 @@ Deno.test("a migration does not start toward a spec no pod can be built from", a
 
   // Pinned elsewhere, with resources the server refuses: the main would be quiesced, deleted and
   // then never recreated.
-  await env.fake.patch(CocoonSets, testNamespace, "demo", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "demo", "merge", {
     spec: { nodeName: "node-b", agent: { image: "ghcr.io/cocoonstack/cocoon/ubuntu:26.04" } },
   });
   refuseCreatesOf(env, "demo-0");
@@ -206,7 +206,7 @@ Deno.test("a migration does not start toward a spec no pod can be built from", a
   assert.equal(readHibernateState(main!), false, "the main is not asked to hibernate");
   const stored = await findSet(env.fake, "demo");
   assert.equal(stored?.status?.phase, "Running", "no Migrating");
-  assert.equal(conditionOf(stored, "Ready")?.reason, ReasonInvalidSpec);
+  assert.equal(conditionOf(stored, "Ready")?.reason, REASON_INVALID_SPEC);
 });
 
 Deno.test("a toolbox the server refuses blocks only itself: main, sub-agents and the valid toolbox are created, the status names it", async () => {
@@ -231,18 +231,18 @@ Deno.test("a toolbox the server refuses blocks only itself: main, sub-agents and
   assert.deepEqual(await livePodNames(env), ["demo-0", "demo-1", "demo-2", "demo-good"]);
   const stored = await findSet(env.fake, "demo");
   const ready = conditionOf(stored, "Ready");
-  assert.deepEqual([ready?.status, ready?.reason], ["False", ReasonInvalidSpec]);
-  assert.equal(ready?.message, `toolbox bad: ${refusal}`);
+  assert.deepEqual([ready?.status, ready?.reason], ["False", REASON_INVALID_SPEC]);
+  assert.equal(ready?.message, `toolbox bad: ${REFUSAL}`);
   assert.deepEqual(
     [stored?.status?.readyAgents, stored?.status?.readyToolboxes],
     [3, 1],
     "the status is current",
   );
-  const warnings = env.recorder.withReason(ReasonInvalidSpec);
-  assert.ok(warnings.length > 0 && warnings.every((w) => w.message === `toolbox bad: ${refusal}`));
+  const warnings = env.recorder.withReason(REASON_INVALID_SPEC);
+  assert.ok(warnings.length > 0 && warnings.every((w) => w.message === `toolbox bad: ${REFUSAL}`));
 
   // A main that is lost (kubectl delete pod) is recreated while the toolbox stays refused.
-  await env.fake.delete(Pods, testNamespace, "demo-0", { gracePeriodSeconds: 0 });
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-0", { gracePeriodSeconds: 0 });
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
   assert.ok(await getPod(env.fake, "demo-0"), "the lost main is recreated");
 });
@@ -268,9 +268,13 @@ Deno.test("a rebuild never deletes a pod it cannot recreate: a failed sub-agent 
   await assert.rejects(reconcileSet(env, "keep"), InvalidSpecError);
   assert.equal(actionsOf(env, "delete", Pods).length, 0, "no delete");
   const stored = await findSet(env.fake, "keep");
-  assert.equal(stored?.metadata.annotations?.[AnnotationRebuildHistory], undefined, "budget kept");
+  assert.equal(
+    stored?.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY],
+    undefined,
+    "budget kept",
+  );
   const ready = conditionOf(stored, "Ready");
-  assert.equal(ready?.reason, ReasonInvalidSpec);
+  assert.equal(ready?.reason, REASON_INVALID_SPEC);
   assert.match(ready?.message ?? "", /^sub-agent slot 1: /);
 });
 
@@ -289,9 +293,9 @@ Deno.test("the spec check reports an unbuildable main and writes nothing: the pa
   assert.ok(stopped instanceof PassStopped, "a typed stop, not a bare error");
   assert.equal(stopped.phase, "Migrating", "the phase the status keeps");
   assert.ok(stopped.error instanceof InvalidSpecError);
-  assert.equal(stopped.error.message, `main agent: ${refusal}`);
-  assert.deepEqual(pass.problems.map((p) => p.reason), [ReasonInvalidSpec]);
-  assert.equal(env.recorder.withReason(ReasonInvalidSpec).length, 1, "its Warning");
+  assert.equal(stopped.error.message, `main agent: ${REFUSAL}`);
+  assert.deepEqual(pass.problems.map((p) => p.reason), [REASON_INVALID_SPEC]);
+  assert.equal(env.recorder.withReason(REASON_INVALID_SPEC).length, 1, "its Warning");
   assert.deepEqual(actionsOf(env, "patch", CocoonSets), [], "the check wrote no status");
 });
 
@@ -330,7 +334,7 @@ Deno.test("a restarted operator dry-runs nothing for converged sets whose spec d
   env.fake.actions.length = 0;
   const restarted = reconcilerWith(env, env.fake);
   for (const name of names) {
-    await restarted.reconcile({ namespace: testNamespace, name }, new AbortController().signal);
+    await restarted.reconcile({ namespace: TEST_NAMESPACE, name }, new AbortController().signal);
   }
   assert.deepEqual(dryRuns(env), [], "nothing about to be created or replaced: no check");
   assert.deepEqual(
@@ -340,10 +344,13 @@ Deno.test("a restarted operator dry-runs nothing for converged sets whose spec d
   );
 
   // An edit after the restart is checked before its pods are made.
-  await env.fake.patch(CocoonSets, testNamespace, "s1", "merge", {
+  await env.fake.patch(CocoonSets, TEST_NAMESPACE, "s1", "merge", {
     spec: { agent: { replicas: 3 } },
   });
-  await restarted.reconcile({ namespace: testNamespace, name: "s1" }, new AbortController().signal);
+  await restarted.reconcile(
+    { namespace: TEST_NAMESPACE, name: "s1" },
+    new AbortController().signal,
+  );
   // The new generation's shapes are checked (the edited sub-agent shape among them).
   assert.ok(dryRuns(env).some((a) => a.name === "s1-3"), "the new shape is dry-run");
   assert.ok(await getPod(env.fake, "s1-3"), "then created");

@@ -18,7 +18,7 @@
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { parseVMSpec, setDerivesVMName, vmNameSplits } from "../common/meta/mod.ts";
 import { isForbidden, isNotFound, Pods, wrapError } from "../kube/mod.ts";
 import type { Pod, Reader } from "../kube/mod.ts";
@@ -27,10 +27,10 @@ import { emit, podRef, type SetPass } from "./pass.ts";
 import type { StatusProblem } from "./problem.ts";
 
 /** Ready=False reason and Warning reason: another namespace already holds the slot's VM name. */
-export const ReasonVMNameConflict = "VMNameConflict";
+export const REASON_VM_NAME_CONFLICT = "VMNameConflict";
 
 /** How often a set that lost a VM name looks again (the holder may go away). */
-export const requeueVMNameCollisionMs = 30_000;
+export const REQUEUE_VM_NAME_COLLISION_MS = 30_000;
 
 function setToolboxNames(cs: CocoonSet): string[] {
   return [
@@ -111,14 +111,14 @@ export async function refuseCollidingCreate(
   const holders = await vmNameHolders(pass, vmName);
   if (holders.length === 0) return undefined;
   const problem: StatusProblem = {
-    condition: ConditionTypeReady,
-    reason: ReasonVMNameConflict,
+    condition: CONDITION_TYPE_READY,
+    reason: REASON_VM_NAME_CONFLICT,
     message: `${what} ${podRef(pod)} is not created: its VM name ${vmName} is already held by ` +
       `${holders.join(", ")} (CocoonSet ${pass.cs.metadata.namespace}/${pass.cs.metadata.name} ` +
       `came second)`,
   };
   pass.problems.push(problem);
-  emit(pass, "Warning", ReasonVMNameConflict, problem.message);
+  emit(pass, "Warning", REASON_VM_NAME_CONFLICT, problem.message);
   pass.log.warn("not creating {pod}: {reason}", { pod: podRef(pod), reason: problem.message });
   return problem;
 }

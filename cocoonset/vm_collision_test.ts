@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { ConditionTypeReady } from "../common/k8s/condition.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { parseVMSpec } from "../common/meta/mod.ts";
 import { isNotFound, Pods } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
@@ -18,7 +18,7 @@ import {
   type TestEnv,
   withFinalizer,
 } from "./_test_support.ts";
-import { ReasonVMNameConflict } from "./vm_collision.ts";
+import { REASON_VM_NAME_CONFLICT } from "./vm_collision.ts";
 
 function setIn(
   ns: string,
@@ -57,10 +57,10 @@ Deno.test("vm name collision: the second comer's main is not created; Ready=Fals
   assert.equal(first !== undefined && parseVMSpec(first).vmName, "vk-team-x-prod-0");
   assert.equal(await podIn(env, "team-x", "prod-0"), undefined, "no second VM under the name");
   const loser = await env.fake.get(CocoonSets, "team-x", "prod");
-  const ready = conditionOf(loser, ConditionTypeReady);
+  const ready = conditionOf(loser, CONDITION_TYPE_READY);
   assert.equal(ready?.status, "False");
-  assert.equal(ready?.reason, ReasonVMNameConflict);
-  const warnings = env.recorder.withReason(ReasonVMNameConflict);
+  assert.equal(ready?.reason, REASON_VM_NAME_CONFLICT);
+  const warnings = env.recorder.withReason(REASON_VM_NAME_CONFLICT);
   assert.ok(warnings.length > 0);
   assert.equal(warnings[0].type, "Warning");
   assert.match(warnings[0].message, /vk-team-x-prod-0/);
@@ -88,7 +88,7 @@ Deno.test("vm name collision: only the colliding toolbox is refused, the rest of
   for (let i = 0; i < 4; i++) await pass(env, "team", "x");
   assert.ok(await podIn(env, "team", "x-db"), "its other toolbox too");
   assert.equal(await podIn(env, "team", "x-prod-0"), undefined);
-  const warnings = env.recorder.withReason(ReasonVMNameConflict);
+  const warnings = env.recorder.withReason(REASON_VM_NAME_CONFLICT);
   assert.ok(
     warnings.some((w) => /toolbox prod-0/.test(w.message) && /pod team-x\/prod-0/.test(w.message)),
   );

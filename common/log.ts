@@ -19,7 +19,7 @@ export { LogConfigError, type LogLevelName, parseLogLevelName } from "./log_leve
 export type LogFormat = "json" | "text";
 
 /** Root category of every operator logger. */
-const rootCategory = "cocoon-operator";
+const ROOT_CATEGORY = "cocoon-operator";
 
 /** Parses a format name ("json" or "text"). */
 export function parseLogFormat(value: string): LogFormat {
@@ -30,7 +30,7 @@ export function parseLogFormat(value: string): LogFormat {
   return format;
 }
 
-const toLogTape: Record<LogLevelName, LogLevel> = {
+const TO_LOG_TAPE: Record<LogLevelName, LogLevel> = {
   debug: "debug",
   info: "info",
   warn: "warning",
@@ -63,7 +63,7 @@ export async function setupLogging(opts: LogSetupOptions): Promise<void> {
     loggers: [
       // LogTape announces its own configuration on the meta logger; only its problems matter.
       { category: ["logtape", "meta"], sinks: ["out"], lowestLevel: "warning" },
-      { category: [rootCategory], sinks: ["out"], lowestLevel: toLogTape[level] },
+      { category: [ROOT_CATEGORY], sinks: ["out"], lowestLevel: TO_LOG_TAPE[level] },
     ],
   });
 }

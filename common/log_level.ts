@@ -21,7 +21,7 @@ export class LogConfigError extends Error {
  * the most this operator logs) and fatal, panic and disabled (mapped to error, the least it logs),
  * so a Deployment written for the Go operator still starts.
  */
-const levelAliases: Record<string, LogLevelName> = {
+const LEVEL_ALIASES: Record<string, LogLevelName> = {
   trace: "debug",
   debug: "debug",
   info: "info",
@@ -33,9 +33,9 @@ const levelAliases: Record<string, LogLevelName> = {
   disabled: "error",
 };
 
-/** Parses a level name case-insensitively ("warning" is accepted for "warn"; see levelAliases). */
+/** Parses a level name case-insensitively ("warning" is accepted for "warn"; see LEVEL_ALIASES). */
 export function parseLogLevelName(value: string): LogLevelName {
-  const level = levelAliases[value.trim().toLowerCase()];
+  const level = LEVEL_ALIASES[value.trim().toLowerCase()];
   if (!level) {
     throw new LogConfigError(
       `invalid log level ${JSON.stringify(value)}: want one of debug, info, warn, error`,

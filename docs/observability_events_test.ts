@@ -5,12 +5,12 @@
  * hibernation/ at the mirrored HEAD); the port's reasons are found by reading its sources.
  */
 import assert from "node:assert/strict";
-import { ReasonMainAgentFailed, ReasonPodLifecycleFailed } from "../cocoonset/pod_state.ts";
+import { REASON_MAIN_AGENT_FAILED, REASON_POD_LIFECYCLE_FAILED } from "../cocoonset/pod_state.ts";
 
 const root = new URL("../", import.meta.url);
 
 /** Reason → type of every Event the Go operator records. */
-const goEvents: Record<string, "Normal" | "Warning"> = {
+const GO_EVENTS: Record<string, "Normal" | "Warning"> = {
   // CocoonSet
   PodLifecycleFailed: "Warning",
   MainAgentFailed: "Warning",
@@ -47,14 +47,16 @@ async function sources(): Promise<Map<string, string>> {
 
 /**
  * Reason → type of every Event the sources record: a type literal followed by a reason that is
- * a literal, an exported Reason* constant, or (the failed-main path) the `reason` variable that
- * mainPodFailedReason fills.
+ * a literal, an exported REASON_* constant, or (the failed-main path) the `reason` variable that
+ * podFailedReason fills.
  */
 async function portEvents(): Promise<Map<string, Set<string>>> {
   const files = await sources();
   const constants = new Map<string, string>();
   for (const text of files.values()) {
-    for (const m of text.matchAll(/export const (Reason\w+) = "(\w+)"/g)) constants.set(m[1], m[2]);
+    for (const m of text.matchAll(/export const (REASON_\w+) = "(\w+)"/g)) {
+      constants.set(m[1], m[2]);
+    }
   }
   const found = new Map<string, Set<string>>();
   const add = (reason: string, type: string) => {
@@ -69,8 +71,8 @@ async function portEvents(): Promise<Map<string, Set<string>>> {
       if (token.startsWith('"')) add(token.slice(1, -1), m[1]);
       else if (constants.has(token)) add(constants.get(token)!, m[1]);
       else if (token === "reason" && file === "cocoonset/failed_main.ts") {
-        add(ReasonPodLifecycleFailed, m[1]);
-        add(ReasonMainAgentFailed, m[1]);
+        add(REASON_POD_LIFECYCLE_FAILED, m[1]);
+        add(REASON_MAIN_AGENT_FAILED, m[1]);
       } else assert.fail(`${file}: cannot resolve the Event reason ${token}`);
     }
   }
@@ -87,7 +89,7 @@ async function documentedEvents(): Promise<Map<string, string>> {
 
 Deno.test("events contract: every Go Event reason is recorded with the Go type", async () => {
   const port = await portEvents();
-  for (const [reason, type] of Object.entries(goEvents)) {
+  for (const [reason, type] of Object.entries(GO_EVENTS)) {
     assert.deepEqual(port.get(reason), new Set([type]), reason);
   }
 });
@@ -99,5 +101,5 @@ Deno.test("events contract: docs/observability.md lists exactly the recorded rea
   for (const [reason, types] of port) {
     assert.deepEqual(types, new Set([docs.get(reason)]), reason);
   }
-  for (const [reason, type] of Object.entries(goEvents)) assert.equal(docs.get(reason), type);
+  for (const [reason, type] of Object.entries(GO_EVENTS)) assert.equal(docs.get(reason), type);
 });

@@ -13,16 +13,16 @@ import {
 } from "../common/apis/v1/mod.ts";
 import {
   type Condition,
-  ConditionTypeReady,
+  CONDITION_TYPE_READY,
   findStatusCondition,
 } from "../common/k8s/condition.ts";
 import { applyHibernateState } from "../common/meta/hibernate.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationVMID,
-  AnnotationVMName,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_VM_NAME,
+  ANNOTATION_VMID,
 } from "../common/meta/keys.ts";
 import { Events, Pods, Recorder, rfc3339 } from "../kube/mod.ts";
 import type { Client, CoreEvent, KubeObject, Pod, Reader, Result } from "../kube/mod.ts";
@@ -36,13 +36,13 @@ export const NS = "ns";
 export const POD = "demo-0";
 export const VM = "vk-ns-demo-0";
 /** vk-cocoon's lifecycle pair of a hibernated VM at the pods' (zero) generation stamp. */
-export const hibernatedLifecycle = { state: "hibernated", observedGeneration: 0 };
+export const HIBERNATED_LIFECYCLE = { state: "hibernated", observedGeneration: 0 };
 
 /** The Ready condition of a status. */
 export function readyOf(
   status: { conditions?: Parameters<typeof findStatusCondition>[0] } | undefined,
 ): Condition | undefined {
-  return findStatusCondition(status?.conditions, ConditionTypeReady);
+  return findStatusCondition(status?.conditions, CONDITION_TYPE_READY);
 }
 
 /** Observations so far of a phase-duration histogram with result. */
@@ -125,17 +125,17 @@ export interface PodOptions {
 export function vmPod(opts: PodOptions = {}): Pod {
   const annotations: Record<string, string> = {};
   const vmName = opts.vmName === undefined ? VM : opts.vmName;
-  if (vmName !== null) annotations[AnnotationVMName] = vmName;
+  if (vmName !== null) annotations[ANNOTATION_VM_NAME] = vmName;
   if (opts.lifecycle) {
-    annotations[AnnotationLifecycleState] = opts.lifecycle.state;
+    annotations[ANNOTATION_LIFECYCLE_STATE] = opts.lifecycle.state;
     if (opts.lifecycle.observedGeneration !== undefined) {
-      annotations[AnnotationLifecycleObservedGeneration] = String(
+      annotations[ANNOTATION_LIFECYCLE_OBSERVED_GENERATION] = String(
         opts.lifecycle.observedGeneration,
       );
     }
   }
-  if (opts.stamp !== undefined) annotations[AnnotationCocoonSetGeneration] = String(opts.stamp);
-  if (opts.vmID) annotations[AnnotationVMID] = opts.vmID;
+  if (opts.stamp !== undefined) annotations[ANNOTATION_COCOON_SET_GENERATION] = String(opts.stamp);
+  if (opts.vmID) annotations[ANNOTATION_VMID] = opts.vmID;
   const pod: Pod = {
     apiVersion: "v1",
     kind: "Pod",

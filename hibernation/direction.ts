@@ -9,19 +9,19 @@
  * @module
  */
 import {
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
+  COCOON_HIBERNATION_PHASE_WAKING,
   type CocoonHibernation,
-  CocoonHibernationPhaseHibernating,
-  CocoonHibernationPhaseWaking,
+  HIBERNATION_DESIRE_HIBERNATE,
+  HIBERNATION_DESIRE_WAKE,
   type HibernationDesire,
-  HibernationDesireHibernate,
-  HibernationDesireWake,
 } from "../common/apis/v1/mod.ts";
 
 /** Hibernate or Wake: what hib's next pass drives its VM toward (see the module doc). */
 export function direction(hib: CocoonHibernation): HibernationDesire {
   const phase = hib.status?.phase;
-  const hibernate = hib.spec.desire === HibernationDesireHibernate
-    ? phase !== CocoonHibernationPhaseWaking
-    : phase === CocoonHibernationPhaseHibernating;
-  return hibernate ? HibernationDesireHibernate : HibernationDesireWake;
+  const hibernate = hib.spec.desire === HIBERNATION_DESIRE_HIBERNATE
+    ? phase !== COCOON_HIBERNATION_PHASE_WAKING
+    : phase === COCOON_HIBERNATION_PHASE_HIBERNATING;
+  return hibernate ? HIBERNATION_DESIRE_HIBERNATE : HIBERNATION_DESIRE_WAKE;
 }

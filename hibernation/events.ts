@@ -10,27 +10,27 @@ import { type CocoonHibernation, CocoonHibernations } from "../common/apis/v1/mo
 import type { EventRecorder, EventType } from "../kube/mod.ts";
 
 /** Normal: entered Hibernated, the snapshot is in the registry. */
-export const ReasonHibernated = "Hibernated";
+export const REASON_HIBERNATED = "Hibernated";
 /** Normal: entered Active, the pod runs its VM again. */
-export const ReasonWokenActive = "WokenActive";
+export const REASON_WOKEN_ACTIVE = "WokenActive";
 /** Warning: Hibernating for longer than its deadline. */
-export const ReasonHibernateTimedOut = "HibernateTimedOut";
+export const REASON_HIBERNATE_TIMED_OUT = "HibernateTimedOut";
 /** Warning: Waking for longer than its deadline. */
-export const ReasonWakeTimedOut = "WakeTimedOut";
+export const REASON_WAKE_TIMED_OUT = "WakeTimedOut";
 /** Normal: a retry left Failed. */
-export const ReasonRetryRequested = "RetryRequested";
+export const REASON_RETRY_REQUESTED = "RetryRequested";
 /**
  * Warning (and Ready=False reason): refused because an earlier request on the same VM drives it
  * the opposite way. The string says "Conflict" for compatibility; the idea is "opposing".
  */
-export const ReasonHibernationConflict = "Conflict";
+export const REASON_HIBERNATION_CONFLICT = "Conflict";
 /** Warning (and Blocked=True reason): the set that owns the pod drives its VM; the request waits. */
-export const ReasonYieldedToCocoonSet = "YieldedToCocoonSet";
+export const REASON_YIELDED_TO_COCOON_SET = "YieldedToCocoonSet";
 /**
  * Warning: the VM name the target pod shows is not `vk-<namespace>-<pod>` of this request, or
  * another namespace derives it too; the request does not act (or delete) under it.
  */
-export const ReasonVMNameRefused = "VMNameRefused";
+export const REASON_VM_NAME_REFUSED = "VMNameRefused";
 
 /** Records an Event on hib (component `cocoon-operator`, the recorder's). */
 export function recordRequestEvent(

@@ -10,20 +10,20 @@
  */
 import { getLogger } from "@logtape/logtape";
 import {
+  COCOON_HIBERNATION_PHASE_WAKING,
   type CocoonHibernation,
-  CocoonHibernationPhaseWaking,
   CocoonHibernations,
 } from "../common/apis/v1/mod.ts";
-import { HibernateSnapshotTag } from "../common/meta/keys.ts";
 import { vmLive } from "../common/meta/vm_liveness.ts";
 import { parseVMSpec } from "../common/meta/vmspec.ts";
 import { addFinalizer, patchObject, removeFinalizer } from "../kube/mod.ts";
 import type { Client, EventRecorder } from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
-import { ReasonVMNameRefused, recordRequestEvent } from "./events.ts";
+import { REASON_VM_NAME_REFUSED, recordRequestEvent } from "./events.ts";
 import { dropHibernateTag } from "./tag.ts";
 import { readTargetPod, type TargetReaders } from "./target_pod.ts";
 import type { StripedLock } from "./vm_lock.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);
 
@@ -83,7 +83,7 @@ async function ownWakeNeedsTag(
   vmName: string,
   signal: AbortSignal,
 ): Promise<boolean> {
-  if (hib.status?.phase !== CocoonHibernationPhaseWaking) return false;
+  if (hib.status?.phase !== COCOON_HIBERNATION_PHASE_WAKING) return false;
   const pod = await readTargetPod(
     readers,
     hib.metadata.namespace ?? "",
@@ -113,7 +113,7 @@ async function releaseTag(
   if (vmHeldByAnother(hib, peers.items)) {
     log.info(
       "CocoonHibernation {hibernation} keeps {vm}:{tag}: another CocoonHibernation still tracks it",
-      { vm: vmName, tag: HibernateSnapshotTag, hibernation },
+      { vm: vmName, tag: HIBERNATE_SNAPSHOT_TAG, hibernation },
     );
     return;
   }
@@ -121,7 +121,7 @@ async function releaseTag(
     log.warn("CocoonHibernation {hibernation} keeps {vm}:{tag}: pod {pod} is restoring from it", {
       pod: hib.spec.podRef.name,
       vm: vmName,
-      tag: HibernateSnapshotTag,
+      tag: HIBERNATE_SNAPSHOT_TAG,
       hibernation,
     });
     return;
@@ -135,7 +135,7 @@ async function releaseTag(
     signal,
   );
   if (verdict && !verdict.allowed && verdict.kind !== "claimed") {
-    recordRequestEvent(deps.recorder, hib, "Warning", ReasonVMNameRefused, verdict.message);
+    recordRequestEvent(deps.recorder, hib, "Warning", REASON_VM_NAME_REFUSED, verdict.message);
   }
 }
 

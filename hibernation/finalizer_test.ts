@@ -4,15 +4,15 @@
  */
 import assert from "node:assert/strict";
 import {
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhaseHibernating,
-  CocoonHibernationPhaseWaking,
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
+  COCOON_HIBERNATION_PHASE_WAKING,
   CocoonHibernations,
   type CocoonHibernationStatus,
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { Harness, hibernatedLifecycle, NS, request, VM, vmPod } from "./_fixtures.ts";
+import { Harness, HIBERNATED_LIFECYCLE, NS, request, VM, vmPod } from "./_fixtures.ts";
 import { HIBERNATION_FINALIZER } from "./finalizer.ts";
 
 // --- finalizer -------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ Deno.test("delete keeps the tag while another live request tracks the VM; the la
   registry.put(VM, "hibernate");
   const hibernated: CocoonHibernationStatus = {
     vmName: VM,
-    phase: CocoonHibernationPhaseHibernated,
+    phase: COCOON_HIBERNATION_PHASE_HIBERNATED,
   };
   const h = Harness.create([
     request("a", "Hibernate", { deleting: true, status: hibernated }),
@@ -101,13 +101,13 @@ Deno.test("delete keeps the tag for a duplicate that has not reconciled yet (pod
 // A Waking request has withdrawn the hibernate annotation: vk-cocoon is restoring the VM from
 // `:hibernate`. Its finalizer dropped that tag under the restore, which then failed for good.
 Deno.test("delete while Waking keeps the tag until the restored VM runs", async (t) => {
-  const waking: CocoonHibernationStatus = { vmName: VM, phase: CocoonHibernationPhaseWaking };
+  const waking: CocoonHibernationStatus = { vmName: VM, phase: COCOON_HIBERNATION_PHASE_WAKING };
   await t.step("restore in flight: the tag stays, the finalizer goes", async () => {
     const registry = new FakeRegistry();
     registry.put(VM, "hibernate");
     const h = Harness.create([
       request("hib", "Wake", { deleting: true, status: waking }),
-      vmPod({ lifecycle: hibernatedLifecycle }),
+      vmPod({ lifecycle: HIBERNATED_LIFECYCLE }),
     ], { registry });
     assert.deepEqual(await h.reconcile("hib"), {});
     assert.equal(await h.gone("hib"), true);
@@ -142,8 +142,8 @@ Deno.test("delete while Waking keeps the tag until the restored VM runs", async 
 
 Deno.test("delete keeps the tag while the pod is still asked to hibernate (its VM's state is only there)", async (t) => {
   const phases: [string, CocoonHibernationStatus][] = [
-    ["Hibernated", { vmName: VM, phase: CocoonHibernationPhaseHibernated }],
-    ["Hibernating", { vmName: VM, phase: CocoonHibernationPhaseHibernating }],
+    ["Hibernated", { vmName: VM, phase: COCOON_HIBERNATION_PHASE_HIBERNATED }],
+    ["Hibernating", { vmName: VM, phase: COCOON_HIBERNATION_PHASE_HIBERNATING }],
   ];
   for (const [name, status] of phases) {
     await t.step(`${name}: the tag stays, the finalizer goes`, async () => {
@@ -151,7 +151,7 @@ Deno.test("delete keeps the tag while the pod is still asked to hibernate (its V
       registry.put(VM, "hibernate");
       const h = Harness.create([
         request("hib", "Hibernate", { deleting: true, status }),
-        vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+        vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
       ], { registry });
       assert.deepEqual(await h.reconcile("hib"), {});
       assert.equal(await h.gone("hib"), true);
@@ -166,7 +166,7 @@ Deno.test("delete keeps the tag while the pod is still asked to hibernate (its V
     const h = Harness.create([
       request("hib", "Hibernate", {
         deleting: true,
-        status: { vmName: VM, phase: CocoonHibernationPhaseHibernated },
+        status: { vmName: VM, phase: COCOON_HIBERNATION_PHASE_HIBERNATED },
       }),
       vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }),
     ], { registry });
@@ -181,7 +181,7 @@ Deno.test("delete keeps the tag while the pod is still asked to hibernate (its V
     const h = Harness.create([
       request("hib", "Hibernate", {
         deleting: true,
-        status: { vmName: VM, phase: CocoonHibernationPhaseHibernated },
+        status: { vmName: VM, phase: COCOON_HIBERNATION_PHASE_HIBERNATED },
       }),
       vmPod({ vmName: "vk-other", hibernate: true }),
     ], { registry });

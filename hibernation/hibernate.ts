@@ -13,8 +13,8 @@
  * @module
  */
 import {
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhaseHibernating,
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
 } from "../common/apis/v1/mod.ts";
 import { patchHibernateAsk } from "../common/k8s/pod_patch.ts";
 import { readLifecycleState } from "../common/meta/lifecycle.ts";
@@ -76,21 +76,21 @@ export async function reconcileHibernate(deps: StepDeps, pass: RequestPass): Pro
   }
   const expired = phaseDeadlineExceeded(
     hib,
-    CocoonHibernationPhaseHibernating,
+    COCOON_HIBERNATION_PHASE_HIBERNATING,
     HIBERNATE_TIMEOUT_MS,
     deps.clock.now(),
   );
   switch (hibernateOutcome(snapshot, expired)) {
     case "hibernated":
-      await deps.transitions.enter(hib, CocoonHibernationPhaseHibernated, vmName, signal);
+      await deps.transitions.enter(hib, COCOON_HIBERNATION_PHASE_HIBERNATED, vmName, signal);
       return {};
     case "retry":
       throw probeError;
     case "timed-out":
-      await deps.transitions.timedOut(hib, CocoonHibernationPhaseHibernating, vmName, signal);
+      await deps.transitions.timedOut(hib, COCOON_HIBERNATION_PHASE_HIBERNATING, vmName, signal);
       return {};
     case "hibernating":
-      await deps.transitions.enter(hib, CocoonHibernationPhaseHibernating, vmName, signal);
+      await deps.transitions.enter(hib, COCOON_HIBERNATION_PHASE_HIBERNATING, vmName, signal);
       return { requeueAfter: REQUEUE_INTERVAL_MS };
   }
 }

@@ -5,12 +5,12 @@
 import assert from "node:assert/strict";
 import { type HibernateOutcome, hibernateOutcome, type SnapshotProbe } from "./hibernate.ts";
 import {
-  CocoonHibernationPhaseFailed,
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhaseHibernating,
+  COCOON_HIBERNATION_PHASE_FAILED,
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
-import { AnnotationLifecycleState } from "../common/meta/keys.ts";
+import { ANNOTATION_LIFECYCLE_STATE } from "../common/meta/keys.ts";
 import { Pods } from "../kube/mod.ts";
 import { staleCache } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
@@ -18,7 +18,7 @@ import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_type
 import {
   at,
   Harness,
-  hibernatedLifecycle,
+  HIBERNATED_LIFECYCLE,
   histogramCount,
   NS,
   POD,
@@ -37,7 +37,7 @@ Deno.test("hibernate: annotates the pod, waits in Hibernating while the tag is a
   assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
   assert.equal(readHibernateState(await h.pod()), true);
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   assert.equal(got.status?.vmName, VM);
   assert.equal(readyOf(got.status)?.lastTransitionTime, at(0), "the phase clock starts now");
   await h.close();
@@ -49,7 +49,7 @@ Deno.test("hibernate: a probe error before the deadline is thrown, status untouc
   registry.failNext("hasManifest", boom);
   const h = Harness.create([
     request("hib", "Hibernate"),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   await assert.rejects(h.reconcile("hib"), (err: Error) => err.cause === boom);
   assert.equal((await h.hib("hib")).status, undefined);
@@ -62,15 +62,15 @@ Deno.test("hibernate: a probe error at the deadline fails the request", async ()
   const h = Harness.create([
     request("hib", "Wake", {
       status: {
-        phase: CocoonHibernationPhaseHibernating,
+        phase: COCOON_HIBERNATION_PHASE_HIBERNATING,
         conditions: [ready("False", "Pending", at(-2 * HIBERNATE_TIMEOUT_MS))],
       },
     }),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   assert.deepEqual(await h.reconcile("hib"), {});
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   assert.equal(readyOf(got.status)?.message, "hibernate not confirmed within 3m0s");
   await h.close();
 });
@@ -80,7 +80,7 @@ Deno.test("hibernate: past 3 minutes → Failed, HibernateTimedOut, histogram re
   const h = Harness.create([
     request("hib", "Hibernate", {
       status: {
-        phase: CocoonHibernationPhaseHibernating,
+        phase: COCOON_HIBERNATION_PHASE_HIBERNATING,
         vmName: VM,
         conditions: [ready("False", "Pending", at(-HIBERNATE_TIMEOUT_MS - 1000))],
       },
@@ -89,7 +89,7 @@ Deno.test("hibernate: past 3 minutes → Failed, HibernateTimedOut, histogram re
   ]);
   assert.deepEqual(await h.reconcile("hib"), {});
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   assert.equal(readyOf(got.status)?.reason, "Failed");
   assert.deepEqual(await h.reasons("hib"), ["HibernateTimedOut"]);
   assert.equal(await histogramCount("hibernate", "timeout"), timeouts + 1);
@@ -100,7 +100,7 @@ Deno.test("hibernate: just inside the deadline stays Hibernating", async () => {
   const h = Harness.create([
     request("hib", "Hibernate", {
       status: {
-        phase: CocoonHibernationPhaseHibernating,
+        phase: COCOON_HIBERNATION_PHASE_HIBERNATING,
         vmName: VM,
         conditions: [ready("False", "Pending", at(-HIBERNATE_TIMEOUT_MS))],
       },
@@ -108,7 +108,7 @@ Deno.test("hibernate: just inside the deadline stays Hibernating", async () => {
     vmPod({ hibernate: true }),
   ]);
   assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   await h.close();
 });
 
@@ -117,7 +117,7 @@ Deno.test("hibernate: Failed re-enters Hibernating with a fresh clock and RetryR
   const h = Harness.create([
     request("hib", "Hibernate", {
       status: {
-        phase: CocoonHibernationPhaseFailed,
+        phase: COCOON_HIBERNATION_PHASE_FAILED,
         conditions: [ready("False", "Failed", stale)],
       },
     }),
@@ -125,7 +125,7 @@ Deno.test("hibernate: Failed re-enters Hibernating with a fresh clock and RetryR
   ]);
   await h.reconcile("hib");
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   assert.equal(readyOf(got.status)?.lastTransitionTime, at(0));
   assert.deepEqual(await h.reasons("hib"), ["RetryRequested"]);
   const retry = (await h.events()).find((e) => e.reason === "RetryRequested");
@@ -140,14 +140,14 @@ Deno.test("hibernate: a stale tag is ignored until vk reports lifecycle-state=hi
     registry,
   });
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   assert.equal(registry.callsOf("hasManifest").length, 0, "the registry is probed only after vk");
 
   await h.api.patch(Pods, NS, POD, "merge", {
-    metadata: { annotations: { [AnnotationLifecycleState]: "hibernated" } },
+    metadata: { annotations: { [ANNOTATION_LIFECYCLE_STATE]: "hibernated" } },
   });
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATED);
   await h.close();
 });
 
@@ -159,13 +159,13 @@ Deno.test("hibernate: a lifecycle pair from an older round is rejected", async (
     vmPod({ hibernate: true, stamp: 3, lifecycle: { state: "hibernated", observedGeneration: 2 } }),
   ], { registry });
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
 
   await h.api.patch(Pods, NS, POD, "merge", {
     metadata: { annotations: { "vm.cocoonstack.io/lifecycle-observed-generation": "3" } },
   });
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATED);
   await h.close();
 });
 
@@ -177,11 +177,11 @@ Deno.test("hibernate: confirmed → Hibernated, Event and histogram ok exactly o
   h.clock.advance(42_000);
   registry.put(VM, "hibernate");
   await h.api.patch(Pods, NS, POD, "merge", {
-    metadata: { annotations: { [AnnotationLifecycleState]: "hibernated" } },
+    metadata: { annotations: { [ANNOTATION_LIFECYCLE_STATE]: "hibernated" } },
   });
   assert.deepEqual(await h.reconcile("hib"), {});
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseHibernated);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATED);
   assert.equal(readyOf(got.status)?.status, "True");
   assert.equal(readyOf(got.status)?.reason, "Done");
   // Further passes re-validate without announcing again.
@@ -211,10 +211,10 @@ Deno.test("hibernate: a stale cache copy cannot announce a transition twice", as
   stale = await h.hib("hib");
   registry.put(VM, "hibernate");
   await h.api.patch(Pods, NS, POD, "merge", {
-    metadata: { annotations: { [AnnotationLifecycleState]: "hibernated" } },
+    metadata: { annotations: { [ANNOTATION_LIFECYCLE_STATE]: "hibernated" } },
   });
   assert.deepEqual(await h.reconcile("hib"), {});
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATED);
   // The lagging copy says Hibernating: the write it computes is refused, nothing is announced.
   assert.deepEqual(await h.reconcile("hib"), { requeue: true });
   stale = undefined;
@@ -230,10 +230,10 @@ Deno.test("hibernate: both signals already there on the first pass → Hibernate
   registry.put(VM, "hibernate");
   const h = Harness.create([
     request("hib", "Hibernate"),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATED);
   assert.deepEqual(await h.reasons("hib"), ["Hibernated"]);
   assert.equal(await histogramCount("hibernate", "ok"), oks, "no Hibernating phase to measure");
   await h.close();
@@ -243,16 +243,16 @@ Deno.test("hibernate: a Hibernated request whose tag vanished goes back to Hiber
   const h = Harness.create([
     request("hib", "Hibernate", {
       status: {
-        phase: CocoonHibernationPhaseHibernated,
+        phase: COCOON_HIBERNATION_PHASE_HIBERNATED,
         vmName: VM,
         conditions: [ready("True", "Done", at(-60_000), "Hibernated")],
       },
     }),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ]);
   assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   assert.equal(readyOf(got.status)?.lastTransitionTime, at(0), "a fresh 3-minute clock");
   await h.close();
 });

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { CocoonHibernationPhaseHibernating } from "../common/apis/v1/mod.ts";
+import { COCOON_HIBERNATION_PHASE_HIBERNATING } from "../common/apis/v1/mod.ts";
 import { hibernatePhaseDurationSeconds, wakePhaseDurationSeconds } from "../metrics/metrics.ts";
 
 /** The phase a written status left, and when that phase had been entered. */
@@ -26,7 +26,7 @@ export function observePhaseExit(
 ): void {
   if (left.phase !== phase || left.enteredAtMs === undefined) return;
   const seconds = Math.max(0, (nowMs - left.enteredAtMs) / 1000);
-  const histogram = phase === CocoonHibernationPhaseHibernating
+  const histogram = phase === COCOON_HIBERNATION_PHASE_HIBERNATING
     ? hibernatePhaseDurationSeconds
     : wakePhaseDurationSeconds;
   histogram.observe({ result }, seconds);

@@ -10,6 +10,6 @@ export {
   type HibernationSetupDeps,
   setupHibernationController,
 } from "./setup.ts";
-export { ReasonHibernationConflict } from "./events.ts";
+export { REASON_HIBERNATION_CONFLICT } from "./events.ts";
 export { HIBERNATE_TIMEOUT_MS, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./timers.ts";
 export { POD_REF_INDEX } from "./watch.ts";

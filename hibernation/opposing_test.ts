@@ -3,17 +3,17 @@
  */
 import assert from "node:assert/strict";
 import {
-  CocoonHibernationPhaseActive,
-  CocoonHibernationPhaseFailed,
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhaseHibernating,
-  CocoonHibernationPhaseWaking,
+  COCOON_HIBERNATION_PHASE_ACTIVE,
+  COCOON_HIBERNATION_PHASE_FAILED,
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
+  COCOON_HIBERNATION_PHASE_WAKING,
   CocoonHibernations,
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { Pods } from "../kube/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { at, Harness, hibernatedLifecycle, NS, readyOf, request, VM, vmPod } from "./_fixtures.ts";
+import { at, Harness, HIBERNATED_LIFECYCLE, NS, readyOf, request, VM, vmPod } from "./_fixtures.ts";
 import { REQUEUE_INTERVAL_MS } from "./timers.ts";
 import { opposingRequest } from "./opposing.ts";
 import { cameFirst } from "../snapshotgate/mod.ts";
@@ -33,7 +33,7 @@ Deno.test("opposite requests: the later one is refused with Conflict and touches
   const podRv = (await h.pod()).metadata.resourceVersion;
   assert.deepEqual(await h.reconcile("b"), { requeueAfter: REQUEUE_INTERVAL_MS });
   const b = await h.hib("b");
-  assert.equal(b.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(b.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   assert.equal(readyOf(b.status)?.reason, "Conflict");
   assert.match(readyOf(b.status)?.message ?? "", /CocoonHibernation a .*Hibernate VM vk-ns-demo-0/);
   assert.equal((await h.pod()).metadata.resourceVersion, podRv, "the refused request left the pod");
@@ -60,13 +60,13 @@ Deno.test("opposite requests: the refused one proceeds once the earlier one is g
   const h = Harness.create([
     request("a", "Hibernate", {
       created: at(-10_000),
-      status: { phase: CocoonHibernationPhaseHibernated, vmName: VM },
+      status: { phase: COCOON_HIBERNATION_PHASE_HIBERNATED, vmName: VM },
     }),
     request("b", "Wake", { created: at(-5_000) }),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   await h.reconcile("b");
-  assert.equal((await h.hib("b")).status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal((await h.hib("b")).status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   assert.equal(readHibernateState(await h.pod()), true, "the VM keeps the earlier request's state");
 
   await h.api.delete(CocoonHibernations, NS, "a");
@@ -74,7 +74,7 @@ Deno.test("opposite requests: the refused one proceeds once the earlier one is g
   assert.equal(await h.gone("a"), true);
   assert.equal(registry.contains(VM, "hibernate"), true, "b still tracks the VM (podRef)");
   await h.reconcile("b");
-  assert.equal((await h.hib("b")).status?.phase, CocoonHibernationPhaseWaking);
+  assert.equal((await h.hib("b")).status?.phase, COCOON_HIBERNATION_PHASE_WAKING);
   assert.equal(readHibernateState(await h.pod()), false);
   assert.deepEqual(await h.reasons("b"), ["Conflict", "RetryRequested"]);
   await h.close();
@@ -88,9 +88,9 @@ Deno.test("opposite requests: a later request that agrees with the earliest stil
     vmPod(),
   ]);
   await h.reconcile("c");
-  assert.equal((await h.hib("c")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal((await h.hib("c")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   await h.reconcile("b");
-  assert.equal((await h.hib("b")).status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal((await h.hib("b")).status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   await h.close();
 });
 
@@ -104,16 +104,16 @@ Deno.test("opposite requests: the earliest's transition in flight sets the direc
         // Flipped back to Hibernate mid-wake: it keeps waking until Active.
         request("a", "Hibernate", {
           created: at(-10_000),
-          status: { phase: CocoonHibernationPhaseWaking, vmName: VM },
+          status: { phase: COCOON_HIBERNATION_PHASE_WAKING, vmName: VM },
         }),
         request("b", "Hibernate", { created: at(-5_000) }),
-        vmPod({ lifecycle: hibernatedLifecycle }),
+        vmPod({ lifecycle: HIBERNATED_LIFECYCLE }),
       ], { registry });
       const podRv = (await h.pod()).metadata.resourceVersion;
       assert.deepEqual(await h.reconcile("b"), { requeueAfter: REQUEUE_INTERVAL_MS });
       assert.equal((await h.pod()).metadata.resourceVersion, podRv, "no hibernate asked mid-wake");
       const b = await h.hib("b");
-      assert.equal(b.status?.phase, CocoonHibernationPhaseFailed);
+      assert.equal(b.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
       assert.equal(readyOf(b.status)?.reason, "Conflict");
       assert.match(
         readyOf(b.status)?.message ?? "",
@@ -124,11 +124,11 @@ Deno.test("opposite requests: the earliest's transition in flight sets the direc
       // The wake done, a turns to its Hibernate and b agrees with it again.
       h.api.seed(Pods, vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }));
       await h.reconcile("a");
-      assert.equal((await h.hib("a")).status?.phase, CocoonHibernationPhaseActive);
+      assert.equal((await h.hib("a")).status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
       await h.reconcile("a");
-      assert.equal((await h.hib("a")).status?.phase, CocoonHibernationPhaseHibernating);
+      assert.equal((await h.hib("a")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
       await h.reconcile("b");
-      assert.equal((await h.hib("b")).status?.phase, CocoonHibernationPhaseHibernating);
+      assert.equal((await h.hib("b")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
       assert.deepEqual(await h.reasons("b"), ["Conflict", "RetryRequested"]);
       await h.close();
     },
@@ -143,7 +143,7 @@ Deno.test("opposite requests: the earliest's transition in flight sets the direc
         // Flipped to Wake mid-hibernate: it keeps hibernating until Hibernated.
         request("a", "Wake", {
           created: at(-10_000),
-          status: { phase: CocoonHibernationPhaseHibernating, vmName: VM },
+          status: { phase: COCOON_HIBERNATION_PHASE_HIBERNATING, vmName: VM },
         }),
         request("b", "Wake", { created: at(-5_000) }),
         // A lagging view of the pod: still running with its old VM id.
@@ -167,8 +167,8 @@ Deno.test("opposite requests created in the same second: the name decides, consi
   ]);
   await h.reconcile("y");
   await h.reconcile("x");
-  assert.equal((await h.hib("y")).status?.phase, CocoonHibernationPhaseFailed);
-  assert.equal((await h.hib("x")).status?.phase, CocoonHibernationPhaseWaking);
+  assert.equal((await h.hib("y")).status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
+  assert.equal((await h.hib("x")).status?.phase, COCOON_HIBERNATION_PHASE_WAKING);
   await h.close();
 });
 

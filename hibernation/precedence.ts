@@ -18,11 +18,11 @@ import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_type
 import {
   CocoonHibernations,
   CocoonSets,
-  HibernationDesireHibernate,
+  HIBERNATION_DESIRE_HIBERNATE,
 } from "../common/apis/v1/mod.ts";
 import {
   type Condition,
-  ConditionTypeReady,
+  CONDITION_TYPE_READY,
   findStatusCondition,
   formatConditionTime,
   setStatusCondition,
@@ -32,14 +32,14 @@ import { isNotFound, parseRfc3339, patchStatus, wrapError } from "../kube/mod.ts
 import type { EventRecorder, Pod, Reader, Writer } from "../kube/mod.ts";
 import { setFlowOnVM } from "../snapshotgate/mod.ts";
 import { direction } from "./direction.ts";
-import { ReasonYieldedToCocoonSet, recordRequestEvent } from "./events.ts";
+import { REASON_YIELDED_TO_COCOON_SET, recordRequestEvent } from "./events.ts";
 import type { RequestProblem } from "./problem.ts";
 import { hasPhaseDeadline } from "./status.ts";
 
 /** Condition type a request carries while it yields to a CocoonSet. */
-export const ConditionTypeBlocked = "Blocked";
+export const CONDITION_TYPE_BLOCKED = "Blocked";
 /** Reason of Blocked=False once the set lets go. */
-export const ReasonNotBlocked = "NotBlocked";
+export const REASON_NOT_BLOCKED = "NotBlocked";
 
 /** What the set that owns pod is doing with its VM that a request must not cross; "" for nothing. */
 export function setDrive(cs: CocoonSet, pod: Pod, hib: CocoonHibernation): string {
@@ -47,7 +47,7 @@ export function setDrive(cs: CocoonSet, pod: Pod, hib: CocoonHibernation): strin
   if (flow !== "") return flow;
   const phase = cs.status?.phase ?? "";
   const suspending = cs.spec?.suspend || phase === "Suspending" || phase === "Suspended";
-  if (suspending && direction(hib) !== HibernationDesireHibernate) return "is suspended";
+  if (suspending && direction(hib) !== HIBERNATION_DESIRE_HIBERNATE) return "is suspended";
   return "";
 }
 
@@ -107,12 +107,12 @@ export async function markYielded(
     client,
     hib,
     "True",
-    ReasonYieldedToCocoonSet,
+    REASON_YIELDED_TO_COCOON_SET,
     message,
     nowMs,
     signal,
   );
-  if (changed) recordRequestEvent(recorder, hib, "Warning", ReasonYieldedToCocoonSet, message);
+  if (changed) recordRequestEvent(recorder, hib, "Warning", REASON_YIELDED_TO_COCOON_SET, message);
 }
 
 /**
@@ -128,13 +128,13 @@ export async function clearYielded(
   nowMs: number,
   signal: AbortSignal,
 ): Promise<void> {
-  const blocked = findStatusCondition(hib.status?.conditions, ConditionTypeBlocked);
+  const blocked = findStatusCondition(hib.status?.conditions, CONDITION_TYPE_BLOCKED);
   if (blocked?.status !== "True") return;
   await writeBlocked(
     client,
     hib,
     "False",
-    ReasonNotBlocked,
+    REASON_NOT_BLOCKED,
     "no CocoonSet drives the VM",
     nowMs,
     signal,
@@ -153,7 +153,7 @@ function excludeYieldFromPhaseClock(
   nowMs: number,
 ): void {
   if (!hasPhaseDeadline(hib.status?.phase)) return;
-  const ready = findStatusCondition(conditions, ConditionTypeReady);
+  const ready = findStatusCondition(conditions, CONDITION_TYPE_READY);
   const entered = parseRfc3339(ready?.lastTransitionTime);
   const blockedAt = parseRfc3339(blocked.lastTransitionTime);
   if (!ready || entered === undefined || blockedAt === undefined) return;
@@ -174,7 +174,7 @@ async function writeBlocked(
 ): Promise<boolean> {
   const conditions = structuredClone(hib.status?.conditions ?? []);
   const changed = setStatusCondition(conditions, {
-    type: ConditionTypeBlocked,
+    type: CONDITION_TYPE_BLOCKED,
     status,
     reason,
     message,

@@ -24,7 +24,7 @@ import { getLogger } from "@logtape/logtape";
 import {
   type CocoonHibernation,
   CocoonHibernations,
-  HibernationDesireHibernate,
+  HIBERNATION_DESIRE_HIBERNATE,
 } from "../common/apis/v1/mod.ts";
 import { errorMessage, isConflict, isNotFound, realClock, wrapError } from "../kube/mod.ts";
 import type {
@@ -158,7 +158,7 @@ export class HibernationReconciler implements Reconciler {
       transitions: this.#transitions,
       clock: this.#clock,
     };
-    return direction(pass.hib) === HibernationDesireHibernate
+    return direction(pass.hib) === HIBERNATION_DESIRE_HIBERNATE
       ? reconcileHibernate(deps, pass)
       : reconcileWake(deps, pass);
   }

@@ -8,7 +8,7 @@
  */
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import type { Clock, EventRecorder, Result, Writer } from "../kube/mod.ts";
-import { ReasonVMNameRefused, recordRequestEvent } from "./events.ts";
+import { REASON_VM_NAME_REFUSED, recordRequestEvent } from "./events.ts";
 import { markYielded } from "./precedence.ts";
 import type { RequestProblem } from "./problem.ts";
 import { REQUEUE_INTERVAL_MS } from "./timers.ts";
@@ -39,7 +39,7 @@ export async function recordProblem(
       return { requeueAfter: REQUEUE_INTERVAL_MS };
     case "name-refused":
       // The Warning is recorded on every such pass, before the (then unchanged) status write.
-      recordRequestEvent(deps.recorder, hib, "Warning", ReasonVMNameRefused, problem.message);
+      recordRequestEvent(deps.recorder, hib, "Warning", REASON_VM_NAME_REFUSED, problem.message);
       await deps.transitions.fail(hib, problem.message, signal);
       return {};
     case "opposing":

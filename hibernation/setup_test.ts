@@ -4,11 +4,11 @@
  */
 import assert from "node:assert/strict";
 import {
-  CocoonHibernationPhasePending,
-  CocoonHibernationPhaseWaking,
+  COCOON_HIBERNATION_PHASE_PENDING,
+  COCOON_HIBERNATION_PHASE_WAKING,
   CocoonHibernations,
 } from "../common/apis/v1/mod.ts";
-import { AnnotationVMName } from "../common/meta/keys.ts";
+import { ANNOTATION_VM_NAME } from "../common/meta/keys.ts";
 import { Manager, Pods } from "../kube/mod.ts";
 import { FakeClient, FakeClock, metricValue, waitUntil } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
@@ -95,18 +95,18 @@ Deno.test({
       await until(
         "both Pending",
         async () =>
-          (await phaseOf("a")) === CocoonHibernationPhasePending &&
-          (await phaseOf("m")) === CocoonHibernationPhasePending,
+          (await phaseOf("a")) === COCOON_HIBERNATION_PHASE_PENDING &&
+          (await phaseOf("m")) === COCOON_HIBERNATION_PHASE_PENDING,
       );
 
       // The VM name (and id) arriving, an annotation change, resumes the request at once.
       await api.patch(Pods, NS, "demo-0", "merge", {
         metadata: {
-          annotations: { [AnnotationVMName]: "vk-ns-demo-0", "vm.cocoonstack.io/id": "vmid-1" },
+          annotations: { [ANNOTATION_VM_NAME]: "vk-ns-demo-0", "vm.cocoonstack.io/id": "vmid-1" },
         },
       });
-      await until("a Waking", async () => (await phaseOf("a")) === CocoonHibernationPhaseWaking);
-      assert.equal(await phaseOf("m"), CocoonHibernationPhasePending, "other pod, not woken");
+      await until("a Waking", async () => (await phaseOf("a")) === COCOON_HIBERNATION_PHASE_WAKING);
+      assert.equal(await phaseOf("m"), COCOON_HIBERNATION_PHASE_PENDING, "other pod, not woken");
       quiet = 0;
       await until("idle", idle);
 
@@ -131,7 +131,7 @@ Deno.test({
       quiet = 0;
       await until("idle", idle);
       assert.deepEqual(passes.slice(seen).filter((n) => n === "m"), [], "other pod, not woken");
-      assert.equal(await phaseOf("m"), CocoonHibernationPhasePending);
+      assert.equal(await phaseOf("m"), COCOON_HIBERNATION_PHASE_PENDING);
     } finally {
       stop.abort();
       await run;

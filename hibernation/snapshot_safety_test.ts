@@ -5,17 +5,17 @@
 import assert from "node:assert/strict";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
-  CocoonHibernationPhaseActive,
-  CocoonHibernationPhaseFailed,
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhaseHibernating,
-  CocoonHibernationPhaseWaking,
+  COCOON_HIBERNATION_PHASE_ACTIVE,
+  COCOON_HIBERNATION_PHASE_FAILED,
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
+  COCOON_HIBERNATION_PHASE_WAKING,
   CocoonHibernations,
   CocoonSets,
 } from "../common/apis/v1/mod.ts";
 import {
-  AnnotationHibernatedOnNode,
-  AnnotationVMID,
+  ANNOTATION_HIBERNATED_ON_NODE,
+  ANNOTATION_VMID,
   readHibernateState,
 } from "../common/meta/mod.ts";
 import { Events, Pods } from "../kube/mod.ts";
@@ -23,8 +23,8 @@ import type { Pod } from "../kube/mod.ts";
 import { staleCache } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
-import { ReasonYieldedToCocoonSet } from "./events.ts";
-import { ConditionTypeBlocked } from "./precedence.ts";
+import { REASON_YIELDED_TO_COCOON_SET } from "./events.ts";
+import { CONDITION_TYPE_BLOCKED } from "./precedence.ts";
 
 function set(name: string, mod: (cs: CocoonSet) => void, namespace = NS): CocoonSet {
   const cs = {
@@ -58,7 +58,7 @@ Deno.test("finding 1: a request deleted while its pod is gone keeps the tag a Co
   for (
     const [name, mod] of [
       ["released seat (node hint)", (cs: CocoonSet) => {
-        cs.metadata.annotations = { [AnnotationHibernatedOnNode]: "node-a" };
+        cs.metadata.annotations = { [ANNOTATION_HIBERNATED_ON_NODE]: "node-a" };
         cs.status = { phase: "Suspended" } as CocoonSet["status"];
       }],
       ["migration gap (old main deleted, restored main not created)", (cs: CocoonSet) => {
@@ -73,7 +73,7 @@ Deno.test("finding 1: a request deleted while its pod is gone keeps the tag a Co
       const h = Harness.create([
         request("hib", "Hibernate", {
           deleting: true,
-          status: { vmName: VM, phase: CocoonHibernationPhaseHibernated },
+          status: { vmName: VM, phase: COCOON_HIBERNATION_PHASE_HIBERNATED },
         }),
       ], { registry });
       h.api.seed(CocoonSets, set("demo", mod));
@@ -90,7 +90,7 @@ Deno.test("finding 2: a finished Wake request yields to a retain suspend, once, 
   const registry = new FakeRegistry();
   registry.put(VM, "hibernate");
   const h = Harness.create([
-    request("hib", "Wake", { status: { vmName: VM, phase: CocoonHibernationPhaseActive } }),
+    request("hib", "Wake", { status: { vmName: VM, phase: COCOON_HIBERNATION_PHASE_ACTIVE } }),
     // The set asked the VM to hibernate; vk-cocoon pushed the tag and has not removed it yet.
     livePod(true),
   ], { registry });
@@ -105,17 +105,17 @@ Deno.test("finding 2: a finished Wake request yields to a retain suspend, once, 
   assert.equal(readHibernateState(await h.pod()), true, "the suspend's request stays");
   assert.equal(registry.contains(VM, "hibernate"), true, "the just-pushed tag stays");
   const got = await h.hib("hib");
-  const blocked = got.status?.conditions?.find((c) => c.type === ConditionTypeBlocked);
+  const blocked = got.status?.conditions?.find((c) => c.type === CONDITION_TYPE_BLOCKED);
   assert.equal(blocked?.status, "True");
   assert.match(blocked?.message ?? "", /CocoonSet ns\/demo is suspended/);
-  assert.equal(got.status?.phase, CocoonHibernationPhaseActive);
-  assert.deepEqual(await h.reasons("hib"), [ReasonYieldedToCocoonSet]);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
+  assert.deepEqual(await h.reasons("hib"), [REASON_YIELDED_TO_COCOON_SET]);
   // Passes on: no write at all (one per requeue interval at most), no second Event.
   const writes = h.writes();
   await h.reconcile("hib");
   await h.reconcile("hib");
   assert.equal(h.writes(), writes);
-  assert.deepEqual(await h.reasons("hib"), [ReasonYieldedToCocoonSet]);
+  assert.deepEqual(await h.reasons("hib"), [REASON_YIELDED_TO_COCOON_SET]);
   await h.close();
 });
 
@@ -132,7 +132,7 @@ Deno.test("finding 2: a live Hibernate request does not drive a main the set mig
   );
   await h.reconcile("hib");
   assert.equal(readHibernateState(await h.pod()), false, "the migration's restored main runs on");
-  assert.deepEqual(await h.reasons("hib"), [ReasonYieldedToCocoonSet]);
+  assert.deepEqual(await h.reasons("hib"), [REASON_YIELDED_TO_COCOON_SET]);
   // Once the set lets go, the request acts and says it is no longer blocked.
   const cs = await h.api.get(CocoonSets, NS, "demo");
   cs.status = { phase: "Running" } as CocoonSet["status"];
@@ -140,7 +140,7 @@ Deno.test("finding 2: a live Hibernate request does not drive a main the set mig
   await h.reconcile("hib");
   assert.equal(readHibernateState(await h.pod()), true);
   const blocked = (await h.hib("hib")).status?.conditions?.find((c) =>
-    c.type === ConditionTypeBlocked
+    c.type === CONDITION_TYPE_BLOCKED
   );
   assert.equal(blocked?.status, "False");
   await h.close();
@@ -155,7 +155,7 @@ Deno.test("tenancy: a pod annotation naming another namespace's VM is refused wi
   ], { registry });
   await h.reconcile("hib");
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   assert.deepEqual(await h.reasons("hib"), ["VMNameRefused"]);
   const ev = (await h.events()).find((e) => e.reason === "VMNameRefused");
   assert.match(ev?.message ?? "", /vk-victim-app-0/);
@@ -175,7 +175,7 @@ Deno.test("tenancy: team / x-prod-0 and team-x / prod-0 share a VM name; the req
   h.api.seed(CocoonSets, set("prod", () => {}, "team-x"));
   await h.reconciler.reconcile({ namespace: "team", name: "hib" }, new AbortController().signal);
   const got = await h.api.get(CocoonHibernations, "team", "hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   await h.recorder.flush();
   const ev = (await h.api.list(Events)).items.find((e) => e.reason === "VMNameRefused");
   assert.match(ev?.message ?? "", /CocoonHibernation team\/hib.*CocoonSet team-x\/prod/);
@@ -193,14 +193,14 @@ Deno.test("follow-up 1: with vk-cocoon of today (no lifecycle annotations) Hiber
   // vk-cocoon saves and pushes: the tag exists while the VM still runs under its id.
   registry.put(VM, "hibernate");
   await h.reconcile("hib");
-  assert.notEqual((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  assert.notEqual((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATED);
   // It removes the VM and clears the id last: that is its confirmation.
   const pod = await h.pod();
-  delete pod.metadata.annotations![AnnotationVMID];
+  delete pod.metadata.annotations![ANNOTATION_VMID];
   pod.status = { phase: "Pending" };
   await h.api.update(Pods, pod);
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernated);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATED);
   await h.close();
 });
 
@@ -216,24 +216,24 @@ Deno.test("follow-up 2: the time a Hibernating request yields to its CocoonSet d
     await h.api.updateStatus(CocoonSets, cs);
   };
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   h.clock.advance(60_000); // one of its three minutes used
   await setPhase("Migrating");
   await h.reconcile("hib");
   const blocked = (await h.hib("hib")).status?.conditions?.find((c) =>
-    c.type === ConditionTypeBlocked
+    c.type === CONDITION_TYPE_BLOCKED
   );
   assert.equal(blocked?.status, "True");
   h.clock.advance(10 * 60_000); // far past the deadline, all of it yielded
   await setPhase("Running");
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   h.clock.advance(90_000); // 2.5 minutes counted
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   h.clock.advance(60_000); // 3.5 minutes counted: the deadline still holds
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   await h.close();
 });
 
@@ -247,7 +247,7 @@ Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does
   const uncachedPodGets: string[] = [];
   const h = Harness.create([
     request("hib", "Hibernate", {
-      status: { phase: CocoonHibernationPhaseHibernating, vmName: VM },
+      status: { phase: COCOON_HIBERNATION_PHASE_HIBERNATING, vmName: VM },
     }),
     stored,
   ], {
@@ -261,7 +261,7 @@ Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does
           // The cache still shows the earlier round: id cleared, nothing running.
           stale ??= (() => {
             const copy = structuredClone(got) as Pod;
-            delete copy.metadata.annotations![AnnotationVMID];
+            delete copy.metadata.annotations![ANNOTATION_VMID];
             copy.status = { phase: "Pending" };
             return copy;
           })();
@@ -280,7 +280,7 @@ Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does
       }),
   });
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   // The pass worked from the stale copy, whose cleared id reads as confirmed, and so had to ask
   // the API server about the pod before it probed the registry.
   assert.ok(staleServed > 0, "the stale copy was served");
@@ -297,13 +297,13 @@ Deno.test("follow-up 2: the time a Waking request yields to its CocoonSet does n
   const h = Harness.create([
     request("hib", "Wake", {
       status: {
-        phase: CocoonHibernationPhaseWaking,
+        phase: COCOON_HIBERNATION_PHASE_WAKING,
         vmName: VM,
         conditions: [{
           type: "Ready",
           status: "False",
           reason: "Pending",
-          message: CocoonHibernationPhaseWaking,
+          message: COCOON_HIBERNATION_PHASE_WAKING,
           observedGeneration: 1,
           lastTransitionTime: at(0),
         }],
@@ -318,7 +318,7 @@ Deno.test("follow-up 2: the time a Waking request yields to its CocoonSet does n
   );
   await h.reconcile("hib");
   assert.equal(
-    (await h.hib("hib")).status?.conditions?.find((c) => c.type === ConditionTypeBlocked)?.status,
+    (await h.hib("hib")).status?.conditions?.find((c) => c.type === CONDITION_TYPE_BLOCKED)?.status,
     "True",
   );
   h.clock.advance(20 * 60_000); // far past the 5-minute deadline, all of it yielded
@@ -326,10 +326,10 @@ Deno.test("follow-up 2: the time a Waking request yields to its CocoonSet does n
   cs.status = { phase: "Running" } as CocoonSet["status"];
   await h.api.updateStatus(CocoonSets, cs);
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseWaking);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_WAKING);
   h.clock.advance(6 * 60_000); // now past it, counted outside the yield
   await h.reconcile("hib");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   await h.close();
 });
 
@@ -345,7 +345,7 @@ Deno.test("model seed 5931 (vk-cocoon HEAD): a Wake request that never saw the V
     set("demo", (cs) => cs.status = { phase: "Running" } as CocoonSet["status"]),
   );
   await h.reconcile("wake");
-  assert.equal((await h.hib("wake")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal((await h.hib("wake")).status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
   assert.equal(registry.contains(VM, "hibernate"), true, "the only copy of the VM's state stays");
   assert.equal(registry.callsOf("deleteManifest").length, 0);
   await h.close();
@@ -363,7 +363,7 @@ Deno.test("a Wake request that saw its VM down drops the tag once the restored V
     set("demo", (cs) => cs.status = { phase: "Running" } as CocoonSet["status"]),
   );
   await h.reconcile("wake");
-  assert.equal((await h.hib("wake")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal((await h.hib("wake")).status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
   assert.equal(registry.contains(VM, "hibernate"), false);
   await h.close();
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Harness, readyOf, request, vmPod } from "./_fixtures.ts";
 import { podNameProblem, specProblem } from "./spec_check.ts";
-import { CocoonHibernationPhaseFailed } from "../common/apis/v1/mod.ts";
+import { COCOON_HIBERNATION_PHASE_FAILED } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 
 Deno.test("pod names must be DNS-1123 subdomains", () => {
@@ -35,7 +35,7 @@ Deno.test("a request without a podRef fails at once", async () => {
   const h = Harness.create([bad]);
   assert.deepEqual(await h.reconcile("hib"), {});
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   assert.equal(readyOf(got.status)?.message, "spec.podRef.name is required");
   const rv = got.metadata.resourceVersion;
   await h.reconcile("hib");
@@ -47,7 +47,7 @@ Deno.test("a podRef that is not a valid pod name fails at once, saying so", asyn
   const h = Harness.create([request("hib", "Hibernate", { pod: "demo/0" })]);
   assert.deepEqual(await h.reconcile("hib"), {});
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   assert.match(readyOf(got.status)?.message ?? "", /"demo\/0" is not a valid pod name/);
   assert.equal(h.api.actions.filter((a) => a.resource.plural === "pods").length, 0);
   await h.close();
@@ -57,7 +57,7 @@ Deno.test("an unknown desire fails at once", async () => {
   const h = Harness.create([request("hib", "Sleep"), vmPod()]);
   await h.reconcile("hib");
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   assert.equal(readyOf(got.status)?.message, 'unknown desire "Sleep"');
   assert.equal(readHibernateState(await h.pod()), false);
   await h.close();

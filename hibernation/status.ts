@@ -11,23 +11,23 @@
  * @module
  */
 import {
+  COCOON_HIBERNATION_PHASE_ACTIVE,
+  COCOON_HIBERNATION_PHASE_FAILED,
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
+  COCOON_HIBERNATION_PHASE_WAKING,
   type CocoonHibernation,
   type CocoonHibernationPhase,
-  CocoonHibernationPhaseActive,
-  CocoonHibernationPhaseFailed,
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhaseHibernating,
-  CocoonHibernationPhaseWaking,
   type CocoonHibernationStatus,
-  ReasonHibernationDone,
-  ReasonHibernationFailed,
-  ReasonHibernationPending,
+  REASON_HIBERNATION_DONE,
+  REASON_HIBERNATION_FAILED,
+  REASON_HIBERNATION_PENDING,
 } from "../common/apis/v1/mod.ts";
 import {
   type Condition,
-  ConditionFalse,
-  ConditionTrue,
-  ConditionTypeReady,
+  CONDITION_FALSE,
+  CONDITION_TRUE,
+  CONDITION_TYPE_READY,
   findStatusCondition,
   formatConditionTime,
   newReadyCondition,
@@ -49,7 +49,8 @@ export interface PhaseChange {
 
 /** Whether a phase runs against a deadline (and so restarts its clock on entry). */
 export function hasPhaseDeadline(phase: string | undefined): boolean {
-  return phase === CocoonHibernationPhaseHibernating || phase === CocoonHibernationPhaseWaking;
+  return phase === COCOON_HIBERNATION_PHASE_HIBERNATING ||
+    phase === COCOON_HIBERNATION_PHASE_WAKING;
 }
 
 /**
@@ -62,16 +63,17 @@ export function readyCondition(
   generation: number,
   override: { reason?: string; message?: string } = {},
 ): Condition {
-  const done = phase === CocoonHibernationPhaseHibernated || phase === CocoonHibernationPhaseActive;
+  const done = phase === COCOON_HIBERNATION_PHASE_HIBERNATED ||
+    phase === COCOON_HIBERNATION_PHASE_ACTIVE;
   const reason = override.reason ??
     (done
-      ? ReasonHibernationDone
-      : phase === CocoonHibernationPhaseFailed
-      ? ReasonHibernationFailed
-      : ReasonHibernationPending);
+      ? REASON_HIBERNATION_DONE
+      : phase === COCOON_HIBERNATION_PHASE_FAILED
+      ? REASON_HIBERNATION_FAILED
+      : REASON_HIBERNATION_PENDING);
   return newReadyCondition(
     generation,
-    done ? ConditionTrue : ConditionFalse,
+    done ? CONDITION_TRUE : CONDITION_FALSE,
     reason,
     override.message ?? phase,
   );
@@ -97,7 +99,7 @@ export function nextStatus(
   );
   if (hasPhaseDeadline(change.phase) && current.phase !== change.phase) {
     // Entering a deadline phase starts its clock, even when Ready stays False (Failed → retry).
-    findStatusCondition(conditions, ConditionTypeReady)!.lastTransitionTime = formatConditionTime(
+    findStatusCondition(conditions, CONDITION_TYPE_READY)!.lastTransitionTime = formatConditionTime(
       now(),
     );
   }
@@ -121,6 +123,6 @@ export function sameStatus(
 
 /** When the current phase was entered (Ready.lastTransitionTime, epoch ms), if known. */
 export function phaseEnteredAt(hib: CocoonHibernation): number | undefined {
-  const ready = findStatusCondition(hib.status?.conditions, ConditionTypeReady);
+  const ready = findStatusCondition(hib.status?.conditions, CONDITION_TYPE_READY);
   return parseRfc3339(ready?.lastTransitionTime);
 }

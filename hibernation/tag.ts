@@ -8,11 +8,11 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
-import { HibernateSnapshotTag } from "../common/meta/keys.ts";
 import { errorMessage } from "../kube/mod.ts";
 import type { Reader } from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import { type Actor, deleteTagIfAllowed, type Verdict } from "../snapshotgate/mod.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);
 
@@ -50,13 +50,13 @@ export async function dropHibernateTag(
       deps,
       requestActor(hib),
       vmName,
-      HibernateSnapshotTag,
+      HIBERNATE_SNAPSHOT_TAG,
       signal,
     );
     if (!verdict.allowed) {
       log.warn("CocoonHibernation {hibernation} keeps {vm}:{tag}: {reason}", {
         vm: vmName,
-        tag: HibernateSnapshotTag,
+        tag: HIBERNATE_SNAPSHOT_TAG,
         reason: verdict.message,
         hibernation,
       });
@@ -66,7 +66,7 @@ export async function dropHibernateTag(
     signal.throwIfAborted();
     log.error("delete hibernate snapshot {vm}:{tag} for CocoonHibernation {hibernation}: {error}", {
       vm: vmName,
-      tag: HibernateSnapshotTag,
+      tag: HIBERNATE_SNAPSHOT_TAG,
       error: errorMessage(err),
       hibernation,
     });

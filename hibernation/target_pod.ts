@@ -7,7 +7,7 @@
  * @module
  */
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
-import { AnnotationVMName } from "../common/meta/keys.ts";
+import { ANNOTATION_VM_NAME } from "../common/meta/keys.ts";
 import { parseVMSpec } from "../common/meta/vmspec.ts";
 import { isNotFound, Pods, wrapError } from "../kube/mod.ts";
 import type { Pod, Reader } from "../kube/mod.ts";
@@ -63,7 +63,7 @@ export async function findTarget(
     // vk-cocoon names the VM once it has provisioned it.
     return {
       problem: "target-missing",
-      message: `pod ${namespace}/${podName} has no ${AnnotationVMName} annotation yet`,
+      message: `pod ${namespace}/${podName} has no ${ANNOTATION_VM_NAME} annotation yet`,
     };
   }
   return { pod, vmName };

@@ -4,11 +4,11 @@
  */
 import assert from "node:assert/strict";
 import {
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
+  COCOON_HIBERNATION_PHASE_PENDING,
+  COCOON_HIBERNATION_PHASE_WAKING,
   type CocoonHibernationPhase,
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhaseHibernating,
-  CocoonHibernationPhasePending,
-  CocoonHibernationPhaseWaking,
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { newApiError, Pods } from "../kube/mod.ts";
@@ -24,7 +24,7 @@ Deno.test("a missing pod parks the request on Pending and requeues in 5 s", asyn
   const h = Harness.create([request("hib", "Hibernate")]);
   assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhasePending);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_PENDING);
   assert.equal(readyOf(got.status)?.message, `pod ${NS}/${POD} not yet present`);
   assert.equal(readyOf(got.status)?.reason, "Pending");
   await h.close();
@@ -34,7 +34,7 @@ Deno.test("a pod without a VM name parks the request on Pending and requeues in 
   const h = Harness.create([request("hib", "Hibernate"), vmPod({ vmName: null })]);
   assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhasePending);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_PENDING);
   assert.equal(
     readyOf(got.status)?.message,
     `pod ${NS}/${POD} has no vm.cocoonstack.io/name annotation yet`,
@@ -46,8 +46,8 @@ Deno.test("a pod without a VM name parks the request on Pending and requeues in 
 Deno.test("Hibernated and Waking survive pod gaps (pod missing or without VM name)", async (t) => {
   for (const gap of ["pod missing", "pod without vmname"]) {
     const phases: CocoonHibernationPhase[] = [
-      CocoonHibernationPhaseHibernated,
-      CocoonHibernationPhaseWaking,
+      COCOON_HIBERNATION_PHASE_HIBERNATED,
+      COCOON_HIBERNATION_PHASE_WAKING,
     ];
     for (const phase of phases) {
       await t.step(`${gap}/${phase}`, async () => {
@@ -72,7 +72,7 @@ Deno.test("Pending is rewritten when only the generation moved", async () => {
   const h = Harness.create([request("hib", "Hibernate", {
     generation: 4,
     status: {
-      phase: CocoonHibernationPhasePending,
+      phase: COCOON_HIBERNATION_PHASE_PENDING,
       observedGeneration: 3,
       conditions: [ready("False", "Pending", at(-1000), msg)],
     },
@@ -107,7 +107,7 @@ Deno.test("a target pod the cache does not hold is read from the API server", as
     apiReader: (api) => recordingPodGets(api, podReads),
   });
   assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseHibernating);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_HIBERNATING);
   assert.equal(readHibernateState(await h.pod()), true);
   // The pass asked the cache first and, told NotFound, the API server for the same pod.
   const miss = podReads.indexOf(`cache ${NS}/${POD}`);

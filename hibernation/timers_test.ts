@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import {
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
+  COCOON_HIBERNATION_PHASE_WAKING,
   type CocoonHibernation,
   type CocoonHibernationPhase,
-  CocoonHibernationPhaseHibernating,
-  CocoonHibernationPhaseWaking,
 } from "../common/apis/v1/mod.ts";
 import { at, ready, request, T0 } from "./_fixtures.ts";
 import {
@@ -23,7 +23,7 @@ function inPhase(phase: CocoonHibernationPhase | undefined, enteredAt?: string):
 }
 
 Deno.test("the Hibernating deadline: not started, within budget, past budget", () => {
-  const p = CocoonHibernationPhaseHibernating;
+  const p = COCOON_HIBERNATION_PHASE_HIBERNATING;
   assert.equal(phaseDeadlineExceeded(inPhase(undefined), p, HIBERNATE_TIMEOUT_MS, T0), false);
   assert.equal(phaseDeadlineExceeded(inPhase(p, at(0)), p, HIBERNATE_TIMEOUT_MS, T0), false);
   assert.equal(
@@ -33,7 +33,7 @@ Deno.test("the Hibernating deadline: not started, within budget, past budget", (
   // Another phase's clock never counts, nor does a missing one.
   assert.equal(
     phaseDeadlineExceeded(
-      inPhase(CocoonHibernationPhaseWaking, at(-HIBERNATE_TIMEOUT_MS * 2)),
+      inPhase(COCOON_HIBERNATION_PHASE_WAKING, at(-HIBERNATE_TIMEOUT_MS * 2)),
       p,
       1,
       T0,
@@ -44,7 +44,7 @@ Deno.test("the Hibernating deadline: not started, within budget, past budget", (
 });
 
 Deno.test("the Waking deadline: not started, within budget, past budget", () => {
-  const p = CocoonHibernationPhaseWaking;
+  const p = COCOON_HIBERNATION_PHASE_WAKING;
   assert.equal(phaseDeadlineExceeded(inPhase(undefined), p, WAKE_TIMEOUT_MS, T0), false);
   assert.equal(phaseDeadlineExceeded(inPhase(p, at(0)), p, WAKE_TIMEOUT_MS, T0), false);
   assert.equal(

@@ -12,27 +12,27 @@
  * @module
  */
 import {
+  COCOON_HIBERNATION_PHASE_ACTIVE,
+  COCOON_HIBERNATION_PHASE_FAILED,
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_HIBERNATING,
+  COCOON_HIBERNATION_PHASE_PENDING,
+  COCOON_HIBERNATION_PHASE_WAKING,
   type CocoonHibernation,
-  CocoonHibernationPhaseActive,
-  CocoonHibernationPhaseFailed,
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhaseHibernating,
-  CocoonHibernationPhasePending,
-  CocoonHibernationPhaseWaking,
   CocoonHibernations,
-  HibernationDesireHibernate,
-  HibernationDesireWake,
+  HIBERNATION_DESIRE_HIBERNATE,
+  HIBERNATION_DESIRE_WAKE,
 } from "../common/apis/v1/mod.ts";
 import { patchStatus } from "../kube/mod.ts";
 import type { Clock, EventRecorder, EventType, Writer } from "../kube/mod.ts";
 import { direction } from "./direction.ts";
 import {
-  ReasonHibernated,
-  ReasonHibernateTimedOut,
-  ReasonHibernationConflict,
-  ReasonRetryRequested,
-  ReasonWakeTimedOut,
-  ReasonWokenActive,
+  REASON_HIBERNATE_TIMED_OUT,
+  REASON_HIBERNATED,
+  REASON_HIBERNATION_CONFLICT,
+  REASON_RETRY_REQUESTED,
+  REASON_WAKE_TIMED_OUT,
+  REASON_WOKEN_ACTIVE,
   recordRequestEvent,
 } from "./events.ts";
 import { type LeftPhase, observePhaseExit } from "./metrics.ts";
@@ -62,30 +62,30 @@ export class PhaseTransitions {
   async enter(
     hib: CocoonHibernation,
     phase:
-      | typeof CocoonHibernationPhaseHibernating
-      | typeof CocoonHibernationPhaseHibernated
-      | typeof CocoonHibernationPhaseWaking
-      | typeof CocoonHibernationPhaseActive,
+      | typeof COCOON_HIBERNATION_PHASE_HIBERNATING
+      | typeof COCOON_HIBERNATION_PHASE_HIBERNATED
+      | typeof COCOON_HIBERNATION_PHASE_WAKING
+      | typeof COCOON_HIBERNATION_PHASE_ACTIVE,
     vmName: string,
     signal: AbortSignal,
   ): Promise<void> {
     const left = await this.#write(hib, { phase, vmName }, signal);
     // A rewrite within the same phase (a new generation, a repaired condition) announces nothing.
     if (!left || left.phase === phase) return;
-    if (left.phase === CocoonHibernationPhaseFailed) {
-      const desire = phase === CocoonHibernationPhaseHibernating ||
-          phase === CocoonHibernationPhaseHibernated
-        ? HibernationDesireHibernate
-        : HibernationDesireWake;
-      this.#event(hib, "Normal", ReasonRetryRequested, `retrying ${desire} after prior failure`);
+    if (left.phase === COCOON_HIBERNATION_PHASE_FAILED) {
+      const desire = phase === COCOON_HIBERNATION_PHASE_HIBERNATING ||
+          phase === COCOON_HIBERNATION_PHASE_HIBERNATED
+        ? HIBERNATION_DESIRE_HIBERNATE
+        : HIBERNATION_DESIRE_WAKE;
+      this.#event(hib, "Normal", REASON_RETRY_REQUESTED, `retrying ${desire} after prior failure`);
     }
-    if (phase === CocoonHibernationPhaseHibernated) {
-      this.#observeExit(left, CocoonHibernationPhaseHibernating, "ok");
-      this.#event(hib, "Normal", ReasonHibernated, `snapshot ${vmName} pushed to the registry`);
-    } else if (phase === CocoonHibernationPhaseActive) {
-      this.#observeExit(left, CocoonHibernationPhaseWaking, "ok");
+    if (phase === COCOON_HIBERNATION_PHASE_HIBERNATED) {
+      this.#observeExit(left, COCOON_HIBERNATION_PHASE_HIBERNATING, "ok");
+      this.#event(hib, "Normal", REASON_HIBERNATED, `snapshot ${vmName} pushed to the registry`);
+    } else if (phase === COCOON_HIBERNATION_PHASE_ACTIVE) {
+      this.#observeExit(left, COCOON_HIBERNATION_PHASE_WAKING, "ok");
       const pod = `${hib.metadata.namespace}/${hib.spec.podRef.name}`;
-      this.#event(hib, "Normal", ReasonWokenActive, `pod ${pod} is running`);
+      this.#event(hib, "Normal", REASON_WOKEN_ACTIVE, `pod ${pod} is running`);
     }
   }
 
@@ -95,30 +95,34 @@ export class PhaseTransitions {
    */
   async timedOut(
     hib: CocoonHibernation,
-    phase: typeof CocoonHibernationPhaseHibernating | typeof CocoonHibernationPhaseWaking,
+    phase: typeof COCOON_HIBERNATION_PHASE_HIBERNATING | typeof COCOON_HIBERNATION_PHASE_WAKING,
     vmName: string,
     signal: AbortSignal,
   ): Promise<void> {
-    const hibernating = phase === CocoonHibernationPhaseHibernating;
+    const hibernating = phase === COCOON_HIBERNATION_PHASE_HIBERNATING;
     const limit = goDuration(hibernating ? HIBERNATE_TIMEOUT_MS : WAKE_TIMEOUT_MS);
     const message = hibernating
       ? `hibernate not confirmed within ${limit}`
       : `wake timed out after ${limit}; vk-cocoon never reported the container running`;
-    const left = await this.#write(hib, { phase: CocoonHibernationPhaseFailed, message }, signal);
+    const left = await this.#write(
+      hib,
+      { phase: COCOON_HIBERNATION_PHASE_FAILED, message },
+      signal,
+    );
     if (!left) return;
     this.#observeExit(left, phase, "timeout");
     if (hibernating) {
       this.#event(
         hib,
         "Warning",
-        ReasonHibernateTimedOut,
+        REASON_HIBERNATE_TIMED_OUT,
         `snapshot ${vmName} not confirmed in the registry within ${limit}`,
       );
     } else {
       this.#event(
         hib,
         "Warning",
-        ReasonWakeTimedOut,
+        REASON_WAKE_TIMED_OUT,
         `vk-cocoon did not report the container running within ${limit}`,
       );
     }
@@ -126,7 +130,7 @@ export class PhaseTransitions {
 
   /** Fails hib with message (a request that cannot be acted on). No Event. */
   async fail(hib: CocoonHibernation, message: string, signal: AbortSignal): Promise<void> {
-    await this.#write(hib, { phase: CocoonHibernationPhaseFailed, message }, signal);
+    await this.#write(hib, { phase: COCOON_HIBERNATION_PHASE_FAILED, message }, signal);
   }
 
   /**
@@ -136,10 +140,12 @@ export class PhaseTransitions {
    */
   async pending(hib: CocoonHibernation, message: string, signal: AbortSignal): Promise<void> {
     const phase = hib.status?.phase;
-    if (phase === CocoonHibernationPhaseHibernated || phase === CocoonHibernationPhaseWaking) {
+    if (
+      phase === COCOON_HIBERNATION_PHASE_HIBERNATED || phase === COCOON_HIBERNATION_PHASE_WAKING
+    ) {
       return;
     }
-    await this.#write(hib, { phase: CocoonHibernationPhasePending, message }, signal);
+    await this.#write(hib, { phase: COCOON_HIBERNATION_PHASE_PENDING, message }, signal);
   }
 
   /**
@@ -159,15 +165,15 @@ export class PhaseTransitions {
         `${vmName}; this request to ${hib.spec.desire} waits until that one is deleted or asks ` +
         `the same`
       : `CocoonHibernation ${earlier.metadata.name} was created first and is still finishing its ` +
-        `${way === HibernationDesireWake ? "wake" : "hibernation"} of VM ${vmName} (it asks to ` +
+        `${way === HIBERNATION_DESIRE_WAKE ? "wake" : "hibernation"} of VM ${vmName} (it asks to ` +
         `${earlier.spec.desire} next); this request to ${hib.spec.desire} waits until that one ` +
         `is done or deleted`;
     const left = await this.#write(
       hib,
-      { phase: CocoonHibernationPhaseFailed, reason: ReasonHibernationConflict, message },
+      { phase: COCOON_HIBERNATION_PHASE_FAILED, reason: REASON_HIBERNATION_CONFLICT, message },
       signal,
     );
-    if (left) this.#event(hib, "Warning", ReasonHibernationConflict, message);
+    if (left) this.#event(hib, "Warning", REASON_HIBERNATION_CONFLICT, message);
   }
 
   /** Patches the status to change; returns what was left, or undefined when nothing changed. */

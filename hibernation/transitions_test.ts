@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import {
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhasePending,
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_PENDING,
   CocoonHibernations,
 } from "../common/apis/v1/mod.ts";
 import { Events, Recorder } from "../kube/mod.ts";
@@ -21,13 +21,13 @@ Deno.test("enter rewrites observedGeneration even when the phase stays", async (
   const { api, stored, recorder, t } = setup(request("hib", "Hibernate", {
     generation: 7,
     status: {
-      phase: CocoonHibernationPhaseHibernated,
+      phase: COCOON_HIBERNATION_PHASE_HIBERNATED,
       vmName: VM,
       observedGeneration: 6,
       conditions: [ready("True", "Done", at(-1000), "Hibernated")],
     },
   }));
-  await t.enter(stored, CocoonHibernationPhaseHibernated, VM, new AbortController().signal);
+  await t.enter(stored, COCOON_HIBERNATION_PHASE_HIBERNATED, VM, new AbortController().signal);
   const got = await api.get(CocoonHibernations, NS, "hib");
   assert.equal(got.status?.observedGeneration, 7);
   assert.equal(got.status?.conditions?.[0].lastTransitionTime, at(-1000), "no flip, same clock");
@@ -41,7 +41,7 @@ Deno.test("pending rewrites observedGeneration even when the message is unchange
   const { api, stored, recorder, t } = setup(request("hib", "Hibernate", {
     generation: 4,
     status: {
-      phase: CocoonHibernationPhasePending,
+      phase: COCOON_HIBERNATION_PHASE_PENDING,
       observedGeneration: 3,
       conditions: [ready("False", "Pending", at(-1000), msg)],
     },

@@ -3,7 +3,7 @@ import { StripedLock, VM_LOCK_STRIPES } from "./vm_lock.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { flushMicrotasks, waitFor } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { at, Harness, hibernatedLifecycle, readyOf, request, VM, vmPod } from "./_fixtures.ts";
+import { at, Harness, HIBERNATED_LIFECYCLE, readyOf, request, VM, vmPod } from "./_fixtures.ts";
 
 Deno.test("keys on one stripe take turns in arrival order; other stripes run freely", async () => {
   const lock = new StripedLock();
@@ -71,7 +71,7 @@ Deno.test("requests on one pod never have two registry calls for the VM in fligh
     const h = Harness.create([
       request("a", "Hibernate", { created: at(-2000) }),
       request("b", "Hibernate", { created: at(-1000) }),
-      vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+      vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
     ], { registry });
     await reconcileTogether(h, ["a", "b"]);
     assert.equal(registry.callsOf("hasManifest", VM).length, 2);
@@ -87,7 +87,7 @@ Deno.test("requests on one pod never have two registry calls for the VM in fligh
         request("a", "Hibernate", { created: at(-2000) }),
         request("b", "Wake", { created: at(-1000) }),
         // Live, and vk's pair qualifies: a probes the tag, b's wake would drop it.
-        vmPod({ vmID: "vmid-1", running: true, lifecycle: hibernatedLifecycle }),
+        vmPod({ vmID: "vmid-1", running: true, lifecycle: HIBERNATED_LIFECYCLE }),
       ], { registry });
       await reconcileTogether(h, ["a", "b"]);
       assert.equal(registry.maxInFlight(VM), 1);
@@ -113,7 +113,7 @@ Deno.test("a deleting request and a live one on the same pod are serialized", as
   const h = Harness.create([
     request("a", "Hibernate", { deleting: true, status: { vmName: VM } }),
     request("b", "Hibernate", { created: at(-1000) }),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   const live = h.reconcile("b");
   await waitFor("b probing under the VM's lock", () => registry.calls.length === 1);
@@ -140,7 +140,7 @@ Deno.test("a retargeted request is serialized against a live one on its recorded
     // Points at demo-1 now, but its status still names demo-0's VM: the tag it will delete.
     request("a", "Hibernate", { pod: "demo-1", deleting: true, status: { vmName: VM } }),
     request("b", "Hibernate"),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   await reconcileTogether(h, ["a", "b"]);
   // Issue 18: the snapshot gate refuses a's delete (demo-0's VM is not the name a derives from
@@ -163,7 +163,7 @@ Deno.test("an abort while waiting for the VM lock ends the pass without touching
   const h = Harness.create([
     request("a", "Hibernate", { created: at(-2000) }),
     request("b", "Hibernate", { created: at(-1000) }),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   const first = h.reconcile("a");
   while (registry.calls.length === 0) await new Promise((r) => setTimeout(r, 1));

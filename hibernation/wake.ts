@@ -12,8 +12,8 @@
  * @module
  */
 import {
-  CocoonHibernationPhaseActive,
-  CocoonHibernationPhaseWaking,
+  COCOON_HIBERNATION_PHASE_ACTIVE,
+  COCOON_HIBERNATION_PHASE_WAKING,
 } from "../common/apis/v1/mod.ts";
 import { patchHibernateState } from "../common/k8s/pod_patch.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
@@ -68,13 +68,13 @@ export async function reconcileWake(deps: StepDeps, pass: RequestPass): Promise<
   }
   // Only a wake that saw the VM down (it entered Waking for that) drops the tag: a VM live from
   // the start may be the one vk-cocoon pushed and is about to remove (vm_liveness.ts).
-  const sawDown = hib.status?.phase === CocoonHibernationPhaseWaking;
+  const sawDown = hib.status?.phase === COCOON_HIBERNATION_PHASE_WAKING;
   const outcome = wakeOutcome({
     live: vmLive(pod),
     broughtBack: wakeBroughtVMBack(pod, sawDown),
     expired: phaseDeadlineExceeded(
       hib,
-      CocoonHibernationPhaseWaking,
+      COCOON_HIBERNATION_PHASE_WAKING,
       WAKE_TIMEOUT_MS,
       deps.clock.now(),
     ),
@@ -82,16 +82,16 @@ export async function reconcileWake(deps: StepDeps, pass: RequestPass): Promise<
   switch (outcome) {
     case "active-drop-tag":
       await dropHibernateTag(deps, vmName, hib, signal);
-      await deps.transitions.enter(hib, CocoonHibernationPhaseActive, vmName, signal);
+      await deps.transitions.enter(hib, COCOON_HIBERNATION_PHASE_ACTIVE, vmName, signal);
       return {};
     case "active-keep-tag":
-      await deps.transitions.enter(hib, CocoonHibernationPhaseActive, vmName, signal);
+      await deps.transitions.enter(hib, COCOON_HIBERNATION_PHASE_ACTIVE, vmName, signal);
       return {};
     case "timed-out":
-      await deps.transitions.timedOut(hib, CocoonHibernationPhaseWaking, vmName, signal);
+      await deps.transitions.timedOut(hib, COCOON_HIBERNATION_PHASE_WAKING, vmName, signal);
       return {};
     case "waking":
-      await deps.transitions.enter(hib, CocoonHibernationPhaseWaking, vmName, signal);
+      await deps.transitions.enter(hib, COCOON_HIBERNATION_PHASE_WAKING, vmName, signal);
       return { requeueAfter: REQUEUE_INTERVAL_MS };
   }
 }

@@ -6,19 +6,19 @@ import assert from "node:assert/strict";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { type WakeOutcome, wakeOutcome, type WakeSignals } from "./wake.ts";
 import {
-  CocoonHibernationPhaseActive,
-  CocoonHibernationPhaseFailed,
-  CocoonHibernationPhaseHibernated,
-  CocoonHibernationPhaseWaking,
+  COCOON_HIBERNATION_PHASE_ACTIVE,
+  COCOON_HIBERNATION_PHASE_FAILED,
+  COCOON_HIBERNATION_PHASE_HIBERNATED,
+  COCOON_HIBERNATION_PHASE_WAKING,
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
-import { AnnotationHibernate } from "../common/meta/keys.ts";
+import { ANNOTATION_HIBERNATE } from "../common/meta/keys.ts";
 import { parseRfc3339, Pods } from "../kube/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import {
   at,
   Harness,
-  hibernatedLifecycle,
+  HIBERNATED_LIFECYCLE,
   histogramCount,
   NS,
   POD,
@@ -36,13 +36,13 @@ Deno.test("wake: clears the annotation, waits in Waking, keeps the tag", async (
   const registry = new FakeRegistry();
   registry.put(VM, "hibernate");
   const h = Harness.create([
-    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseHibernated, vmName: VM } }),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    request("hib", "Wake", { status: { phase: COCOON_HIBERNATION_PHASE_HIBERNATED, vmName: VM } }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
   const pod = await h.pod();
-  assert.equal(pod.metadata.annotations?.[AnnotationHibernate], undefined);
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseWaking);
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], undefined);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_WAKING);
   assert.equal(registry.contains(VM, "hibernate"), true);
   // Idempotent: an already-clear annotation is not patched again.
   const podWrites = h.writes("pods");
@@ -56,7 +56,7 @@ Deno.test("wake: past 5 minutes → Failed, WakeTimedOut, histogram result=timeo
   const h = Harness.create([
     request("hib", "Wake", {
       status: {
-        phase: CocoonHibernationPhaseWaking,
+        phase: COCOON_HIBERNATION_PHASE_WAKING,
         vmName: VM,
         conditions: [ready("False", "Pending", at(-2 * WAKE_TIMEOUT_MS))],
       },
@@ -65,7 +65,7 @@ Deno.test("wake: past 5 minutes → Failed, WakeTimedOut, histogram result=timeo
   ]);
   assert.deepEqual(await h.reconcile("hib"), {});
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseFailed);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_FAILED);
   assert.equal(
     readyOf(got.status)?.message,
     "wake timed out after 5m0s; vk-cocoon never reported the container running",
@@ -80,7 +80,7 @@ Deno.test("wake: Failed re-enters Waking with a fresh clock that does not re-tri
   const h = Harness.create([
     request("hib", "Wake", {
       status: {
-        phase: CocoonHibernationPhaseFailed,
+        phase: COCOON_HIBERNATION_PHASE_FAILED,
         conditions: [ready("False", "Failed", stale)],
       },
     }),
@@ -88,11 +88,11 @@ Deno.test("wake: Failed re-enters Waking with a fresh clock that does not re-tri
   ]);
   await h.reconcile("hib");
   let got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseWaking);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_WAKING);
   assert.ok(parseRfc3339(readyOf(got.status)?.lastTransitionTime)! > parseRfc3339(stale)!);
   await h.reconcile("hib");
   got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseWaking, "the deadline must not re-trip");
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_WAKING, "the deadline must not re-trip");
   assert.deepEqual(await h.reasons("hib"), ["RetryRequested"]);
   await h.close();
 });
@@ -101,11 +101,11 @@ Deno.test("wake: fast path — a live VM clears the residue and goes Active in o
   const registry = new FakeRegistry();
   registry.put(VM, "hibernate");
   const h = Harness.create([
-    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseWaking } }),
+    request("hib", "Wake", { status: { phase: COCOON_HIBERNATION_PHASE_WAKING } }),
     vmPod({ hibernate: true, vmID: "vmid-live", running: true }),
   ], { registry });
   assert.deepEqual(await h.reconcile("hib"), {});
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
   assert.equal(readHibernateState(await h.pod()), false);
   assert.equal(registry.contains(VM, "hibernate"), false);
   await h.close();
@@ -116,8 +116,8 @@ Deno.test("wake: VM live → tag dropped, Active, WokenActive and histogram ok o
   const registry = new FakeRegistry();
   registry.put(VM, "hibernate");
   const h = Harness.create([
-    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseHibernated, vmName: VM } }),
-    vmPod({ hibernate: true, lifecycle: hibernatedLifecycle }),
+    request("hib", "Wake", { status: { phase: COCOON_HIBERNATION_PHASE_HIBERNATED, vmName: VM } }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   await h.reconcile("hib");
   assert.equal(registry.contains(VM, "hibernate"), true, "kept while the VM is not live");
@@ -126,7 +126,7 @@ Deno.test("wake: VM live → tag dropped, Active, WokenActive and histogram ok o
   h.api.seed(Pods, vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }));
   assert.deepEqual(await h.reconcile("hib"), {});
   const got = await h.hib("hib");
-  assert.equal(got.status?.phase, CocoonHibernationPhaseActive);
+  assert.equal(got.status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
   assert.equal(readyOf(got.status)?.status, "True");
   assert.equal(registry.contains(VM, "hibernate"), false);
   await h.reconcile("hib");
@@ -144,7 +144,7 @@ Deno.test("wake: VM live → tag dropped, Active, WokenActive and histogram ok o
 Deno.test("wake: a VM vk-cocoon is still hibernating is not live; the tag outlives it", async () => {
   const registry = new FakeRegistry();
   const h = Harness.create([
-    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseActive, vmName: VM } }),
+    request("hib", "Wake", { status: { phase: COCOON_HIBERNATION_PHASE_ACTIVE, vmName: VM } }),
     // A suspend raced the Wake: vk-cocoon has pushed the snapshot, the old VM still shows.
     vmPod({
       hibernate: true,
@@ -157,15 +157,15 @@ Deno.test("wake: a VM vk-cocoon is still hibernating is not live; the tag outliv
   assert.deepEqual(await h.reconcile("hib"), { requeueAfter: REQUEUE_INTERVAL_MS });
   assert.equal(readHibernateState(await h.pod()), false, "the hibernate request is withdrawn");
   assert.equal(registry.contains(VM, "hibernate"), true, "the snapshot is kept");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseWaking);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_WAKING);
 
   // The hibernation completes (VM gone), then vk-cocoon restores from the snapshot.
-  h.api.seed(Pods, vmPod({ lifecycle: hibernatedLifecycle }));
+  h.api.seed(Pods, vmPod({ lifecycle: HIBERNATED_LIFECYCLE }));
   await h.reconcile("hib");
   assert.equal(registry.contains(VM, "hibernate"), true, "kept until the restored VM runs");
   h.api.seed(Pods, vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }));
   assert.deepEqual(await h.reconcile("hib"), {});
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
   assert.equal(registry.contains(VM, "hibernate"), false);
   await h.close();
 });
@@ -175,12 +175,12 @@ Deno.test("wake: a failing tag delete is logged and the wake still completes", a
   registry.put(VM, "hibernate");
   registry.failNext("deleteManifest", new Error("denied"), { times: Infinity });
   const h = Harness.create([
-    request("hib", "Wake", { status: { phase: CocoonHibernationPhaseWaking, vmName: VM } }),
+    request("hib", "Wake", { status: { phase: COCOON_HIBERNATION_PHASE_WAKING, vmName: VM } }),
     vmPod({ vmID: "vmid-new", running: true }),
   ], { registry });
   assert.deepEqual(await h.reconcile("hib"), {});
   assert.equal(registry.callsOf("deleteManifest", VM).length, 1, "the tag delete was tried");
-  assert.equal((await h.hib("hib")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
   await h.close();
 });
 
@@ -209,11 +209,11 @@ Deno.test("wake: a refused tag drop is logged naming the request; the wake compl
   registry.put(VM, "hibernate");
   const h = Harness.create([
     request("early", "Wake", {
-      status: { phase: CocoonHibernationPhaseWaking, vmName: VM },
+      status: { phase: COCOON_HIBERNATION_PHASE_WAKING, vmName: VM },
       created: at(-60_000),
     }),
     request("late", "Wake", {
-      status: { phase: CocoonHibernationPhaseWaking, vmName: VM },
+      status: { phase: COCOON_HIBERNATION_PHASE_WAKING, vmName: VM },
       created: at(0),
     }),
     vmPod({ vmID: "vmid-new", running: true }),
@@ -221,7 +221,7 @@ Deno.test("wake: a refused tag drop is logged naming the request; the wake compl
   const logs = await capturedLogs(async () => {
     assert.deepEqual(await h.reconcile("early"), {});
   });
-  assert.equal((await h.hib("early")).status?.phase, CocoonHibernationPhaseActive);
+  assert.equal((await h.hib("early")).status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
   assert.equal(registry.contains(VM, "hibernate"), true, "the tag is kept for the other request");
   assert.equal(registry.callsOf("deleteManifest").length, 0);
   const kept = logs.filter((l) => l.level === "warning" && l.text.includes(`${VM}:hibernate`));

@@ -16,7 +16,7 @@ import { apiVersionOf as apiVersion, resourceId, type ResourceType } from "./res
 import { fieldSelectorString, labelSelectorString } from "./selector.ts";
 import type { RequestSpec, Transport } from "./transport.ts";
 
-const patchContentTypes: Record<PatchType, string> = {
+const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
   merge: "application/merge-patch+json",
   json: "application/json-patch+json",
 };
@@ -162,7 +162,7 @@ export class ApiClient implements Client {
       path: resourcePath(rt, namespace, name, opts?.subresource),
       query: this.#writeQuery(opts),
       body: patch,
-      contentType: patchContentTypes[type],
+      contentType: PATCH_CONTENT_TYPES[type],
       signal: opts?.signal,
     }, this.#target(rt, namespace, name));
   }

@@ -6,7 +6,7 @@ import type { KubeObject } from "./object.ts";
 import { FakeClient } from "./testing/fake.ts";
 import { waitFor } from "./testing/wait.ts";
 
-const owner = "cocoonset.cocoonstack.io/name";
+const OWNER = "cocoonset.cocoonstack.io/name";
 
 function pod(name: string, labels: Record<string, string> = {}, namespace = "ns"): Pod {
   return {
@@ -15,7 +15,7 @@ function pod(name: string, labels: Record<string, string> = {}, namespace = "ns"
   };
 }
 
-const managed = (name: string, namespace = "ns") => pod(name, { [owner]: "demo" }, namespace);
+const managed = (name: string, namespace = "ns") => pod(name, { [OWNER]: "demo" }, namespace);
 
 /** A started cache whose pod handlers record "add:name" ("add*" initial), "update:", "delete:". */
 async function withScopedCache(
@@ -51,10 +51,10 @@ Deno.test("cache: a label-scoped kind never stores or delivers objects outside i
   const fake = new FakeClient();
   await fake.create(Pods, managed("a"));
   await fake.create(Pods, pod("u1"));
-  await fake.create(Pods, pod("u2", { [owner + "-other"]: "x" }, "elsewhere"));
+  await fake.create(Pods, pod("u2", { [OWNER + "-other"]: "x" }, "elsewhere"));
   await withScopedCache(
     fake,
-    { byObject: [byObject(Pods, { labelSelector: owner })] },
+    { byObject: [byObject(Pods, { labelSelector: OWNER })] },
     async (cache, seen) => {
       assert.deepEqual(seen, ["add*:a"]);
       assert.deepEqual(names([...cache.informerFor(Pods).listStored()]), ["a"]);
@@ -73,13 +73,13 @@ Deno.test("cache: a label-scoped kind never stores or delivers objects outside i
       const calls = fake.actions.filter((x) => x.resource === Pods && x.verb !== "create");
       const listsAndWatches = calls.filter((x) => x.verb === "list" || x.verb === "watch");
       assert.ok(listsAndWatches.length >= 2);
-      for (const call of listsAndWatches) assert.equal(call.labelSelector, owner, call.verb);
+      for (const call of listsAndWatches) assert.equal(call.labelSelector, OWNER, call.verb);
 
       // Reads answer only from what the cache holds.
       assert.deepEqual(names((await cache.list(Pods)).items), ["b", "a"]);
       await assert.rejects(cache.get(Pods, "ns", "u1"), isNotFound);
-      assert.deepEqual((await cache.list(Pods, { labelSelector: `!${owner}` })).items, []);
-      assert.deepEqual(names((await fake.list(Pods, { labelSelector: `!${owner}` })).items), [
+      assert.deepEqual((await cache.list(Pods, { labelSelector: `!${OWNER}` })).items, []);
+      assert.deepEqual(names((await fake.list(Pods, { labelSelector: `!${OWNER}` })).items), [
         "u1",
         "u3",
       ]);
@@ -92,12 +92,12 @@ Deno.test("cache: a pod whose label moves into the scope is added, and deleted w
   await fake.create(Pods, pod("p"));
   await withScopedCache(
     fake,
-    { byObject: [byObject(Pods, { labelSelector: `${owner},role!=retired` })] },
+    { byObject: [byObject(Pods, { labelSelector: `${OWNER},role!=retired` })] },
     async (cache, seen) => {
       assert.equal(seen.length, 0);
-      await fake.patch(Pods, "ns", "p", "merge", { metadata: { labels: { [owner]: "demo" } } });
+      await fake.patch(Pods, "ns", "p", "merge", { metadata: { labels: { [OWNER]: "demo" } } });
       await waitFor("entered the scope", () => seen.includes("add:p"));
-      assert.equal((await cache.get(Pods, "ns", "p")).metadata.labels?.[owner], "demo");
+      assert.equal((await cache.get(Pods, "ns", "p")).metadata.labels?.[OWNER], "demo");
 
       await fake.patch(Pods, "ns", "p", "merge", { metadata: { labels: { role: "active" } } });
       await waitFor("changed inside the scope", () => seen.includes("update:p"));
@@ -118,7 +118,7 @@ Deno.test("cache: a pod leaving the scope leaves the field index with it", async
   await fake.create(Pods, { ...managed("a"), spec: { nodeName: "n1", containers: [] } });
   const cache = new InformerCache({
     client: fake,
-    byObject: [byObject(Pods, { labelSelector: owner })],
+    byObject: [byObject(Pods, { labelSelector: OWNER })],
   });
   cache.indexField(Pods, "spec.nodeName", (p) => p.spec?.nodeName ? [p.spec.nodeName] : []);
   const onNode = async () =>
@@ -128,11 +128,11 @@ Deno.test("cache: a pod leaving the scope leaves the field index with it", async
   try {
     await cache.waitForSync(AbortSignal.timeout(5000));
     assert.deepEqual(await onNode(), ["a"]);
-    await fake.patch(Pods, "ns", "a", "merge", { metadata: { labels: { [owner]: null } } });
+    await fake.patch(Pods, "ns", "a", "merge", { metadata: { labels: { [OWNER]: null } } });
     await waitFor("left the scope", () => cache.informerFor(Pods).size === 0);
     assert.deepEqual(await onNode(), []);
     assert.deepEqual(cache.informerFor(Pods).byIndex("spec.nodeName", "n1"), []);
-    await fake.patch(Pods, "ns", "a", "merge", { metadata: { labels: { [owner]: "demo" } } });
+    await fake.patch(Pods, "ns", "a", "merge", { metadata: { labels: { [OWNER]: "demo" } } });
     await waitFor("back in the scope", () => cache.informerFor(Pods).size === 1);
     assert.deepEqual(await onNode(), ["a"]);
   } finally {
@@ -154,14 +154,14 @@ Deno.test("cache: a pod that left the scope while the watch was down is deleted 
   );
   await withScopedCache(
     fake,
-    { byObject: [byObject(Pods, { labelSelector: owner })] },
+    { byObject: [byObject(Pods, { labelSelector: OWNER })] },
     async (cache, seen) => {
       // The watch opens after the sync; drop it only once it is open.
       await waitFor("watch open", () => fake.openWatches === 1);
       blocked = true;
       fake.closeWatches();
-      await fake.patch(Pods, "ns", "leaves", "merge", { metadata: { labels: { [owner]: null } } });
-      await fake.patch(Pods, "ns", "joins", "merge", { metadata: { labels: { [owner]: "demo" } } });
+      await fake.patch(Pods, "ns", "leaves", "merge", { metadata: { labels: { [OWNER]: null } } });
+      await fake.patch(Pods, "ns", "joins", "merge", { metadata: { labels: { [OWNER]: "demo" } } });
       fake.compact();
       blocked = false;
       await waitFor("gap delivered", () => seen.length === 4);
@@ -213,16 +213,16 @@ Deno.test("cache: reads of a scoped kind return copies", async () => {
   await fake.create(Pods, managed("a"));
   await withScopedCache(
     fake,
-    { byObject: [byObject(Pods, { labelSelector: { [owner]: "demo" } })] },
+    { byObject: [byObject(Pods, { labelSelector: { [OWNER]: "demo" } })] },
     async (cache) => {
       const got = await cache.get(Pods, "ns", "a");
-      got.metadata.labels![owner] = "mutated";
+      got.metadata.labels![OWNER] = "mutated";
       const listed = (await cache.list(Pods)).items[0];
       listed.spec!.containers[0].image = "mutated";
       const again = await cache.get(Pods, "ns", "a");
-      assert.equal(again.metadata.labels?.[owner], "demo");
+      assert.equal(again.metadata.labels?.[OWNER], "demo");
       assert.equal(again.spec?.containers[0].image, "img");
-      assert.equal(cache.informerFor(Pods).getStored("ns", "a")?.metadata.labels?.[owner], "demo");
+      assert.equal(cache.informerFor(Pods).getStored("ns", "a")?.metadata.labels?.[OWNER], "demo");
     },
   );
 });
@@ -250,7 +250,7 @@ Deno.test("cache: a field selector scopes the list and the watch", async () => {
 Deno.test("cache: configure is refused once the kind's informer exists, twice, or with bad syntax", () => {
   const cache = new InformerCache({
     client: new FakeClient(),
-    byObject: [byObject(Pods, { labelSelector: owner })],
+    byObject: [byObject(Pods, { labelSelector: OWNER })],
   });
   assert.throws(
     () => cache.configure(Pods, { labelSelector: "app=x" }),

@@ -133,7 +133,7 @@ export interface WatchOptions {
 }
 
 /** The annotation of the BOOKMARK that closes a watch-list stream's initial state. */
-export const initialEventsEndAnnotation = "k8s.io/initial-events-end";
+export const INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end";
 
 /** The event types a watch stream carries. */
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";

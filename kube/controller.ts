@@ -14,7 +14,7 @@ import {
 import { errorMessage } from "./errors.ts";
 import { keyString, type KubeObject, parseKey } from "./object.ts";
 import { and, type Predicate } from "./predicates.ts";
-import { lowPriority, PriorityQueue } from "./priority_queue.ts";
+import { LOW_PRIORITY, PriorityQueue } from "./priority_queue.ts";
 import type { ControllerQueue } from "./queue.ts";
 import {
   defaultControllerRateLimiter,
@@ -60,10 +60,10 @@ export interface ControllerOptions {
   needLeaderElection?: boolean;
 }
 
-const defaultCacheSyncTimeoutMs = 120_000;
-const defaultDrainTimeoutMs = 30_000;
+const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 /** client-go's WaitForCacheSync polls every 100 ms. */
-const syncPollMs = 100;
+const SYNC_POLL_MS = 100;
 
 /**
  * Runs a reconciler over a workqueue fed by informer events (controller-runtime's internal
@@ -73,7 +73,7 @@ const syncPollMs = 100;
  *
  * Priorities (the default priority queue; the plain queue ignores them): objects from an
  * informer's initial list and updates whose resourceVersion did not change are queued at
- * {@link lowPriority} (-100), every other event at 0, so real changes are reconciled before a
+ * {@link LOW_PRIORITY} (-100), every other event at 0, so real changes are reconciled before a
  * restart's replay of unchanged objects. A requeue keeps the priority the key was handed out
  * with, unless the result names another one.
  *
@@ -131,8 +131,8 @@ export class Controller {
       (this.#usePriorityQueue
         ? defaultItemRateLimiter()
         : defaultControllerRateLimiter(this.#clock));
-    this.#cacheSyncTimeoutMs = opts.cacheSyncTimeoutMs || defaultCacheSyncTimeoutMs;
-    this.#drainTimeoutMs = opts.drainTimeoutMs ?? defaultDrainTimeoutMs;
+    this.#cacheSyncTimeoutMs = opts.cacheSyncTimeoutMs || DEFAULT_CACHE_SYNC_TIMEOUT_MS;
+    this.#drainTimeoutMs = opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     this.#reconciliationTimeoutMs = opts.reconciliationTimeoutMs ?? 0;
     this.#done = new Promise((resolve) => this.#resolveDone = resolve);
     const labels = { controller: this.name };
@@ -173,13 +173,13 @@ export class Controller {
         onAdd: (obj, isInInitialList) =>
           this.#dispatch(
             "create",
-            isInInitialList ? lowPriority : 0,
+            isInInitialList ? LOW_PRIORITY : 0,
             () => filter.create(obj) ? handler.create?.(obj, isInInitialList) : undefined,
           ),
         onUpdate: (oldObj, newObj) =>
           this.#dispatch(
             "update",
-            unchanged(oldObj, newObj) ? lowPriority : 0,
+            unchanged(oldObj, newObj) ? LOW_PRIORITY : 0,
             () => filter.update(oldObj, newObj) ? handler.update?.(oldObj, newObj) : undefined,
           ),
         onDelete: (obj) =>
@@ -344,7 +344,7 @@ export class Controller {
         });
         throw err;
       }
-      await this.#sleep(Math.min(syncPollMs, left));
+      await this.#sleep(Math.min(SYNC_POLL_MS, left));
     }
     return !this.#stopping;
   }

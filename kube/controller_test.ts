@@ -5,7 +5,7 @@ import { enqueueForObject } from "./handler.ts";
 import { metricValue } from "./testing/metrics.ts";
 import type { KubeObject } from "./object.ts";
 import { generationChanged } from "./predicates.ts";
-import { lowPriority } from "./priority_queue.ts";
+import { LOW_PRIORITY } from "./priority_queue.ts";
 import { type Reconciler, type Request, type Result, TerminalError } from "./reconcile.ts";
 import { StubInformer } from "./testing/stub_informer.ts";
 import { flushMicrotasks, waitUntil } from "./testing/wait.ts";
@@ -466,7 +466,7 @@ Deno.test("start twice rejects; stop before start resolves; metrics initialised"
 /** Keys waiting in a controller's queue by priority label (non-zero workqueue_depth series). */
 async function depthByPriority(name: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const priority of [String(lowPriority), "0", "10"]) {
+  for (const priority of [String(LOW_PRIORITY), "0", "10"]) {
     const v = await metricValue("workqueue_depth", { name, controller: name, priority });
     if (v) out[priority] = v;
   }

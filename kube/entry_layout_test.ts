@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { type ImportRef, importsOf, importsUnder } from "./testing/import_scan.ts";
 
 /** The folders whose code is written against kube/ as a library: reconcilers and the gate. */
-const reconcilerFolders = ["cocoonset", "hibernation", "snapshotgate"];
+const RECONCILER_FOLDERS = ["cocoonset", "hibernation", "snapshotgate"];
 /** The two ways in: the library, and (for tests) its test doubles. */
 const entries = new Set(["kube/mod.ts", "kube/testing/mod.ts"]);
 
@@ -14,7 +14,7 @@ function bypassesEntry(ref: ImportRef): boolean {
 const show = (ref: ImportRef) => `${ref.file}:${ref.line} imports ${ref.specifier}`;
 
 Deno.test("reconcilers import kube/ only through kube/mod.ts (tests: also kube/testing/mod.ts)", () => {
-  const imports = reconcilerFolders.flatMap(importsUnder);
+  const imports = RECONCILER_FOLDERS.flatMap(importsUnder);
   // The scan must see the reconcilers' kube imports at all, or an empty result proves nothing.
   assert.ok(imports.some((ref) => ref.target?.startsWith("kube/")));
   assert.deepEqual(imports.filter(bypassesEntry).map(show), []);

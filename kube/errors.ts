@@ -19,7 +19,7 @@ export type StatusReason =
   | "ServiceUnavailable"
   | "Unknown";
 
-const reasonByCode: Record<number, StatusReason> = {
+const REASON_BY_CODE: Record<number, StatusReason> = {
   400: "BadRequest",
   401: "Unauthorized",
   403: "Forbidden",
@@ -83,7 +83,7 @@ export class ApiError extends Error {
 
 function classifyReason(code: number, reason?: string): StatusReason {
   if (reason && (reason as StatusReason) && isKnownReason(reason)) return reason;
-  return reasonByCode[code] ?? "Unknown";
+  return REASON_BY_CODE[code] ?? "Unknown";
 }
 
 const knownReasons = new Set<string>([

@@ -6,16 +6,16 @@
 import { basename, isAbsolute, resolve } from "node:path";
 
 /** The ExecCredential API versions a plugin may speak (v1alpha1 is gone from client-go too). */
-export const execApiVersions = [
+export const EXEC_API_VERSIONS = [
   "client.authentication.k8s.io/v1",
   "client.authentication.k8s.io/v1beta1",
 ] as const;
 
 /** An ExecCredential API version. */
-export type ExecApiVersion = typeof execApiVersions[number];
+export type ExecApiVersion = typeof EXEC_API_VERSIONS[number];
 
 /** The variables of the operator's own environment a plugin receives (when granted and set). */
-export const execInheritedEnv: readonly string[] = ["PATH", "HOME"];
+export const EXEC_INHERITED_ENV: readonly string[] = ["PATH", "HOME"];
 
 /** A kubeconfig user's `exec` section, validated. */
 export interface ExecConfig {
@@ -48,13 +48,13 @@ export class ExecConfigError extends Error {
  * Program names the launcher and the operator refuse as plugins: each would run arbitrary code
  * under the one `--allow-run` grant.
  */
-const refusedProgram =
+const REFUSED_PROGRAM =
   /^(sh|bash|dash|zsh|ksh|mksh|csh|tcsh|fish|ash|busybox|env|sudo|doas|su|xargs|nohup|timeout|nice|deno|node|nodejs|bun|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|php[0-9.]*|lua[0-9.]*|tclsh[0-9.]*|wish[0-9.]*|pwsh|powershell|osascript|awk|gawk|mawk|nawk)$/;
 
 /** Why a program may not be a plugin, or undefined when it may. */
 export function refusedPluginReason(program: string): string | undefined {
   const name = basename(program);
-  return refusedProgram.test(name)
+  return REFUSED_PROGRAM.test(name)
     ? `${name} is a shell, interpreter or launcher, which would let the plugin run anything`
     : undefined;
 }
@@ -79,10 +79,10 @@ export function parseExecConfig(
   const command = typeof exec.command === "string" ? exec.command.trim() : "";
   if (command === "") throw new ExecConfigError(`${where} has no command`);
   const apiVersion = exec.apiVersion;
-  if (!execApiVersions.includes(apiVersion as ExecApiVersion)) {
+  if (!EXEC_API_VERSIONS.includes(apiVersion as ExecApiVersion)) {
     throw new ExecConfigError(
       `${where} ${command} has apiVersion ${JSON.stringify(apiVersion ?? "")}; ` +
-        `supported: ${execApiVersions.join(", ")}`,
+        `supported: ${EXEC_API_VERSIONS.join(", ")}`,
     );
   }
   const mode = exec.interactiveMode;
@@ -147,5 +147,5 @@ function execExtension(extensions: unknown): unknown {
 
 /** What running this plugin needs from the sandbox: run access to it and the variables it gets. */
 export function execNeeds(config: ExecConfig): { run: string; env: readonly string[] } {
-  return { run: config.command, env: execInheritedEnv };
+  return { run: config.command, env: EXEC_INHERITED_ENV };
 }

@@ -24,7 +24,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { errorMessage } from "./errors.ts";
-import { type ExecApiVersion, type ExecConfig, execInheritedEnv } from "./exec_config.ts";
+import { EXEC_INHERITED_ENV, type ExecApiVersion, type ExecConfig } from "./exec_config.ts";
 
 export {
   type ExecApiVersion,
@@ -38,9 +38,9 @@ export {
 const log = getLogger(["cocoon-operator", "exec-credential"]);
 
 /** How long one plugin run may take. */
-export const defaultExecTimeoutMs = 30_000;
+export const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
 /** The most stdout a plugin may print (an ExecCredential with a certificate chain is ~10 KiB). */
-export const maxExecOutputBytes = 1 << 20;
+export const MAX_EXEC_OUTPUT_BYTES = 1 << 20;
 
 /** A plugin run that did not give a credential; the message is one line, never the credential. */
 export class ExecPluginError extends Error {
@@ -246,10 +246,10 @@ async function runPlugin(
   cluster: ExecClusterInfo,
   opts: ExecRunOptions,
 ): Promise<string> {
-  const timeoutMs = opts.timeoutMs ?? defaultExecTimeoutMs;
-  const cap = opts.maxOutputBytes ?? maxExecOutputBytes;
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
+  const cap = opts.maxOutputBytes ?? MAX_EXEC_OUTPUT_BYTES;
   const env: Record<string, string> = {};
-  for (const name of execInheritedEnv) {
+  for (const name of EXEC_INHERITED_ENV) {
     const value = opts.env?.(name);
     if (value !== undefined) env[name] = value;
   }
@@ -353,7 +353,7 @@ async function readCapped(
 }
 
 /** The most stderr logged per run; a chatty plugin cannot flood the log. */
-const maxStderrLines = 50;
+const MAX_STDERR_LINES = 50;
 
 /** Logs the plugin's stderr, one entry per line (client-go passes it to its own stderr). */
 async function logStderr(
@@ -365,7 +365,7 @@ async function logStderr(
   const emit = (line: string) => {
     if (line.trim() === "") return;
     lines++;
-    if (lines > maxStderrLines) return;
+    if (lines > MAX_STDERR_LINES) return;
     log.warn("exec plugin {command} stderr: {line}", {
       command: config.command,
       user: config.user,
@@ -381,10 +381,10 @@ async function logStderr(
     parts.forEach(emit);
   }
   emit(rest);
-  if (lines > maxStderrLines) {
+  if (lines > MAX_STDERR_LINES) {
     log.warn("exec plugin {command} wrote {dropped} more stderr lines, not logged", {
       command: config.command,
-      dropped: lines - maxStderrLines,
+      dropped: lines - MAX_STDERR_LINES,
     });
   }
 }

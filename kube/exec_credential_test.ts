@@ -11,8 +11,8 @@ import {
 import { restConfigFor, Transport } from "./transport.ts";
 import { loadKubeconfig } from "./kubeconfig.ts";
 
-const v1 = "client.authentication.k8s.io/v1";
-const v1beta1 = "client.authentication.k8s.io/v1beta1";
+const V1 = "client.authentication.k8s.io/v1";
+const V1BETA1 = "client.authentication.k8s.io/v1beta1";
 
 function credential(apiVersion: string, status: Record<string, unknown>): string {
   return JSON.stringify({ kind: "ExecCredential", apiVersion, status });
@@ -31,28 +31,28 @@ function config(command: string, extra: Partial<ExecConfig> = {}): ExecConfig {
     command,
     args: [],
     env: [],
-    apiVersion: v1,
+    apiVersion: V1,
     provideClusterInfo: false,
     ...extra,
   };
 }
 
 Deno.test("parseExecCredential: v1 and v1beta1 tokens and certificate pairs", () => {
-  assert.deepEqual(parseExecCredential(credential(v1, { token: "t1" }), v1), { token: "t1" });
+  assert.deepEqual(parseExecCredential(credential(V1, { token: "t1" }), V1), { token: "t1" });
   assert.deepEqual(
     parseExecCredential(
-      credential(v1beta1, {
+      credential(V1BETA1, {
         token: "t2",
         expirationTimestamp: "2030-01-02T03:04:05Z",
       }),
-      v1beta1,
+      V1BETA1,
     ),
     { token: "t2", expiresAt: Date.parse("2030-01-02T03:04:05Z") },
   );
   assert.deepEqual(
     parseExecCredential(
-      credential(v1, { clientCertificateData: "CERT", clientKeyData: "KEY" }),
-      v1,
+      credential(V1, { clientCertificateData: "CERT", clientKeyData: "KEY" }),
+      V1,
     ),
     { certPem: "CERT", keyPem: "KEY" },
   );
@@ -61,22 +61,22 @@ Deno.test("parseExecCredential: v1 and v1beta1 tokens and certificate pairs", ()
 Deno.test("parseExecCredential: the returned apiVersion, kind and status are checked", () => {
   const refused = (text: string, pattern: RegExp) =>
     assert.throws(
-      () => parseExecCredential(text, v1),
+      () => parseExecCredential(text, V1),
       (e: unknown) => e instanceof ExecPluginError && pattern.test(e.message),
     );
   refused(
-    credential(v1beta1, { token: "secret-tok" }),
+    credential(V1BETA1, { token: "secret-tok" }),
     /configured to use API version .*\/v1, but returned version ".*v1beta1"/,
   );
-  refused(JSON.stringify({ kind: "Pod", apiVersion: v1 }), /kind "Pod", want ExecCredential/);
-  refused(JSON.stringify({ kind: "ExecCredential", apiVersion: v1 }), /did not return a status/);
-  refused(credential(v1, {}), /did not return a token or a certificate\/key pair/);
-  refused(credential(v1, { clientCertificateData: "C" }), /only a certificate or only a key/);
-  refused(credential(v1, { token: "t", expirationTimestamp: "soon" }), /not a timestamp/);
+  refused(JSON.stringify({ kind: "Pod", apiVersion: V1 }), /kind "Pod", want ExecCredential/);
+  refused(JSON.stringify({ kind: "ExecCredential", apiVersion: V1 }), /did not return a status/);
+  refused(credential(V1, {}), /did not return a token or a certificate\/key pair/);
+  refused(credential(V1, { clientCertificateData: "C" }), /only a certificate or only a key/);
+  refused(credential(V1, { token: "t", expirationTimestamp: "soon" }), /not a timestamp/);
   refused("token: secret-tok", /not a JSON ExecCredential/);
   // The credential itself never appears in a message.
   try {
-    parseExecCredential(credential(v1beta1, { token: "secret-tok" }), v1);
+    parseExecCredential(credential(V1BETA1, { token: "secret-tok" }), V1);
   } catch (err) {
     assert.ok(!String(err).includes("secret-tok"));
   }
@@ -87,7 +87,7 @@ Deno.test("parseExecConfig: apiVersion, interactiveMode, args, env and the comma
     "u",
     {
       command: "bin/plugin",
-      apiVersion: v1,
+      apiVersion: V1,
       interactiveMode: "Never",
       args: ["get-token", "--cluster", "c"],
       env: [{ name: "AWS_PROFILE", value: "dev" }],
@@ -102,14 +102,14 @@ Deno.test("parseExecConfig: apiVersion, interactiveMode, args, env and the comma
     command: "/home/u/.kube/bin/plugin",
     args: ["get-token", "--cluster", "c"],
     env: [{ name: "AWS_PROFILE", value: "dev" }],
-    apiVersion: v1,
+    apiVersion: V1,
     provideClusterInfo: true,
     installHint: "install it\nfrom the vendor",
     clusterConfig: { a: 1 },
   });
   // A bare name stays a PATH lookup; v1beta1 defaults interactiveMode to IfAvailable.
   assert.equal(
-    parseExecConfig("u", { command: "gke-gcloud-auth-plugin", apiVersion: v1beta1 }, "/k").command,
+    parseExecConfig("u", { command: "gke-gcloud-auth-plugin", apiVersion: V1BETA1 }, "/k").command,
     "gke-gcloud-auth-plugin",
   );
   const refused = (exec: Record<string, unknown>, pattern: RegExp) =>
@@ -118,16 +118,16 @@ Deno.test("parseExecConfig: apiVersion, interactiveMode, args, env and the comma
       (e: unknown) => e instanceof ExecConfigError && pattern.test(e.message),
     );
   refused(
-    { command: "p", apiVersion: v1, interactiveMode: "Always" },
+    { command: "p", apiVersion: V1, interactiveMode: "Always" },
     /kubeconfig user u: exec plugin p sets interactiveMode: Always, but the operator has no terminal/,
   );
-  refused({ command: "p", apiVersion: v1 }, /interactiveMode must be set/);
+  refused({ command: "p", apiVersion: V1 }, /interactiveMode must be set/);
   refused({ command: "p", apiVersion: "client.authentication.k8s.io/v1alpha1" }, /supported: /);
-  refused({ apiVersion: v1 }, /has no command/);
-  refused({ command: "p", apiVersion: v1beta1, args: [1] }, /args must be a list of strings/);
-  refused({ command: "p", apiVersion: v1beta1, env: [{ value: "x" }] }, /env entries need a name/);
+  refused({ apiVersion: V1 }, /has no command/);
+  refused({ command: "p", apiVersion: V1BETA1, args: [1] }, /args must be a list of strings/);
+  refused({ command: "p", apiVersion: V1BETA1, env: [{ value: "x" }] }, /env entries need a name/);
   for (const shell of ["/bin/sh", "bash", "deno", "/usr/bin/python3.12", "env"]) {
-    refused({ command: shell, apiVersion: v1beta1 }, /shell, interpreter or launcher/);
+    refused({ command: shell, apiVersion: V1BETA1 }, /shell, interpreter or launcher/);
   }
 });
 
@@ -148,7 +148,7 @@ users:
 - name: u
   user:
 ${user}`;
-  const exec = "    exec: {command: ./plug, apiVersion: " + v1beta1 + "}\n";
+  const exec = "    exec: {command: ./plug, apiVersion: " + V1BETA1 + "}\n";
   const access = loadKubeconfig(
     { kind: "kubeconfig", origin: "KUBECONFIG", paths: ["/home/k/config"] },
     () => yaml(exec),
@@ -173,7 +173,7 @@ Deno.test("exec plugin: KUBERNETES_EXEC_INFO, args and env, and nothing else of 
       `printf '%s' "$KUBERNETES_EXEC_INFO" > "${dir}/info.json"
 env > "${dir}/env.txt"
 printf '%s\\n' "$@" > "${dir}/args.txt"
-echo '${credential(v1, { token: "tok" })}'`,
+echo '${credential(V1, { token: "tok" })}'`,
     );
     Deno.env.set("COCOON_TEST_SECRET", "must-not-leak");
     const source = new ExecCredentialSource(
@@ -190,7 +190,7 @@ echo '${credential(v1, { token: "tok" })}'`,
     const info = JSON.parse(await Deno.readTextFile(`${dir}/info.json`));
     assert.deepEqual(info, {
       kind: "ExecCredential",
-      apiVersion: v1,
+      apiVersion: V1,
       spec: {
         interactive: false,
         cluster: {
@@ -234,7 +234,7 @@ Deno.test("exec plugin: cached until expirationTimestamp, one run for many calle
       `echo run >> "${dir}/runs.txt"
 n=$(wc -l < "${dir}/runs.txt" | tr -d ' ')
 sleep 0.2
-echo '{"kind":"ExecCredential","apiVersion":"${v1}","status":{"token":"tok-'$n'","expirationTimestamp":"2030-01-01T00:00:00Z"}}'`,
+echo '{"kind":"ExecCredential","apiVersion":"${V1}","status":{"token":"tok-'$n'","expirationTimestamp":"2030-01-01T00:00:00Z"}}'`,
     );
     let now = Date.parse("2029-12-31T23:00:00Z");
     const source = new ExecCredentialSource(config(plugin), { server: "https://s" }, {
@@ -274,7 +274,7 @@ Deno.test("exec plugin: a 401 reruns the plugin once and the request is sent aga
       "plugin",
       `echo run >> "${dir}/runs.txt"
 n=$(wc -l < "${dir}/runs.txt" | tr -d ' ')
-echo '{"kind":"ExecCredential","apiVersion":"${v1}","status":{"token":"tok-'$n'"}}'`,
+echo '{"kind":"ExecCredential","apiVersion":"${V1}","status":{"token":"tok-'$n'"}}'`,
     );
     const kubeconfig = `${dir}/config`;
     await Deno.writeTextFile(
@@ -285,7 +285,7 @@ echo '{"kind":"ExecCredential","apiVersion":"${v1}","status":{"token":"tok-'$n'"
         contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
         users: [{
           name: "u",
-          user: { exec: { command: plugin, apiVersion: v1, interactiveMode: "Never" } },
+          user: { exec: { command: plugin, apiVersion: V1, interactiveMode: "Never" } },
         }],
       }),
     );
@@ -376,7 +376,7 @@ Deno.test("exec plugin: stderr goes to the log, the credential never does", asyn
       "plugin",
       `echo 'refreshing the login' >&2
 echo '${
-        credential(v1, {
+        credential(V1, {
           token: "super-secret-token",
           clientCertificateData: "SECRET-CERT",
           clientKeyData: "SECRET-KEY",

@@ -19,7 +19,7 @@ function ref(
   return { apiVersion, kind, name, uid: `uid-${name}`, controller };
 }
 
-const cocoonSet = { kind: "CocoonSet", group: "cocoonset.cocoonstack.io", namespaced: true };
+const COCOON_SET = { kind: "CocoonSet", group: "cocoonset.cocoonstack.io", namespaced: true };
 
 Deno.test("enqueueForObject maps every event to the object's own key", () => {
   const h = enqueueForObject();
@@ -31,7 +31,7 @@ Deno.test("enqueueForObject maps every event to the object's own key", () => {
 });
 
 Deno.test("enqueueForOwner follows only controller references of the owner kind and group", () => {
-  const h = enqueueForOwner(cocoonSet);
+  const h = enqueueForOwner(COCOON_SET);
   const owned = pod("p", [
     ref("CocoonSet", "cocoonset.cocoonstack.io/v1", "not-controller"),
     ref("CocoonSet", "cocoonset.cocoonstack.io/v1alpha1", "demo", true),
@@ -53,7 +53,7 @@ Deno.test("enqueueForOwner follows only controller references of the owner kind 
 });
 
 Deno.test("enqueueForOwner can match every owner and handles cluster-scoped owners", () => {
-  const all = enqueueForOwner(cocoonSet, { onlyController: false });
+  const all = enqueueForOwner(COCOON_SET, { onlyController: false });
   const owned = pod("p", [
     ref("CocoonSet", "cocoonset.cocoonstack.io/v1", "a"),
     ref("CocoonSet", "cocoonset.cocoonstack.io/v1", "b", true),
@@ -70,7 +70,7 @@ Deno.test("enqueueForOwner can match every owner and handles cluster-scoped owne
 });
 
 Deno.test("enqueueForOwner on update enqueues both the old and the new owner", () => {
-  const h = enqueueForOwner(cocoonSet);
+  const h = enqueueForOwner(COCOON_SET);
   const before = pod("p", [ref("CocoonSet", "cocoonset.cocoonstack.io/v1", "old", true)]);
   const after = pod("p", [ref("CocoonSet", "cocoonset.cocoonstack.io/v1", "new", true)]);
   assert.deepEqual(h.update(before, after), [

@@ -26,11 +26,11 @@ import { FakeClock } from "./testing/fake_clock.ts";
 import { metricValue } from "./testing/metrics.ts";
 import { waitFor } from "./testing/wait.ts";
 
-const lower: HashRange[] = [{ start: 0n, end: 1n << 63n }];
-const upper: HashRange[] = [{ start: 1n << 63n, end: HASH_SPACE_END }];
+const LOWER: HashRange[] = [{ start: 0n, end: 1n << 63n }];
+const UPPER: HashRange[] = [{ start: 1n << 63n, end: HASH_SPACE_END }];
 const namespaces = Array.from({ length: 16 }, (_, i) => `tenant-${i}`);
-const inLower = namespaces.filter((ns) => namespaceInRanges(lower, ns));
-const inUpper = namespaces.filter((ns) => !namespaceInRanges(lower, ns));
+const inLower = namespaces.filter((ns) => namespaceInRanges(LOWER, ns));
+const inUpper = namespaces.filter((ns) => !namespaceInRanges(LOWER, ns));
 
 function pod(namespace: string, name = "p"): Pod {
   return { metadata: { name, namespace }, spec: { containers: [{ name: "c", image: "i" }] } };
@@ -91,7 +91,7 @@ Deno.test("sharded informer: sends shardSelector, holds and reports only its nam
   const before =
     (await metricValue("cocoon_operator_shard_filtered_objects_total", { resource })) ??
       0;
-  await withSharded(fake, staticShardFilter(lower), async (inf, seen) => {
+  await withSharded(fake, staticShardFilter(LOWER), async (inf, seen) => {
     assert.deepEqual(stored(inf), podKeys(inLower));
     assert.deepEqual(seen.sort(), inLower.map((ns) => `add*:${ns}/p`).sort());
     // The list was answered whole (no shardInfo): recorded as not filtered by the server.
@@ -116,7 +116,7 @@ Deno.test("sharded informer: sends shardSelector, holds and reports only its nam
   });
   const after = await metricValue("cocoon_operator_shard_filtered_objects_total", { resource });
   assert.equal(after! - before, inUpper.length * 3);
-  const selector = formatShardSelector(lower);
+  const selector = formatShardSelector(LOWER);
   const lists = podRequests(fake, "list");
   const watches = podRequests(fake, "watch");
   assert.ok(lists.length >= 1 && watches.length >= 1);
@@ -125,7 +125,7 @@ Deno.test("sharded informer: sends shardSelector, holds and reports only its nam
 
 Deno.test("sharded informer: a server that applies the selector is recorded, watch events still filtered", async () => {
   const fake = await seeded({ applyShardSelector: true });
-  await withSharded(fake, staticShardFilter(upper), async (inf, seen) => {
+  await withSharded(fake, staticShardFilter(UPPER), async (inf, seen) => {
     assert.deepEqual(stored(inf), podKeys(inUpper));
     assert.equal(inf.stats.shardServerFiltered, true);
     assert.equal(
@@ -156,7 +156,7 @@ Deno.test("sharded informer: a filter's ranges in any order are sent merged and 
     return Promise.resolve();
   });
   assert.ok(
-    podRequests(fake, "list").every((a) => a.shardSelector === formatShardSelector(lower)),
+    podRequests(fake, "list").every((a) => a.shardSelector === formatShardSelector(LOWER)),
   );
 });
 
@@ -178,7 +178,7 @@ Deno.test("sharded informer: a cluster-scoped kind is never sharded", async () =
   for (const name of ["n1", "n2", "n3"]) await fake.create(Nodes, { metadata: { name } } as Node);
   // Namespace "" hashes to the FNV offset basis, in the upper half: a filter applied to nodes
   // would drop them all from a lower-half informer.
-  const inf = new SharedInformer({ client: fake, rt: Nodes, shard: staticShardFilter(lower) });
+  const inf = new SharedInformer({ client: fake, rt: Nodes, shard: staticShardFilter(LOWER) });
   const ac = new AbortController();
   const run = inf.run(ac.signal);
   try {
@@ -195,7 +195,7 @@ Deno.test("sharded informer: a cluster-scoped kind is never sharded", async () =
 
 Deno.test("sharded informer: re-scoping relists, reports deletes and adds of the moved namespaces only", async () => {
   const fake = await seeded();
-  const filter = new MutableShardFilter(lower);
+  const filter = new MutableShardFilter(LOWER);
   await withSharded(fake, filter, async (inf, seen) => {
     assert.deepEqual(stored(inf), podKeys(inLower));
     seen.length = 0;
@@ -207,7 +207,7 @@ Deno.test("sharded informer: re-scoping relists, reports deletes and adds of the
 
     // Moving to the upper half: the lower namespaces are reported deleted, nothing else.
     seen.length = 0;
-    filter.set(upper);
+    filter.set(UPPER);
     await waitFor("the lower namespaces dropped", () => inf.size === inUpper.length);
     assert.deepEqual(stored(inf), podKeys(inUpper));
     assert.deepEqual(seen.sort(), inLower.map((ns) => `delete:${ns}/p`).sort());
@@ -223,7 +223,7 @@ Deno.test("sharded informer: re-scoping relists, reports deletes and adds of the
   const selectors = podRequests(fake, "list").map((a) => a.shardSelector);
   assert.deepEqual(
     [...new Set(selectors)],
-    [lower, [FULL_RANGE], upper].map((r) => formatShardSelector(r)),
+    [LOWER, [FULL_RANGE], UPPER].map((r) => formatShardSelector(r)),
   );
 });
 
@@ -236,7 +236,7 @@ Deno.test("sharded informer: an empty range set holds nothing without asking, th
     assert.equal(podRequests(fake, "watch").length, 0);
     // Nothing to hear from the server is not a stall.
     assert.equal(inf.msSinceProgress(), 0);
-    filter.set(lower);
+    filter.set(LOWER);
     await waitFor("the lower namespaces added", () => inf.size === inLower.length);
     assert.deepEqual(seen.sort(), inLower.map((ns) => `add:${ns}/p`).sort());
     filter.set([]);
@@ -260,7 +260,7 @@ Deno.test("sharded informer: time spent holding nothing does not count as silenc
     await inf.waitForSync(AbortSignal.timeout(5000));
     clock.advance(3_600_000);
     assert.equal(inf.msSinceProgress(), 0);
-    filter.set(lower);
+    filter.set(LOWER);
     await waitFor("the list sent", () => release !== undefined);
     assert.equal(inf.msSinceProgress(), 0);
     release!();
@@ -274,7 +274,7 @@ Deno.test("sharded informer: time spent holding nothing does not count as silenc
 
 Deno.test("sharded informer: takes its state with a LIST even with watch-list on (only a list carries shardInfo)", async () => {
   const fake = await seeded({ applyShardSelector: true });
-  await withSharded(fake, staticShardFilter(lower), (inf) => {
+  await withSharded(fake, staticShardFilter(LOWER), (inf) => {
     assert.deepEqual(stored(inf), podKeys(inLower));
     assert.equal(inf.stats.shardServerFiltered, true);
     assert.equal(inf.stats.watchListSyncs, 0);
@@ -286,7 +286,7 @@ Deno.test("sharded informer: takes its state with a LIST even with watch-list on
 Deno.test("sharded cache: namespaced kinds answer only their namespaces, cluster-scoped ones everything", async () => {
   const fake = await seeded();
   await fake.create(Nodes, { metadata: { name: "n1" } } as Node);
-  const cache = new InformerCache({ client: fake, shard: staticShardFilter(upper) });
+  const cache = new InformerCache({ client: fake, shard: staticShardFilter(UPPER) });
   cache.informerFor(Pods);
   cache.informerFor(Nodes);
   const ac = new AbortController();
@@ -306,24 +306,24 @@ Deno.test("sharded cache: namespaced kinds answer only their namespaces, cluster
 Deno.test("sharded cache: holdsRanges tells when every namespaced kind holds a range after a change", async () => {
   const fake = await seeded();
   await fake.create(Nodes, { metadata: { name: "n1" } } as Node);
-  const filter = new MutableShardFilter(lower);
+  const filter = new MutableShardFilter(LOWER);
   const cache = new InformerCache({ client: fake, shard: filter });
   const pods = cache.informerFor(Pods);
   cache.informerFor(Nodes);
-  assert.equal(cache.holdsRanges(lower), false, "nothing synced yet");
+  assert.equal(cache.holdsRanges(LOWER), false, "nothing synced yet");
   const ac = new AbortController();
   cache.start(ac.signal);
   try {
     await cache.waitForSync(AbortSignal.timeout(5000));
-    assert.deepEqual(pods.heldRanges(), lower);
-    assert.equal(cache.holdsRanges(lower), true);
-    assert.equal(cache.holdsRanges(upper), false);
+    assert.deepEqual(pods.heldRanges(), LOWER);
+    assert.equal(cache.holdsRanges(LOWER), true);
+    assert.equal(cache.holdsRanges(UPPER), false);
     filter.set([FULL_RANGE]);
     await waitFor("the full range held", () => cache.holdsRanges([FULL_RANGE]));
     assert.equal(pods.size, namespaces.length);
-    filter.set(upper);
-    await waitFor("the upper half held alone", () => !cache.holdsRanges(lower));
-    assert.equal(cache.holdsRanges(upper), true);
+    filter.set(UPPER);
+    await waitFor("the upper half held alone", () => !cache.holdsRanges(LOWER));
+    assert.equal(cache.holdsRanges(UPPER), true);
     assert.deepEqual((await cache.list(Pods)).items.map(key).sort(), podKeys(inUpper));
   } finally {
     ac.abort();

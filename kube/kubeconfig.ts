@@ -27,9 +27,9 @@ import { errorMessage } from "./errors.ts";
 import { type ExecConfig, parseExecConfig } from "./exec_config.ts";
 
 /** Where a pod's service-account credentials are mounted. */
-export const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 /** The in-cluster DNS name of the API server (the `kubernetes` Service in `default`). */
-export const inClusterApiHost = "kubernetes.default.svc";
+export const IN_CLUSTER_API_HOST = "kubernetes.default.svc";
 
 /** Reads an environment variable; undefined when unset (or not readable). */
 export type EnvLookup = (name: string) => string | undefined;
@@ -106,7 +106,7 @@ export function locateCluster(
     throw new NoClusterError(
       `no Kubernetes cluster configured: --kubeconfig=${explicitPath} ` +
         (state === "denied" ? "cannot be read (no read permission)" : "names no existing file") +
-        `; ${devHint}`,
+        `; ${DEV_HINT}`,
     );
   }
   const tried: string[] = [];
@@ -121,22 +121,22 @@ export function locateCluster(
         (denied.length ? `cannot be read (no read permission for ${denied.join(", ")})` : "") +
         (denied.length && denied.length < paths.length ? " or " : "") +
         (denied.length < paths.length ? "names no existing file" : "") +
-        `; ${devHint}`,
+        `; ${DEV_HINT}`,
     );
   }
   tried.push("KUBECONFIG (unset)");
 
   const serviceHost = env("KUBERNETES_SERVICE_HOST");
-  const tokenFile = `${serviceAccountDir}/token`;
+  const tokenFile = `${SERVICE_ACCOUNT_DIR}/token`;
   if (serviceHost) {
     const token = probe(tokenFile);
     if (token === "present") {
       const port = env("KUBERNETES_SERVICE_PORT") || "443";
       return {
         kind: "in-cluster",
-        server: `https://${inClusterApiHost}:${port}`,
+        server: `https://${IN_CLUSTER_API_HOST}:${port}`,
         tokenFile,
-        caFile: `${serviceAccountDir}/ca.crt`,
+        caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt`,
       };
     }
     tried.push(`in-cluster (${tokenFile} ${token === "denied" ? "not readable" : "missing"})`);
@@ -154,12 +154,12 @@ export function locateCluster(
     tried.push("~/.kube/config (HOME unset)");
   }
   throw new NoClusterError(
-    `no Kubernetes cluster configured: tried ${tried.join(", ")}; ${devHint}`,
+    `no Kubernetes cluster configured: tried ${tried.join(", ")}; ${DEV_HINT}`,
   );
 }
 
 /** Where to point a developer who has no cluster. */
-const devHint = "for a local sandbox cluster run `deno task dev`";
+const DEV_HINT = "for a local sandbox cluster run `deno task dev`";
 
 /** One line saying where a source came from, for messages. */
 export function describeSource(source: ClusterSource): string {
@@ -354,7 +354,7 @@ export function loadKubeconfig(
  * change how requests are sent, and that this client does not implement. Accepting them and
  * sending requests without them would run the operator silently as the underlying identity.
  */
-export const unsupportedUserFields: readonly string[] = [
+export const UNSUPPORTED_USER_FIELDS: readonly string[] = [
   "as",
   "as-uid",
   "as-groups",
@@ -362,7 +362,7 @@ export const unsupportedUserFields: readonly string[] = [
 ];
 
 function refuseIdentityOverrides(userName: string, user: Doc): void {
-  for (const field of unsupportedUserFields) {
+  for (const field of UNSUPPORTED_USER_FIELDS) {
     const v = user[field];
     const empty = v === undefined || v === null || v === "" ||
       (Array.isArray(v) && v.length === 0) || (isDoc(v) && Object.keys(v).length === 0);

@@ -11,10 +11,10 @@ import {
 const vars = (v: Record<string, string>) => (name: string) => v[name];
 const files = (present: string[], denied: string[] = []): FileProbe => (path) =>
   present.includes(path) ? "present" : denied.includes(path) ? "denied" : "missing";
-const token = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+const TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
 Deno.test("locateCluster: KUBECONFIG, then in-cluster, then ~/.kube/config", () => {
-  const all = files(["/k/a", token, "/home/u/.kube/config"]);
+  const all = files(["/k/a", TOKEN, "/home/u/.kube/config"]);
   assert.deepEqual(
     locateCluster(
       vars({ KUBECONFIG: "/k/missing:/k/a", KUBERNETES_SERVICE_HOST: "10.0.0.1" }),
@@ -27,7 +27,7 @@ Deno.test("locateCluster: KUBECONFIG, then in-cluster, then ~/.kube/config", () 
     {
       kind: "in-cluster",
       server: "https://kubernetes.default.svc:443",
-      tokenFile: token,
+      tokenFile: TOKEN,
       caFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
     },
   );
@@ -44,7 +44,7 @@ Deno.test("locateCluster: KUBECONFIG, then in-cluster, then ~/.kube/config", () 
 });
 
 Deno.test("locateCluster: --kubeconfig comes first and must exist (controller-runtime)", () => {
-  const all = files(["/k/a", "/k/flag", token, "/home/u/.kube/config"]);
+  const all = files(["/k/a", "/k/flag", TOKEN, "/home/u/.kube/config"]);
   const env = vars({ KUBECONFIG: "/k/a", KUBERNETES_SERVICE_HOST: "10.0.0.1", HOME: "/home/u" });
   assert.deepEqual(locateCluster(env, all, "/k/flag"), {
     kind: "kubeconfig",
@@ -86,7 +86,7 @@ Deno.test("locateCluster: nothing configured names every place tried on one line
     /KUBECONFIG=\/secret cannot be read \(no read permission for \/secret\)/,
   );
   assert.throws(
-    () => locateCluster(vars({ KUBERNETES_SERVICE_HOST: "10.0.0.1" }), files([], [token])),
+    () => locateCluster(vars({ KUBERNETES_SERVICE_HOST: "10.0.0.1" }), files([], [TOKEN])),
     /in-cluster \(\/var\/run\/secrets\/kubernetes.io\/serviceaccount\/token not readable\), ~\/.kube\/config \(HOME unset\)/,
   );
 });

@@ -19,13 +19,13 @@ import { leaderElectionMasterStatus } from "./metrics.ts";
 const log = getLogger(["cocoon-operator", "leaderelection"]);
 
 /** Where a pod's service account token mounts its namespace. */
-export const inClusterNamespacePath = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+export const IN_CLUSTER_NAMESPACE_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 /** client-go's JitterFactor for the acquire loop. */
-const jitterFactor = 1.2;
+const JITTER_FACTOR = 1.2;
 
 /** How long after the observed expiry a standby tries, so it does not race the clock edge. */
-const expiryMarginMs = 100;
+const EXPIRY_MARGIN_MS = 100;
 
 /** Why run() returned. */
 export type LeaderElectionOutcome =
@@ -97,7 +97,7 @@ export function leaderIdentity(env: (name: string) => string | undefined = permi
  */
 export async function leaderElectionNamespace(
   given?: string,
-  file = inClusterNamespacePath,
+  file = IN_CLUSTER_NAMESPACE_PATH,
 ): Promise<string> {
   if (given) return given;
   let text: string;
@@ -151,7 +151,7 @@ export class LeaderElector {
     if (leaseDurationMs <= renewDeadlineMs) {
       throw new Error("leaseDuration must be greater than renewDeadline");
     }
-    if (renewDeadlineMs <= jitterFactor * retryPeriodMs) {
+    if (renewDeadlineMs <= JITTER_FACTOR * retryPeriodMs) {
       throw new Error("renewDeadline must be greater than retryPeriod*1.2");
     }
     if (leaseDurationMs < 1000) {
@@ -263,11 +263,11 @@ export class LeaderElector {
    * lease duration after its last renewal rather than up to a jittered retry later.
    */
   #acquireWaitMs(): number {
-    const jittered = this.#retryPeriodMs * (1 + this.#random() * jitterFactor);
+    const jittered = this.#retryPeriodMs * (1 + this.#random() * JITTER_FACTOR);
     if (!this.#observed.holderIdentity) return jittered;
     const untilExpiry = this.#observedTime + this.#observed.leaseDurationSeconds * 1000 -
       this.#clock.now();
-    return Math.max(0, Math.min(jittered, untilExpiry + expiryMarginMs));
+    return Math.max(0, Math.min(jittered, untilExpiry + EXPIRY_MARGIN_MS));
   }
 
   /**

@@ -12,7 +12,7 @@ import { leaderElectionMasterStatus } from "./metrics.ts";
 import { objectReference } from "./events.ts";
 import { rfc3339Micro } from "./time.ts";
 
-const ns = "operators";
+const NS = "operators";
 const start = Date.parse("2026-01-01T00:00:00Z");
 
 /** Lets every promise chain started by fired timers run to its next timer wait. */
@@ -65,7 +65,7 @@ function candidate(
   c.stop = new AbortController();
   c.elector = new LeaderElector({
     client,
-    namespace: ns,
+    namespace: NS,
     name: "test-lease",
     identity,
     clock,
@@ -83,7 +83,7 @@ function candidate(
 }
 
 async function lease(client: FakeClient): Promise<Lease> {
-  return await client.get(Leases, ns, "test-lease");
+  return await client.get(Leases, NS, "test-lease");
 }
 
 async function gauge(name: string): Promise<number | undefined> {
@@ -99,7 +99,7 @@ Deno.test("a single candidate acquires the lease, renews it, and releases it on 
   assert.equal(a.elector.isLeader(), true);
   assert.deepEqual(a.newLeaders, ["a"]);
   assert.equal(await gauge("single-lease"), 1);
-  let l = await client.get(Leases, ns, "single-lease");
+  let l = await client.get(Leases, NS, "single-lease");
   assert.equal(l.spec?.holderIdentity, "a");
   assert.equal(l.spec?.leaseDurationSeconds, 15);
   assert.equal(l.spec?.leaseTransitions, 0);
@@ -107,7 +107,7 @@ Deno.test("a single candidate acquires the lease, renews it, and releases it on 
   assert.match(l.spec?.renewTime ?? "", /^2026-01-01T00:00:00\.000000Z$/);
 
   await advance(clock, 5000);
-  l = await client.get(Leases, ns, "single-lease");
+  l = await client.get(Leases, NS, "single-lease");
   assert.equal(l.spec?.acquireTime, rfc3339Micro(start), "renewals keep acquireTime");
   assert.ok(Date.parse(l.spec?.renewTime ?? "") >= start + 4000, "renewTime moves forward");
 
@@ -116,7 +116,7 @@ Deno.test("a single candidate acquires the lease, renews it, and releases it on 
   assert.equal(a.stopped, 1);
   assert.equal(a.leading?.aborted, true);
   assert.equal(await gauge("single-lease"), 0);
-  l = await client.get(Leases, ns, "single-lease");
+  l = await client.get(Leases, NS, "single-lease");
   assert.equal(l.spec?.holderIdentity, "");
   assert.equal(l.spec?.leaseDurationSeconds, 1);
   assert.equal(l.spec?.leaseTransitions, 0);
@@ -263,7 +263,7 @@ Deno.test("candidates racing for a released lease: the stale update gets Conflic
   const client = new FakeClient();
   const clock = new FakeClock(start);
   client.seed(Leases, {
-    metadata: { name: "test-lease", namespace: ns },
+    metadata: { name: "test-lease", namespace: NS },
     spec: {
       holderIdentity: "",
       leaseDurationSeconds: 1,
@@ -338,7 +338,7 @@ Deno.test("leaderElectionNamespace reads the service-account file or fails clear
 Deno.test("invalid timings are rejected like client-go", () => {
   const base = {
     client: new FakeClient(),
-    namespace: ns,
+    namespace: NS,
     name: "x",
     identity: "a",
     onStartedLeading: () => {},

@@ -9,11 +9,11 @@ import type { Request } from "./reconcile.ts";
 // plane, so a manager behaviour seen here is the one checked there; it is a user of the runtime,
 // not a double of anything the runtime talks to (those come from ./testing/).
 import {
-  demoFinalizer,
+  DEMO_FINALIZER,
   demoPodName,
   DemoSets,
-  reconciledByLabel,
-  replicasLabel,
+  RECONCILED_BY_LABEL,
+  REPLICAS_LABEL,
   setupDemoController,
 } from "../tests/harness/demo_controller.ts";
 import { waitFor } from "./testing/wait.ts";
@@ -31,7 +31,7 @@ function manager(fake: FakeClient, extra: Partial<ConstructorParameters<typeof M
 }
 
 /** A single candidate with short lease timings, so loss and expiry happen within a test. */
-const soloLeader = {
+const SOLO_LEADER = {
   leaderElection: true,
   leaderElectionNamespace: "ns",
   identity: "solo",
@@ -55,7 +55,7 @@ Deno.test("manager: a For+Owns controller reconciles create, update and delete",
     await fake.create(DemoSets, set("a"));
     const pod = await waitFor("pod created", () => fake.get(Pods, "ns", demoPodName("a")));
     assert.equal(pod.metadata.ownerReferences?.[0].name, "a");
-    assert.equal(pod.metadata.labels?.[reconciledByLabel], "me");
+    assert.equal(pod.metadata.labels?.[RECONCILED_BY_LABEL], "me");
     await waitFor(
       "status written",
       async () => (await fake.get(DemoSets, "ns", "a")).status?.observedGeneration === 1,
@@ -64,16 +64,16 @@ Deno.test("manager: a For+Owns controller reconciles create, update and delete",
     await waitFor(
       "pod follows the spec",
       async () =>
-        (await fake.get(Pods, "ns", demoPodName("a"))).metadata.labels?.[replicasLabel] === "3",
+        (await fake.get(Pods, "ns", demoPodName("a"))).metadata.labels?.[REPLICAS_LABEL] === "3",
     );
     // An owned-pod change (label edited by someone else) is mapped back to the owner.
     await fake.patch(Pods, "ns", demoPodName("a"), "merge", {
-      metadata: { labels: { [replicasLabel]: "9" } },
+      metadata: { labels: { [REPLICAS_LABEL]: "9" } },
     });
     await waitFor(
       "owner reconciled from pod event",
       async () =>
-        (await fake.get(Pods, "ns", demoPodName("a"))).metadata.labels?.[replicasLabel] === "3",
+        (await fake.get(Pods, "ns", demoPodName("a"))).metadata.labels?.[REPLICAS_LABEL] === "3",
     );
     await fake.delete(DemoSets, "ns", "a");
     await waitFor("finalizer cleaned up", async () => {
@@ -178,7 +178,8 @@ Deno.test("manager: only the leader reconciles; a released lease is taken over a
     await waitFor(
       "a reconciled",
       async () =>
-        (await fake.get(Pods, "ns", demoPodName("x"))).metadata.labels?.[reconciledByLabel] === "a",
+        (await fake.get(Pods, "ns", demoPodName("x"))).metadata.labels?.[RECONCILED_BY_LABEL] ===
+          "a",
     );
     assert.equal(rb.reconciles, 0, "the standby never reconciles");
     assert.equal(b.elected, false);
@@ -193,11 +194,12 @@ Deno.test("manager: only the leader reconciles; a released lease is taken over a
     await waitFor(
       "b reconciles",
       async () =>
-        (await fake.get(Pods, "ns", demoPodName("x"))).metadata.labels?.[reconciledByLabel] === "b",
+        (await fake.get(Pods, "ns", demoPodName("x"))).metadata.labels?.[RECONCILED_BY_LABEL] ===
+          "b",
     );
     assert.ok(ra.reconciles > 0);
     const finalizers = (await fake.get(DemoSets, "ns", "x")).metadata.finalizers;
-    assert.deepEqual(finalizers, [demoFinalizer]);
+    assert.deepEqual(finalizers, [DEMO_FINALIZER]);
   } finally {
     stopA.abort();
     stopB.abort();
@@ -207,7 +209,7 @@ Deno.test("manager: only the leader reconciles; a released lease is taken over a
 
 Deno.test("manager: losing the lease stops the controllers and reports leadership-lost", async () => {
   const fake = new FakeClient();
-  const mgr = manager(fake, soloLeader);
+  const mgr = manager(fake, SOLO_LEADER);
   const r = setupDemoController(mgr, "solo");
   const run = mgr.start(new AbortController().signal);
   await waitFor("elected", () => mgr.elected);
@@ -261,7 +263,7 @@ Deno.test("manager: a controller that fails to start stops the manager with its 
 
 Deno.test("manager: a failing non-leader runnable stops the manager with its error", async () => {
   const fake = new FakeClient();
-  const mgr = manager(fake, soloLeader);
+  const mgr = manager(fake, SOLO_LEADER);
   setupDemoController(mgr, "solo");
   const boom = new Error("server failed");
   let failNow!: () => void;
@@ -349,7 +351,7 @@ Deno.test("manager: a standby stopped during the election leaves the leader's le
 
 Deno.test("manager: losing the lease aborts in-flight reconciles instead of draining them", async () => {
   const fake = new FakeClient();
-  const mgr = manager(fake, soloLeader);
+  const mgr = manager(fake, SOLO_LEADER);
   let inFlight: AbortSignal | undefined;
   let abortedWhileLeaseHeld: boolean | undefined;
   // Default drain timeout (30 s): a graceful drain would keep writing long after the loss.

@@ -8,7 +8,7 @@ import { registerProcessMetrics } from "./process_metrics.ts";
  */
 export const registry: Registry = new Registry();
 
-const reconcileTimeBuckets = [
+const RECONCILE_TIME_BUCKETS = [
   0.005,
   0.01,
   0.025,
@@ -91,7 +91,7 @@ export const reconcileTime = new Histogram({
   name: "controller_runtime_reconcile_time_seconds",
   help: "Length of time per reconciliation per controller",
   labelNames: ["controller"] as const,
-  buckets: reconcileTimeBuckets,
+  buckets: RECONCILE_TIME_BUCKETS,
   registers: [registry],
 });
 

@@ -8,14 +8,14 @@ import { registry } from "./metrics.ts";
 
 type Kind = "counter" | "gauge" | "histogram";
 
-const ctl = ["controller"];
-const queue = ["name", "controller"];
+const CTL = ["controller"];
+const QUEUE = ["name", "controller"];
 
 /**
  * client_golang's ExponentialBuckets(10e-9, 10, 12) multiplies step by step, so two bounds are a
  * hair under the round number; a fleet mixing Go and this port must see the same floats.
  */
-const workqueueBuckets = [
+const WORKQUEUE_BUCKETS = [
   1e-8,
   1e-7,
   1e-6,
@@ -30,7 +30,7 @@ const workqueueBuckets = [
   1000,
 ];
 
-const reconcileTimeBuckets = [
+const RECONCILE_TIME_BUCKETS = [
   0.005,
   0.01,
   0.025,
@@ -73,22 +73,22 @@ const reconcileTimeBuckets = [
   60,
 ];
 
-const runtimeFamilies: [string, Kind, string[], number[]?][] = [
+const RUNTIME_FAMILIES: [string, Kind, string[], number[]?][] = [
   ["controller_runtime_reconcile_total", "counter", ["controller", "result"]],
-  ["controller_runtime_reconcile_errors_total", "counter", ctl],
-  ["controller_runtime_terminal_reconcile_errors_total", "counter", ctl],
-  ["controller_runtime_reconcile_panics_total", "counter", ctl],
-  ["controller_runtime_reconcile_time_seconds", "histogram", ctl, reconcileTimeBuckets],
-  ["controller_runtime_reconcile_timeouts_total", "counter", ctl],
-  ["controller_runtime_max_concurrent_reconciles", "gauge", ctl],
-  ["controller_runtime_active_workers", "gauge", ctl],
+  ["controller_runtime_reconcile_errors_total", "counter", CTL],
+  ["controller_runtime_terminal_reconcile_errors_total", "counter", CTL],
+  ["controller_runtime_reconcile_panics_total", "counter", CTL],
+  ["controller_runtime_reconcile_time_seconds", "histogram", CTL, RECONCILE_TIME_BUCKETS],
+  ["controller_runtime_reconcile_timeouts_total", "counter", CTL],
+  ["controller_runtime_max_concurrent_reconciles", "gauge", CTL],
+  ["controller_runtime_active_workers", "gauge", CTL],
   ["workqueue_depth", "gauge", ["name", "controller", "priority"]],
-  ["workqueue_adds_total", "counter", queue],
-  ["workqueue_queue_duration_seconds", "histogram", queue, workqueueBuckets],
-  ["workqueue_work_duration_seconds", "histogram", queue, workqueueBuckets],
-  ["workqueue_unfinished_work_seconds", "gauge", queue],
-  ["workqueue_longest_running_processor_seconds", "gauge", queue],
-  ["workqueue_retries_total", "counter", queue],
+  ["workqueue_adds_total", "counter", QUEUE],
+  ["workqueue_queue_duration_seconds", "histogram", QUEUE, WORKQUEUE_BUCKETS],
+  ["workqueue_work_duration_seconds", "histogram", QUEUE, WORKQUEUE_BUCKETS],
+  ["workqueue_unfinished_work_seconds", "gauge", QUEUE],
+  ["workqueue_longest_running_processor_seconds", "gauge", QUEUE],
+  ["workqueue_retries_total", "counter", QUEUE],
   ["leader_election_master_status", "gauge", ["name"]],
   ["rest_client_requests_total", "counter", ["code", "method", "host"]],
 ];
@@ -102,7 +102,7 @@ function shape(metric: Metric): { labels: string[]; buckets?: number[] } {
 
 Deno.test("runtime metrics contract: controller-runtime's families, types, labels and buckets", async () => {
   const json = await registry.getMetricsAsJSON();
-  for (const [name, kind, labels, buckets] of runtimeFamilies) {
+  for (const [name, kind, labels, buckets] of RUNTIME_FAMILIES) {
     const metric = registry.getSingleMetric(name);
     assert.ok(metric, `${name} registered`);
     assert.equal(String(json.find((m) => m.name === name)?.type), kind, `${name} type`);

@@ -18,10 +18,10 @@ export interface TlsMaterial {
 }
 
 /** Names the self-signed certificate carries (a scraper that checks them still needs its CA). */
-const selfSignedNames = ["localhost", "cocoon-operator-metrics.cocoon-system.svc"];
+const SELF_SIGNED_NAMES = ["localhost", "cocoon-operator-metrics.cocoon-system.svc"];
 
 /** How long the self-signed certificate is valid (the process is replaced well before). */
-const selfSignedValidityDays = 365;
+const SELF_SIGNED_VALIDITY_DAYS = 365;
 
 /**
  * tls.crt and tls.key from certDir when both are there; otherwise (no folder, or a folder without
@@ -46,11 +46,11 @@ export async function metricsTls(
     }
   }
   const ca = await createCertificateAuthority("cocoon-operator-metrics-ca", {
-    validityDays: selfSignedValidityDays,
+    validityDays: SELF_SIGNED_VALIDITY_DAYS,
   });
   const leaf = await ca.issue({
     commonName: "cocoon-operator-metrics",
-    dnsNames: selfSignedNames,
+    dnsNames: SELF_SIGNED_NAMES,
     ipAddresses: ["127.0.0.1"],
     usage: "server",
   });

@@ -201,7 +201,7 @@ export type { ManagerOptions, ManagerOutcome } from "./manager.ts";
 export { Manager } from "./manager.ts";
 export type { ByObject, ObjectScope } from "./cache.ts";
 export { byObject } from "./cache.ts";
-export { lowPriority } from "./priority_queue.ts";
+export { LOW_PRIORITY } from "./priority_queue.ts";
 export type { IndexFunc } from "./store.ts";
 export { isValidLabelValue } from "./selector.ts";
 export type { Checker } from "./servers.ts";

@@ -3,7 +3,7 @@ import * as kube from "./mod.ts";
 import * as testing from "./testing/mod.ts";
 
 /** Runtime exports a reconciler and its wiring reach for, by the module that defines them. */
-const reconcilerSurface = [
+const RECONCILER_SURFACE = [
   // errors: classify, and wrap with context keeping the cause (Go's %w).
   "isNotFound",
   "isAlreadyExists",
@@ -15,7 +15,7 @@ const reconcilerSurface = [
   // cache scope for ManagerOptions.byObject.
   "byObject",
   // the priority a result may ask for (initial-list objects use it).
-  "lowPriority",
+  "LOW_PRIORITY",
   "patchObject",
   "patchStatus",
   "setControllerReference",
@@ -24,7 +24,7 @@ const reconcilerSurface = [
 ];
 
 Deno.test("kube/mod.ts exports what a reconciler and its wiring use", () => {
-  const missing = reconcilerSurface.filter((name) => !(name in kube));
+  const missing = RECONCILER_SURFACE.filter((name) => !(name in kube));
   assert.deepEqual(missing, []);
 });
 

@@ -100,7 +100,7 @@ type Fetch = typeof globalThis.fetch;
 /** Deno's fetch init, which may name an HTTP client. */
 type Init = RequestInit & { client?: Deno.HttpClient };
 
-const maxRedirects = 20;
+const MAX_REDIRECTS = 20;
 
 /** fetch with every target (and every redirect hop) checked against allow first. */
 export function guardFetch(allow: NetAllowList, inner: Fetch): Fetch {
@@ -119,7 +119,7 @@ export function guardFetch(allow: NetAllowList, inner: Fetch): Fetch {
     for (let hop = 0; isRedirect(res.status); hop++) {
       const location = res.headers.get("location");
       if (!location) return res;
-      if (hop >= maxRedirects) throw new TypeError(`too many redirects from ${first.origin}`);
+      if (hop >= MAX_REDIRECTS) throw new TypeError(`too many redirects from ${first.origin}`);
       const next = new URL(location, current);
       allow.check(next);
       await res.body?.cancel();

@@ -13,7 +13,7 @@ import { type HeapEntry, IndexedHeap } from "./_indexed_heap.ts";
 import { type Clock, realClock } from "./clock.ts";
 import type { AddOptions, ControllerQueue, PriorityItem } from "./queue.ts";
 import {
-  defaultUnfinishedWorkUpdatePeriodMs,
+  DEFAULT_UNFINISHED_WORK_UPDATE_PERIOD_MS,
   EarliestDeadlineTimer,
   UnfinishedWorkTicker,
 } from "./queue_timers.ts";
@@ -25,7 +25,7 @@ import { QueueMetrics } from "./workqueue_metrics.ts";
  * informer's initial list and updates whose resourceVersion did not change
  * (handler.LowPriority, applied by WithLowPriorityWhenUnchanged).
  */
-export const lowPriority = -100;
+export const LOW_PRIORITY = -100;
 
 /** Options of a {@link PriorityQueue}. */
 export interface PriorityQueueOptions<K extends string = string> {
@@ -104,7 +104,7 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
       this.#metricsTicker = new UnfinishedWorkTicker(
         this.#metrics,
         this.#clock,
-        opts.unfinishedWorkUpdatePeriodMs ?? defaultUnfinishedWorkUpdatePeriodMs,
+        opts.unfinishedWorkUpdatePeriodMs ?? DEFAULT_UNFINISHED_WORK_UPDATE_PERIOD_MS,
       );
     }
   }

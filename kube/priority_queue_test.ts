@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { registry } from "./metrics.ts";
-import { lowPriority, PriorityQueue } from "./priority_queue.ts";
+import { LOW_PRIORITY, PriorityQueue } from "./priority_queue.ts";
 import { ItemExponentialFailureRateLimiter } from "./rate_limiter.ts";
 import { FakeClock } from "./testing/fake_clock.ts";
 import { metricValue } from "./testing/metrics.ts";
 import { flushMicrotasks } from "./testing/wait.ts";
-import { maxDepthPriorities, priorityOverflowLabel } from "./workqueue_metrics.ts";
+import { MAX_DEPTH_PRIORITIES, PRIORITY_OVERFLOW_LABEL } from "./workqueue_metrics.ts";
 
 // ---- helpers -------------------------------------------------------------------------------
 
@@ -359,7 +359,7 @@ Deno.test("delayed keys come out in ready order", async () => {
 
 Deno.test("a high-priority key that becomes ready is served before a low one already ready", async () => {
   const { q, name, clock } = newQueue();
-  q.addWithOpts({ priority: lowPriority }, "foo");
+  q.addWithOpts({ priority: LOW_PRIORITY }, "foo");
   q.addWithOpts({ after: 1000, priority: 0 }, "prio");
   clock.advance(1000);
   assert.deepEqual(await q.getWithPriority(), { key: "prio", priority: 0 });
@@ -495,13 +495,13 @@ Deno.test("queue metrics: latency, work duration and unfinished work as client-g
 
 Deno.test("depth labels stop at the priority cardinality cap", async () => {
   const { q, name } = newQueue();
-  for (let p = 0; p < maxDepthPriorities; p++) q.addWithOpts({ priority: p }, `k${p}`);
+  for (let p = 0; p < MAX_DEPTH_PRIORITIES; p++) q.addWithOpts({ priority: p }, `k${p}`);
   q.addWithOpts({ priority: 1000 }, "one-too-many");
   q.addWithOpts({ priority: 0 }, "seen-before");
   const d = await depth(name);
-  assert.equal(Object.keys(d).length, maxDepthPriorities + 1);
+  assert.equal(Object.keys(d).length, MAX_DEPTH_PRIORITIES + 1);
   assert.equal(d["0"], 1);
-  assert.equal(d[priorityOverflowLabel], 2, "every change after the cap uses the placeholder");
+  assert.equal(d[PRIORITY_OVERFLOW_LABEL], 2, "every change after the cap uses the placeholder");
   q.shutDown();
 });
 

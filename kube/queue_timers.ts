@@ -8,9 +8,9 @@
 import type { Clock, TimerId } from "./clock.ts";
 
 /** client-go refreshes the unfinished-work gauges every 500 ms. */
-export const defaultUnfinishedWorkUpdatePeriodMs = 500;
+export const DEFAULT_UNFINISHED_WORK_UPDATE_PERIOD_MS = 500;
 /** Timers overflow past 2^31-1 ms (and would fire at once). */
-const maxTimerMs = 2 ** 31 - 1;
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * One timer armed for the earliest deadline a queue waits for. Arming for a later deadline
@@ -39,7 +39,7 @@ export class EarliestDeadlineTimer {
     if (this.#timer !== undefined && this.#firesAt <= at) return;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     const now = this.#clock.now();
-    const wait = Math.min(maxTimerMs, Math.max(0, at - now));
+    const wait = Math.min(MAX_TIMER_MS, Math.max(0, at - now));
     this.#firesAt = now + wait;
     this.#timer = this.#clock.setTimeout(() => {
       this.#timer = undefined;

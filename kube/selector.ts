@@ -15,9 +15,9 @@ export interface ParsedSelector {
 }
 
 /** DNS-1123 subdomain labels joined by dots (the optional key prefix), then "/" and the name. */
-const keyPattern =
+const KEY_PATTERN =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const valuePattern = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
+const VALUE_PATTERN = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 
 /**
  * Whether value can be a label value (at most 63 characters of alphanumerics, '-', '_' and '.',
@@ -25,7 +25,7 @@ const valuePattern = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
  * selector naming one.
  */
 export function isValidLabelValue(value: string): boolean {
-  return value.length <= 63 && valuePattern.test(value);
+  return value.length <= 63 && VALUE_PATTERN.test(value);
 }
 
 /** Splits on commas that are not inside parentheses. */
@@ -51,7 +51,7 @@ function checkKey(key: string, source: string): string {
   const prefix = slash < 0 ? "" : key.slice(0, slash);
   const name = key.slice(slash + 1);
   // The API server bounds the DNS-subdomain prefix at 253 characters and the name at 63.
-  if (!keyPattern.test(key) || prefix.length > 253 || name.length > 63) {
+  if (!KEY_PATTERN.test(key) || prefix.length > 253 || name.length > 63) {
     throw new Error(`invalid label selector "${source}": bad key "${key}"`);
   }
   return key;

@@ -7,14 +7,14 @@ function picks(selector: string, sets: (Record<string, string> | undefined)[]): 
   return sets.flatMap((labels, i) => matchesLabels(parsed, labels) ? [i] : []);
 }
 
-const owner = "cocoonset.cocoonstack.io/name";
+const OWNER = "cocoonset.cocoonstack.io/name";
 
 Deno.test("selector: a bare key selects objects carrying the label, whatever its value", () => {
-  const parsed = parseLabelSelector(owner);
-  assert.deepEqual(parsed.requirements, [{ key: owner, op: "exists", values: [] }]);
-  assert.equal(parsed.text, owner);
+  const parsed = parseLabelSelector(OWNER);
+  assert.deepEqual(parsed.requirements, [{ key: OWNER, op: "exists", values: [] }]);
+  assert.equal(parsed.text, OWNER);
   assert.deepEqual(
-    picks(owner, [{ [owner]: "demo" }, { [owner]: "" }, { other: "demo" }, {}, undefined]),
+    picks(OWNER, [{ [OWNER]: "demo" }, { [OWNER]: "" }, { other: "demo" }, {}, undefined]),
     [0, 1],
   );
 });
@@ -31,16 +31,16 @@ Deno.test("selector: != and notin also select objects without the label; in and 
 
 Deno.test("selector: requirements combine with AND; the query form is canonical", () => {
   const sets: Record<string, string>[] = [
-    { [owner]: "a", tier: "x" },
-    { [owner]: "a", tier: "y" },
+    { [OWNER]: "a", tier: "x" },
+    { [OWNER]: "a", tier: "y" },
     { tier: "y" },
   ];
-  assert.deepEqual(picks(`tier in (y), ${owner}`, sets), [1]);
+  assert.deepEqual(picks(`tier in (y), ${OWNER}`, sets), [1]);
   assert.equal(
-    labelSelectorString(`tier in ( y , x ),${owner},role != sub-agent`),
-    `${owner},role!=sub-agent,tier in (x,y)`,
+    labelSelectorString(`tier in ( y , x ),${OWNER},role != sub-agent`),
+    `${OWNER},role!=sub-agent,tier in (x,y)`,
   );
-  assert.equal(labelSelectorString({ app: "a", [owner]: "demo" }), `app=a,${owner}=demo`);
+  assert.equal(labelSelectorString({ app: "a", [OWNER]: "demo" }), `app=a,${OWNER}=demo`);
   assert.equal(labelSelectorString(undefined), "");
 });
 

@@ -61,7 +61,7 @@ export interface CredentialSource {
 }
 
 /** How often a file-backed bearer token is re-read. */
-const tokenRefreshMs = 60_000;
+const TOKEN_REFRESH_MS = 60_000;
 
 /**
  * Loads connection facts the way controller-runtime's GetConfig finds them: $KUBECONFIG, then the
@@ -123,7 +123,7 @@ export function fileTokenSource(
   let cached: { at: number; value: string } | undefined;
   return async () => {
     const at = now();
-    if (cached && at - cached.at < tokenRefreshMs) return cached.value;
+    if (cached && at - cached.at < TOKEN_REFRESH_MS) return cached.value;
     let token: string;
     try {
       token = (await Deno.readTextFile(path)).trim();

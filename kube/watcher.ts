@@ -22,7 +22,7 @@ import { getLogger } from "@logtape/logtape";
 import { type Clock, realClock, sleep } from "./clock.ts";
 import {
   type Client,
-  initialEventsEndAnnotation,
+  INITIAL_EVENTS_END_ANNOTATION,
   type LabelSelector,
   type WatchEvent,
 } from "./client.ts";
@@ -530,7 +530,7 @@ export class ListWatcher<T extends KubeObject> {
         return false;
       case "BOOKMARK": {
         const { annotations, resourceVersion } = ev.object.metadata;
-        if (annotations?.[initialEventsEndAnnotation] !== "true") return false;
+        if (annotations?.[INITIAL_EVENTS_END_ANNOTATION] !== "true") return false;
         this.stats.watchListSyncs++;
         emit({ type: "initDone" });
         this.#setRv(resourceVersion ?? "");

@@ -2,7 +2,7 @@ import { type Clock, realClock } from "./clock.ts";
 import { type HeapEntry, IndexedHeap } from "./_indexed_heap.ts";
 import type { AddOptions, ControllerQueue, PriorityItem } from "./queue.ts";
 import {
-  defaultUnfinishedWorkUpdatePeriodMs,
+  DEFAULT_UNFINISHED_WORK_UPDATE_PERIOD_MS,
   EarliestDeadlineTimer,
   UnfinishedWorkTicker,
 } from "./queue_timers.ts";
@@ -60,7 +60,7 @@ export class WorkQueue<K extends string = string> implements ControllerQueue<K> 
       this.#metricsTicker = new UnfinishedWorkTicker(
         this.#metrics,
         this.#clock,
-        opts.unfinishedWorkUpdatePeriodMs ?? defaultUnfinishedWorkUpdatePeriodMs,
+        opts.unfinishedWorkUpdatePeriodMs ?? DEFAULT_UNFINISHED_WORK_UPDATE_PERIOD_MS,
       );
     }
   }

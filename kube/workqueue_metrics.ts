@@ -17,11 +17,11 @@ import {
 
 /**
  * Distinct priorities one queue may label its depth with before every further depth change is
- * recorded under {@link priorityOverflowLabel} instead (controller-runtime's cardinality cap).
+ * recorded under {@link PRIORITY_OVERFLOW_LABEL} instead (controller-runtime's cardinality cap).
  */
-export const maxDepthPriorities = 25;
+export const MAX_DEPTH_PRIORITIES = 25;
 /** The `priority` label value used once a queue has seen too many distinct priorities. */
-export const priorityOverflowLabel = "exceeded_cardinality_limit";
+export const PRIORITY_OVERFLOW_LABEL = "exceeded_cardinality_limit";
 
 /** Options of {@link QueueMetrics}. */
 export interface QueueMetricsOptions {
@@ -146,11 +146,11 @@ export class QueueMetrics<K> {
   #priorityLabel(priority: number): string {
     if (!this.#byPriority) return "";
     const seen = this.#seenPriorities;
-    if (seen === undefined) return priorityOverflowLabel;
+    if (seen === undefined) return PRIORITY_OVERFLOW_LABEL;
     seen.add(priority);
-    if (seen.size > maxDepthPriorities) {
+    if (seen.size > MAX_DEPTH_PRIORITIES) {
       this.#seenPriorities = undefined;
-      return priorityOverflowLabel;
+      return PRIORITY_OVERFLOW_LABEL;
     }
     return String(priority);
   }

@@ -15,40 +15,40 @@ interface Family {
   buckets?: number[];
 }
 
-const setLabels = ["namespace", "cocoonset"];
-const phaseBuckets = [10, 30, 60, 180, 600, 1800];
+const SET_LABELS = ["namespace", "cocoonset"];
+const PHASE_BUCKETS = [10, 30, 60, 180, 600, 1800];
 
 /** The Go operator's families, in its registration order. */
-const goFamilies: Family[] = [
-  { name: "cocoon_operator_subagent_rebuild_total", type: "counter", labels: setLabels },
-  { name: "cocoon_operator_subagent_dead_letter_total", type: "counter", labels: setLabels },
+const GO_FAMILIES: Family[] = [
+  { name: "cocoon_operator_subagent_rebuild_total", type: "counter", labels: SET_LABELS },
+  { name: "cocoon_operator_subagent_dead_letter_total", type: "counter", labels: SET_LABELS },
   {
     name: "cocoon_operator_hibernate_phase_duration_seconds",
     type: "histogram",
     labels: ["result"],
-    buckets: phaseBuckets,
+    buckets: PHASE_BUCKETS,
   },
   {
     name: "cocoon_operator_wake_phase_duration_seconds",
     type: "histogram",
     labels: ["result"],
-    buckets: phaseBuckets,
+    buckets: PHASE_BUCKETS,
   },
   {
     name: "cocoon_operator_lifecycle_state_failed_observed_total",
     type: "counter",
     labels: ["phase"],
   },
-  { name: "cocoon_operator_slot_release_pods_deleted_total", type: "counter", labels: setLabels },
+  { name: "cocoon_operator_slot_release_pods_deleted_total", type: "counter", labels: SET_LABELS },
   {
     name: "cocoon_operator_slot_release_wake_total",
     type: "counter",
-    labels: [...setLabels, "placement"],
+    labels: [...SET_LABELS, "placement"],
   },
   {
     name: "cocoon_operator_slot_release_wake_unschedulable_total",
     type: "counter",
-    labels: setLabels,
+    labels: SET_LABELS,
   },
 ];
 
@@ -64,8 +64,8 @@ Deno.test("metrics contract: register() installs exactly the Go operator's famil
   const reg = new Registry();
   register(reg);
   const json = await reg.getMetricsAsJSON();
-  assert.deepEqual(json.map((m) => m.name).sort(), goFamilies.map((f) => f.name).sort());
-  for (const want of goFamilies) {
+  assert.deepEqual(json.map((m) => m.name).sort(), GO_FAMILIES.map((f) => f.name).sort());
+  for (const want of GO_FAMILIES) {
     const metric = reg.getSingleMetric(want.name);
     assert.ok(metric, want.name);
     const got = json.find((m) => m.name === want.name)!;
@@ -88,8 +88,8 @@ Deno.test("metrics contract: docs/observability.md's table lists each family wit
       .filter((l) => !["ok", "timeout", "hint-node", "pool"].includes(l));
     rows.set(m[1], { type: m[2], labels });
   }
-  assert.deepEqual([...rows.keys()].sort(), goFamilies.map((f) => f.name).sort());
-  for (const f of goFamilies) {
+  assert.deepEqual([...rows.keys()].sort(), GO_FAMILIES.map((f) => f.name).sort());
+  for (const f of GO_FAMILIES) {
     assert.deepEqual(rows.get(f.name), { type: f.type, labels: f.labels }, f.name);
   }
 });

@@ -7,7 +7,7 @@ import { registry as runtimeRegistry } from "../kube/metrics.ts";
  * the runtime's registry so /metrics serves them next to the controller-runtime families.
  */
 
-const phaseBuckets = [10, 30, 60, 180, 600, 1800];
+const PHASE_BUCKETS = [10, 30, 60, 180, 600, 1800];
 
 export const subAgentRebuildTotal = new Counter({
   name: "cocoon_operator_subagent_rebuild_total",
@@ -27,7 +27,7 @@ export const hibernatePhaseDurationSeconds = new Histogram({
   name: "cocoon_operator_hibernate_phase_duration_seconds",
   help: "Seconds a CocoonHibernation spent Hibernating, by outcome (ok or timeout).",
   labelNames: ["result"] as const,
-  buckets: phaseBuckets,
+  buckets: PHASE_BUCKETS,
   registers: [],
 });
 
@@ -35,7 +35,7 @@ export const wakePhaseDurationSeconds = new Histogram({
   name: "cocoon_operator_wake_phase_duration_seconds",
   help: "Seconds a CocoonHibernation spent Waking, by outcome (ok or timeout).",
   labelNames: ["result"] as const,
-  buckets: phaseBuckets,
+  buckets: PHASE_BUCKETS,
   registers: [],
 });
 

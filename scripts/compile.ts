@@ -19,7 +19,7 @@
  * from the network unless DENORT_BIN names a local copy; where that download cannot happen the
  * script says so in one message and exits 3, after every earlier step has run.
  */
-import { defaultRegistryHosts, inClusterPermissionSet, permissionFlags } from "../permissions.ts";
+import { DEFAULT_REGISTRY_HOSTS, inClusterPermissionSet, permissionFlags } from "../permissions.ts";
 import { parseArgsOrExit } from "./cli.ts";
 import { rfc3339 } from "../kube/time.ts";
 import { v8FlagsArg } from "./runtime_flags.ts";
@@ -237,7 +237,7 @@ if (import.meta.main) {
     .split(",").map((h) => h.trim()).filter((h) => h);
   const plan: CompilePlan = {
     stamp: await defaultStamp(env),
-    registryHosts: hosts.length ? hosts : [...defaultRegistryHosts],
+    registryHosts: hosts.length ? hosts : [...DEFAULT_REGISTRY_HOSTS],
     proxyHosts: proxies,
     output: values.output ?? `${repoPath}/dist/cocoon-operator`,
     target: values.target,

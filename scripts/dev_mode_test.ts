@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { chooseDevMode } from "./dev_mode.ts";
 import type { FileProbe } from "../kube/kubeconfig.ts";
 
-const own = "/repo/.dev/kubeconfig";
+const OWN = "/repo/.dev/kubeconfig";
 
 /** A file system holding exactly `present`. */
 function files(...present: string[]): FileProbe {
@@ -14,19 +14,19 @@ function env(vars: Record<string, string>): (name: string) => string | undefined
 }
 
 Deno.test("dev mode: nothing configured starts the local stack", () => {
-  const mode = chooseDevMode(env({ HOME: "/home/u" }), own, "/repo", files());
+  const mode = chooseDevMode(env({ HOME: "/home/u" }), OWN, "/repo", files());
   assert.deepEqual(mode, { kind: "local" });
 });
 
 Deno.test("dev mode: an empty KUBECONFIG counts as unset", () => {
-  const mode = chooseDevMode(env({ HOME: "/home/u", KUBECONFIG: "" }), own, "/repo", files());
+  const mode = chooseDevMode(env({ HOME: "/home/u", KUBECONFIG: "" }), OWN, "/repo", files());
   assert.deepEqual(mode, { kind: "local" });
 });
 
 Deno.test("dev mode: an existing KUBECONFIG runs the operator against that cluster", () => {
   const mode = chooseDevMode(
     env({ HOME: "/home/u", KUBECONFIG: "/etc/kc" }),
-    own,
+    OWN,
     "/repo",
     files("/etc/kc"),
   );
@@ -39,7 +39,7 @@ Deno.test("dev mode: an existing KUBECONFIG runs the operator against that clust
 Deno.test("dev mode: ~/.kube/config alone is a configured cluster", () => {
   const mode = chooseDevMode(
     env({ HOME: "/home/u" }),
-    own,
+    OWN,
     "/repo",
     files("/home/u/.kube/config"),
   );
@@ -51,7 +51,7 @@ Deno.test("dev mode: ~/.kube/config alone is a configured cluster", () => {
 Deno.test("dev mode: a service-account token in a pod is a configured cluster", () => {
   const mode = chooseDevMode(
     env({ KUBERNETES_SERVICE_HOST: "10.0.0.1" }),
-    own,
+    OWN,
     "/repo",
     files("/var/run/secrets/kubernetes.io/serviceaccount/token"),
   );
@@ -63,18 +63,18 @@ Deno.test("dev mode: KUBECONFIG naming this task's own kubeconfig starts a fresh
   // Relative to the working directory, and present from an earlier run: still ours.
   const mode = chooseDevMode(
     env({ HOME: "/home/u", KUBECONFIG: ".dev/kubeconfig" }),
-    own,
+    OWN,
     "/repo",
-    files(own, "/home/u/.kube/config"),
+    files(OWN, "/home/u/.kube/config"),
   );
   assert.equal(mode.kind, "local");
-  assert.ok(mode.kind === "local" && mode.note?.includes(own));
+  assert.ok(mode.kind === "local" && mode.note?.includes(OWN));
 });
 
 Deno.test("dev mode: own kubeconfig listed next to another file is a configured cluster", () => {
   const mode = chooseDevMode(
-    env({ KUBECONFIG: `${own}:/etc/kc` }),
-    own,
+    env({ KUBECONFIG: `${OWN}:/etc/kc` }),
+    OWN,
     "/repo",
     files("/etc/kc"),
   );
@@ -84,7 +84,7 @@ Deno.test("dev mode: own kubeconfig listed next to another file is a configured 
 Deno.test("dev mode: a KUBECONFIG naming no file is refused with one line, not ignored", () => {
   const mode = chooseDevMode(
     env({ HOME: "/home/u", KUBECONFIG: "/nope" }),
-    own,
+    OWN,
     "/repo",
     files("/home/u/.kube/config"),
   );

@@ -8,28 +8,28 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { parseConfig } from "../config.ts";
-import { clusterAccess, locateCluster, serviceAccountDir } from "../kube/kubeconfig.ts";
+import { clusterAccess, locateCluster, SERVICE_ACCOUNT_DIR } from "../kube/kubeconfig.ts";
 import { errorMessage } from "../kube/errors.ts";
 import { parseBindAddress } from "../kube/bind_address.ts";
 import { isLoopbackHost } from "../kube/loopback.ts";
 import {
-  localOnlyEnv,
+  LOCAL_ONLY_ENV,
   localPermissionSet,
-  operatorEnv,
+  OPERATOR_ENV,
   permissionFlags,
-  proxyVariables,
+  PROXY_VARIABLES,
 } from "../permissions.ts";
 import { runtimeEnvFor, v8FlagsArg } from "./runtime_flags.ts";
-import { execInheritedEnv } from "../kube/exec_config.ts";
+import { EXEC_INHERITED_ENV } from "../kube/exec_config.ts";
 import type { ExecConfig } from "../kube/exec_config.ts";
 import { pluginCandidates, resolvePluginPath, systemLookup } from "./exec_plugin_path.ts";
-import { pluginStepFlag, type ReadPathDeps, readPaths, runDeno } from "./launcher_first_step.ts";
+import { PLUGIN_STEP_FLAG, type ReadPathDeps, readPaths, runDeno } from "./launcher_first_step.ts";
 
 /** The launcher's entry, which each step runs again. */
 const startModule = new URL("./start.ts", import.meta.url).pathname;
 
 /** What the deno runtime of the operator reads by itself: its cache, npm registry, trust store. */
-export const denoRuntimeEnv: readonly string[] = [
+export const DENO_RUNTIME_ENV: readonly string[] = [
   "DENO_DIR",
   "DENO_CERT",
   "DENO_TLS_CA_STORE",
@@ -40,7 +40,7 @@ export const denoRuntimeEnv: readonly string[] = [
 ];
 
 /** The launcher's own settings. */
-const launcherSettings = [
+const LAUNCHER_SETTINGS = [
   "COCOON_START_VERBOSE",
   "COCOON_START_KEEP_PROXY",
   "INIT_CWD",
@@ -53,7 +53,7 @@ const launcherSettings = [
  * compares the two).
  */
 export const launcherEnv: readonly string[] = [
-  ...new Set([...operatorEnv, ...localOnlyEnv, ...denoRuntimeEnv, ...launcherSettings]),
+  ...new Set([...OPERATOR_ENV, ...LOCAL_ONLY_ENV, ...DENO_RUNTIME_ENV, ...LAUNCHER_SETTINGS]),
 ];
 
 /** The variables the operator process is started with, taken from the launcher's environment. */
@@ -66,9 +66,9 @@ export function operatorEnvironment(
   const out: Record<string, string> = {};
   // PATH only for an exec plugin: the operator's start-up check resolves the plugin's bare name
   // through it (as its spawn does), and the plugin itself gets it (kube/exec_config.ts).
-  const forPlugin = withExecPlugin ? execInheritedEnv : [];
-  for (const name of [...operatorEnv, ...localOnlyEnv, ...denoRuntimeEnv, ...forPlugin]) {
-    if (!keepProxy && proxyVariables.includes(name)) continue;
+  const forPlugin = withExecPlugin ? EXEC_INHERITED_ENV : [];
+  for (const name of [...OPERATOR_ENV, ...LOCAL_ONLY_ENV, ...DENO_RUNTIME_ENV, ...forPlugin]) {
+    if (!keepProxy && PROXY_VARIABLES.includes(name)) continue;
     const v = overrides[name] ?? env[name];
     if (v !== undefined) out[name] = v;
   }
@@ -80,7 +80,7 @@ export function operatorEnvironment(
 /** What launcherReadPaths needs, all loaded (this module imports both). */
 export const readPathDeps: ReadPathDeps = {
   kubeconfigFlag: (args, env) => parseConfig(args, env).kubeconfig,
-  serviceAccountDir,
+  serviceAccountDir: SERVICE_ACCOUNT_DIR,
 };
 
 /** launcher_first_step.ts readPaths with every dependency at hand. */
@@ -125,7 +125,7 @@ export function launchPlan(
   const view: Record<string, string | undefined> = { ...env, ...overrides };
   // Dropped from the operator's environment, so not asked for either (see module doc).
   if (env.COCOON_START_KEEP_PROXY !== "1") {
-    for (const name of proxyVariables) delete view[name];
+    for (const name of PROXY_VARIABLES) delete view[name];
   }
   const lookup = (name: string) => view[name] || undefined;
   let flags: string[];
@@ -207,7 +207,7 @@ export function resolvePluginInChild(exec: ExecConfig, path: string | undefined)
       "--no-prompt",
       ...(candidates.length ? [`--allow-read=${candidates.join(",")}`] : []),
       startModule,
-      pluginStepFlag,
+      PLUGIN_STEP_FLAG,
       JSON.stringify({ exec, path: path ?? null }),
     ],
     env: denoEnvironment(),
@@ -224,7 +224,7 @@ export function resolvePluginInChild(exec: ExecConfig, path: string | undefined)
 /** The deno runtime's own variables of the launcher's environment, for its child steps. */
 function denoEnvironment(): Record<string, string> {
   const out: Record<string, string> = { DENO_NO_UPDATE_CHECK: "1" };
-  for (const name of denoRuntimeEnv) {
+  for (const name of DENO_RUNTIME_ENV) {
     const v = Deno.env.get(name);
     if (v !== undefined) out[name] = v;
   }

@@ -18,7 +18,7 @@
  * (permissions.ts operatorEnv, then localOnlyEnv), the deno runtime's (launch_plan.ts
  * denoRuntimeEnv), the launcher's own settings.
  */
-export const firstStepEnv: readonly string[] = [
+export const FIRST_STEP_ENV: readonly string[] = [
   "OCI_REGISTRY",
   "METRICS_ADDR",
   "PROBE_ADDR",
@@ -68,7 +68,7 @@ export const firstStepEnv: readonly string[] = [
 ];
 
 /** The proxy variables (permissions.ts proxyVariables). */
-export const firstStepProxyVariables: readonly string[] = [
+export const FIRST_STEP_PROXY_VARIABLES: readonly string[] = [
   "HTTP_PROXY",
   "HTTPS_PROXY",
   "ALL_PROXY",
@@ -78,16 +78,16 @@ export const firstStepProxyVariables: readonly string[] = [
 ];
 
 /** Marks the second step (reads granted); set by the first for the second only. */
-export const secondStepFlag = "--cocoon-start-read-granted";
+export const SECOND_STEP_FLAG = "--cocoon-start-read-granted";
 
 /** Marks the plugin lookup step: reads of the plugin's candidate paths only. */
-export const pluginStepFlag = "--cocoon-start-resolve-plugin";
+export const PLUGIN_STEP_FLAG = "--cocoon-start-resolve-plugin";
 
 /** What launcherReadPaths needs from the heavier modules. */
 export interface ReadPathDeps {
   /** The --kubeconfig of this command line (config.ts parseConfig); throws on a bad one. */
   kubeconfigFlag(args: string[], env: Record<string, string | undefined>): string | undefined;
-  /** kube/kubeconfig.ts serviceAccountDir, needed only when KUBERNETES_SERVICE_HOST is set. */
+  /** kube/kubeconfig.ts SERVICE_ACCOUNT_DIR, needed only when KUBERNETES_SERVICE_HOST is set. */
   serviceAccountDir?: string;
 }
 
@@ -106,7 +106,7 @@ export async function loadReadPathDeps(
     kubeconfigFlag = (a, e) => parseConfig(a, e).kubeconfig;
   }
   const serviceAccountDir = env.KUBERNETES_SERVICE_HOST
-    ? (await import("../kube/kubeconfig.ts")).serviceAccountDir
+    ? (await import("../kube/kubeconfig.ts")).SERVICE_ACCOUNT_DIR
     : undefined;
   return { kubeconfigFlag, serviceAccountDir };
 }
@@ -168,14 +168,14 @@ export function readPaths(
 export function withoutProxies(env: Record<string, string>): Record<string, string> {
   if (env.COCOON_START_KEEP_PROXY === "1") return env;
   return Object.fromEntries(
-    Object.entries(env).filter(([k]) => !firstStepProxyVariables.includes(k)),
+    Object.entries(env).filter(([k]) => !FIRST_STEP_PROXY_VARIABLES.includes(k)),
   );
 }
 
-/** The variables of firstStepEnv that are set. */
+/** The variables of FIRST_STEP_ENV that are set. */
 export function launcherEnvironment(): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const name of firstStepEnv) {
+  for (const name of FIRST_STEP_ENV) {
     const v = Deno.env.get(name);
     if (v !== undefined) out[name] = v;
   }

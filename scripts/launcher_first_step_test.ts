@@ -1,19 +1,19 @@
 import assert from "node:assert/strict";
 import { resolve } from "node:path";
 import {
-  firstStepEnv,
-  firstStepProxyVariables,
+  FIRST_STEP_ENV,
+  FIRST_STEP_PROXY_VARIABLES,
   isAbsolutePath,
   loadReadPathDeps,
   readPaths,
   resolvePath,
 } from "./launcher_first_step.ts";
 import { launcherEnv, launcherReadPaths } from "./launch_plan.ts";
-import { proxyVariables } from "../permissions.ts";
+import { PROXY_VARIABLES } from "../permissions.ts";
 
 Deno.test("launcher first step: its variable lists are the planning code's, in order", () => {
-  assert.deepEqual(firstStepEnv, launcherEnv);
-  assert.deepEqual(firstStepProxyVariables, proxyVariables);
+  assert.deepEqual(FIRST_STEP_ENV, launcherEnv);
+  assert.deepEqual(FIRST_STEP_PROXY_VARIABLES, PROXY_VARIABLES);
 });
 
 Deno.test("launcher first step: paths resolve as node:path does", () => {

@@ -14,21 +14,21 @@
  * it grew stays resident; the operator's live heap is ~16 MiB, so a 2 MiB nursery costs more
  * scavenges of a small young generation, not measurable CPU.
  */
-export const operatorV8Flags: readonly string[] = ["--max-semi-space-size=2"];
+export const OPERATOR_V8_FLAGS: readonly string[] = ["--max-semi-space-size=2"];
 
 /**
  * Environment of the operator process, unless already set. `MALLOC_ARENA_MAX=2`: glibc gives
  * each thread that allocates (V8's compiler and GC helpers, the runtime's I/O threads) an arena
  * of its own, which keeps freed memory resident; two arenas cut ~10 MiB of resident set.
  */
-const operatorRuntimeEnv: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
+const OPERATOR_RUNTIME_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
 
-/** The `deno run` / `deno compile` flag carrying operatorV8Flags. */
+/** The `deno run` / `deno compile` flag carrying OPERATOR_V8_FLAGS. */
 export function v8FlagsArg(): string {
-  return `--v8-flags=${operatorV8Flags.join(",")}`;
+  return `--v8-flags=${OPERATOR_V8_FLAGS.join(",")}`;
 }
 
-/** operatorRuntimeEnv without the variables env already sets (those win). */
+/** OPERATOR_RUNTIME_ENV without the variables env already sets (those win). */
 export function runtimeEnvFor(env: Record<string, string | undefined>): Record<string, string> {
-  return Object.fromEntries(Object.entries(operatorRuntimeEnv).filter(([k]) => !env[k]));
+  return Object.fromEntries(Object.entries(OPERATOR_RUNTIME_ENV).filter(([k]) => !env[k]));
 }

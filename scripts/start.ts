@@ -11,7 +11,7 @@
  * other host.
  *
  * The launcher is scoped too, in two steps. The task grants it only the variables in
- * launcherEnv and running `deno`; no file. That first step works out from the environment alone
+ * LAUNCHER_ENV and running `deno`; no file. That first step works out from the environment alone
  * which files describe the cluster (the kubeconfig files, the service-account token, the Google
  * credentials file) and runs this script again granting reads of exactly those
  * (launcherReadPaths). The second step reads them, computes the operator's set and starts it.
@@ -30,13 +30,13 @@
  */
 import type { LaunchPlan, PluginResolver } from "./launch_plan.ts";
 import {
-  firstStepEnv,
+  FIRST_STEP_ENV,
   launcherEnvironment,
   loadReadPathDeps,
-  pluginStepFlag,
+  PLUGIN_STEP_FLAG,
   readPaths,
   runDeno,
-  secondStepFlag,
+  SECOND_STEP_FLAG,
   withoutProxies,
 } from "./launcher_first_step.ts";
 
@@ -45,8 +45,8 @@ export type { LaunchPlan, PluginResolver } from "./launch_plan.ts";
 const startModule = new URL(import.meta.url).pathname;
 
 /** This process is the first step: run by the task, with no file to read. */
-const isFirstStep = import.meta.main && Deno.args[0] !== secondStepFlag &&
-  Deno.args[0] !== pluginStepFlag;
+const isFirstStep = import.meta.main && Deno.args[0] !== SECOND_STEP_FLAG &&
+  Deno.args[0] !== PLUGIN_STEP_FLAG;
 
 // Every other use of this module gets the planning code, loaded before anything is exported.
 const planning = isFirstStep ? undefined : await import("./launch_plan.ts");
@@ -60,7 +60,7 @@ function planningCode(): typeof import("./launch_plan.ts") {
  * Every variable the launcher reads: exactly the task's `--allow-env` (scripts/start_test.ts
  * compares the two; scripts/launcher_first_step_test.ts the lists it is made of).
  */
-export const launcherEnv: readonly string[] = firstStepEnv;
+export const LAUNCHER_ENV: readonly string[] = FIRST_STEP_ENV;
 
 /** The files the second step may read (launcher_first_step.ts readPaths). */
 export function launcherReadPaths(
@@ -82,7 +82,7 @@ export function launchPlan(
   return planningCode().launchPlan(operatorArgs, env, cwd, denoFlags, resolvePlugin);
 }
 
-if (import.meta.main && Deno.args[0] === pluginStepFlag) {
+if (import.meta.main && Deno.args[0] === PLUGIN_STEP_FLAG) {
   planningCode().runPluginStep(Deno.args[1]);
 } else if (import.meta.main) {
   const env = launcherEnvironment();
@@ -94,10 +94,10 @@ if (import.meta.main && Deno.args[0] === pluginStepFlag) {
       "run",
       "--no-prompt",
       ...(read.length ? [`--allow-read=${read.join(",")}`] : []),
-      `--allow-env=${launcherEnv.join(",")}`,
+      `--allow-env=${LAUNCHER_ENV.join(",")}`,
       "--allow-run=deno",
       startModule,
-      secondStepFlag,
+      SECOND_STEP_FLAG,
       ...Deno.args,
     ], { ...withoutProxies(env), INIT_CWD: cwd, DENO_NO_UPDATE_CHECK: "1" });
     Deno.exit(code);

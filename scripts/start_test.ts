@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createCertificateAuthority } from "../tests/harness/certs.ts";
-import { launcherEnv, launcherReadPaths, launchPlan } from "./start.ts";
-import { proxyVariables } from "../permissions.ts";
+import { LAUNCHER_ENV, launcherReadPaths, launchPlan } from "./start.ts";
+import { PROXY_VARIABLES } from "../permissions.ts";
 
 const repoRoot = new URL("../", import.meta.url).pathname;
 
@@ -172,7 +172,7 @@ Deno.test("start: the task grants the launcher only its variables and running de
   assert.deepEqual(words, [
     "deno",
     "run",
-    `--allow-env=${launcherEnv.join(",")}`,
+    `--allow-env=${LAUNCHER_ENV.join(",")}`,
     "--allow-run=deno",
     "scripts/start.ts",
   ]);
@@ -248,7 +248,7 @@ Deno.test("start: the operator's environment is cleared to its own variables, pr
     assert.equal(kept.childEnv.HTTP_PROXY, "127.0.0.1:18555");
     assert.ok(kept.args.some((a) => a.startsWith("--allow-net=") && a.includes("127.0.0.1:18555")));
     assert.ok(!("AWS_SECRET_ACCESS_KEY" in kept.childEnv));
-    for (const v of proxyVariables) assert.ok(launcherEnv.includes(v), v);
+    for (const v of PROXY_VARIABLES) assert.ok(LAUNCHER_ENV.includes(v), v);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

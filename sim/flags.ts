@@ -52,7 +52,7 @@ export class SimConfigError extends Error {
   }
 }
 
-const options = {
+const OPTIONS = {
   kubeconfig: { type: "string" },
   registry: { type: "string" },
   nodes: { type: "string" },
@@ -139,7 +139,7 @@ function parseNodeSpec(raw: string): SimNode {
 
 function parseFlags(args: string[]) {
   try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false });
+    return parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false });
   } catch (err) {
     throw new SimConfigError(errorMessage(err));
   }

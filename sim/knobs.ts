@@ -13,24 +13,24 @@ import type { Pod } from "../kube/core.ts";
 export type FailMode = "lifecycle" | "pod-failed";
 
 /** Pod annotation: make the VM fail (FailMode). Applies at boot, or at once on a running VM. */
-export const AnnotationSimFail = "sim.cocoonstack.io/fail";
+export const ANNOTATION_SIM_FAIL = "sim.cocoonstack.io/fail";
 /** Pod annotation: the failure message (lifecycle-state-message / status message). */
-export const AnnotationSimFailMessage = "sim.cocoonstack.io/fail-message";
+export const ANNOTATION_SIM_FAIL_MESSAGE = "sim.cocoonstack.io/fail-message";
 /** Pod annotation: boot (and wake) latency of this VM in milliseconds. */
-export const AnnotationSimBootDelayMs = "sim.cocoonstack.io/boot-delay-ms";
+export const ANNOTATION_SIM_BOOT_DELAY_MS = "sim.cocoonstack.io/boot-delay-ms";
 /** Pod annotation: hibernate latency of this VM in milliseconds (a slow snapshot). */
-export const AnnotationSimHibernateDelayMs = "sim.cocoonstack.io/hibernate-delay-ms";
+export const ANNOTATION_SIM_HIBERNATE_DELAY_MS = "sim.cocoonstack.io/hibernate-delay-ms";
 /** Pod annotation: "true" makes every registry push for this VM fail. */
-export const AnnotationSimPushFail = "sim.cocoonstack.io/push-fail";
+export const ANNOTATION_SIM_PUSH_FAIL = "sim.cocoonstack.io/push-fail";
 
 /**
  * Pod annotation: "silent" plays vk-cocoon as it is today (cocoonstack/vk-cocoon HEAD): no
  * lifecycle annotations at all, and a hibernation as save → push → remove, the VM id and ip
  * cleared only after the removal (`remove-delay-ms` after the push).
  */
-export const AnnotationSimLifecycle = "sim.cocoonstack.io/lifecycle";
+export const ANNOTATION_SIM_LIFECYCLE = "sim.cocoonstack.io/lifecycle";
 /** Pod annotation: in silent mode, how long the VM stays up after its `:hibernate` push (ms). */
-export const AnnotationSimRemoveDelayMs = "sim.cocoonstack.io/remove-delay-ms";
+export const ANNOTATION_SIM_REMOVE_DELAY_MS = "sim.cocoonstack.io/remove-delay-ms";
 
 /** The knobs of one VM; absent fields fall back to the next source, then to the defaults. */
 export interface Knobs {
@@ -66,17 +66,17 @@ export function knobsFromAnnotations(pod: Pod): { knobs: Knobs; invalid: string[
   const a = pod.metadata.annotations ?? {};
   const knobs: Knobs = {};
   const invalid: string[] = [];
-  const fail = a[AnnotationSimFail];
+  const fail = a[ANNOTATION_SIM_FAIL];
   if (fail !== undefined && fail !== "") {
     knobs.fail = parseFailMode(fail);
-    if (!knobs.fail) invalid.push(`${AnnotationSimFail}=${fail}`);
+    if (!knobs.fail) invalid.push(`${ANNOTATION_SIM_FAIL}=${fail}`);
   }
-  if (a[AnnotationSimFailMessage]) knobs.failMessage = a[AnnotationSimFailMessage];
+  if (a[ANNOTATION_SIM_FAIL_MESSAGE]) knobs.failMessage = a[ANNOTATION_SIM_FAIL_MESSAGE];
   for (
     const [key, field] of [
-      [AnnotationSimBootDelayMs, "bootDelayMs"],
-      [AnnotationSimHibernateDelayMs, "hibernateDelayMs"],
-      [AnnotationSimRemoveDelayMs, "removeDelayMs"],
+      [ANNOTATION_SIM_BOOT_DELAY_MS, "bootDelayMs"],
+      [ANNOTATION_SIM_HIBERNATE_DELAY_MS, "hibernateDelayMs"],
+      [ANNOTATION_SIM_REMOVE_DELAY_MS, "removeDelayMs"],
     ] as const
   ) {
     if (a[key] === undefined) continue;
@@ -84,12 +84,14 @@ export function knobsFromAnnotations(pod: Pod): { knobs: Knobs; invalid: string[
     if (ms === undefined) invalid.push(`${key}=${a[key]}`);
     else knobs[field] = ms;
   }
-  if (a[AnnotationSimPushFail] !== undefined) knobs.pushFail = a[AnnotationSimPushFail] === "true";
-  const lifecycle = a[AnnotationSimLifecycle];
+  if (a[ANNOTATION_SIM_PUSH_FAIL] !== undefined) {
+    knobs.pushFail = a[ANNOTATION_SIM_PUSH_FAIL] === "true";
+  }
+  const lifecycle = a[ANNOTATION_SIM_LIFECYCLE];
   if (lifecycle === "silent" || lifecycle === "annotated") {
     knobs.silentLifecycle = lifecycle === "silent";
   } else if (lifecycle !== undefined && lifecycle !== "") {
-    invalid.push(`${AnnotationSimLifecycle}=${lifecycle}`);
+    invalid.push(`${ANNOTATION_SIM_LIFECYCLE}=${lifecycle}`);
   }
   return { knobs, invalid };
 }

@@ -45,20 +45,18 @@ import {
   readRestoreFromHibernate,
 } from "../common/meta/hibernate.ts";
 import {
-  AnnotationIP,
-  AnnotationVMID,
-  AnnotationVNCPort,
-  DefaultSnapshotTag,
-  HibernateSnapshotTag,
-  LabelRole,
+  ANNOTATION_IP,
+  ANNOTATION_VMID,
+  ANNOTATION_VNC_PORT,
+  LABEL_ROLE,
 } from "../common/meta/keys.ts";
 import {
+  LIFECYCLE_STATE_CREATING,
+  LIFECYCLE_STATE_FAILED,
+  LIFECYCLE_STATE_HIBERNATED,
+  LIFECYCLE_STATE_HIBERNATING,
+  LIFECYCLE_STATE_READY,
   lifecycleAnnotations,
-  LifecycleStateCreating,
-  LifecycleStateFailed,
-  LifecycleStateHibernated,
-  LifecycleStateHibernating,
-  LifecycleStateReady,
   readCocoonSetGeneration,
 } from "../common/meta/lifecycle.ts";
 import { parseVMRuntime } from "../common/meta/vmruntime.ts";
@@ -80,6 +78,8 @@ import {
   type VmInfo,
   type VmRecord,
 } from "./vm.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import { DEFAULT_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 const log = getLogger(["cocoon-operator", "sim", "kubelet"]);
 
@@ -382,7 +382,7 @@ export class Kubelet {
     knobs: Knobs,
     waking: boolean,
   ): Promise<void> {
-    await this.#writeLifecycle(pod, rec, LifecycleStateCreating, "");
+    await this.#writeLifecycle(pod, rec, LIFECYCLE_STATE_CREATING, "");
     const { latencies, clock } = this.#opts;
     const delay = knobs.bootDelayMs ?? (waking ? latencies.wakeMs : latencies.bootMs);
     rec.phase = "booting";
@@ -414,13 +414,13 @@ export class Kubelet {
     if (rec.waking || readRestoreFromHibernate(pod)) {
       const pulled = await this.#opts.registry.getManifest(
         rec.vmName,
-        HibernateSnapshotTag,
+        HIBERNATE_SNAPSHOT_TAG,
         this.#opts.signal,
       );
       if (!pulled) {
         return {
           blocker:
-            `pull hibernation snapshot ${rec.vmName}:${HibernateSnapshotTag}: not found in the registry`,
+            `pull hibernation snapshot ${rec.vmName}:${HIBERNATE_SNAPSHOT_TAG}: not found in the registry`,
         };
       }
       return { restoredFrom: pulled.digest };
@@ -444,7 +444,7 @@ export class Kubelet {
     if (knobs.fail === "pod-failed") return await this.#failPod(key, pod, rec, knobs);
     const { blocker, restoredFrom = "" } = await this.#bootSource(pod, rec, knobs);
     if (blocker) {
-      await this.#writeLifecycle(pod, rec, LifecycleStateFailed, blocker);
+      await this.#writeLifecycle(pod, rec, LIFECYCLE_STATE_FAILED, blocker);
       rec.phase = "failed";
       counters.lifecycleFailures++;
       this.#emit("failed", rec, blocker);
@@ -456,16 +456,16 @@ export class Kubelet {
       rec.vmId = this.#ids.nextId();
       rec.ip = this.#ids.nextIp();
       rec.vncPort = parseVMSpec(pod).connType === "vnc" ? ++this.#vncPorts : 0;
-      await this.#writeLifecycle(pod, rec, LifecycleStateReady, "", {
-        [AnnotationVMID]: rec.vmId,
-        [AnnotationIP]: rec.ip,
-        ...(rec.vncPort ? { [AnnotationVNCPort]: String(rec.vncPort) } : {}),
+      await this.#writeLifecycle(pod, rec, LIFECYCLE_STATE_READY, "", {
+        [ANNOTATION_VMID]: rec.vmId,
+        [ANNOTATION_IP]: rec.ip,
+        ...(rec.vncPort ? { [ANNOTATION_VNC_PORT]: String(rec.vncPort) } : {}),
       });
     } else {
       const runtime = parseVMRuntime(pod);
       rec.vmId = runtime.vmID;
       rec.ip = runtime.ip;
-      await this.#writeLifecycle(pod, rec, LifecycleStateReady, "");
+      await this.#writeLifecycle(pod, rec, LIFECYCLE_STATE_READY, "");
     }
     rec.phase = "running";
     rec.alive = true;
@@ -488,7 +488,7 @@ export class Kubelet {
   async #failRunning(key: string, pod: Pod, rec: VmRecord, knobs: Knobs): Promise<void> {
     if (knobs.fail === "pod-failed") return await this.#failPod(key, pod, rec, knobs);
     const message = knobs.failMessage ?? DEFAULT_FAIL_MESSAGE;
-    await this.#writeLifecycle(pod, rec, LifecycleStateFailed, message);
+    await this.#writeLifecycle(pod, rec, LIFECYCLE_STATE_FAILED, message);
     rec.phase = "failed";
     this.#opts.counters.lifecycleFailures++;
     this.#emit("failed", rec, message);
@@ -508,7 +508,7 @@ export class Kubelet {
   // --- hibernate ----------------------------------------------------------------------------
 
   async #startHibernate(key: string, pod: Pod, rec: VmRecord, knobs: Knobs): Promise<void> {
-    await this.#writeLifecycle(pod, rec, LifecycleStateHibernating, "");
+    await this.#writeLifecycle(pod, rec, LIFECYCLE_STATE_HIBERNATING, "");
     const delay = knobs.hibernateDelayMs ?? this.#opts.latencies.hibernateMs;
     rec.phase = "hibernating";
     rec.dueAt = this.#opts.clock.now() + delay;
@@ -519,7 +519,7 @@ export class Kubelet {
   async #completeHibernate(key: string, pod: Pod, rec: VmRecord, knobs: Knobs): Promise<void> {
     if (!rec.hibernatePushed) {
       try {
-        await this.#push(pod, rec, HibernateSnapshotTag, knobs);
+        await this.#push(pod, rec, HIBERNATE_SNAPSHOT_TAG, knobs);
       } catch (err) {
         this.#pushFailed.add(key);
         throw err;
@@ -534,10 +534,10 @@ export class Kubelet {
       }
     }
     rec.hibernatePushed = false;
-    await this.#writeLifecycle(pod, rec, LifecycleStateHibernated, "", {
-      [AnnotationVMID]: null,
-      [AnnotationIP]: null,
-      ...(rec.vncPort ? { [AnnotationVNCPort]: null } : {}),
+    await this.#writeLifecycle(pod, rec, LIFECYCLE_STATE_HIBERNATED, "", {
+      [ANNOTATION_VMID]: null,
+      [ANNOTATION_IP]: null,
+      ...(rec.vncPort ? { [ANNOTATION_VNC_PORT]: null } : {}),
     });
     rec.phase = "hibernated";
     rec.alive = false;
@@ -554,7 +554,7 @@ export class Kubelet {
 
   /** The hibernate request was withdrawn while pushes kept failing: the VM simply runs on. */
   async #cancelHibernate(key: string, pod: Pod, rec: VmRecord): Promise<void> {
-    await this.#writeLifecycle(pod, rec, LifecycleStateReady, "");
+    await this.#writeLifecycle(pod, rec, LIFECYCLE_STATE_READY, "");
     this.#pushFailed.delete(key);
     rec.phase = "running";
     log.info("hibernation of {pod} withdrawn after failed pushes; VM keeps running", { pod: key });
@@ -569,12 +569,12 @@ export class Kubelet {
     }
     if (now < rec.dueAt) return this.#later(key, rec.dueAt - now);
     if (rec.alive) {
-      const role = pod.metadata.labels?.[LabelRole] ?? "";
+      const role = pod.metadata.labels?.[LABEL_ROLE] ?? "";
       const snapshot = rec.vmName !== "" && !readKeepSnapshotOnDelete(pod) &&
         shouldSnapshotVM(parseVMSpec(pod), role);
       if (snapshot) {
         try {
-          await this.#push(pod, rec, DefaultSnapshotTag, this.#knobs(pod));
+          await this.#push(pod, rec, DEFAULT_SNAPSHOT_TAG, this.#knobs(pod));
         } catch (err) {
           // Best effort, as vk-cocoon: a failed snapshot never holds the pod.
           log.warn("snapshot of {pod} on delete failed: {error}", {

@@ -5,16 +5,16 @@ import type { FakeAction } from "../kube/testing/fake.ts";
 import { FakeClock } from "../kube/testing/fake_clock.ts";
 import { waitFor } from "../kube/testing/wait.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationHibernate,
-  AnnotationIP,
-  AnnotationKeepSnapshotOnDelete,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationLifecycleStateMessage,
-  AnnotationRestoreFromHibernate,
-  AnnotationVMID,
-  AnnotationVNCPort,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_IP,
+  ANNOTATION_KEEP_SNAPSHOT_ON_DELETE,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_LIFECYCLE_STATE_MESSAGE,
+  ANNOTATION_RESTORE_FROM_HIBERNATE,
+  ANNOTATION_VMID,
+  ANNOTATION_VNC_PORT,
 } from "../common/meta/keys.ts";
 import { isContainerRunning, isPodReady } from "../common/meta/pod.ts";
 import { startFakeSim } from "./testing/fake_sim.ts";
@@ -31,7 +31,7 @@ function lifecycleWrites(actions: FakeAction[], name: string): string[] {
   return actions
     .filter((a) => a.verb === "patch" && a.name === name && !a.subresource)
     .map((a) => (a.patch as { metadata?: { annotations?: Record<string, unknown> } }).metadata)
-    .map((m) => m?.annotations?.[AnnotationLifecycleState])
+    .map((m) => m?.annotations?.[ANNOTATION_LIFECYCLE_STATE])
     .filter((s): s is string => typeof s === "string");
 }
 
@@ -42,8 +42,8 @@ function assertStateAndGenerationTogether(actions: FakeAction[]): void {
     const annotations = (a.patch as { metadata?: { annotations?: Record<string, unknown> } })
       .metadata?.annotations ?? {};
     assert.equal(
-      AnnotationLifecycleState in annotations,
-      AnnotationLifecycleObservedGeneration in annotations,
+      ANNOTATION_LIFECYCLE_STATE in annotations,
+      ANNOTATION_LIFECYCLE_OBSERVED_GENERATION in annotations,
       `state and observed generation travel together: ${JSON.stringify(annotations)}`,
     );
   }
@@ -68,14 +68,14 @@ Deno.test("kubelet: boot writes id, ip, ready + generation together, then a Runn
       operatorPod({ namespace: NS, cocoonSet: "demo", slot: 0, generation: 3 }),
     );
     const pod = await podWhen(() => t.fake.get(Pods, NS, "demo-0"), "demo-0 ready", isPodReady);
-    assert.match(ann(pod, AnnotationVMID) ?? "", /^sim-[0-9a-f]{16}$/);
-    assert.match(ann(pod, AnnotationIP) ?? "", /^10\.\d+\.\d+\.\d+$/);
-    assert.equal(ann(pod, AnnotationLifecycleState), "ready");
-    assert.equal(ann(pod, AnnotationLifecycleObservedGeneration), "3");
-    assert.equal(ann(pod, AnnotationLifecycleStateMessage), undefined);
-    assert.equal(ann(pod, AnnotationVNCPort), undefined, "no VNC for an ssh VM");
+    assert.match(ann(pod, ANNOTATION_VMID) ?? "", /^sim-[0-9a-f]{16}$/);
+    assert.match(ann(pod, ANNOTATION_IP) ?? "", /^10\.\d+\.\d+\.\d+$/);
+    assert.equal(ann(pod, ANNOTATION_LIFECYCLE_STATE), "ready");
+    assert.equal(ann(pod, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION), "3");
+    assert.equal(ann(pod, ANNOTATION_LIFECYCLE_STATE_MESSAGE), undefined);
+    assert.equal(ann(pod, ANNOTATION_VNC_PORT), undefined, "no VNC for an ssh VM");
     assert.equal(pod.status?.phase, "Running");
-    assert.equal(pod.status?.podIP, ann(pod, AnnotationIP));
+    assert.equal(pod.status?.podIP, ann(pod, ANNOTATION_IP));
     const conditions = Object.fromEntries(
       (pod.status?.conditions ?? []).map((c) => [c.type, c.status]),
     );
@@ -114,8 +114,8 @@ Deno.test("kubelet: no generation stamp echoes 0; a VNC VM gets a port", async (
       }),
     );
     const pod = await podWhen(() => t.fake.get(Pods, NS, "vnc-0"), "vnc-0 ready", isPodReady);
-    assert.equal(ann(pod, AnnotationLifecycleObservedGeneration), "0");
-    assert.match(ann(pod, AnnotationVNCPort) ?? "", /^59\d\d$/);
+    assert.equal(ann(pod, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION), "0");
+    assert.match(ann(pod, ANNOTATION_VNC_PORT) ?? "", /^59\d\d$/);
   } finally {
     await t.close();
   }
@@ -131,7 +131,7 @@ Deno.test("kubelet: static toolboxes keep their id and ip; without them the VM f
         cocoonSet: "demo",
         slot: "tb",
         staticToolbox: true,
-        annotations: { [AnnotationVMID]: "qemu-1", [AnnotationIP]: "10.0.0.1" },
+        annotations: { [ANNOTATION_VMID]: "qemu-1", [ANNOTATION_IP]: "10.0.0.1" },
       }),
     );
     await t.fake.create(
@@ -139,31 +139,34 @@ Deno.test("kubelet: static toolboxes keep their id and ip; without them the VM f
       operatorPod({ namespace: NS, cocoonSet: "demo", slot: "bare", staticToolbox: true }),
     );
     const tb = await podWhen(() => t.fake.get(Pods, NS, "demo-tb"), "toolbox ready", isPodReady);
-    assert.equal(ann(tb, AnnotationVMID), "qemu-1");
-    assert.equal(ann(tb, AnnotationIP), "10.0.0.1");
+    assert.equal(ann(tb, ANNOTATION_VMID), "qemu-1");
+    assert.equal(ann(tb, ANNOTATION_IP), "10.0.0.1");
     assert.equal(tb.status?.podIP, "10.0.0.1");
     const bare = await podWhen(
       () => t.fake.get(Pods, NS, "demo-bare"),
       "bare toolbox failed",
-      (p) => ann(p, AnnotationLifecycleState) === "failed",
+      (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "failed",
     );
-    assert.match(ann(bare, AnnotationLifecycleStateMessage) ?? "", /missing pre-assigned IP\/VMID/);
+    assert.match(
+      ann(bare, ANNOTATION_LIFECYCLE_STATE_MESSAGE) ?? "",
+      /missing pre-assigned IP\/VMID/,
+    );
     assert.equal(bare.status?.reason, "ProviderFailed");
     assert.ok(!isPodReady(bare));
 
     // A hibernate request leaves the static VM alone.
     await t.fake.patch(Pods, NS, "demo-tb", "merge", {
       metadata: {
-        annotations: { [AnnotationHibernate]: "true", [AnnotationCocoonSetGeneration]: "2" },
+        annotations: { [ANNOTATION_HIBERNATE]: "true", [ANNOTATION_COCOON_SET_GENERATION]: "2" },
       },
     });
     const echoed = await podWhen(
       () => t.fake.get(Pods, NS, "demo-tb"),
       "generation echoed",
-      (p) => ann(p, AnnotationLifecycleObservedGeneration) === "2",
+      (p) => ann(p, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION) === "2",
     );
-    assert.equal(ann(echoed, AnnotationLifecycleState), "ready");
-    assert.equal(ann(echoed, AnnotationVMID), "qemu-1");
+    assert.equal(ann(echoed, ANNOTATION_LIFECYCLE_STATE), "ready");
+    assert.equal(ann(echoed, ANNOTATION_VMID), "qemu-1");
     assert.deepEqual(t.stub.tagsOf(t.repo(vmNameOf(NS, "demo", "tb"))), []);
   } finally {
     await t.close();
@@ -179,21 +182,21 @@ Deno.test("kubelet: hibernate pushes :hibernate, clears id and ip, reports hiber
       operatorPod({ namespace: NS, cocoonSet: "demo", slot: 0, generation: 1 }),
     );
     const first = await podWhen(() => t.fake.get(Pods, NS, "demo-0"), "demo-0 ready", isPodReady);
-    const firstId = ann(first, AnnotationVMID);
+    const firstId = ann(first, ANNOTATION_VMID);
 
     await t.fake.patch(Pods, NS, "demo-0", "merge", {
       metadata: {
-        annotations: { [AnnotationCocoonSetGeneration]: "2", [AnnotationHibernate]: "true" },
+        annotations: { [ANNOTATION_COCOON_SET_GENERATION]: "2", [ANNOTATION_HIBERNATE]: "true" },
       },
     });
     const hibernated = await podWhen(
       () => t.fake.get(Pods, NS, "demo-0"),
       "demo-0 hibernated",
-      (p) => ann(p, AnnotationLifecycleState) === "hibernated",
+      (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "hibernated",
     );
-    assert.equal(ann(hibernated, AnnotationLifecycleObservedGeneration), "2");
-    assert.equal(ann(hibernated, AnnotationVMID), undefined);
-    assert.equal(ann(hibernated, AnnotationIP), undefined);
+    assert.equal(ann(hibernated, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION), "2");
+    assert.equal(ann(hibernated, ANNOTATION_VMID), undefined);
+    assert.equal(ann(hibernated, ANNOTATION_IP), undefined);
     assert.deepEqual(t.stub.tagsOf(t.repo(vm)), ["hibernate"]);
     const snapshot = JSON.parse(t.stub.contentOf(t.repo(vm), "hibernate")!);
     assert.equal(snapshot.tag, "hibernate");
@@ -215,29 +218,29 @@ Deno.test("kubelet: hibernate pushes :hibernate, clears id and ip, reports hiber
 
     // A new stamp while hibernated is echoed with the same state.
     await t.fake.patch(Pods, NS, "demo-0", "merge", {
-      metadata: { annotations: { [AnnotationCocoonSetGeneration]: "3" } },
+      metadata: { annotations: { [ANNOTATION_COCOON_SET_GENERATION]: "3" } },
     });
     await podWhen(
       () => t.fake.get(Pods, NS, "demo-0"),
       "generation 3 echoed",
       (p) =>
-        ann(p, AnnotationLifecycleObservedGeneration) === "3" &&
-        ann(p, AnnotationLifecycleState) === "hibernated",
+        ann(p, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION) === "3" &&
+        ann(p, ANNOTATION_LIFECYCLE_STATE) === "hibernated",
     );
 
     // Wake.
     await t.fake.patch(Pods, NS, "demo-0", "merge", {
-      metadata: { annotations: { [AnnotationHibernate]: null } },
+      metadata: { annotations: { [ANNOTATION_HIBERNATE]: null } },
     });
     const woken = await podWhen(
       () => t.fake.get(Pods, NS, "demo-0"),
       "demo-0 woken",
-      (p) => isPodReady(p) && isContainerRunning(p) && !!ann(p, AnnotationVMID),
+      (p) => isPodReady(p) && isContainerRunning(p) && !!ann(p, ANNOTATION_VMID),
     );
-    assert.notEqual(ann(woken, AnnotationVMID), firstId, "a woken VM has a fresh id");
+    assert.notEqual(ann(woken, ANNOTATION_VMID), firstId, "a woken VM has a fresh id");
     assert.equal(t.sim.vm(NS, "demo-0")?.restoredFrom, t.stub.digestOf(t.repo(vm), "hibernate"));
-    assert.equal(ann(woken, AnnotationLifecycleState), "ready");
-    assert.equal(ann(woken, AnnotationLifecycleObservedGeneration), "3");
+    assert.equal(ann(woken, ANNOTATION_LIFECYCLE_STATE), "ready");
+    assert.equal(ann(woken, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION), "3");
     assert.deepEqual(lifecycleWrites(t.fake.actions, "demo-0").slice(-3), [
       "hibernated",
       "creating",
@@ -250,7 +253,7 @@ Deno.test("kubelet: hibernate pushes :hibernate, clears id and ip, reports hiber
     // A second hibernation pushes different content (a new digest) to the same tag.
     const firstDigest = t.stub.digestOf(t.repo(vm), "hibernate");
     await t.fake.patch(Pods, NS, "demo-0", "merge", {
-      metadata: { annotations: { [AnnotationHibernate]: "true" } },
+      metadata: { annotations: { [ANNOTATION_HIBERNATE]: "true" } },
     });
     await waitFor("second hibernation", () => t.sim.counters.hibernated === 2);
     assert.notEqual(t.stub.digestOf(t.repo(vm), "hibernate"), firstDigest);
@@ -262,7 +265,7 @@ Deno.test("kubelet: hibernate pushes :hibernate, clears id and ip, reports hiber
 Deno.test("kubelet: restore-from-hibernate needs the :hibernate snapshot", async () => {
   const t = await startFakeSim();
   try {
-    const restore = { [AnnotationRestoreFromHibernate]: "true" };
+    const restore = { [ANNOTATION_RESTORE_FROM_HIBERNATE]: "true" };
     await t.stub.put(t.repo(vmNameOf(NS, "has", 0)), "hibernate", '{"seed":1}');
     await t.fake.create(
       Pods,
@@ -281,13 +284,13 @@ Deno.test("kubelet: restore-from-hibernate needs the :hibernate snapshot", async
     const failed = await podWhen(
       () => t.fake.get(Pods, NS, "none-0"),
       "restore without snapshot failed",
-      (p) => ann(p, AnnotationLifecycleState) === "failed",
+      (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "failed",
     );
     assert.match(
-      ann(failed, AnnotationLifecycleStateMessage) ?? "",
+      ann(failed, ANNOTATION_LIFECYCLE_STATE_MESSAGE) ?? "",
       /vk-ns-none-0:hibernate: not found/,
     );
-    assert.equal(ann(failed, AnnotationVMID), undefined);
+    assert.equal(ann(failed, ANNOTATION_VMID), undefined);
     assert.ok(
       t.stub.requests.some((r) =>
         r.method === "GET" && r.path === "/v2/sim/vk-ns-has-0/manifests/hibernate"
@@ -325,9 +328,12 @@ Deno.test("kubelet: fork-from needs the source VM running on the same node", asy
       const p = await podWhen(
         () => t.fake.get(Pods, NS, name),
         `${name} failed`,
-        (p) => ann(p, AnnotationLifecycleState) === "failed",
+        (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "failed",
       );
-      assert.match(ann(p, AnnotationLifecycleStateMessage) ?? "", /fork source vm .* not running/);
+      assert.match(
+        ann(p, ANNOTATION_LIFECYCLE_STATE_MESSAGE) ?? "",
+        /fork source vm .* not running/,
+      );
     }
   } finally {
     await t.close();
@@ -352,7 +358,7 @@ Deno.test("kubelet: delete pushes :latest by snapshot policy and role, then fina
         namespace: NS,
         cocoonSet: "keep",
         slot: 0,
-        annotations: { [AnnotationKeepSnapshotOnDelete]: "true" },
+        annotations: { [ANNOTATION_KEEP_SNAPSHOT_ON_DELETE]: "true" },
       }),
     ];
     for (const p of pods) {
@@ -397,7 +403,7 @@ Deno.test("kubelet: a hibernated VM is not snapshotted again on delete", async (
         namespace: NS,
         cocoonSet: "demo",
         slot: 0,
-        annotations: { [AnnotationHibernate]: "true" },
+        annotations: { [ANNOTATION_HIBERNATE]: "true" },
       }),
     );
     await waitFor("hibernated", () => t.sim.vm(NS, "demo-0")?.phase === "hibernated");
@@ -436,10 +442,10 @@ Deno.test("knobs: lifecycle and pod-failed failures, at boot and on a running VM
     const lf = await podWhen(
       () => t.fake.get(Pods, NS, "lf-0"),
       "lf-0 failed",
-      (p) => ann(p, AnnotationLifecycleState) === "failed",
+      (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "failed",
     );
-    assert.equal(ann(lf, AnnotationLifecycleStateMessage), "disk on fire");
-    assert.equal(ann(lf, AnnotationLifecycleObservedGeneration), "4");
+    assert.equal(ann(lf, ANNOTATION_LIFECYCLE_STATE_MESSAGE), "disk on fire");
+    assert.equal(ann(lf, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION), "4");
     const hooked = await podWhen(
       () => t.fake.get(Pods, NS, "hooked-0"),
       "hooked-0 Failed",
@@ -455,10 +461,10 @@ Deno.test("knobs: lifecycle and pod-failed failures, at boot and on a running VM
     const later = await podWhen(
       () => t.fake.get(Pods, NS, "later-0"),
       "later-0 failed",
-      (p) => ann(p, AnnotationLifecycleState) === "failed",
+      (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "failed",
     );
     assert.equal(later.status?.phase, "Running", "a lifecycle failure leaves the phase alone");
-    assert.equal(ann(later, AnnotationLifecycleStateMessage), "simulated VM failure");
+    assert.equal(ann(later, ANNOTATION_LIFECYCLE_STATE_MESSAGE), "simulated VM failure");
     assert.equal(t.sim.counters.lifecycleFailures, 2);
     assert.equal(t.sim.counters.podFailures, 1);
 
@@ -491,26 +497,26 @@ Deno.test("knobs: a slow hibernate stays hibernating until its delay passes", as
     );
     await podWhen(() => t.fake.get(Pods, NS, "slow-0"), "ready", isPodReady);
     await t.fake.patch(Pods, NS, "slow-0", "merge", {
-      metadata: { annotations: { [AnnotationHibernate]: "true" } },
+      metadata: { annotations: { [ANNOTATION_HIBERNATE]: "true" } },
     });
     await podWhen(
       () => t.fake.get(Pods, NS, "slow-0"),
       "hibernating",
-      (p) => ann(p, AnnotationLifecycleState) === "hibernating",
+      (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "hibernating",
     );
     clock.advance(59_000);
     // A later pod proves the simulator kept working meanwhile.
     await t.fake.create(Pods, operatorPod({ namespace: NS, cocoonSet: "marker", slot: 0 }));
     await podWhen(() => t.fake.get(Pods, NS, "marker-0"), "marker ready", isPodReady);
     assert.equal(
-      ann(await t.fake.get(Pods, NS, "slow-0"), AnnotationLifecycleState),
+      ann(await t.fake.get(Pods, NS, "slow-0"), ANNOTATION_LIFECYCLE_STATE),
       "hibernating",
     );
     clock.advance(1_000);
     await podWhen(
       () => t.fake.get(Pods, NS, "slow-0"),
       "hibernated",
-      (p) => ann(p, AnnotationLifecycleState) === "hibernated",
+      (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "hibernated",
     );
   } finally {
     await t.close();
@@ -532,12 +538,12 @@ Deno.test("knobs: push-fail holds the hibernation until the knob is lifted", asy
     );
     await podWhen(() => t.fake.get(Pods, NS, "pf-0"), "ready", isPodReady);
     await t.fake.patch(Pods, NS, "pf-0", "merge", {
-      metadata: { annotations: { [AnnotationHibernate]: "true" } },
+      metadata: { annotations: { [ANNOTATION_HIBERNATE]: "true" } },
     });
     await waitFor("two refused pushes", () => t.sim.counters.pushFailures >= 2);
     const holding = await t.fake.get(Pods, NS, "pf-0");
-    assert.equal(ann(holding, AnnotationLifecycleState), "hibernating");
-    assert.ok(ann(holding, AnnotationVMID), "the VM still runs");
+    assert.equal(ann(holding, ANNOTATION_LIFECYCLE_STATE), "hibernating");
+    assert.ok(ann(holding, ANNOTATION_VMID), "the VM still runs");
     assert.deepEqual(t.stub.tagsOf(t.repo(vm)), []);
     await t.fake.patch(Pods, NS, "pf-0", "merge", {
       metadata: { annotations: { "sim.cocoonstack.io/push-fail": null } },
@@ -545,7 +551,7 @@ Deno.test("knobs: push-fail holds the hibernation until the knob is lifted", asy
     await podWhen(
       () => t.fake.get(Pods, NS, "pf-0"),
       "hibernated",
-      (p) => ann(p, AnnotationLifecycleState) === "hibernated",
+      (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "hibernated",
     );
     assert.deepEqual(t.stub.tagsOf(t.repo(vm)), ["hibernate"]);
   } finally {
@@ -589,7 +595,7 @@ Deno.test("kubelet: API errors are retried with backoff and never block other po
       lifecycleWrites(t.fake.actions, "flaky-0").filter((s) => s === "ready").length,
       1,
     );
-    assert.ok(ann(flaky, AnnotationVMID));
+    assert.ok(ann(flaky, ANNOTATION_VMID));
   } finally {
     await t.close();
   }
@@ -613,9 +619,9 @@ Deno.test("knobs: lifecycle=silent plays vk-cocoon HEAD: no lifecycle annotation
       }),
     );
     const booted = await podWhen(() => t.fake.get(Pods, NS, "quiet-0"), "ready", isPodReady);
-    assert.ok(ann(booted, AnnotationVMID), "the VM id is written");
+    assert.ok(ann(booted, ANNOTATION_VMID), "the VM id is written");
     await t.fake.patch(Pods, NS, "quiet-0", "merge", {
-      metadata: { annotations: { [AnnotationHibernate]: "true" } },
+      metadata: { annotations: { [ANNOTATION_HIBERNATE]: "true" } },
     });
     // Pushed, not yet removed: the tag exists while the pod still shows the VM.
     await waitFor(
@@ -623,15 +629,15 @@ Deno.test("knobs: lifecycle=silent plays vk-cocoon HEAD: no lifecycle annotation
       () => t.stub.tagsOf(t.repo(vm)).includes("hibernate"),
       30_000,
     );
-    assert.ok(ann(await t.fake.get(Pods, NS, "quiet-0"), AnnotationVMID));
+    assert.ok(ann(await t.fake.get(Pods, NS, "quiet-0"), ANNOTATION_VMID));
     clock.advance(60_000);
     await podWhen(
       () => t.fake.get(Pods, NS, "quiet-0"),
       "VM id cleared after the removal",
-      (p) => ann(p, AnnotationVMID) === undefined,
+      (p) => ann(p, ANNOTATION_VMID) === undefined,
     );
     const pod = await t.fake.get(Pods, NS, "quiet-0");
-    assert.equal(ann(pod, AnnotationLifecycleState), undefined);
+    assert.equal(ann(pod, ANNOTATION_LIFECYCLE_STATE), undefined);
     assert.deepEqual(lifecycleWrites(t.fake.actions, "quiet-0"), []);
   } finally {
     await t.close();

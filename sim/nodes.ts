@@ -16,10 +16,10 @@ import { type Node, Nodes, type Taint } from "../kube/core.ts";
 import { isAlreadyExists } from "../kube/errors.ts";
 import { rfc3339 } from "../kube/time.ts";
 import {
-  DefaultNodePool,
-  LabelNodePool,
-  LabelSnapshotCompatibilityClass,
-  TolerationKey,
+  DEFAULT_NODE_POOL,
+  LABEL_NODE_POOL,
+  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
+  TOLERATION_KEY,
 } from "../common/meta/keys.ts";
 import type { NodeView } from "./placement.ts";
 
@@ -37,23 +37,23 @@ export interface SimNode {
 }
 
 /** Label marking nodes this simulator registered (its node watch selects on it). */
-export const LabelSimulatedNode = "sim.cocoonstack.io/node";
+export const LABEL_SIMULATED_NODE = "sim.cocoonstack.io/node";
 /** Label value vk-cocoon's virtual-kubelet sets on `type`. */
-const NodeTypeVirtualKubelet = "virtual-kubelet";
+const NODE_TYPE_VIRTUAL_KUBELET = "virtual-kubelet";
 /** The taint vk-cocoon puts on its node (key from the cocoon contract, value and effect from vk). */
-export const ProviderTaint: Taint = { key: TolerationKey, value: "cocoon", effect: "NoSchedule" };
+export const PROVIDER_TAINT: Taint = { key: TOLERATION_KEY, value: "cocoon", effect: "NoSchedule" };
 
 /** The labels of a simulated node. */
 function nodeLabels(spec: SimNode): Record<string, string> {
   return {
     ...spec.labels,
-    [LabelNodePool]: spec.pool || DefaultNodePool,
-    ...(spec.cpuClass ? { [LabelSnapshotCompatibilityClass]: spec.cpuClass } : {}),
+    [LABEL_NODE_POOL]: spec.pool || DEFAULT_NODE_POOL,
+    ...(spec.cpuClass ? { [LABEL_SNAPSHOT_COMPATIBILITY_CLASS]: spec.cpuClass } : {}),
     "kubernetes.io/hostname": spec.name,
     "kubernetes.io/os": "linux",
-    "type": NodeTypeVirtualKubelet,
+    "type": NODE_TYPE_VIRTUAL_KUBELET,
     "node-role.kubernetes.io/cocoon-vm": "",
-    [LabelSimulatedNode]: "true",
+    [LABEL_SIMULATED_NODE]: "true",
   };
 }
 
@@ -107,7 +107,7 @@ export async function ensureNode(
       apiVersion: "v1",
       kind: "Node",
       metadata: { name: spec.name, labels },
-      spec: { taints: [ProviderTaint] },
+      spec: { taints: [PROVIDER_TAINT] },
       status,
     });
   } catch (err) {
@@ -116,7 +116,7 @@ export async function ensureNode(
   // Merge patches replace lists whole: this also drops the admission plugin's not-ready taint.
   await client.patch(Nodes, "", spec.name, "merge", {
     metadata: { labels },
-    spec: { taints: [ProviderTaint], unschedulable: null },
+    spec: { taints: [PROVIDER_TAINT], unschedulable: null },
   });
   return await client.patch(Nodes, "", spec.name, "merge", { status }, { subresource: "status" });
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { Pod, Toleration } from "../kube/core.ts";
 import { type NodeView, place, unschedulableMessage } from "./placement.ts";
 
-const providerTaint = {
+const PROVIDER_TAINT = {
   key: "virtual-kubelet.io/provider",
   value: "cocoon",
   effect: "NoSchedule" as const,
@@ -16,7 +16,7 @@ function node(name: string, extra: Partial<NodeView> = {}): NodeView {
       "kubernetes.io/hostname": name,
       "type": "virtual-kubelet",
     },
-    taints: [providerTaint],
+    taints: [PROVIDER_TAINT],
     unschedulable: false,
     seats: 2,
     used: 0,
@@ -25,7 +25,7 @@ function node(name: string, extra: Partial<NodeView> = {}): NodeView {
 }
 
 /** The operator's tolerations (original-behaviour §1.2). */
-const cocoonTolerations: Toleration[] = [
+const COCOON_TOLERATIONS: Toleration[] = [
   { key: "virtual-kubelet.io/provider", operator: "Exists" },
   { key: "node.kubernetes.io/not-ready", operator: "Exists", effect: "NoExecute" },
   { key: "node.kubernetes.io/unreachable", operator: "Exists", effect: "NoExecute" },
@@ -36,7 +36,7 @@ function pod(spec: Partial<NonNullable<Pod["spec"]>> = {}): Pod {
     metadata: { name: "demo-0", namespace: "ns" },
     spec: {
       containers: [{ name: "agent" }],
-      tolerations: cocoonTolerations,
+      tolerations: COCOON_TOLERATIONS,
       nodeSelector: { "cocoonstack.io/pool": "default" },
       ...spec,
     },

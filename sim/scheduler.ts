@@ -23,7 +23,7 @@ import { ItemExponentialFailureRateLimiter } from "../kube/rate_limiter.ts";
 import { rfc3339 } from "../kube/time.ts";
 import { WorkQueue } from "../kube/workqueue.ts";
 import type { SimCounters, SimEvent } from "./events.ts";
-import { nodeView, ProviderTaint } from "./nodes.ts";
+import { nodeView, PROVIDER_TAINT } from "./nodes.ts";
 import { place, tolerates } from "./placement.ts";
 import { SeatLedger } from "./seats.ts";
 
@@ -53,7 +53,7 @@ function needsScheduling(pod: Pod): boolean {
   const spec = pod.spec;
   if (!spec || spec.nodeName || pod.metadata.deletionTimestamp || isTerminated(pod)) return false;
   if (spec.schedulerName && spec.schedulerName !== DEFAULT_SCHEDULER) return false;
-  return tolerates(spec.tolerations, ProviderTaint);
+  return tolerates(spec.tolerations, PROVIDER_TAINT);
 }
 
 /** The Binding that assigns pod to node; the pod's uid guards against a re-created namesake. */

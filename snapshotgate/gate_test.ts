@@ -7,9 +7,9 @@ import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernate,
-  AnnotationHibernatedOnNode,
-  AnnotationRestoreFromHibernate,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_HIBERNATED_ON_NODE,
+  ANNOTATION_RESTORE_FROM_HIBERNATE,
   setDerivesVMName,
   vmNameSplits,
 } from "../common/meta/mod.ts";
@@ -77,7 +77,7 @@ Deno.test("gate: a released seat's node hint claims the main's :hibernate", asyn
   fake.seed(
     CocoonSets,
     set("ns", "demo", (cs) => {
-      cs.metadata.annotations = { [AnnotationHibernatedOnNode]: "node-a" };
+      cs.metadata.annotations = { [ANNOTATION_HIBERNATED_ON_NODE]: "node-a" };
       cs.status = { phase: "Suspended" } as CocoonSet["status"];
     }),
   );
@@ -114,10 +114,10 @@ Deno.test("gate: the claimant table on pods and requests", async (t) => {
   const cases: [string, (f: FakeClient) => void, boolean][] = [
     ["no claimant", () => {}, true],
     ["a hibernated pod", (f) => {
-      f.seed(Pods, pod("ns", "demo-0", { [AnnotationHibernate]: "true" }));
+      f.seed(Pods, pod("ns", "demo-0", { [ANNOTATION_HIBERNATE]: "true" }));
     }, false],
     ["a restore-marked pod not yet live", (f) => {
-      f.seed(Pods, pod("ns", "demo-0", { [AnnotationRestoreFromHibernate]: "true" }));
+      f.seed(Pods, pod("ns", "demo-0", { [ANNOTATION_RESTORE_FROM_HIBERNATE]: "true" }));
     }, false],
     ["a plain pod", (f) => {
       f.seed(Pods, pod("ns", "demo-0"));
@@ -206,7 +206,7 @@ Deno.test("gate: a request yielding to the set's migration does not hold the mig
   // Once the request made vk-cocoon hibernate the pod again, the pod holds the fresh push.
   const asked = new FakeClient();
   asked.seed(CocoonSets, migrating);
-  asked.seed(Pods, pod("ns", "demo-0", { [AnnotationHibernate]: "true" }));
+  asked.seed(Pods, pod("ns", "demo-0", { [ANNOTATION_HIBERNATE]: "true" }));
   asked.seed(CocoonHibernations, request("ns", "hib", "demo-0", "Hibernate", "Hibernating"));
   const w = await mayDeleteTag(asked, setActor("ns", "demo"), vm, "hibernate");
   assert.ok(!w.allowed && /Pod ns\/demo-0 \(asked to hibernate\)/.test(w.message));

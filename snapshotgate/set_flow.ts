@@ -10,7 +10,7 @@
  * @module
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { AnnotationHibernatedOnNode, extractAgentSlot } from "../common/meta/mod.ts";
+import { ANNOTATION_HIBERNATED_ON_NODE, extractAgentSlot } from "../common/meta/mod.ts";
 
 /**
  * What cs's own flow is doing with vmName (a VM cs derives) that no request may cross, in a
@@ -22,7 +22,7 @@ export function setFlowOnVM(cs: CocoonSet, vmName: string): string {
   if (cs.metadata.deletionTimestamp) return "is being deleted";
   if (phase === "Migrating") return "is migrating its main";
   if (phase === "Waking") return "is waking its released seat";
-  if (main && (cs.metadata.annotations?.[AnnotationHibernatedOnNode] ?? "") !== "") {
+  if (main && (cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "") !== "") {
     return "has released its seat";
   }
   return "";

@@ -8,9 +8,9 @@ import { rfc3339 } from "../../kube/time.ts";
 /** "True" | "False" | "Unknown", as metav1.ConditionStatus. */
 export type ConditionStatus = "True" | "False" | "Unknown";
 
-export const ConditionTrue: ConditionStatus = "True";
-export const ConditionFalse: ConditionStatus = "False";
-export const ConditionUnknown: ConditionStatus = "Unknown";
+export const CONDITION_TRUE: ConditionStatus = "True";
+export const CONDITION_FALSE: ConditionStatus = "False";
+export const CONDITION_UNKNOWN: ConditionStatus = "Unknown";
 
 /**
  * One entry of status.conditions (metav1.Condition). lastTransitionTime is an RFC 3339 string
@@ -26,7 +26,7 @@ export interface Condition {
 }
 
 /** The condition type for overall readiness, shared by every cocoon component. */
-export const ConditionTypeReady = "Ready";
+export const CONDITION_TYPE_READY = "Ready";
 
 /**
  * Builds a Ready condition. lastTransitionTime is left empty on purpose: setStatusCondition then
@@ -39,7 +39,7 @@ export function newReadyCondition(
   message: string,
 ): Condition {
   return {
-    type: ConditionTypeReady,
+    type: CONDITION_TYPE_READY,
     status,
     reason,
     message,
@@ -118,7 +118,7 @@ export function isStatusConditionTrue(
   conditions: readonly Condition[] | undefined,
   type: string,
 ): boolean {
-  return isStatusConditionPresentAndEqual(conditions, type, ConditionTrue);
+  return isStatusConditionPresentAndEqual(conditions, type, CONDITION_TRUE);
 }
 
 /** True when a condition of the given type exists with status False. */
@@ -126,7 +126,7 @@ export function isStatusConditionFalse(
   conditions: readonly Condition[] | undefined,
   type: string,
 ): boolean {
-  return isStatusConditionPresentAndEqual(conditions, type, ConditionFalse);
+  return isStatusConditionPresentAndEqual(conditions, type, CONDITION_FALSE);
 }
 
 /** True when a condition of the given type exists with the given status. */

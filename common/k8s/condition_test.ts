@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import {
   type Condition,
-  ConditionTypeReady,
+  CONDITION_TYPE_READY,
   findStatusCondition,
   formatConditionTime,
   isStatusConditionFalse,
@@ -17,7 +17,7 @@ const T1 = new Date("2026-01-02T04:00:00.000Z");
 
 Deno.test("newReadyCondition leaves lastTransitionTime unset", () => {
   assert.deepEqual(newReadyCondition(7, "True", "AllReady", "2/2 ready"), {
-    type: ConditionTypeReady,
+    type: CONDITION_TYPE_READY,
     status: "True",
     reason: "AllReady",
     message: "2/2 ready",

@@ -3,9 +3,9 @@ import type { Pod } from "../../kube/core.ts";
 import { Pods } from "../../kube/core.ts";
 import { FakeClient } from "../../kube/testing/fake.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationHibernate,
-  AnnotationKeepSnapshotOnDelete,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_KEEP_SNAPSHOT_ON_DELETE,
 } from "../meta/keys.ts";
 import {
   applyHibernateState,
@@ -49,7 +49,7 @@ Deno.test("patchHibernateState sets the annotation", async () => {
   const { client, local } = setup(newPod());
   await patchHibernateState(client, local, true);
   const stored = await client.get(Pods, "ns", "demo");
-  assert.equal(stored.metadata.annotations?.[AnnotationHibernate], "true");
+  assert.equal(stored.metadata.annotations?.[ANNOTATION_HIBERNATE], "true");
   assert.equal(readHibernateState(local), true);
 });
 
@@ -66,14 +66,14 @@ Deno.test("patchCocoonSetGeneration writes the value and short-circuits when rig
   const { client, local } = setup(newPod());
   await patchCocoonSetGeneration(client, local, 42);
   const stored = await client.get(Pods, "ns", "demo");
-  assert.equal(stored.metadata.annotations?.[AnnotationCocoonSetGeneration], "42");
+  assert.equal(stored.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "42");
   assert.equal(patchCalls(client).length, 1);
   await patchCocoonSetGeneration(client, local, 42);
   assert.equal(patchCalls(client).length, 1);
 });
 
 Deno.test("patchCocoonSetGeneration is a no-op for a pod already stamped", async () => {
-  const { client, local } = setup(newPod({ [AnnotationCocoonSetGeneration]: "7" }));
+  const { client, local } = setup(newPod({ [ANNOTATION_COCOON_SET_GENERATION]: "7" }));
   await patchCocoonSetGeneration(client, local, 7);
   assert.equal(patchCalls(client).length, 0);
 });
@@ -82,7 +82,7 @@ Deno.test("patchKeepSnapshotOnDelete persists the mark and then short-circuits",
   const { client, local } = setup(newPod());
   await patchKeepSnapshotOnDelete(client, local);
   const stored = await client.get(Pods, "ns", "demo");
-  assert.equal(stored.metadata.annotations?.[AnnotationKeepSnapshotOnDelete], "true");
+  assert.equal(stored.metadata.annotations?.[ANNOTATION_KEEP_SNAPSHOT_ON_DELETE], "true");
   assert.equal(readKeepSnapshotOnDelete(stored), true);
   await patchKeepSnapshotOnDelete(client, stored);
   assert.equal(patchCalls(client).length, 1);

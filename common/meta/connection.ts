@@ -1,11 +1,11 @@
 /** Which remote-access protocol a VM is reached by. */
 import {
-  ConnTypeADB,
-  ConnTypeRDP,
-  ConnTypeSSH,
-  ConnTypeVNC,
-  OSAndroid,
-  OSWindows,
+  CONN_TYPE_ADB,
+  CONN_TYPE_RDP,
+  CONN_TYPE_SSH,
+  CONN_TYPE_VNC,
+  OS_ANDROID,
+  OS_WINDOWS,
 } from "../apis/v1/enums.ts";
 
 /**
@@ -14,8 +14,8 @@ import {
  */
 export function connectionType(osType: string, hasVNCPort: boolean, override: string): string {
   if (override !== "") return override;
-  if (hasVNCPort) return ConnTypeVNC;
-  if (osType === OSAndroid) return ConnTypeADB;
-  if (osType === OSWindows) return ConnTypeRDP;
-  return ConnTypeSSH;
+  if (hasVNCPort) return CONN_TYPE_VNC;
+  if (osType === OS_ANDROID) return CONN_TYPE_ADB;
+  if (osType === OS_WINDOWS) return CONN_TYPE_RDP;
+  return CONN_TYPE_SSH;
 }

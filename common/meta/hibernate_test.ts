@@ -9,12 +9,12 @@ import {
   readRestoreFromHibernate,
 } from "./hibernate.ts";
 import {
-  AnnotationHibernate,
-  AnnotationKeepSnapshotOnDelete,
-  AnnotationRestoreFromHibernate,
-  DefaultSnapshotTag,
-  HibernateSnapshotTag,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_KEEP_SNAPSHOT_ON_DELETE,
+  ANNOTATION_RESTORE_FROM_HIBERNATE,
 } from "./keys.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../../snapshot/registry.ts";
+import { DEFAULT_SNAPSHOT_TAG } from "../../snapshot/registry.ts";
 
 const pod = (annotations?: Record<string, string>): Pod => ({
   metadata: annotations ? { annotations } : {},
@@ -23,7 +23,7 @@ const pod = (annotations?: Record<string, string>): Pod => ({
 Deno.test("applyHibernateState(true) sets the annotation to true", () => {
   const p = pod();
   applyHibernateState(true, p);
-  assert.deepEqual(p.metadata.annotations, { [AnnotationHibernate]: "true" });
+  assert.deepEqual(p.metadata.annotations, { [ANNOTATION_HIBERNATE]: "true" });
 });
 
 Deno.test("applyHibernateState(false) on a pod without annotations leaves none", () => {
@@ -33,7 +33,7 @@ Deno.test("applyHibernateState(false) on a pod without annotations leaves none",
 });
 
 Deno.test("applyHibernateState(false) removes the annotation instead of writing false", () => {
-  const p = pod({ [AnnotationHibernate]: "true", other: "x" });
+  const p = pod({ [ANNOTATION_HIBERNATE]: "true", other: "x" });
   applyHibernateState(false, p);
   assert.deepEqual(p.metadata.annotations, { other: "x" });
 });
@@ -41,10 +41,10 @@ Deno.test("applyHibernateState(false) removes the annotation instead of writing 
 Deno.test("readHibernateState", async (t) => {
   const cases: [string, Record<string, string> | undefined, boolean][] = [
     ["missing", undefined, false],
-    ["true", { [AnnotationHibernate]: "true" }, true],
-    ["false-string", { [AnnotationHibernate]: "false" }, false],
-    ["empty", { [AnnotationHibernate]: "" }, false],
-    ["capitalised is not true", { [AnnotationHibernate]: "True" }, false],
+    ["true", { [ANNOTATION_HIBERNATE]: "true" }, true],
+    ["false-string", { [ANNOTATION_HIBERNATE]: "false" }, false],
+    ["empty", { [ANNOTATION_HIBERNATE]: "" }, false],
+    ["capitalised is not true", { [ANNOTATION_HIBERNATE]: "True" }, false],
   ];
   for (const [name, ann, want] of cases) {
     await t.step(name, () => assert.equal(readHibernateState(pod(ann)), want));
@@ -56,7 +56,7 @@ Deno.test("markRestoreFromHibernate round-trips through readRestoreFromHibernate
   assert.equal(readRestoreFromHibernate(p), false);
   markRestoreFromHibernate(p);
   assert.equal(readRestoreFromHibernate(p), true);
-  assert.equal(p.metadata.annotations?.[AnnotationRestoreFromHibernate], "true");
+  assert.equal(p.metadata.annotations?.[ANNOTATION_RESTORE_FROM_HIBERNATE], "true");
 });
 
 Deno.test("markKeepSnapshotOnDelete round-trips through readKeepSnapshotOnDelete", () => {
@@ -64,11 +64,11 @@ Deno.test("markKeepSnapshotOnDelete round-trips through readKeepSnapshotOnDelete
   assert.equal(readKeepSnapshotOnDelete(p), false);
   markKeepSnapshotOnDelete(p);
   assert.equal(readKeepSnapshotOnDelete(p), true);
-  assert.equal(p.metadata.annotations?.[AnnotationKeepSnapshotOnDelete], "true");
+  assert.equal(p.metadata.annotations?.[ANNOTATION_KEEP_SNAPSHOT_ON_DELETE], "true");
 });
 
 Deno.test("snapshot tag constants", () => {
-  assert.equal(HibernateSnapshotTag, "hibernate");
-  assert.equal(DefaultSnapshotTag, "latest");
-  assert.notEqual(DefaultSnapshotTag, HibernateSnapshotTag);
+  assert.equal(HIBERNATE_SNAPSHOT_TAG, "hibernate");
+  assert.equal(DEFAULT_SNAPSHOT_TAG, "latest");
+  assert.notEqual(DEFAULT_SNAPSHOT_TAG, HIBERNATE_SNAPSHOT_TAG);
 });

@@ -5,31 +5,31 @@
 import type { Pod } from "../../kube/core.ts";
 import { annotation, ensureAnnotations, parseGoInt } from "./annotations.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationLifecycleStateMessage,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_LIFECYCLE_STATE_MESSAGE,
 } from "./keys.ts";
 
-export const LifecycleStateCreating = "creating";
-export const LifecycleStateReady = "ready";
-export const LifecycleStateHibernating = "hibernating";
-export const LifecycleStateHibernated = "hibernated";
-export const LifecycleStateFailed = "failed";
+export const LIFECYCLE_STATE_CREATING = "creating";
+export const LIFECYCLE_STATE_READY = "ready";
+export const LIFECYCLE_STATE_HIBERNATING = "hibernating";
+export const LIFECYCLE_STATE_HIBERNATED = "hibernated";
+export const LIFECYCLE_STATE_FAILED = "failed";
 
 /** Lifecycle states; values outside this set (including "") can appear on a pod. */
 export type LifecycleState =
-  | typeof LifecycleStateCreating
-  | typeof LifecycleStateReady
-  | typeof LifecycleStateHibernating
-  | typeof LifecycleStateHibernated
-  | typeof LifecycleStateFailed
+  | typeof LIFECYCLE_STATE_CREATING
+  | typeof LIFECYCLE_STATE_READY
+  | typeof LIFECYCLE_STATE_HIBERNATING
+  | typeof LIFECYCLE_STATE_HIBERNATED
+  | typeof LIFECYCLE_STATE_FAILED
   | (string & Record<never, never>);
 
 const terminalStates: ReadonlySet<string> = new Set([
-  LifecycleStateReady,
-  LifecycleStateHibernated,
-  LifecycleStateFailed,
+  LIFECYCLE_STATE_READY,
+  LIFECYCLE_STATE_HIBERNATED,
+  LIFECYCLE_STATE_FAILED,
 ]);
 
 /** Whether a client waiting on the VM would stop waiting at this state. */
@@ -47,9 +47,9 @@ export interface LifecycleStatus {
 /** The triple as a merge-patch annotation map; null (empty message) deletes the key. */
 export function lifecycleAnnotations(s: LifecycleStatus): Record<string, string | null> {
   return {
-    [AnnotationLifecycleState]: s.state,
-    [AnnotationLifecycleObservedGeneration]: String(s.observedGeneration),
-    [AnnotationLifecycleStateMessage]: s.message === "" ? null : s.message,
+    [ANNOTATION_LIFECYCLE_STATE]: s.state,
+    [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: String(s.observedGeneration),
+    [ANNOTATION_LIFECYCLE_STATE_MESSAGE]: s.message === "" ? null : s.message,
   };
 }
 
@@ -59,10 +59,10 @@ export function lifecycleAnnotations(s: LifecycleStatus): Record<string, string 
  */
 export function applyLifecycleStatus(s: LifecycleStatus, pod: Pod): void {
   const a = ensureAnnotations(pod);
-  a[AnnotationLifecycleState] = s.state;
-  a[AnnotationLifecycleObservedGeneration] = String(s.observedGeneration);
-  if (s.message === "") delete a[AnnotationLifecycleStateMessage];
-  else a[AnnotationLifecycleStateMessage] = s.message;
+  a[ANNOTATION_LIFECYCLE_STATE] = s.state;
+  a[ANNOTATION_LIFECYCLE_OBSERVED_GENERATION] = String(s.observedGeneration);
+  if (s.message === "") delete a[ANNOTATION_LIFECYCLE_STATE_MESSAGE];
+  else a[ANNOTATION_LIFECYCLE_STATE_MESSAGE] = s.message;
 }
 
 /** A comparison key for the triple; NUL separators keep adjacent fields from colliding. */
@@ -75,28 +75,28 @@ export function readLifecycleStatus(pod: Pod): LifecycleStatus {
   return {
     state: readLifecycleState(pod),
     observedGeneration: readLifecycleObservedGeneration(pod),
-    message: annotation(pod, AnnotationLifecycleStateMessage),
+    message: annotation(pod, ANNOTATION_LIFECYCLE_STATE_MESSAGE),
   };
 }
 
 /** The lifecycle state, "" when absent. */
 export function readLifecycleState(pod: Pod): LifecycleState {
-  return annotation(pod, AnnotationLifecycleState);
+  return annotation(pod, ANNOTATION_LIFECYCLE_STATE);
 }
 
 /** The observed generation; absent or unparseable reads as 0. */
 export function readLifecycleObservedGeneration(pod: Pod): number {
-  return readInt64Annotation(pod, AnnotationLifecycleObservedGeneration);
+  return readInt64Annotation(pod, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION);
 }
 
 /** The CocoonSet generation the operator stamped on the pod; absent or unparseable reads as 0. */
 export function readCocoonSetGeneration(pod: Pod): number {
-  return readInt64Annotation(pod, AnnotationCocoonSetGeneration);
+  return readInt64Annotation(pod, ANNOTATION_COCOON_SET_GENERATION);
 }
 
 /** Stamps the CocoonSet generation on the pod. */
 export function stampCocoonSetGeneration(pod: Pod, generation: number): void {
-  ensureAnnotations(pod)[AnnotationCocoonSetGeneration] = String(generation);
+  ensureAnnotations(pod)[ANNOTATION_COCOON_SET_GENERATION] = String(generation);
 }
 
 function readInt64Annotation(pod: Pod, key: string): number {

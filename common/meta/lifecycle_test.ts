@@ -1,21 +1,21 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationLifecycleStateMessage,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_LIFECYCLE_STATE_MESSAGE,
 } from "./keys.ts";
 import {
   applyLifecycleStatus,
   isTerminalLifecycleState,
+  LIFECYCLE_STATE_CREATING,
+  LIFECYCLE_STATE_FAILED,
+  LIFECYCLE_STATE_HIBERNATED,
+  LIFECYCLE_STATE_HIBERNATING,
+  LIFECYCLE_STATE_READY,
   lifecycleAnnotations,
   lifecycleSnapshot,
-  LifecycleStateCreating,
-  LifecycleStateFailed,
-  LifecycleStateHibernated,
-  LifecycleStateHibernating,
-  LifecycleStateReady,
   readCocoonSetGeneration,
   readLifecycleObservedGeneration,
   readLifecycleState,
@@ -29,11 +29,11 @@ const pod = (annotations?: Record<string, string>): Pod => ({
 
 Deno.test("isTerminalLifecycleState", async (t) => {
   const cases: [string, boolean][] = [
-    [LifecycleStateCreating, false],
-    [LifecycleStateHibernating, false],
-    [LifecycleStateReady, true],
-    [LifecycleStateHibernated, true],
-    [LifecycleStateFailed, true],
+    [LIFECYCLE_STATE_CREATING, false],
+    [LIFECYCLE_STATE_HIBERNATING, false],
+    [LIFECYCLE_STATE_READY, true],
+    [LIFECYCLE_STATE_HIBERNATED, true],
+    [LIFECYCLE_STATE_FAILED, true],
     ["", false],
     ["unknown", false],
     ["Failed", false],
@@ -46,19 +46,19 @@ Deno.test("isTerminalLifecycleState", async (t) => {
 Deno.test("applyLifecycleStatus", async (t) => {
   await t.step("writes triple", () => {
     const p = pod();
-    applyLifecycleStatus({ state: LifecycleStateReady, observedGeneration: 7, message: "ok" }, p);
+    applyLifecycleStatus({ state: LIFECYCLE_STATE_READY, observedGeneration: 7, message: "ok" }, p);
     assert.deepEqual(p.metadata.annotations, {
-      [AnnotationLifecycleState]: "ready",
-      [AnnotationLifecycleObservedGeneration]: "7",
-      [AnnotationLifecycleStateMessage]: "ok",
+      [ANNOTATION_LIFECYCLE_STATE]: "ready",
+      [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "7",
+      [ANNOTATION_LIFECYCLE_STATE_MESSAGE]: "ok",
     });
   });
   await t.step("empty message deletes annotation", () => {
-    const p = pod({ [AnnotationLifecycleStateMessage]: "stale" });
-    applyLifecycleStatus({ state: LifecycleStateReady, observedGeneration: 9, message: "" }, p);
+    const p = pod({ [ANNOTATION_LIFECYCLE_STATE_MESSAGE]: "stale" });
+    applyLifecycleStatus({ state: LIFECYCLE_STATE_READY, observedGeneration: 9, message: "" }, p);
     assert.deepEqual(p.metadata.annotations, {
-      [AnnotationLifecycleState]: "ready",
-      [AnnotationLifecycleObservedGeneration]: "9",
+      [ANNOTATION_LIFECYCLE_STATE]: "ready",
+      [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "9",
     });
   });
 });
@@ -66,21 +66,25 @@ Deno.test("applyLifecycleStatus", async (t) => {
 Deno.test("lifecycleAnnotations", async (t) => {
   await t.step("with message", () => {
     assert.deepEqual(
-      lifecycleAnnotations({ state: LifecycleStateFailed, observedGeneration: 3, message: "boom" }),
+      lifecycleAnnotations({
+        state: LIFECYCLE_STATE_FAILED,
+        observedGeneration: 3,
+        message: "boom",
+      }),
       {
-        [AnnotationLifecycleState]: "failed",
-        [AnnotationLifecycleObservedGeneration]: "3",
-        [AnnotationLifecycleStateMessage]: "boom",
+        [ANNOTATION_LIFECYCLE_STATE]: "failed",
+        [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "3",
+        [ANNOTATION_LIFECYCLE_STATE_MESSAGE]: "boom",
       },
     );
   });
   await t.step("empty message deletes via null", () => {
     assert.deepEqual(
-      lifecycleAnnotations({ state: LifecycleStateReady, observedGeneration: 1, message: "" }),
+      lifecycleAnnotations({ state: LIFECYCLE_STATE_READY, observedGeneration: 1, message: "" }),
       {
-        [AnnotationLifecycleState]: "ready",
-        [AnnotationLifecycleObservedGeneration]: "1",
-        [AnnotationLifecycleStateMessage]: null,
+        [ANNOTATION_LIFECYCLE_STATE]: "ready",
+        [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "1",
+        [ANNOTATION_LIFECYCLE_STATE_MESSAGE]: null,
       },
     );
   });
@@ -92,13 +96,13 @@ Deno.test("lifecycleSnapshot", async (t) => {
   });
   await t.step("populated", () => {
     assert.equal(
-      lifecycleSnapshot({ state: LifecycleStateReady, observedGeneration: 7, message: "ok" }),
+      lifecycleSnapshot({ state: LIFECYCLE_STATE_READY, observedGeneration: 7, message: "ok" }),
       "ready\x007\x00ok",
     );
   });
   await t.step("message with pipe", () => {
     assert.equal(
-      lifecycleSnapshot({ state: LifecycleStateFailed, observedGeneration: 0, message: "a|b" }),
+      lifecycleSnapshot({ state: LIFECYCLE_STATE_FAILED, observedGeneration: 0, message: "a|b" }),
       "failed\x000\x00a|b",
     );
   });
@@ -116,19 +120,19 @@ Deno.test("readLifecycleStatus", async (t) => {
   });
   await t.step("populated", () => {
     const p = pod({
-      [AnnotationLifecycleState]: "ready",
-      [AnnotationLifecycleObservedGeneration]: "11",
-      [AnnotationLifecycleStateMessage]: "ok",
+      [ANNOTATION_LIFECYCLE_STATE]: "ready",
+      [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "11",
+      [ANNOTATION_LIFECYCLE_STATE_MESSAGE]: "ok",
     });
     assert.deepEqual(readLifecycleStatus(p), {
-      state: LifecycleStateReady,
+      state: LIFECYCLE_STATE_READY,
       observedGeneration: 11,
       message: "ok",
     });
   });
   await t.step("apply then read round-trips", () => {
     const p = pod();
-    const s = { state: LifecycleStateHibernated, observedGeneration: 4, message: "snap" };
+    const s = { state: LIFECYCLE_STATE_HIBERNATED, observedGeneration: 4, message: "snap" };
     applyLifecycleStatus(s, p);
     assert.deepEqual(readLifecycleStatus(p), s);
   });
@@ -136,19 +140,19 @@ Deno.test("readLifecycleStatus", async (t) => {
 
 Deno.test("readLifecycleState", () => {
   assert.equal(readLifecycleState(pod()), "");
-  assert.equal(readLifecycleState(pod({ [AnnotationLifecycleState]: "ready" })), "ready");
+  assert.equal(readLifecycleState(pod({ [ANNOTATION_LIFECYCLE_STATE]: "ready" })), "ready");
 });
 
 Deno.test("readLifecycleObservedGeneration", async (t) => {
   const cases: [string, Record<string, string> | undefined, number][] = [
     ["missing", undefined, 0],
-    ["valid", { [AnnotationLifecycleObservedGeneration]: "42" }, 42],
-    ["unparseable falls back to zero", { [AnnotationLifecycleObservedGeneration]: "abc" }, 0],
-    ["fraction falls back to zero", { [AnnotationLifecycleObservedGeneration]: "4.0" }, 0],
-    ["plus sign accepted like ParseInt", { [AnnotationLifecycleObservedGeneration]: "+5" }, 5],
+    ["valid", { [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "42" }, 42],
+    ["unparseable falls back to zero", { [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "abc" }, 0],
+    ["fraction falls back to zero", { [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "4.0" }, 0],
+    ["plus sign accepted like ParseInt", { [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "+5" }, 5],
     [
       "int64 overflow falls back to zero",
-      { [AnnotationLifecycleObservedGeneration]: "9223372036854775808" },
+      { [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: "9223372036854775808" },
       0,
     ],
   ];
@@ -159,12 +163,12 @@ Deno.test("readLifecycleObservedGeneration", async (t) => {
 
 Deno.test("readCocoonSetGeneration", () => {
   assert.equal(readCocoonSetGeneration(pod()), 0);
-  assert.equal(readCocoonSetGeneration(pod({ [AnnotationCocoonSetGeneration]: "7" })), 7);
+  assert.equal(readCocoonSetGeneration(pod({ [ANNOTATION_COCOON_SET_GENERATION]: "7" })), 7);
 });
 
 Deno.test("stampCocoonSetGeneration", () => {
   const p = pod();
   stampCocoonSetGeneration(p, 42);
-  assert.equal(p.metadata.annotations?.[AnnotationCocoonSetGeneration], "42");
+  assert.equal(p.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "42");
   assert.equal(readCocoonSetGeneration(p), 42);
 });

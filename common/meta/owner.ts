@@ -1,11 +1,11 @@
 /** Ownership and toleration checks that mark a pod as cocoon's. */
 import type { Toleration } from "../../kube/core.ts";
 import type { OwnerReference } from "../../kube/object.ts";
-import { KindCocoonSet, TolerationKey } from "./keys.ts";
+import { KIND_COCOON_SET, TOLERATION_KEY } from "./keys.ts";
 
 /** Whether any toleration has the virtual-kubelet provider key (operator/value/effect ignored). */
 export function hasCocoonTolerationKey(tolerations: readonly Toleration[] | undefined): boolean {
-  return tolerations?.some((t) => t.key === TolerationKey) ?? false;
+  return tolerations?.some((t) => t.key === TOLERATION_KEY) ?? false;
 }
 
 /** Whether any owner reference is a CocoonSet. */
@@ -15,5 +15,5 @@ export function isOwnedByCocoonSet(ownerRefs: readonly OwnerReference[] | undefi
 
 /** The name of the first CocoonSet owner reference, or "". */
 export function cocoonSetOwnerName(ownerRefs: readonly OwnerReference[] | undefined): string {
-  return ownerRefs?.find((ref) => ref.kind === KindCocoonSet)?.name ?? "";
+  return ownerRefs?.find((ref) => ref.kind === KIND_COCOON_SET)?.name ?? "";
 }

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { KindCocoonSet, TolerationKey } from "./keys.ts";
+import { KIND_COCOON_SET, TOLERATION_KEY } from "./keys.ts";
 import { cocoonSetOwnerName, hasCocoonTolerationKey, isOwnedByCocoonSet } from "./owner.ts";
 
 Deno.test("hasCocoonTolerationKey", () => {
-  assert.equal(hasCocoonTolerationKey([{ key: TolerationKey }]), true);
+  assert.equal(hasCocoonTolerationKey([{ key: TOLERATION_KEY }]), true);
   assert.equal(
-    hasCocoonTolerationKey([{ key: TolerationKey, operator: "Equal", value: "x" }]),
+    hasCocoonTolerationKey([{ key: TOLERATION_KEY, operator: "Equal", value: "x" }]),
     true,
   );
   assert.equal(hasCocoonTolerationKey(undefined), false);
@@ -17,7 +17,7 @@ Deno.test("cocoonSetOwnerName and isOwnedByCocoonSet", () => {
   const rs = { apiVersion: "apps/v1", kind: "ReplicaSet", name: "rs", uid: "1" };
   const cs = {
     apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: KindCocoonSet,
+    kind: KIND_COCOON_SET,
     name: "demo",
     uid: "2",
   };

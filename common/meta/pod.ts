@@ -1,6 +1,6 @@
 /** Pod state checks and lookups the reconcilers share. */
 import type { Pod } from "../../kube/core.ts";
-import { DefaultNodePool, LabelNodePool } from "./keys.ts";
+import { DEFAULT_NODE_POOL, LABEL_NODE_POOL } from "./keys.ts";
 
 /** Whether the pod has condition Ready=True. */
 export function isPodReady(pod: Pod): boolean {
@@ -8,7 +8,7 @@ export function isPodReady(pod: Pod): boolean {
 }
 
 /** Whether the pod is in phase Failed. Succeeded is not terminal: managed pods run forever. */
-export function isPodTerminal(pod: Pod): boolean {
+export function isPodPhaseFailed(pod: Pod): boolean {
   return pod.status?.phase === "Failed";
 }
 
@@ -25,6 +25,6 @@ export function podKey(namespace: string, name: string): string {
 
 /** The pod's node pool: node selector, then label, then annotation, then the default pool. */
 export function podNodePool(pod: Pod): string {
-  return pod.spec?.nodeSelector?.[LabelNodePool] || pod.metadata.labels?.[LabelNodePool] ||
-    pod.metadata.annotations?.[LabelNodePool] || DefaultNodePool;
+  return pod.spec?.nodeSelector?.[LABEL_NODE_POOL] || pod.metadata.labels?.[LABEL_NODE_POOL] ||
+    pod.metadata.annotations?.[LABEL_NODE_POOL] || DEFAULT_NODE_POOL;
 }

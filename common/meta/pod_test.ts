@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
-import { DefaultNodePool, LabelNodePool } from "./keys.ts";
-import { isContainerRunning, isPodReady, isPodTerminal, podKey, podNodePool } from "./pod.ts";
+import { DEFAULT_NODE_POOL, LABEL_NODE_POOL } from "./keys.ts";
+import { isContainerRunning, isPodPhaseFailed, isPodReady, podKey, podNodePool } from "./pod.ts";
 
 Deno.test("isPodReady", async (t) => {
   const cases: [string, Pod, boolean][] = [
@@ -28,11 +28,11 @@ Deno.test("isPodReady", async (t) => {
 });
 
 Deno.test("isPodTerminal: only Failed is terminal", () => {
-  assert.equal(isPodTerminal({ metadata: {}, status: { phase: "Failed" } }), true);
+  assert.equal(isPodPhaseFailed({ metadata: {}, status: { phase: "Failed" } }), true);
   // Managed pods run forever, so Succeeded is not treated as terminal.
-  assert.equal(isPodTerminal({ metadata: {}, status: { phase: "Succeeded" } }), false);
-  assert.equal(isPodTerminal({ metadata: {}, status: { phase: "Running" } }), false);
-  assert.equal(isPodTerminal({ metadata: {} }), false);
+  assert.equal(isPodPhaseFailed({ metadata: {}, status: { phase: "Succeeded" } }), false);
+  assert.equal(isPodPhaseFailed({ metadata: {}, status: { phase: "Running" } }), false);
+  assert.equal(isPodPhaseFailed({ metadata: {} }), false);
 });
 
 Deno.test("isContainerRunning", () => {
@@ -67,19 +67,19 @@ Deno.test("podKey", () => {
 
 Deno.test("podNodePool", async (t) => {
   const cases: [string, Pod, string][] = [
-    ["none set", { metadata: {} }, DefaultNodePool],
+    ["none set", { metadata: {} }, DEFAULT_NODE_POOL],
     ["nodeSelector wins", {
-      metadata: { labels: { [LabelNodePool]: "lab" }, annotations: { [LabelNodePool]: "ann" } },
-      spec: { containers: [], nodeSelector: { [LabelNodePool]: "sel" } },
+      metadata: { labels: { [LABEL_NODE_POOL]: "lab" }, annotations: { [LABEL_NODE_POOL]: "ann" } },
+      spec: { containers: [], nodeSelector: { [LABEL_NODE_POOL]: "sel" } },
     }, "sel"],
     ["labels over annotations", {
-      metadata: { labels: { [LabelNodePool]: "lab" }, annotations: { [LabelNodePool]: "ann" } },
+      metadata: { labels: { [LABEL_NODE_POOL]: "lab" }, annotations: { [LABEL_NODE_POOL]: "ann" } },
     }, "lab"],
-    ["annotation fallback", { metadata: { annotations: { [LabelNodePool]: "ann" } } }, "ann"],
+    ["annotation fallback", { metadata: { annotations: { [LABEL_NODE_POOL]: "ann" } } }, "ann"],
     ["empty values fall through", {
-      metadata: { labels: { [LabelNodePool]: "" } },
-      spec: { containers: [], nodeSelector: { [LabelNodePool]: "" } },
-    }, DefaultNodePool],
+      metadata: { labels: { [LABEL_NODE_POOL]: "" } },
+      spec: { containers: [], nodeSelector: { [LABEL_NODE_POOL]: "" } },
+    }, DEFAULT_NODE_POOL],
   ];
   for (const [name, pod, want] of cases) {
     await t.step(name, () => assert.equal(podNodePool(pod), want));

@@ -12,8 +12,8 @@
 import type { Pod } from "../../kube/core.ts";
 import { readHibernateState } from "./hibernate.ts";
 import {
-  LifecycleStateHibernated,
-  LifecycleStateHibernating,
+  LIFECYCLE_STATE_HIBERNATED,
+  LIFECYCLE_STATE_HIBERNATING,
   readCocoonSetGeneration,
   readLifecycleObservedGeneration,
   readLifecycleState,
@@ -25,13 +25,16 @@ import { parseVMRuntime } from "./vmruntime.ts";
  * The VM id the pod showed when this operator last asked it to hibernate (set with the hibernate
  * annotation, never cleared). Not part of the vk-cocoon contract: only this operator reads it.
  */
-export const AnnotationHibernateAskedVMID = "cocoonset.cocoonstack.io/hibernate-asked-vm-id";
+export const ANNOTATION_HIBERNATE_ASKED_VMID = "cocoonset.cocoonstack.io/hibernate-asked-vm-id";
 
 /** Records on pod (in place) the VM id it shows now as the one asked to hibernate. */
 export function recordHibernateAsk(pod: Pod): void {
   const vmID = parseVMRuntime(pod).vmID;
   if (vmID === "") return;
-  pod.metadata.annotations = { ...pod.metadata.annotations, [AnnotationHibernateAskedVMID]: vmID };
+  pod.metadata.annotations = {
+    ...pod.metadata.annotations,
+    [ANNOTATION_HIBERNATE_ASKED_VMID]: vmID,
+  };
 }
 
 /**
@@ -41,7 +44,7 @@ export function recordHibernateAsk(pod: Pod): void {
  * now may be its only copy. A VM restored (or booted) since shows a new id.
  */
 export function vmMayBeLeaving(pod: Pod): boolean {
-  const asked = pod.metadata.annotations?.[AnnotationHibernateAskedVMID] ?? "";
+  const asked = pod.metadata.annotations?.[ANNOTATION_HIBERNATE_ASKED_VMID] ?? "";
   return asked !== "" && asked === parseVMRuntime(pod).vmID;
 }
 
@@ -58,7 +61,7 @@ export function vmUp(pod: Pod): boolean {
  * restored from go, or a restore in flight count as done.
  */
 export function vmLive(pod: Pod): boolean {
-  return vmUp(pod) && readLifecycleState(pod) !== LifecycleStateHibernating;
+  return vmUp(pod) && readLifecycleState(pod) !== LIFECYCLE_STATE_HIBERNATING;
 }
 
 /**
@@ -82,7 +85,7 @@ export function vmHibernationConfirmed(
 ): boolean {
   const state = readLifecycleState(pod);
   if (state !== "") {
-    return state === LifecycleStateHibernated &&
+    return state === LIFECYCLE_STATE_HIBERNATED &&
       readLifecycleObservedGeneration(pod) >= minGeneration;
   }
   return readHibernateState(pod) && parseVMRuntime(pod).vmID === "" &&

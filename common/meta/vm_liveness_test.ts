@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationHibernate,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationVMID,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_VMID,
 } from "./keys.ts";
 import {
-  AnnotationHibernateAskedVMID,
+  ANNOTATION_HIBERNATE_ASKED_VMID,
   recordHibernateAsk,
   vmHibernationConfirmed,
   vmLive,
@@ -43,18 +43,24 @@ function pod(annotations: Record<string, string>, running: boolean): Pod {
 Deno.test("vmUp / vmLive: what vk-cocoon shows while a VM runs, restores and hibernates", async (t) => {
   const cases: [string, Record<string, string>, boolean, boolean, boolean][] = [
     // name, annotations, container running, vmUp, vmLive
-    ["running", { [AnnotationVMID]: "v1", [AnnotationLifecycleState]: "ready" }, true, true, true],
-    ["running, no lifecycle annotation", { [AnnotationVMID]: "v1" }, true, true, true],
+    [
+      "running",
+      { [ANNOTATION_VMID]: "v1", [ANNOTATION_LIFECYCLE_STATE]: "ready" },
+      true,
+      true,
+      true,
+    ],
+    ["running, no lifecycle annotation", { [ANNOTATION_VMID]: "v1" }, true, true, true],
     ["container up before the restore wrote the id", {}, true, false, false],
-    ["id but no running container", { [AnnotationVMID]: "v1" }, false, false, false],
+    ["id but no running container", { [ANNOTATION_VMID]: "v1" }, false, false, false],
     [
       "hibernating: snapshot pushed, VM not yet removed",
-      { [AnnotationVMID]: "v1", [AnnotationLifecycleState]: "hibernating" },
+      { [ANNOTATION_VMID]: "v1", [ANNOTATION_LIFECYCLE_STATE]: "hibernating" },
       true,
       true,
       false,
     ],
-    ["hibernated: id cleared", { [AnnotationLifecycleState]: "hibernated" }, true, false, false],
+    ["hibernated: id cleared", { [ANNOTATION_LIFECYCLE_STATE]: "hibernated" }, true, false, false],
   ];
   for (const [name, annotations, running, up, live] of cases) {
     await t.step(name, () => {
@@ -71,17 +77,17 @@ Deno.test("vmHibernationConfirmed: one rule for both vk-cocoons (lifecycle pair,
     if (node) p.spec!.nodeName = node;
     return p;
   };
-  const asked = { [AnnotationHibernate]: "true" };
+  const asked = { [ANNOTATION_HIBERNATE]: "true" };
   const pair = (state: string, observed: number) => ({
-    [AnnotationLifecycleState]: state,
-    [AnnotationLifecycleObservedGeneration]: String(observed),
-    [AnnotationCocoonSetGeneration]: "2",
+    [ANNOTATION_LIFECYCLE_STATE]: state,
+    [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: String(observed),
+    [ANNOTATION_COCOON_SET_GENERATION]: "2",
   });
   const cases: [string, Pod, boolean][] = [
     ["silent: asked, id cleared, bound", bound(asked), true],
     [
       "silent: asked, id still there (pushed, not removed)",
-      bound({ ...asked, [AnnotationVMID]: "v" }),
+      bound({ ...asked, [ANNOTATION_VMID]: "v" }),
       false,
     ],
     ["silent: asked, unbound (never had a VM)", bound(asked, ""), false],
@@ -103,7 +109,7 @@ Deno.test("vmHibernationConfirmed: one rule for both vk-cocoons (lifecycle pair,
 });
 
 Deno.test("wakeBroughtVMBack: a live VM counts as woken only for a waker that saw it down", () => {
-  const live = pod({ [AnnotationVMID]: "vm-1" }, true);
+  const live = pod({ [ANNOTATION_VMID]: "vm-1" }, true);
   // vk-cocoon of today between push and removal: the old VM shows live, nothing else changed.
   assert.equal(wakeBroughtVMBack(live, false), false);
   assert.equal(wakeBroughtVMBack(live, true), true);
@@ -111,14 +117,14 @@ Deno.test("wakeBroughtVMBack: a live VM counts as woken only for a waker that sa
 });
 
 Deno.test("vmMayBeLeaving: the VM asked to hibernate last, until a new VM id shows", () => {
-  const asked = pod({ [AnnotationVMID]: "vm-1" }, true);
+  const asked = pod({ [ANNOTATION_VMID]: "vm-1" }, true);
   assert.equal(vmMayBeLeaving(asked), false, "never asked");
   recordHibernateAsk(asked);
-  assert.equal(asked.metadata.annotations?.[AnnotationHibernateAskedVMID], "vm-1");
+  assert.equal(asked.metadata.annotations?.[ANNOTATION_HIBERNATE_ASKED_VMID], "vm-1");
   assert.equal(vmMayBeLeaving(asked), true, "pushed and about to be removed, for all it shows");
-  asked.metadata.annotations![AnnotationVMID] = "vm-2";
+  asked.metadata.annotations![ANNOTATION_VMID] = "vm-2";
   assert.equal(vmMayBeLeaving(asked), false, "restored: a new VM");
   const down = pod({}, false);
   recordHibernateAsk(down);
-  assert.equal(down.metadata.annotations?.[AnnotationHibernateAskedVMID], undefined);
+  assert.equal(down.metadata.annotations?.[ANNOTATION_HIBERNATE_ASKED_VMID], undefined);
 });

@@ -4,7 +4,7 @@
  * is never mistaken for agent slot 2.
  */
 import type { Pod } from "../../kube/core.ts";
-import { RoleMain, RoleSubAgent, RoleToolbox } from "./keys.ts";
+import { ROLE_MAIN, ROLE_SUB_AGENT, ROLE_TOOLBOX } from "./keys.ts";
 import { cocoonSetOwnerName } from "./owner.ts";
 
 /** The VM name of agent slot `slot` of a set (or deployment). */
@@ -35,8 +35,8 @@ export function extractAgentSlot(namespace: string, cocoonSet: string, vmName: s
 
 /** main for slot 0, sub-agent for a positive slot, toolbox for a negative one. */
 export function inferRoleFromAgentSlot(slot: number): string {
-  if (slot < 0) return RoleToolbox;
-  return slot === 0 ? RoleMain : RoleSubAgent;
+  if (slot < 0) return ROLE_TOOLBOX;
+  return slot === 0 ? ROLE_MAIN : ROLE_SUB_AGENT;
 }
 
 /** The pod's role, from its CocoonSet owner and its VM name. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
-import { KindCocoonSet, RoleMain, RoleSubAgent, RoleToolbox } from "./keys.ts";
+import { KIND_COCOON_SET, ROLE_MAIN, ROLE_SUB_AGENT, ROLE_TOOLBOX } from "./keys.ts";
 import {
   agentVMNamePrefix,
   extractAgentSlot,
@@ -36,30 +36,30 @@ Deno.test("extractAgentSlot", async (t) => {
 });
 
 Deno.test("inferRoleFromAgentSlot", () => {
-  assert.equal(inferRoleFromAgentSlot(0), RoleMain);
-  assert.equal(inferRoleFromAgentSlot(7), RoleSubAgent);
-  assert.equal(inferRoleFromAgentSlot(-1), RoleToolbox);
+  assert.equal(inferRoleFromAgentSlot(0), ROLE_MAIN);
+  assert.equal(inferRoleFromAgentSlot(7), ROLE_SUB_AGENT);
+  assert.equal(inferRoleFromAgentSlot(-1), ROLE_TOOLBOX);
 });
 
 Deno.test("roleForPod", async (t) => {
   const owned = (): Pod => ({
     metadata: {
       namespace: "ns",
-      ownerReferences: [{ apiVersion: "x/v1", kind: KindCocoonSet, name: "cs", uid: "u" }],
+      ownerReferences: [{ apiVersion: "x/v1", kind: KIND_COCOON_SET, name: "cs", uid: "u" }],
     },
   });
   await t.step(
     "agent slot 0 is main",
-    () => assert.equal(roleForPod(owned(), "vk-ns-cs-0"), RoleMain),
+    () => assert.equal(roleForPod(owned(), "vk-ns-cs-0"), ROLE_MAIN),
   );
   await t.step("agent slot 2 is sub-agent", () => {
-    assert.equal(roleForPod(owned(), "vk-ns-cs-2"), RoleSubAgent);
+    assert.equal(roleForPod(owned(), "vk-ns-cs-2"), ROLE_SUB_AGENT);
   });
   // Toolbox "app-0" gets VM name "vk-ns-cs-app-0": it must not be read as agent slot 0.
   await t.step("toolbox named app-0 is not main", () => {
-    assert.equal(roleForPod(owned(), "vk-ns-cs-app-0"), RoleToolbox);
+    assert.equal(roleForPod(owned(), "vk-ns-cs-app-0"), ROLE_TOOLBOX);
   });
   await t.step("no CocoonSet owner is toolbox", () => {
-    assert.equal(roleForPod({ metadata: { namespace: "ns" } }, "vk-ns-cs-0"), RoleToolbox);
+    assert.equal(roleForPod({ metadata: { namespace: "ns" } }, "vk-ns-cs-0"), ROLE_TOOLBOX);
   });
 });

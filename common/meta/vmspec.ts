@@ -8,31 +8,31 @@ import {
   agentModeOrDefault,
   backendOrDefault,
   osTypeOrDefault,
-  SnapshotPolicyMainOnly,
-  SnapshotPolicyNever,
+  SNAPSHOT_POLICY_MAIN_ONLY,
+  SNAPSHOT_POLICY_NEVER,
   snapshotPolicyOrDefault,
+  TOOLBOX_MODE_STATIC,
   toolboxModeOrDefault,
-  ToolboxModeStatic,
 } from "../apis/v1/enums.ts";
 import { quantityString } from "../k8s/quantity.ts";
 import { annotation, ensureAnnotations, formatPort, setIfNotEmpty } from "./annotations.ts";
 import {
-  AnnotationBackend,
-  AnnotationConnType,
-  AnnotationForcePull,
-  AnnotationForkFrom,
-  AnnotationImage,
-  AnnotationManaged,
-  AnnotationMode,
-  AnnotationNetwork,
-  AnnotationNoDirectIO,
-  AnnotationOS,
-  AnnotationProbePort,
-  AnnotationSnapshotPolicy,
-  AnnotationStorage,
-  AnnotationTrue,
-  AnnotationVMName,
-  RoleMain,
+  ANNOTATION_BACKEND,
+  ANNOTATION_CONN_TYPE,
+  ANNOTATION_FORCE_PULL,
+  ANNOTATION_FORK_FROM,
+  ANNOTATION_IMAGE,
+  ANNOTATION_MANAGED,
+  ANNOTATION_MODE,
+  ANNOTATION_NETWORK,
+  ANNOTATION_NO_DIRECT_IO,
+  ANNOTATION_OS,
+  ANNOTATION_PROBE_PORT,
+  ANNOTATION_SNAPSHOT_POLICY,
+  ANNOTATION_STORAGE,
+  ANNOTATION_TRUE,
+  ANNOTATION_VM_NAME,
+  ROLE_MAIN,
 } from "./keys.ts";
 
 /** The VM description carried in pod annotations. Strings are "" when unset. */
@@ -82,40 +82,40 @@ export function vmSpecEqual(a: VMSpec, b: VMSpec): boolean {
 /** Writes the spec into the pod's annotations; empty strings and false flags are skipped. */
 export function applyVMSpec(spec: VMSpec, pod: Pod): void {
   const a = ensureAnnotations(pod);
-  setIfNotEmpty(a, AnnotationVMName, spec.vmName);
-  setIfNotEmpty(a, AnnotationImage, spec.image);
-  setIfNotEmpty(a, AnnotationMode, spec.mode);
-  setIfNotEmpty(a, AnnotationOS, spec.os);
-  setIfNotEmpty(a, AnnotationStorage, spec.storage);
-  setIfNotEmpty(a, AnnotationNetwork, spec.network);
-  setIfNotEmpty(a, AnnotationSnapshotPolicy, spec.snapshotPolicy);
-  setIfNotEmpty(a, AnnotationForkFrom, spec.forkFrom);
-  setIfNotEmpty(a, AnnotationConnType, spec.connType);
-  setIfNotEmpty(a, AnnotationBackend, spec.backend);
-  if (spec.managed) a[AnnotationManaged] = AnnotationTrue;
-  if (spec.forcePull) a[AnnotationForcePull] = AnnotationTrue;
-  if (spec.noDirectIO) a[AnnotationNoDirectIO] = AnnotationTrue;
-  setIfNotEmpty(a, AnnotationProbePort, spec.probePort);
+  setIfNotEmpty(a, ANNOTATION_VM_NAME, spec.vmName);
+  setIfNotEmpty(a, ANNOTATION_IMAGE, spec.image);
+  setIfNotEmpty(a, ANNOTATION_MODE, spec.mode);
+  setIfNotEmpty(a, ANNOTATION_OS, spec.os);
+  setIfNotEmpty(a, ANNOTATION_STORAGE, spec.storage);
+  setIfNotEmpty(a, ANNOTATION_NETWORK, spec.network);
+  setIfNotEmpty(a, ANNOTATION_SNAPSHOT_POLICY, spec.snapshotPolicy);
+  setIfNotEmpty(a, ANNOTATION_FORK_FROM, spec.forkFrom);
+  setIfNotEmpty(a, ANNOTATION_CONN_TYPE, spec.connType);
+  setIfNotEmpty(a, ANNOTATION_BACKEND, spec.backend);
+  if (spec.managed) a[ANNOTATION_MANAGED] = ANNOTATION_TRUE;
+  if (spec.forcePull) a[ANNOTATION_FORCE_PULL] = ANNOTATION_TRUE;
+  if (spec.noDirectIO) a[ANNOTATION_NO_DIRECT_IO] = ANNOTATION_TRUE;
+  setIfNotEmpty(a, ANNOTATION_PROBE_PORT, spec.probePort);
 }
 
 /** Reads the spec back from the pod's annotations. */
 export function parseVMSpec(pod: Pod): VMSpec {
   const get = (key: string) => annotation(pod, key);
   return {
-    vmName: get(AnnotationVMName),
-    image: get(AnnotationImage),
-    mode: get(AnnotationMode),
-    os: get(AnnotationOS),
-    storage: get(AnnotationStorage),
-    network: get(AnnotationNetwork),
-    snapshotPolicy: get(AnnotationSnapshotPolicy),
-    forkFrom: get(AnnotationForkFrom),
-    managed: get(AnnotationManaged) === AnnotationTrue,
-    forcePull: get(AnnotationForcePull) === AnnotationTrue,
-    noDirectIO: get(AnnotationNoDirectIO) === AnnotationTrue,
-    connType: get(AnnotationConnType),
-    backend: get(AnnotationBackend),
-    probePort: get(AnnotationProbePort),
+    vmName: get(ANNOTATION_VM_NAME),
+    image: get(ANNOTATION_IMAGE),
+    mode: get(ANNOTATION_MODE),
+    os: get(ANNOTATION_OS),
+    storage: get(ANNOTATION_STORAGE),
+    network: get(ANNOTATION_NETWORK),
+    snapshotPolicy: get(ANNOTATION_SNAPSHOT_POLICY),
+    forkFrom: get(ANNOTATION_FORK_FROM),
+    managed: get(ANNOTATION_MANAGED) === ANNOTATION_TRUE,
+    forcePull: get(ANNOTATION_FORCE_PULL) === ANNOTATION_TRUE,
+    noDirectIO: get(ANNOTATION_NO_DIRECT_IO) === ANNOTATION_TRUE,
+    connType: get(ANNOTATION_CONN_TYPE),
+    backend: get(ANNOTATION_BACKEND),
+    probePort: get(ANNOTATION_PROBE_PORT),
   };
 }
 
@@ -154,7 +154,7 @@ export function fromToolboxSpec(
       toolboxModeOrDefault(spec.mode),
       snapshotPolicy,
     ),
-    managed: spec.mode !== ToolboxModeStatic,
+    managed: spec.mode !== TOOLBOX_MODE_STATIC,
   };
 }
 
@@ -184,10 +184,10 @@ function fromVMOptions(
 /** Whether the VM gets snapshotted, from its snapshot policy (empty = always) and its role. */
 export function shouldSnapshotVM(spec: VMSpec, role: string): boolean {
   switch (snapshotPolicyOrDefault(spec.snapshotPolicy)) {
-    case SnapshotPolicyNever:
+    case SNAPSHOT_POLICY_NEVER:
       return false;
-    case SnapshotPolicyMainOnly:
-      return role === RoleMain;
+    case SNAPSHOT_POLICY_MAIN_ONLY:
+      return role === ROLE_MAIN;
     default:
       return true;
   }

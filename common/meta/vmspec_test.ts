@@ -2,39 +2,39 @@ import assert from "node:assert/strict";
 import type { Pod } from "../../kube/core.ts";
 import type { AgentSpec, ToolboxSpec } from "../apis/v1/cocoonset_types.ts";
 import {
-  AgentModeClone,
-  AgentModeRun,
-  BackendCloudHypervisor,
-  BackendFirecracker,
-  ConnTypeRDP,
-  ConnTypeSSH,
-  OSLinux,
-  OSWindows,
-  SnapshotPolicyAlways,
-  SnapshotPolicyMainOnly,
-  SnapshotPolicyNever,
-  ToolboxModeClone,
-  ToolboxModeRun,
-  ToolboxModeStatic,
+  AGENT_MODE_CLONE,
+  AGENT_MODE_RUN,
+  BACKEND_CLOUD_HYPERVISOR,
+  BACKEND_FIRECRACKER,
+  CONN_TYPE_RDP,
+  CONN_TYPE_SSH,
+  OS_LINUX,
+  OS_WINDOWS,
+  SNAPSHOT_POLICY_ALWAYS,
+  SNAPSHOT_POLICY_MAIN_ONLY,
+  SNAPSHOT_POLICY_NEVER,
+  TOOLBOX_MODE_CLONE,
+  TOOLBOX_MODE_RUN,
+  TOOLBOX_MODE_STATIC,
 } from "../apis/v1/enums.ts";
 import {
-  AnnotationBackend,
-  AnnotationConnType,
-  AnnotationForcePull,
-  AnnotationForkFrom,
-  AnnotationImage,
-  AnnotationManaged,
-  AnnotationMode,
-  AnnotationNetwork,
-  AnnotationNoDirectIO,
-  AnnotationOS,
-  AnnotationProbePort,
-  AnnotationSnapshotPolicy,
-  AnnotationStorage,
-  AnnotationVMName,
-  RoleMain,
-  RoleSubAgent,
-  RoleToolbox,
+  ANNOTATION_BACKEND,
+  ANNOTATION_CONN_TYPE,
+  ANNOTATION_FORCE_PULL,
+  ANNOTATION_FORK_FROM,
+  ANNOTATION_IMAGE,
+  ANNOTATION_MANAGED,
+  ANNOTATION_MODE,
+  ANNOTATION_NETWORK,
+  ANNOTATION_NO_DIRECT_IO,
+  ANNOTATION_OS,
+  ANNOTATION_PROBE_PORT,
+  ANNOTATION_SNAPSHOT_POLICY,
+  ANNOTATION_STORAGE,
+  ANNOTATION_VM_NAME,
+  ROLE_MAIN,
+  ROLE_SUB_AGENT,
+  ROLE_TOOLBOX,
 } from "./keys.ts";
 import {
   applyVMSpec,
@@ -67,20 +67,20 @@ Deno.test("applyVMSpec writes the annotation keys and parseVMSpec reads them bac
   applyVMSpec(spec, pod);
   // Pin the keys themselves: a round trip alone would pass with a wrong key on both sides.
   assert.deepEqual(pod.metadata.annotations, {
-    [AnnotationVMName]: spec.vmName,
-    [AnnotationImage]: spec.image,
-    [AnnotationMode]: spec.mode,
-    [AnnotationOS]: spec.os,
-    [AnnotationStorage]: spec.storage,
-    [AnnotationNetwork]: spec.network,
-    [AnnotationSnapshotPolicy]: spec.snapshotPolicy,
-    [AnnotationForkFrom]: spec.forkFrom,
-    [AnnotationManaged]: "true",
-    [AnnotationForcePull]: "true",
-    [AnnotationNoDirectIO]: "true",
-    [AnnotationConnType]: spec.connType,
-    [AnnotationBackend]: spec.backend,
-    [AnnotationProbePort]: "8080",
+    [ANNOTATION_VM_NAME]: spec.vmName,
+    [ANNOTATION_IMAGE]: spec.image,
+    [ANNOTATION_MODE]: spec.mode,
+    [ANNOTATION_OS]: spec.os,
+    [ANNOTATION_STORAGE]: spec.storage,
+    [ANNOTATION_NETWORK]: spec.network,
+    [ANNOTATION_SNAPSHOT_POLICY]: spec.snapshotPolicy,
+    [ANNOTATION_FORK_FROM]: spec.forkFrom,
+    [ANNOTATION_MANAGED]: "true",
+    [ANNOTATION_FORCE_PULL]: "true",
+    [ANNOTATION_NO_DIRECT_IO]: "true",
+    [ANNOTATION_CONN_TYPE]: spec.connType,
+    [ANNOTATION_BACKEND]: spec.backend,
+    [ANNOTATION_PROBE_PORT]: "8080",
   });
   assert.deepEqual(parseVMSpec(pod), spec);
   assert.ok(vmSpecEqual(parseVMSpec(pod), spec));
@@ -89,17 +89,17 @@ Deno.test("applyVMSpec writes the annotation keys and parseVMSpec reads them bac
 Deno.test("fromAgentSpec", () => {
   const agent: AgentSpec = {
     image: "ghcr.io/cocoonstack/cocoon/ubuntu:24.04",
-    mode: AgentModeRun,
-    os: OSWindows,
-    backend: BackendFirecracker,
-    connType: ConnTypeRDP,
+    mode: AGENT_MODE_RUN,
+    os: OS_WINDOWS,
+    backend: BACKEND_FIRECRACKER,
+    connType: CONN_TYPE_RDP,
     network: "default",
     forcePull: true,
     noDirectIO: true,
     storage: "100G",
   };
   assert.deepEqual(
-    fromAgentSpec(agent, "vk-prod-demo-0", SnapshotPolicyAlways, "vk-prod-demo-main-0"),
+    fromAgentSpec(agent, "vk-prod-demo-0", SNAPSHOT_POLICY_ALWAYS, "vk-prod-demo-main-0"),
     vmSpec({
       vmName: "vk-prod-demo-0",
       image: agent.image,
@@ -120,10 +120,10 @@ Deno.test("fromAgentSpec", () => {
 
 Deno.test("fromAgentSpec applies enum defaults", () => {
   const got = fromAgentSpec({ image: "img" }, "vm-0", "", "");
-  assert.equal(got.mode, AgentModeClone);
-  assert.equal(got.os, OSLinux);
-  assert.equal(got.backend, BackendCloudHypervisor);
-  assert.equal(got.snapshotPolicy, SnapshotPolicyAlways);
+  assert.equal(got.mode, AGENT_MODE_CLONE);
+  assert.equal(got.os, OS_LINUX);
+  assert.equal(got.backend, BACKEND_CLOUD_HYPERVISOR);
+  assert.equal(got.snapshotPolicy, SNAPSHOT_POLICY_ALWAYS);
   assert.equal(got.managed, true);
   assert.equal(got.storage, "");
   assert.equal(got.probePort, "");
@@ -154,14 +154,14 @@ Deno.test("fromToolboxSpec", () => {
   const tb: ToolboxSpec = {
     name: "shell",
     image: "ghcr.io/cocoonstack/cocoon/toolbox:latest",
-    mode: ToolboxModeClone,
-    backend: BackendCloudHypervisor,
-    connType: ConnTypeSSH,
+    mode: TOOLBOX_MODE_CLONE,
+    backend: BACKEND_CLOUD_HYPERVISOR,
+    connType: CONN_TYPE_SSH,
     network: "default",
     noDirectIO: true,
   };
   assert.deepEqual(
-    fromToolboxSpec(tb, "vk-prod-demo-shell", SnapshotPolicyMainOnly),
+    fromToolboxSpec(tb, "vk-prod-demo-shell", SNAPSHOT_POLICY_MAIN_ONLY),
     vmSpec({
       vmName: "vk-prod-demo-shell",
       image: tb.image,
@@ -179,16 +179,16 @@ Deno.test("fromToolboxSpec", () => {
 
 Deno.test("fromToolboxSpec: managed unless static", async (t) => {
   const cases: [ToolboxSpec["mode"], boolean][] = [
-    [ToolboxModeRun, true],
-    [ToolboxModeClone, true],
-    [ToolboxModeStatic, false],
+    [TOOLBOX_MODE_RUN, true],
+    [TOOLBOX_MODE_CLONE, true],
+    [TOOLBOX_MODE_STATIC, false],
     [undefined, true],
   ];
   for (const [mode, managed] of cases) {
     await t.step(String(mode), () => {
-      const got = fromToolboxSpec({ name: "tb", mode }, "vm", SnapshotPolicyAlways);
+      const got = fromToolboxSpec({ name: "tb", mode }, "vm", SNAPSHOT_POLICY_ALWAYS);
       assert.equal(got.managed, managed);
-      assert.equal(got.mode, mode ?? ToolboxModeRun);
+      assert.equal(got.mode, mode ?? TOOLBOX_MODE_RUN);
       assert.equal(got.image, "");
     });
   }
@@ -196,9 +196,9 @@ Deno.test("fromToolboxSpec: managed unless static", async (t) => {
 
 Deno.test("VMSpec round trip: agent spec → pod → VMSpec", () => {
   const want = fromAgentSpec(
-    { image: "img", storage: "20Gi", os: OSWindows, probePort: 3389 },
+    { image: "img", storage: "20Gi", os: OS_WINDOWS, probePort: 3389 },
     "vk-ns-cs-1",
-    SnapshotPolicyNever,
+    SNAPSHOT_POLICY_NEVER,
     "vk-ns-cs-0",
   );
   const pod: Pod = { metadata: { name: "cs-1", namespace: "ns" } };
@@ -207,35 +207,35 @@ Deno.test("VMSpec round trip: agent spec → pod → VMSpec", () => {
 });
 
 Deno.test("VMSpec round trip: static toolbox spec → pod → VMSpec (unmanaged stays absent)", () => {
-  const want = fromToolboxSpec({ name: "tb", mode: ToolboxModeStatic }, "vk-ns-tb", "");
+  const want = fromToolboxSpec({ name: "tb", mode: TOOLBOX_MODE_STATIC }, "vk-ns-tb", "");
   const pod: Pod = { metadata: {} };
   applyVMSpec(want, pod);
-  assert.equal(pod.metadata.annotations?.[AnnotationManaged], undefined);
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_MANAGED], undefined);
   assert.deepEqual(parseVMSpec(pod), want);
 });
 
 Deno.test("applyVMSpec skips empty fields and never clears existing ones", () => {
-  const pod: Pod = { metadata: { annotations: { [AnnotationImage]: "preset" } } };
+  const pod: Pod = { metadata: { annotations: { [ANNOTATION_IMAGE]: "preset" } } };
   applyVMSpec(vmSpec({ vmName: "vk-x-0" }), pod);
   assert.deepEqual(pod.metadata.annotations, {
-    [AnnotationImage]: "preset",
-    [AnnotationVMName]: "vk-x-0",
+    [ANNOTATION_IMAGE]: "preset",
+    [ANNOTATION_VM_NAME]: "vk-x-0",
   });
 });
 
 Deno.test("applyVMSpec managed flag", () => {
   const a: Pod = { metadata: {} };
   applyVMSpec(vmSpec({ managed: true }), a);
-  assert.equal(a.metadata.annotations?.[AnnotationManaged], "true");
+  assert.equal(a.metadata.annotations?.[ANNOTATION_MANAGED], "true");
   const b: Pod = { metadata: {} };
   applyVMSpec(vmSpec({ managed: false }), b);
-  assert.equal(b.metadata.annotations?.[AnnotationManaged], undefined);
+  assert.equal(b.metadata.annotations?.[ANNOTATION_MANAGED], undefined);
 });
 
 Deno.test("applyVMSpec with managed=false does not clobber an existing managed annotation", () => {
-  const pod: Pod = { metadata: { annotations: { [AnnotationManaged]: "true" } } };
+  const pod: Pod = { metadata: { annotations: { [ANNOTATION_MANAGED]: "true" } } };
   applyVMSpec(vmSpec({ vmName: "vk-x-0", managed: false }), pod);
-  assert.equal(pod.metadata.annotations?.[AnnotationManaged], "true");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_MANAGED], "true");
 });
 
 Deno.test("vmSpecEqual compares every field", () => {
@@ -246,19 +246,19 @@ Deno.test("vmSpecEqual compares every field", () => {
 
 Deno.test("shouldSnapshotVM", async (t) => {
   const cases: [string, string, string, boolean][] = [
-    ["always/main", SnapshotPolicyAlways, RoleMain, true],
-    ["always/sub-agent", SnapshotPolicyAlways, RoleSubAgent, true],
-    ["always/toolbox", SnapshotPolicyAlways, RoleToolbox, true],
-    ["always/empty-role", SnapshotPolicyAlways, "", true],
-    ["empty-policy-defaults-to-always", "", RoleToolbox, true],
-    ["never/main", SnapshotPolicyNever, RoleMain, false],
-    ["never/sub-agent", SnapshotPolicyNever, RoleSubAgent, false],
-    ["never/toolbox", SnapshotPolicyNever, RoleToolbox, false],
-    ["never/empty-role", SnapshotPolicyNever, "", false],
-    ["main-only/main", SnapshotPolicyMainOnly, RoleMain, true],
-    ["main-only/sub-agent", SnapshotPolicyMainOnly, RoleSubAgent, false],
-    ["main-only/toolbox", SnapshotPolicyMainOnly, RoleToolbox, false],
-    ["main-only/empty-role", SnapshotPolicyMainOnly, "", false],
+    ["always/main", SNAPSHOT_POLICY_ALWAYS, ROLE_MAIN, true],
+    ["always/sub-agent", SNAPSHOT_POLICY_ALWAYS, ROLE_SUB_AGENT, true],
+    ["always/toolbox", SNAPSHOT_POLICY_ALWAYS, ROLE_TOOLBOX, true],
+    ["always/empty-role", SNAPSHOT_POLICY_ALWAYS, "", true],
+    ["empty-policy-defaults-to-always", "", ROLE_TOOLBOX, true],
+    ["never/main", SNAPSHOT_POLICY_NEVER, ROLE_MAIN, false],
+    ["never/sub-agent", SNAPSHOT_POLICY_NEVER, ROLE_SUB_AGENT, false],
+    ["never/toolbox", SNAPSHOT_POLICY_NEVER, ROLE_TOOLBOX, false],
+    ["never/empty-role", SNAPSHOT_POLICY_NEVER, "", false],
+    ["main-only/main", SNAPSHOT_POLICY_MAIN_ONLY, ROLE_MAIN, true],
+    ["main-only/sub-agent", SNAPSHOT_POLICY_MAIN_ONLY, ROLE_SUB_AGENT, false],
+    ["main-only/toolbox", SNAPSHOT_POLICY_MAIN_ONLY, ROLE_TOOLBOX, false],
+    ["main-only/empty-role", SNAPSHOT_POLICY_MAIN_ONLY, "", false],
   ];
   for (const [name, policy, role, want] of cases) {
     await t.step(name, () => {
@@ -271,6 +271,6 @@ Deno.test("fromAgentSpec without an image writes no image annotation (Go's zero 
   const spec = JSON.parse('{"replicas":1,"image":null}') as AgentSpec;
   const pod: Pod = { metadata: {} };
   applyVMSpec(fromAgentSpec(spec, "vk-ns-cs-0", undefined, ""), pod);
-  assert.equal(Object.hasOwn(pod.metadata.annotations ?? {}, AnnotationImage), false);
+  assert.equal(Object.hasOwn(pod.metadata.annotations ?? {}, ANNOTATION_IMAGE), false);
   assert.equal(parseVMSpec(pod).image, "");
 });

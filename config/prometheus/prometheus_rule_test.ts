@@ -27,7 +27,7 @@ import {
 
 const here = new URL("./", import.meta.url).pathname;
 const repoRoot = new URL("../../", import.meta.url).pathname;
-const leaseName = "cocoon-operator.cocoonset.cocoonstack.io";
+const LEASE_NAME = "cocoon-operator.cocoonset.cocoonstack.io";
 
 function promtoolPath(): string | undefined {
   for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
@@ -108,12 +108,12 @@ async function exposition(): Promise<string> {
     reconcileTotal.inc({ controller, result: "error" });
     reconcileTotal.inc({ controller, result: "success" });
   }
-  leaderElectionMasterStatus.set({ name: leaseName }, 1);
+  leaderElectionMasterStatus.set({ name: LEASE_NAME }, 1);
   return await registry.metrics();
 }
 
 const repeat = (pattern: string, times: number) => Array(times).fill(pattern).join(" ");
-const severity = { severity: "warning" };
+const SEVERITY = { severity: "warning" };
 
 /** promtool unit tests: for each alert a firing case and a silent one. */
 function unitTests(m: string): unknown[] {
@@ -140,7 +140,7 @@ function unitTests(m: string): unknown[] {
   const total = (controller: string, result: string) =>
     exported(m, "controller_runtime_reconcile_total", { controller, result });
   const leader = (instance: string) =>
-    exported(m, "leader_election_master_status", { name: leaseName })
+    exported(m, "leader_election_master_status", { name: LEASE_NAME })
       .replace(/instance="[^"]*"/, `instance="${instance}"`);
 
   const annotations = (alert: string, summary: string, description: string) => ({
@@ -163,7 +163,7 @@ function unitTests(m: string): unknown[] {
           eval_time: "6m",
           alertname: "CocoonSubAgentDeadLettered",
           exp_alerts: [{
-            exp_labels: { ...severity, namespace: "team-a", cocoonset: "agents" },
+            exp_labels: { ...SEVERITY, namespace: "team-a", cocoonset: "agents" },
             exp_annotations: annotations(
               "CocoonSubAgentDeadLettered",
               "A sub-agent of CocoonSet team-a/agents was given up on",
@@ -188,7 +188,7 @@ function unitTests(m: string): unknown[] {
           eval_time: "20m",
           alertname: "CocoonWakeWithoutCapacity",
           exp_alerts: [{
-            exp_labels: { ...severity, namespace: "team-a", cocoonset: "agents" },
+            exp_labels: { ...SEVERITY, namespace: "team-a", cocoonset: "agents" },
             exp_annotations: annotations(
               "CocoonWakeWithoutCapacity",
               "Released-seat wakes of team-a/agents find no capacity",
@@ -215,7 +215,7 @@ function unitTests(m: string): unknown[] {
             eval_time: "9m",
             alertname: alert,
             exp_alerts: [{
-              exp_labels: severity,
+              exp_labels: SEVERITY,
               exp_annotations: annotations(
                 alert,
                 `CocoonHibernations time out while ${state}`,
@@ -246,7 +246,7 @@ function unitTests(m: string): unknown[] {
           eval_time: "30m",
           alertname: "CocoonReconcileErrors",
           exp_alerts: [{
-            exp_labels: { ...severity, controller: "cocoonset" },
+            exp_labels: { ...SEVERITY, controller: "cocoonset" },
             exp_annotations: annotations(
               "CocoonReconcileErrors",
               "The cocoonset controller fails more than 10% of its reconciles",
@@ -269,7 +269,7 @@ function unitTests(m: string): unknown[] {
           eval_time: "59m",
           alertname: "CocoonLeaderChanges",
           exp_alerts: [{
-            exp_labels: severity,
+            exp_labels: SEVERITY,
             exp_annotations: annotations(
               "CocoonLeaderChanges",
               "The cocoon-operator leader keeps changing",

@@ -11,12 +11,12 @@ import type { MemberView } from "./members.ts";
 import { FULL_RANGE, HASH_SPACE_END, hashRange, type RangeSet, sameSet } from "./range.ts";
 import { HandoverSim } from "./testdata/handover_sim.ts";
 import { seeded } from "./testdata/seeded.ts";
-import { defaultShardTiming, type ShardTiming } from "./timing.ts";
+import { DEFAULT_SHARD_TIMING, type ShardTiming } from "./timing.ts";
 
-const timing: ShardTiming = { ...defaultShardTiming, drainTimeoutMs: 20_000 };
-const half = 1n << 63n;
-const lower = hashRange(0n, half);
-const upper = hashRange(half, HASH_SPACE_END);
+const TIMING: ShardTiming = { ...DEFAULT_SHARD_TIMING, drainTimeoutMs: 20_000 };
+const HALF = 1n << 63n;
+const lower = hashRange(0n, HALF);
+const upper = hashRange(HALF, HASH_SPACE_END);
 
 function member(identity: string, held: RangeSet, extra: Partial<MemberView> = {}): MemberView {
   return { identity, held, leaving: false, live: true, blocking: true, ...extra };
@@ -35,7 +35,7 @@ function round(
     busyHashes: [],
     ...extra,
   };
-  return step(state, obs, now, timing);
+  return step(state, obs, now, TIMING);
 }
 
 Deno.test("a lone member claims the whole space, and starts only after its Lease announced it", () => {
@@ -49,7 +49,7 @@ Deno.test("a lone member claims the whole space, and starts only after its Lease
 
 Deno.test("a claim whose renewal failed is not started", () => {
   const first = round(initialShardState("a"), 0, []);
-  const failed = step(first.state, { members: [], busyHashes: [] }, 2000, timing);
+  const failed = step(first.state, { members: [], busyHashes: [] }, 2000, TIMING);
   assert.deepEqual(failed.actions, []);
   assert.deepEqual(failed.state.active, []);
 });
@@ -76,7 +76,7 @@ Deno.test("a joiner waits until the old owner drained and stopped announcing the
   assert.ok(sameSet(a.active, [FULL_RANGE]));
   // b joins: a must give up the upper half; b may not start it while a announces it.
   let b = round(initialShardState("b"), 4000, [member("a", announcedRanges(a))]).state;
-  const aStep = round(a, 4000, [member("b", announcedRanges(b))], { busyHashes: [half + 5n] });
+  const aStep = round(a, 4000, [member("b", announcedRanges(b))], { busyHashes: [HALF + 5n] });
   assert.deepEqual(aStep.actions, [{ type: "stop", ranges: [upper] }]);
   a = aStep.state;
   assert.ok(sameSet(actingRanges(a), [FULL_RANGE]), "a still drains the upper half");
@@ -108,22 +108,22 @@ Deno.test("an expired owner blocks until the safety margin passed, then its rang
 
 Deno.test("a member that cannot renew for the renew deadline abandons everything", () => {
   const a = round(round(initialShardState("a"), 0, []).state, 2000, []).state;
-  const early = step(a, { busyHashes: [] }, 2000 + timing.renewDeadlineMs - 1, timing);
+  const early = step(a, { busyHashes: [] }, 2000 + TIMING.renewDeadlineMs - 1, TIMING);
   assert.deepEqual(early.actions, []);
-  const late = step(a, { busyHashes: [] }, 2000 + timing.renewDeadlineMs, timing);
+  const late = step(a, { busyHashes: [] }, 2000 + TIMING.renewDeadlineMs, TIMING);
   assert.deepEqual(late.actions, [{ type: "abandon", ranges: [FULL_RANGE] }]);
   assert.deepEqual(actingRanges(late.state), []);
 });
 
 Deno.test("a drain that outlives the drain timeout releases with timedOut", () => {
   let a = round(round(initialShardState("a"), 0, []).state, 2000, []).state;
-  a = round(a, 4000, [member("b", [])], { busyHashes: [half] }).state;
-  const waiting = round(a, 4000 + timing.drainTimeoutMs - 1, [member("b", [])], {
-    busyHashes: [half],
+  a = round(a, 4000, [member("b", [])], { busyHashes: [HALF] }).state;
+  const waiting = round(a, 4000 + TIMING.drainTimeoutMs - 1, [member("b", [])], {
+    busyHashes: [HALF],
   });
   assert.deepEqual(waiting.actions, []);
-  const timedOut = round(waiting.state, 4000 + timing.drainTimeoutMs, [member("b", [])], {
-    busyHashes: [half],
+  const timedOut = round(waiting.state, 4000 + TIMING.drainTimeoutMs, [member("b", [])], {
+    busyHashes: [HALF],
   });
   assert.deepEqual(timedOut.actions, [{ type: "release", ranges: [upper], timedOut: true }]);
   assert.ok(sameSet(timedOut.state.active, [lower]));
@@ -157,7 +157,7 @@ Deno.test("randomized join/leave/crash/partition: never two members on one hash,
   let handovers = 0;
   for (let seed = 1; seed <= seeds; seed++) {
     const random = seeded(seed);
-    const sim = new HandoverSim(timing, random);
+    const sim = new HandoverSim(TIMING, random);
     const initial = 1 + Math.floor(random() * 3);
     for (let i = 0; i < initial; i++) sim.join();
     let t = 0;

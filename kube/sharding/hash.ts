@@ -6,16 +6,16 @@
  * @module
  */
 
-const fnvOffsetBasis = 0xcbf29ce484222325n;
-const fnvPrime = 0x100000001b3n;
-const mask64 = 0xffffffffffffffffn;
+const FNV_OFFSET_BASIS = 0xcbf29ce484222325n;
+const FNV_PRIME = 0x100000001b3n;
+const MASK64 = 0xffffffffffffffffn;
 const encoder = new TextEncoder();
 
 /** 64-bit FNV-1a of the UTF-8 encoding of `value`, in [0, 2^64). */
 export function fnv1a64(value: string): bigint {
-  let hash = fnvOffsetBasis;
+  let hash = FNV_OFFSET_BASIS;
   for (const byte of encoder.encode(value)) {
-    hash = ((hash ^ BigInt(byte)) * fnvPrime) & mask64;
+    hash = ((hash ^ BigInt(byte)) * FNV_PRIME) & MASK64;
   }
   return hash;
 }

@@ -6,13 +6,13 @@ import { FakeClient } from "../testing/fake.ts";
 import { waitFor } from "../testing/wait.ts";
 import { fnv1a64 } from "./hash.ts";
 import { ShardedManager } from "./manager.ts";
-import { heldAnnotation, memberGroupLabel, memberLeaseName } from "./membership.ts";
+import { HELD_ANNOTATION, MEMBER_GROUP_LABEL, memberLeaseName } from "./membership.ts";
 import { shardFiltered, shardOwnedFraction } from "./metrics.ts";
 import { formatRangeSet, HASH_SPACE_END } from "./range.ts";
 import type { ShardTiming } from "./timing.ts";
 
 /** Short but valid timings, so a test sees several rounds within a second. */
-const timing: ShardTiming = {
+const TIMING: ShardTiming = {
   leaseDurationMs: 2_000,
   renewDeadlineMs: 1_500,
   retryPeriodMs: 200,
@@ -31,7 +31,7 @@ function shardedManager(client: FakeClient, identity: string): ShardedManager {
     leaderElectionId: "unused",
     leaderElectionNamespace: "ops",
     identity,
-    shardTiming: timing,
+    shardTiming: TIMING,
   });
 }
 
@@ -88,7 +88,7 @@ Deno.test("sharded manager, alone: reconciles every namespace's cached objects o
     await waitFor("ready", async () => (await readyz(mgr)) === 200, 20_000);
     assert.equal((await shardOwnedFraction.get()).values[0]?.value, 1);
     const lease = await client.get(Leases, "ops", memberLeaseName("solo"));
-    assert.equal(lease.metadata.labels?.[memberGroupLabel], "cocoon-operator");
+    assert.equal(lease.metadata.labels?.[MEMBER_GROUP_LABEL], "cocoon-operator");
   } finally {
     stop.abort();
     await run;
@@ -105,8 +105,8 @@ Deno.test("sharded manager beside a live peer holding the lower half: only upper
     metadata: {
       name: memberLeaseName("a-peer"),
       namespace: "ops",
-      labels: { [memberGroupLabel]: "cocoon-operator" },
-      annotations: { [heldAnnotation]: formatRangeSet([{ start: 0n, end: HALF }]) },
+      labels: { [MEMBER_GROUP_LABEL]: "cocoon-operator" },
+      annotations: { [HELD_ANNOTATION]: formatRangeSet([{ start: 0n, end: HALF }]) },
     },
     spec: { holderIdentity: "a-peer", leaseDurationSeconds: 2 },
   });
@@ -170,8 +170,8 @@ Deno.test("sharded manager: /readyz waits for the share, not only the caches: 50
     metadata: {
       name: memberLeaseName("a-peer"),
       namespace: "ops",
-      labels: { [memberGroupLabel]: "cocoon-operator" },
-      annotations: { [heldAnnotation]: formatRangeSet([{ start: 0n, end: HASH_SPACE_END }]) },
+      labels: { [MEMBER_GROUP_LABEL]: "cocoon-operator" },
+      annotations: { [HELD_ANNOTATION]: formatRangeSet([{ start: 0n, end: HASH_SPACE_END }]) },
     },
     spec: { holderIdentity: "a-peer", leaseDurationSeconds: 2 },
   });
@@ -181,7 +181,7 @@ Deno.test("sharded manager: /readyz waits for the share, not only the caches: 50
       ...peer,
       metadata: {
         ...peer.metadata,
-        annotations: { ...peer.metadata.annotations, [heldAnnotation]: peerHeld },
+        annotations: { ...peer.metadata.annotations, [HELD_ANNOTATION]: peerHeld },
       },
       spec: { ...peer.spec, renewTime: new Date().toISOString() },
     });

@@ -9,23 +9,23 @@ const rec = (identity: string, version: string, held = ""): MemberRecord => ({
   held,
   leaving: false,
 });
-const held = "0x0000000000000000-0x8000000000000000";
+const HELD = "0x0000000000000000-0x8000000000000000";
 
 Deno.test("expiry counts from when this member saw the Lease change, not from its renewTime", () => {
   const t = new MemberTracker(5000);
-  assert.equal(t.observe([rec("a", "1", held)], 100_000)[0].live, true);
+  assert.equal(t.observe([rec("a", "1", HELD)], 100_000)[0].live, true);
   // Unchanged for 14.999 s: still live; at 15 s expired but still blocking for the margin.
-  assert.equal(t.observe([rec("a", "1", held)], 114_999)[0].live, true);
-  const expired = t.observe([rec("a", "1", held)], 115_000)[0];
+  assert.equal(t.observe([rec("a", "1", HELD)], 114_999)[0].live, true);
+  const expired = t.observe([rec("a", "1", HELD)], 115_000)[0];
   assert.deepEqual([expired.live, expired.blocking], [false, true]);
-  assert.equal(t.observe([rec("a", "1", held)], 120_000)[0].blocking, false);
+  assert.equal(t.observe([rec("a", "1", HELD)], 120_000)[0].blocking, false);
   // A renewal (new resourceVersion) makes it live again from now.
-  assert.equal(t.observe([rec("a", "2", held)], 121_000)[0].live, true);
+  assert.equal(t.observe([rec("a", "2", HELD)], 121_000)[0].live, true);
 });
 
 Deno.test("a deleted Lease keeps blocking what it announced until its expiry plus margin", () => {
   const t = new MemberTracker(5000);
-  t.observe([rec("a", "1", held)], 0);
+  t.observe([rec("a", "1", HELD)], 0);
   const gone = t.observe([], 1000);
   assert.equal(gone.length, 1);
   assert.deepEqual([gone[0].live, gone[0].blocking], [false, true]);

@@ -31,18 +31,18 @@ import {
 } from "./handover.ts";
 import { type MemberRecord, MemberTracker, type MemberView } from "./members.ts";
 import { formatRangeSet, type RangeSet } from "./range.ts";
-import { defaultShardTiming, type ShardTiming, validateShardTiming } from "./timing.ts";
+import { DEFAULT_SHARD_TIMING, type ShardTiming, validateShardTiming } from "./timing.ts";
 
 const log = getLogger(["cocoon-operator", "sharding"]);
 
 /** Label on every member Lease; its value names the group of members that split one space. */
-export const memberGroupLabel = "sharding.cocoonstack.io/group";
+export const MEMBER_GROUP_LABEL = "sharding.cocoonstack.io/group";
 /** Annotation: the ranges the member may act on (active, draining, claimed). */
-export const heldAnnotation = "sharding.cocoonstack.io/held";
+export const HELD_ANNOTATION = "sharding.cocoonstack.io/held";
 /** Annotation: the member's share of the split as it last computed it (for people). */
-export const desiredAnnotation = "sharding.cocoonstack.io/desired";
+export const DESIRED_ANNOTATION = "sharding.cocoonstack.io/desired";
 /** Annotation "true": the member is shutting down; others leave it out of the split. */
-export const leavingAnnotation = "sharding.cocoonstack.io/leaving";
+export const LEAVING_ANNOTATION = "sharding.cocoonstack.io/leaving";
 
 /**
  * The member Lease's name: the prefix and the identity reduced to what a Lease name allows
@@ -72,7 +72,7 @@ export interface ShardMemberOptions extends ShardCallbacks {
   namespace: string;
   /** Unique per process (leaderIdentity()). */
   identity: string;
-  /** Value of {@linkcode memberGroupLabel}; members with the same group split one space. */
+  /** Value of {@linkcode MEMBER_GROUP_LABEL}; members with the same group split one space. */
   group?: string;
   timing?: ShardTiming;
   clock?: Clock;
@@ -101,7 +101,7 @@ export class ShardMember {
   constructor(opts: ShardMemberOptions) {
     if (!opts.identity) throw new Error("shard member identity is empty");
     this.#opts = opts;
-    this.#timing = validateShardTiming(opts.timing ?? defaultShardTiming);
+    this.#timing = validateShardTiming(opts.timing ?? DEFAULT_SHARD_TIMING);
     this.#clock = opts.clock ?? realClock;
     this.#tracker = new MemberTracker(this.#timing.expiryMarginMs);
     this.#leaseName = memberLeaseName(opts.identity);
@@ -189,7 +189,7 @@ export class ShardMember {
         const list = await this.#withTimeout(signal, (s) =>
           this.#opts.client.list(Leases, {
             namespace: this.#opts.namespace,
-            labelSelector: { [memberGroupLabel]: this.#group() },
+            labelSelector: { [MEMBER_GROUP_LABEL]: this.#group() },
             signal: s,
           }));
         members = this.#tracker.observe(list.items.map(toRecord), this.#clock.now());
@@ -304,9 +304,9 @@ export class ShardMember {
     signal: AbortSignal,
   ): Promise<void> {
     const annotations = {
-      [heldAnnotation]: formatRangeSet(announced),
-      [desiredAnnotation]: formatRangeSet(this.#state.desired),
-      [leavingAnnotation]: String(leaving),
+      [HELD_ANNOTATION]: formatRangeSet(announced),
+      [DESIRED_ANNOTATION]: formatRangeSet(this.#state.desired),
+      [LEAVING_ANNOTATION]: String(leaving),
     };
     const spec = {
       holderIdentity: this.#opts.identity,
@@ -326,7 +326,7 @@ export class ShardMember {
           metadata: {
             name: this.#leaseName,
             namespace: this.#opts.namespace,
-            labels: { [memberGroupLabel]: this.#group() },
+            labels: { [MEMBER_GROUP_LABEL]: this.#group() },
             annotations,
           },
           spec: { ...spec, acquireTime: rfc3339Micro(sentAt) },
@@ -340,7 +340,7 @@ export class ShardMember {
         ...current,
         metadata: {
           ...current.metadata,
-          labels: { ...current.metadata?.labels, [memberGroupLabel]: this.#group() },
+          labels: { ...current.metadata?.labels, [MEMBER_GROUP_LABEL]: this.#group() },
           annotations: { ...current.metadata?.annotations, ...annotations },
         },
         spec: { ...current.spec, ...spec },
@@ -359,7 +359,7 @@ function toRecord(lease: Lease): MemberRecord {
     identity: lease.spec?.holderIdentity ?? "",
     version: lease.metadata?.resourceVersion ?? "",
     leaseDurationMs: (lease.spec?.leaseDurationSeconds ?? 0) * 1000,
-    held: annotations[heldAnnotation] ?? "",
-    leaving: annotations[leavingAnnotation] === "true",
+    held: annotations[HELD_ANNOTATION] ?? "",
+    leaving: annotations[LEAVING_ANNOTATION] === "true",
   };
 }

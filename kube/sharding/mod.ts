@@ -30,7 +30,7 @@ export {
 } from "./selector.ts";
 export { MutableShardFilter, type ShardFilter, staticShardFilter } from "./filter.ts";
 export { splitRanges } from "./split.ts";
-export { defaultShardTiming, type ShardTiming, validateShardTiming } from "./timing.ts";
+export { DEFAULT_SHARD_TIMING, type ShardTiming, validateShardTiming } from "./timing.ts";
 export { type MemberView } from "./members.ts";
 export {
   actingRanges,
@@ -41,10 +41,10 @@ export {
   step,
 } from "./handover.ts";
 export {
-  desiredAnnotation,
-  heldAnnotation,
-  leavingAnnotation,
-  memberGroupLabel,
+  DESIRED_ANNOTATION,
+  HELD_ANNOTATION,
+  LEAVING_ANNOTATION,
+  MEMBER_GROUP_LABEL,
   memberLeaseName,
   type ShardCallbacks,
   ShardMember,

@@ -37,7 +37,7 @@ import {
   shardRangeEnd,
   shardRangeStart,
 } from "./metrics.ts";
-import { defaultShardTiming, type ShardTiming } from "./timing.ts";
+import { DEFAULT_SHARD_TIMING, type ShardTiming } from "./timing.ts";
 
 const log = getLogger(["cocoon-operator", "sharding"]);
 
@@ -123,7 +123,7 @@ export class ShardScope {
       client: opts.client,
       namespace: this.#namespace,
       identity: opts.identity,
-      timing: opts.timing ?? defaultShardTiming,
+      timing: opts.timing ?? DEFAULT_SHARD_TIMING,
       clock: opts.clock,
       busyHashes: () => this.#roundHook(),
       cachesHold: opts.cachesHold,

@@ -3,7 +3,7 @@ import { Leases } from "../core.ts";
 import { FakeClient } from "../testing/fake.ts";
 import { waitFor } from "../testing/wait.ts";
 import { fnv1a64 } from "./hash.ts";
-import { heldAnnotation, memberGroupLabel, memberLeaseName } from "./membership.ts";
+import { HELD_ANNOTATION, MEMBER_GROUP_LABEL, memberLeaseName } from "./membership.ts";
 import { formatRangeSet, FULL_RANGE, HASH_SPACE_END } from "./range.ts";
 import { ShardScope } from "./scope.ts";
 import { shardHandovers } from "./metrics.ts";
@@ -32,8 +32,8 @@ async function joinPeer(client: FakeClient): Promise<() => void> {
     metadata: {
       name: memberLeaseName("a-peer"),
       namespace: "ops",
-      labels: { [memberGroupLabel]: "cocoon-operator" },
-      annotations: { [heldAnnotation]: "" },
+      labels: { [MEMBER_GROUP_LABEL]: "cocoon-operator" },
+      annotations: { [HELD_ANNOTATION]: "" },
     },
     spec: { holderIdentity: "a-peer", leaseDurationSeconds: 2 },
   });
@@ -48,7 +48,7 @@ async function joinPeer(client: FakeClient): Promise<() => void> {
 
 async function held(client: FakeClient, identity: string): Promise<string> {
   const lease = await client.get(Leases, "ops", memberLeaseName(identity));
-  return lease.metadata.annotations?.[heldAnnotation] ?? "";
+  return lease.metadata.annotations?.[HELD_ANNOTATION] ?? "";
 }
 
 /** Waits until the member's Lease has been written n more times (n more rounds). */

@@ -23,7 +23,7 @@ export interface ShardTiming {
 }
 
 /** The defaults: leader election's durations, a 5 s margin, a 60 s drain bound. */
-export const defaultShardTiming: ShardTiming = {
+export const DEFAULT_SHARD_TIMING: ShardTiming = {
   leaseDurationMs: 15_000,
   renewDeadlineMs: 10_000,
   retryPeriodMs: 2_000,

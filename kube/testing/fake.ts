@@ -2,7 +2,7 @@ import {
   type Client,
   type DeleteOptions,
   type GetOptions,
-  initialEventsEndAnnotation,
+  INITIAL_EVENTS_END_ANNOTATION,
   type JsonPatchOp,
   type LabelSelector,
   type ListOptions,
@@ -108,9 +108,9 @@ interface Table {
   compactedRv: number;
 }
 
-const defaultHistoryLimit = 10_000;
+const DEFAULT_HISTORY_LIMIT = 10_000;
 /** Open paginated lists kept for continuation; older tokens expire (410), as etcd's would. */
-const maxContinuations = 1_000;
+const MAX_CONTINUATIONS = 1_000;
 
 /** The rest of a paginated list: the snapshot taken by its first page. */
 interface Continuation {
@@ -148,7 +148,7 @@ export class FakeClient implements Client {
   readonly actions: FakeAction[] = [];
 
   constructor(opts: FakeClientOptions = {}) {
-    this.#historyLimit = opts.historyLimit ?? defaultHistoryLimit;
+    this.#historyLimit = opts.historyLimit ?? DEFAULT_HISTORY_LIMIT;
     this.latencyMs = opts.latencyMs ?? 0;
     this.#clock = opts.clock ?? realClock;
     this.refuseWatchList = opts.refuseWatchList ?? false;
@@ -281,7 +281,7 @@ export class FakeClient implements Client {
     if (end < all.length) {
       cont = `${snapshot.rv}-${++this.#continueSeq}`;
       this.#continuations.set(cont, { rv: snapshot.rv, items: all.slice(end) });
-      if (this.#continuations.size > maxContinuations) {
+      if (this.#continuations.size > MAX_CONTINUATIONS) {
         this.#continuations.delete(this.#continuations.keys().next().value!);
       }
     }
@@ -704,7 +704,7 @@ export class FakeClient implements Client {
                 metadata: {
                   resourceVersion: String(ev.rv),
                   ...(ev.initialEventsEnd
-                    ? { annotations: { [initialEventsEndAnnotation]: "true" } }
+                    ? { annotations: { [INITIAL_EVENTS_END_ANNOTATION]: "true" } }
                     : {}),
                 },
               },

@@ -23,13 +23,13 @@ export interface ImportRef {
   line: number;
 }
 
-const staticImport = /^[ \t]*(?:import|export)\b[^"'`;]*?(?:\bfrom\s*)?["']([^"']+)["']/gm;
-const dynamicImport = /\bimport\(\s*["']([^"']+)["']\s*\)/g;
+const STATIC_IMPORT = /^[ \t]*(?:import|export)\b[^"'`;]*?(?:\bfrom\s*)?["']([^"']+)["']/gm;
+const DYNAMIC_IMPORT = /\bimport\(\s*["']([^"']+)["']\s*\)/g;
 
 /** The imports of one file's source text (file is repo-relative, for resolving and reports). */
 export function importsOf(file: string, source: string): ImportRef[] {
   const refs: ImportRef[] = [];
-  for (const re of [staticImport, dynamicImport]) {
+  for (const re of [STATIC_IMPORT, DYNAMIC_IMPORT]) {
     for (const m of source.matchAll(re)) {
       const specifier = m[1];
       const relativeSpec = specifier.startsWith("./") || specifier.startsWith("../");

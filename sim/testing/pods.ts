@@ -9,24 +9,24 @@
  */
 import type { Pod } from "../../kube/core.ts";
 import {
-  AnnotationBackend,
-  AnnotationCocoonSetGeneration,
-  AnnotationForkFrom,
-  AnnotationImage,
-  AnnotationManaged,
-  AnnotationMode,
-  AnnotationOS,
-  AnnotationSnapshotPolicy,
-  AnnotationVMName,
-  LabelCocoonSet,
-  LabelNodePool,
-  LabelRole,
-  LabelSlot,
-  LabelSnapshotCompatibilityClass,
-  RoleMain,
-  RoleSubAgent,
-  RoleToolbox,
-  TolerationKey,
+  ANNOTATION_BACKEND,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_FORK_FROM,
+  ANNOTATION_IMAGE,
+  ANNOTATION_MANAGED,
+  ANNOTATION_MODE,
+  ANNOTATION_OS,
+  ANNOTATION_SNAPSHOT_POLICY,
+  ANNOTATION_VM_NAME,
+  LABEL_COCOON_SET,
+  LABEL_NODE_POOL,
+  LABEL_ROLE,
+  LABEL_SLOT,
+  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
+  ROLE_MAIN,
+  ROLE_SUB_AGENT,
+  ROLE_TOOLBOX,
+  TOLERATION_KEY,
 } from "../../common/meta/keys.ts";
 
 /** What varies between operator-built pods in the tests. */
@@ -53,8 +53,8 @@ export interface OperatorPodOptions {
 }
 
 /** The operator's tolerations, exactly. */
-const operatorTolerations = [
-  { key: TolerationKey, operator: "Exists" as const },
+const OPERATOR_TOLERATIONS = [
+  { key: TOLERATION_KEY, operator: "Exists" as const },
   {
     key: "node.kubernetes.io/not-ready",
     operator: "Exists" as const,
@@ -75,21 +75,21 @@ export function vmNameOf(namespace: string, cocoonSet: string, slot: number | st
 /** A pod as the operator would create it. */
 export function operatorPod(o: OperatorPodOptions): Pod {
   const toolbox = typeof o.slot === "string";
-  const role = toolbox ? RoleToolbox : o.slot === 0 ? RoleMain : RoleSubAgent;
+  const role = toolbox ? ROLE_TOOLBOX : o.slot === 0 ? ROLE_MAIN : ROLE_SUB_AGENT;
   const name = `${o.cocoonSet}-${o.slot}`;
   const annotations: Record<string, string> = {
     ...(o.generation !== undefined
-      ? { [AnnotationCocoonSetGeneration]: String(o.generation) }
+      ? { [ANNOTATION_COCOON_SET_GENERATION]: String(o.generation) }
       : {}),
-    [AnnotationVMName]: vmNameOf(o.namespace, o.cocoonSet, o.slot),
-    [AnnotationImage]: "ghcr.io/cocoonstack/cocoon/ubuntu:24.04",
-    [AnnotationMode]: toolbox ? (o.staticToolbox ? "static" : "run") : "clone",
-    [AnnotationOS]: "linux",
-    [AnnotationSnapshotPolicy]: o.snapshotPolicy ?? "always",
-    [AnnotationBackend]: "cloud-hypervisor",
-    ...(o.staticToolbox ? {} : { [AnnotationManaged]: "true" }),
-    ...(role === RoleSubAgent
-      ? { [AnnotationForkFrom]: vmNameOf(o.namespace, o.cocoonSet, 0) }
+    [ANNOTATION_VM_NAME]: vmNameOf(o.namespace, o.cocoonSet, o.slot),
+    [ANNOTATION_IMAGE]: "ghcr.io/cocoonstack/cocoon/ubuntu:24.04",
+    [ANNOTATION_MODE]: toolbox ? (o.staticToolbox ? "static" : "run") : "clone",
+    [ANNOTATION_OS]: "linux",
+    [ANNOTATION_SNAPSHOT_POLICY]: o.snapshotPolicy ?? "always",
+    [ANNOTATION_BACKEND]: "cloud-hypervisor",
+    ...(o.staticToolbox ? {} : { [ANNOTATION_MANAGED]: "true" }),
+    ...(role === ROLE_SUB_AGENT
+      ? { [ANNOTATION_FORK_FROM]: vmNameOf(o.namespace, o.cocoonSet, 0) }
       : {}),
     ...o.annotations,
   };
@@ -103,9 +103,9 @@ export function operatorPod(o: OperatorPodOptions): Pod {
       name,
       namespace: o.namespace,
       labels: {
-        [LabelCocoonSet]: o.cocoonSet,
-        [LabelRole]: role,
-        [LabelSlot]: String(o.slot),
+        [LABEL_COCOON_SET]: o.cocoonSet,
+        [LABEL_ROLE]: role,
+        [LABEL_SLOT]: String(o.slot),
         "app.kubernetes.io/name": o.cocoonSet,
       },
       annotations,
@@ -125,10 +125,10 @@ export function operatorPod(o: OperatorPodOptions): Pod {
         resources: { limits: { cpu: "2", memory: "4Gi" } },
       }],
       terminationGracePeriodSeconds: 1,
-      tolerations: operatorTolerations,
+      tolerations: OPERATOR_TOLERATIONS,
       nodeSelector: {
-        [LabelNodePool]: o.pool ?? "default",
-        ...(o.cpuClass ? { [LabelSnapshotCompatibilityClass]: o.cpuClass } : {}),
+        [LABEL_NODE_POOL]: o.pool ?? "default",
+        ...(o.cpuClass ? { [LABEL_SNAPSHOT_COMPATIBILITY_CLASS]: o.cpuClass } : {}),
       },
       ...(o.nodeName ? { nodeName: o.nodeName } : {}),
       ...(o.pinnedNode

@@ -190,17 +190,17 @@ async function benchFakeApi(concurrency: number, objects: number) {
 }
 
 /** The label every pod the operator manages carries (its cache scope). */
-const managedLabel = "cocoonset.cocoonstack.io/name";
+const MANAGED_LABEL = "cocoonset.cocoonstack.io/name";
 
 /** The labels of a pod of some other workload: none of the operator's. */
-const unrelatedLabels = { "app.kubernetes.io/name": "web", "pod-template-hash": "5d8f7c9b4" };
+const UNRELATED_LABELS = { "app.kubernetes.io/name": "web", "pod-template-hash": "5d8f7c9b4" };
 
 /** A pod of some other workload: the same size as the operator's. */
 function unrelatedPod(i: number): Pod {
   const p = realisticPod(i);
   p.metadata.name = `web-${i}`;
   p.metadata.namespace = "other";
-  p.metadata.labels = { ...unrelatedLabels };
+  p.metadata.labels = { ...UNRELATED_LABELS };
   delete p.metadata.ownerReferences;
   return p;
 }
@@ -229,7 +229,7 @@ function syntheticPodSource(managed: number, unrelated = 0): Client {
       let i = Number(opts.continue ?? 0);
       for (; i < total && items.length < limit; i++) {
         // Filtered before the pod is built: the server's work must not show in this RSS.
-        if (!matchesLabels(selector, i < managed ? realisticLabels(i) : unrelatedLabels)) continue;
+        if (!matchesLabels(selector, i < managed ? realisticLabels(i) : UNRELATED_LABELS)) continue;
         const p = i < managed ? realisticPod(i) : unrelatedPod(i);
         p.metadata.resourceVersion = String(i + 1);
         items.push(p as unknown as T);
@@ -271,7 +271,7 @@ async function cacheMemoryChild({ managed, unrelated, strip, scoped }: CacheMemo
   const cache = new InformerCache({
     client: syntheticPodSource(managed, unrelated),
     informerDefaults: strip ? {} : { transform: (o: KubeObject) => o },
-    byObject: scoped ? [byObject(Pods, { labelSelector: managedLabel })] : [],
+    byObject: scoped ? [byObject(Pods, { labelSelector: MANAGED_LABEL })] : [],
   });
   cache.informerFor(Pods);
   const ac = new AbortController();

@@ -26,7 +26,7 @@ import { Namespaces, Pods } from "../../kube/core.ts";
 import { isNotFound } from "../../kube/errors.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
-import { LabelCocoonSet } from "../../common/meta/keys.ts";
+import { LABEL_COCOON_SET } from "../../common/meta/keys.ts";
 import { startSimulator } from "../../sim/simulator.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { startRegistry } from "../harness/registry.ts";
@@ -183,7 +183,7 @@ export async function benchDeleteAtScale(replicas = 1000): Promise<DeleteAtScale
       }
       const pods = await admin.list(Pods, {
         namespace: NS,
-        labelSelector: { [LabelCocoonSet]: SET },
+        labelSelector: { [LABEL_COCOON_SET]: SET },
       });
       return pods.items.length === 0;
     }, "the set and its pods gone");

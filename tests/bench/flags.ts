@@ -18,7 +18,7 @@ export interface BenchFlags {
 }
 
 /** What `--help` prints, and what follows a refused command line. */
-export const benchUsage =
+export const BENCH_USAGE =
   `usage: deno task bench[:<name>] [--quick] [--operator-cmd "<command>"] [--sets N,…]
   --quick                 smaller N and shorter windows
   --operator-cmd <cmd>    the operator under test (default: ${DEFAULT_OPERATOR_CMD})
@@ -77,11 +77,11 @@ export function benchFlagsOrExit(args: string[]): BenchFlags {
     flags = parseBenchFlags(args);
   } catch (err) {
     if (!(err instanceof BenchFlagsError)) throw err;
-    console.error(`bench: ${err.message}\n${benchUsage}`);
+    console.error(`bench: ${err.message}\n${BENCH_USAGE}`);
     Deno.exit(2);
   }
   if (flags === "help") {
-    console.log(benchUsage);
+    console.log(BENCH_USAGE);
     Deno.exit(0);
   }
   return flags;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { BenchFlagsError, benchUsage, parseBenchFlags } from "./flags.ts";
+import { BENCH_USAGE, BenchFlagsError, parseBenchFlags } from "./flags.ts";
 import { DEFAULT_OPERATOR_CMD } from "./operator_under_test.ts";
 import { parseReplicas } from "./delete_at_scale.ts";
 
@@ -31,12 +31,12 @@ Deno.test("bench from the command line: a refused flag is one line and the usage
   const err = new TextDecoder().decode(bad.stderr);
   assert.equal(bad.code, 2, err);
   assert.match(err, /^bench: .*bogus.*\n/);
-  assert.ok(err.includes(benchUsage), err);
+  assert.ok(err.includes(BENCH_USAGE), err);
   assert.doesNotMatch(err, /\bat \w+ \(/, "no stack trace");
 
   const help = await run("--help");
   assert.equal(help.code, 0);
-  assert.equal(new TextDecoder().decode(help.stdout).trim(), benchUsage);
+  assert.equal(new TextDecoder().decode(help.stdout).trim(), BENCH_USAGE);
 });
 
 Deno.test("delete_at_scale --replicas: a whole number of at least 1", () => {

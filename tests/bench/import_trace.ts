@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { operatorV8Flags } from "../../scripts/runtime_flags.ts";
+import { OPERATOR_V8_FLAGS } from "../../scripts/runtime_flags.ts";
 
 const repo = new URL("../../", import.meta.url);
 const self = new URL(import.meta.url).pathname;
@@ -42,16 +42,16 @@ interface Sample {
   importMs?: number;
 }
 
-const childFlag = "--import-trace-child";
+const CHILD_FLAG = "--import-trace-child";
 
 async function runChild(specifier: string | undefined): Promise<Sample> {
   const args = [
     "run",
     "--no-prompt",
     "-A",
-    `--v8-flags=${operatorV8Flags.join(",")}`,
+    `--v8-flags=${OPERATOR_V8_FLAGS.join(",")}`,
     self,
-    childFlag,
+    CHILD_FLAG,
     ...(specifier ? [specifier] : []),
   ];
   const t0 = performance.now();
@@ -95,7 +95,7 @@ export async function importTrace(runs: number): Promise<Record<string, unknown>
   return rows;
 }
 
-if (import.meta.main && Deno.args[0] === childFlag) {
+if (import.meta.main && Deno.args[0] === CHILD_FLAG) {
   const bootMs = performance.now();
   const specifier = Deno.args[1];
   if (specifier) await import(specifier);

@@ -20,14 +20,14 @@ import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../../common/apis/v1/resources.ts";
 import { FakeRegistry } from "../../snapshot/testing/fake.ts";
 import { CocoonSetReconciler } from "../../cocoonset/reconciler.ts";
-import { finalizerName } from "../../cocoonset/finalizer.ts";
+import { FINALIZER_NAME } from "../../cocoonset/finalizer.ts";
 
-const sets = 24;
-const registryDelayMs = 5;
+const SETS = 24;
+const REGISTRY_DELAY_MS = 5;
 
 /** A 5 ms probe as close as Deno's timers get (see the module doc). */
 function probeDelay(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, registryDelayMs - 1));
+  return new Promise((resolve) => setTimeout(resolve, REGISTRY_DELAY_MS - 1));
 }
 
 const quietRecorder: EventRecorder = { event() {}, eventf() {} };
@@ -35,11 +35,11 @@ const quietRecorder: EventRecorder = { event() {}, eventf() {} };
 function fixture(): { reconciler: CocoonSetReconciler; names: string[] } {
   const fake = new FakeClient();
   const names: string[] = [];
-  for (let i = 0; i < sets; i++) {
+  for (let i = 0; i < SETS; i++) {
     const name = `bench-${i}`;
     names.push(name);
     fake.seed<CocoonSet>(CocoonSets, {
-      metadata: { name, namespace: "ns", uid: `uid-${i}`, finalizers: [finalizerName] },
+      metadata: { name, namespace: "ns", uid: `uid-${i}`, finalizers: [FINALIZER_NAME] },
       spec: { agent: { image: "ghcr.io/cocoonstack/cocoon/ubuntu:24.04" } },
     });
     fake.seed<CocoonHibernation>(CocoonHibernations, {
@@ -101,7 +101,7 @@ export async function benchReconcileFixture(
     let next = 0;
     const t0 = performance.now();
     await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next++ < sets) await probeDelay();
+      while (next++ < SETS) await probeDelay();
     }));
     timerWall += performance.now() - t0;
   }
@@ -110,7 +110,7 @@ export async function benchReconcileFixture(
   return {
     wallMsPerOp: +(wall / iterations).toFixed(1),
     p95Ms: +p95.toFixed(1),
-    floorMs: (sets * registryDelayMs) / concurrency,
+    floorMs: (SETS * REGISTRY_DELAY_MS) / concurrency,
     timerFloorMs: +(timerWall / iterations).toFixed(1),
   };
 }

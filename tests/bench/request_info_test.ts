@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { classifyRequest, countByResource, countByVerb, isWrite } from "./request_info.ts";
 
-const base = "http://127.0.0.1:1";
-const info = (method: string, path: string) => classifyRequest(method, new URL(base + path));
+const BASE = "http://127.0.0.1:1";
+const info = (method: string, path: string) => classifyRequest(method, new URL(BASE + path));
 
 Deno.test("request_info: core resources by verb, named and collection", () => {
   assert.deepEqual(info("GET", "/api/v1/namespaces/a/pods/p-0"), {

@@ -13,8 +13,8 @@ import {
   statusWriteKeys,
 } from "./digest.ts";
 
-const operator = { username: OPERATOR_USER };
-const admin = { username: "envtest-admin" };
+const OPERATOR = { username: OPERATOR_USER };
+const ADMIN = { username: "envtest-admin" };
 
 /** One audit line as kube-apiserver writes it (the fields the digest reads). */
 function audit(fields: Record<string, unknown>): string {
@@ -69,16 +69,16 @@ Deno.test("digest: only the operator's requests count, each audit ID once", () =
   const id = "watch-1";
   const ref = { resource: "pods" };
   const log = [
-    audit({ auditID: id, stage: "ResponseStarted", verb: "watch", user: operator, objectRef: ref }),
+    audit({ auditID: id, stage: "ResponseStarted", verb: "watch", user: OPERATOR, objectRef: ref }),
     audit({
       auditID: id,
       stage: "ResponseComplete",
       verb: "watch",
-      user: operator,
+      user: OPERATOR,
       objectRef: ref,
     }),
     // The test's own client and the simulator share the admin identity: never counted.
-    audit({ verb: "list", user: admin, userAgent: "Deno/2.9.6", objectRef: ref }),
+    audit({ verb: "list", user: ADMIN, userAgent: "Deno/2.9.6", objectRef: ref }),
     // Another operator identity (a developer kubeconfig) is known by its User-Agent.
     audit({
       verb: "list",
@@ -102,7 +102,7 @@ Deno.test("digest: a watch still open when the plane stopped answers 'open'", ()
     audit({
       stage: "ResponseStarted",
       verb: "watch",
-      user: operator,
+      user: OPERATOR,
       objectRef: { resource: "pods" },
     }),
     new Set(),
@@ -130,23 +130,23 @@ Deno.test("digest: Event creates keyed by reason, type, kind, reporter; patches 
     // The patch may be read before its create only if the create was in an earlier log.
     audit({
       verb: "create",
-      user: operator,
+      user: OPERATOR,
       objectRef: ref,
       requestObject: body,
       responseStatus: { code: 201 },
     }),
-    audit({ verb: "patch", user: operator, objectRef: ref, requestObject: { count: 2 } }),
-    audit({ verb: "patch", user: operator, objectRef: ref, requestObject: { count: 3 } }),
+    audit({ verb: "patch", user: OPERATOR, objectRef: ref, requestObject: { count: 2 } }),
+    audit({ verb: "patch", user: OPERATOR, objectRef: ref, requestObject: { count: 3 } }),
     audit({
       verb: "patch",
-      user: operator,
+      user: OPERATOR,
       objectRef: { ...ref, name: "gone.2" },
       requestObject: {},
     }),
     // A failed create is no Event.
     audit({
       verb: "create",
-      user: operator,
+      user: OPERATOR,
       objectRef: ref,
       requestObject: body,
       responseStatus: { code: 409 },
@@ -239,18 +239,18 @@ Deno.test("digest: status writes keyed by the status they left, fields sent apar
     [
       audit({
         verb: "patch",
-        user: operator,
+        user: OPERATOR,
         objectRef: ref,
         requestObject: { status: { phase: "Running" } },
       }),
       audit({
         verb: "patch",
-        user: operator,
+        user: OPERATOR,
         objectRef: ref,
         requestObject: { status: { phase: "Running" } },
         responseStatus: { code: 409 },
       }),
-      audit({ verb: "get", user: operator, objectRef: ref }),
+      audit({ verb: "get", user: OPERATOR, objectRef: ref }),
     ].join("\n"),
     new Set(),
   );
@@ -311,7 +311,7 @@ Deno.test("digest: a folder's digest is the same JSON whatever order its files w
     for (const [name, text] of files) await Deno.writeTextFile(`${dir}/${name}`, text);
   };
   const line = (verb: string) =>
-    audit({ auditID: verb, verb, user: operator, objectRef: { resource: "pods", namespace: "a" } });
+    audit({ auditID: verb, verb, user: OPERATOR, objectRef: { resource: "pods", namespace: "a" } });
   const files: [string, string][] = [
     ["audit-1.jsonl", line("get")],
     ["audit-2.jsonl", line("list")],

@@ -10,11 +10,11 @@ import assert from "node:assert/strict";
 import type { CocoonHibernation } from "../../common/apis/v1/mod.ts";
 import { CocoonHibernations } from "../../common/apis/v1/resources.ts";
 import { findStatusCondition } from "../../common/k8s/condition.ts";
-import { AnnotationHibernate, AnnotationLifecycleState } from "../../common/meta/keys.ts";
+import { ANNOTATION_HIBERNATE, ANNOTATION_LIFECYCLE_STATE } from "../../common/meta/keys.ts";
 import { isPodReady } from "../../common/meta/pod.ts";
 import { Pods } from "../../kube/core.ts";
 import { parseRfc3339, rfc3339 } from "../../kube/time.ts";
-import { AnnotationSimPushFail } from "../../sim/knobs.ts";
+import { ANNOTATION_SIM_PUSH_FAIL } from "../../sim/knobs.ts";
 import type { Stack } from "../harness/stack.ts";
 import { recordTimeline } from "../harness/timeline.ts";
 import { waitUntil } from "../harness/wait.ts";
@@ -110,8 +110,8 @@ e2eSuite("CocoonHibernation: hibernate, wake, timeout, retry, recovery", {}, asy
       // The set leaves a pod its CocoonHibernation hibernates alone (no unsuspend of it).
       cs = await waitSet(stack, cs, "one agent down", (c) => c.status?.readyAgents === 2);
       const pod = await stack.admin.get(Pods, NS, "hib-1");
-      assert.equal(pod.metadata.annotations?.[AnnotationHibernate], "true");
-      assert.equal(pod.metadata.annotations?.[AnnotationLifecycleState], "hibernated");
+      assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], "true");
+      assert.equal(pod.metadata.annotations?.[ANNOTATION_LIFECYCLE_STATE], "hibernated");
       assert.equal((await getSet(stack, cs)).status?.phase, "Scaling");
     });
 
@@ -157,7 +157,7 @@ e2eSuite("CocoonHibernation: hibernate, wake, timeout, retry, recovery", {}, asy
     await step("a hibernation that cannot finish times out, then is retried at once", async () => {
       // The simulator refuses hib-2's pushes: it stays hibernating, retrying.
       await stack.admin.patch(Pods, NS, "hib-2", "merge", {
-        metadata: { annotations: { [AnnotationSimPushFail]: "true" } },
+        metadata: { annotations: { [ANNOTATION_SIM_PUSH_FAIL]: "true" } },
       });
       await request(stack, "slow", "hib-2", "Hibernate");
       const slow = await waitRequest(stack, "slow", "Hibernating");
@@ -206,7 +206,7 @@ e2eSuite("CocoonHibernation: hibernate, wake, timeout, retry, recovery", {}, asy
 
     await step("recovery: the push goes through, Hibernated", async () => {
       await stack.admin.patch(Pods, NS, "hib-2", "merge", {
-        metadata: { annotations: { [AnnotationSimPushFail]: null } },
+        metadata: { annotations: { [ANNOTATION_SIM_PUSH_FAIL]: null } },
       });
       const slow = await waitRequest(stack, "slow", "Hibernated");
       assert.equal(readyOf(slow)?.status, "True");

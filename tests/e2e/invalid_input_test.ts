@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
-import { LabelCocoonSet } from "../../common/meta/keys.ts";
+import { LABEL_COCOON_SET } from "../../common/meta/keys.ts";
 import { isPodReady } from "../../common/meta/pod.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
 import { recordTimeline } from "../harness/timeline.ts";
@@ -44,7 +44,7 @@ e2eSuite("invalid and conflicting input stays explained", {}, async (stack, step
   /** Pods of a set that were ever created. */
   const everCreated = (set: string) =>
     new Set(
-      pods.sightings.filter((s) => s.object.metadata.labels?.[LabelCocoonSet] === set)
+      pods.sightings.filter((s) => s.object.metadata.labels?.[LABEL_COCOON_SET] === set)
         .map((s) => s.object.metadata.name),
     );
   try {

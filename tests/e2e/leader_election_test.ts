@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
-import { leaderElectionId } from "../../config.ts";
+import { LEADER_ELECTION_ID } from "../../config.ts";
 import { type Lease, Leases, type Pod, Pods } from "../../kube/core.ts";
 import type { Stack } from "../harness/stack.ts";
 import { OPERATOR_NAMESPACE } from "../harness/stack.ts";
@@ -22,7 +22,7 @@ const RECONCILES = "controller_runtime_reconcile_total";
 const LEASE_DURATION_MS = 15_000;
 
 function lease(stack: Stack): Promise<Lease> {
-  return stack.admin.get(Leases, OPERATOR_NAMESPACE, leaderElectionId);
+  return stack.admin.get(Leases, OPERATOR_NAMESPACE, LEADER_ELECTION_ID);
 }
 
 /** The replica whose POD_NAME the Lease holder carries (identities are `<POD_NAME>_<uuid>`). */
@@ -39,7 +39,7 @@ async function waitLeader(stack: Stack, timeoutMs: number): Promise<number> {
     for (const [j] of stack.operators.entries()) {
       if (!stack.alive(j)) continue;
       const want = j === i ? 1 : 0;
-      if (await stack.metric(MASTER, { name: leaderElectionId }, j) !== want) return undefined;
+      if (await stack.metric(MASTER, { name: LEADER_ELECTION_ID }, j) !== want) return undefined;
     }
     return i;
   }, { what: "exactly one leader", timeoutMs, intervalMs: 50 });
@@ -81,7 +81,11 @@ e2eSuite("two replicas with leader election: one leads, the other takes over", {
     let leader = -1;
     await step("exactly one replica leads", async () => {
       leader = await waitLeader(stack, 30_000);
-      assert.equal(await stack.metric(MASTER, { name: leaderElectionId }), 1, "one leader in all");
+      assert.equal(
+        await stack.metric(MASTER, { name: LEADER_ELECTION_ID }),
+        1,
+        "one leader in all",
+      );
     });
 
     let first: CocoonSet | undefined;
@@ -141,7 +145,7 @@ e2eSuite("two replicas with leader election: one leads, the other takes over", {
       const old = 1 - leader;
       await stack.restartOperator(old);
       assert.equal(await waitLeader(stack, 10_000), leader, "leadership stays");
-      assert.equal(await stack.metric(MASTER, { name: leaderElectionId }, old), 0);
+      assert.equal(await stack.metric(MASTER, { name: LEADER_ELECTION_ID }, old), 0);
     });
   } finally {
     await podsA.stop();

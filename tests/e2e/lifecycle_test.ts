@@ -10,23 +10,23 @@ import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import {
-  AnnotationBackend,
-  AnnotationCocoonSetGeneration,
-  AnnotationConnType,
-  AnnotationForkFrom,
-  AnnotationImage,
-  AnnotationIP,
-  AnnotationManaged,
-  AnnotationMode,
-  AnnotationOS,
-  AnnotationSnapshotPolicy,
-  AnnotationStorage,
-  AnnotationVMID,
-  AnnotationVMName,
-  AnnotationVNCPort,
-  LabelCocoonSet,
-  LabelRole,
-  LabelSlot,
+  ANNOTATION_BACKEND,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_CONN_TYPE,
+  ANNOTATION_FORK_FROM,
+  ANNOTATION_IMAGE,
+  ANNOTATION_IP,
+  ANNOTATION_MANAGED,
+  ANNOTATION_MODE,
+  ANNOTATION_OS,
+  ANNOTATION_SNAPSHOT_POLICY,
+  ANNOTATION_STORAGE,
+  ANNOTATION_VM_NAME,
+  ANNOTATION_VMID,
+  ANNOTATION_VNC_PORT,
+  LABEL_COCOON_SET,
+  LABEL_ROLE,
+  LABEL_SLOT,
 } from "../../common/meta/keys.ts";
 import { isPodReady } from "../../common/meta/pod.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
@@ -66,9 +66,9 @@ function assertPodShape(pod: Pod, cs: CocoonSet, role: string, slot: string): vo
   const name = cs.metadata.name!;
   const what = pod.metadata.name;
   assert.deepEqual(pod.metadata.labels, {
-    [LabelCocoonSet]: name,
-    [LabelRole]: role,
-    [LabelSlot]: slot,
+    [LABEL_COCOON_SET]: name,
+    [LABEL_ROLE]: role,
+    [LABEL_SLOT]: slot,
     "app.kubernetes.io/name": name,
   }, `${what}: labels`);
   assert.deepEqual(
@@ -77,12 +77,12 @@ function assertPodShape(pod: Pod, cs: CocoonSet, role: string, slot: string): vo
     `${what}: one controller reference to the set`,
   );
   const a = pod.metadata.annotations ?? {};
-  assert.equal(a[AnnotationCocoonSetGeneration], String(cs.metadata.generation), what);
-  assert.equal(a[AnnotationVMName], vmOf(NS, name, slot), what);
-  assert.equal(a[AnnotationOS], "linux", what);
-  assert.equal(a[AnnotationManaged], "true", what);
-  assert.equal(a[AnnotationSnapshotPolicy], "always", what);
-  assert.equal(a[AnnotationBackend], "cloud-hypervisor", what);
+  assert.equal(a[ANNOTATION_COCOON_SET_GENERATION], String(cs.metadata.generation), what);
+  assert.equal(a[ANNOTATION_VM_NAME], vmOf(NS, name, slot), what);
+  assert.equal(a[ANNOTATION_OS], "linux", what);
+  assert.equal(a[ANNOTATION_MANAGED], "true", what);
+  assert.equal(a[ANNOTATION_SNAPSHOT_POLICY], "always", what);
+  assert.equal(a[ANNOTATION_BACKEND], "cloud-hypervisor", what);
   assert.equal(pod.spec?.terminationGracePeriodSeconds, 1, what);
   assert.deepEqual(pod.spec?.tolerations, [
     { key: "virtual-kubelet.io/provider", operator: "Exists" },
@@ -140,10 +140,10 @@ async function createFullSet(stack: Stack): Promise<World> {
 
   // Pods: the contract's shape, sub-agents forked from the main and bound to its node.
   assertPodShape(main, cs, "main", "0");
-  assert.equal(main.metadata.annotations?.[AnnotationForkFrom], undefined, "main forks nothing");
-  assert.equal(main.metadata.annotations?.[AnnotationImage], IMAGE);
-  assert.equal(main.metadata.annotations?.[AnnotationMode], "clone");
-  assert.equal(main.metadata.annotations?.[AnnotationStorage], "10Gi");
+  assert.equal(main.metadata.annotations?.[ANNOTATION_FORK_FROM], undefined, "main forks nothing");
+  assert.equal(main.metadata.annotations?.[ANNOTATION_IMAGE], IMAGE);
+  assert.equal(main.metadata.annotations?.[ANNOTATION_MODE], "clone");
+  assert.equal(main.metadata.annotations?.[ANNOTATION_STORAGE], "10Gi");
   assert.deepEqual(main.spec?.containers[0].resources?.limits, {
     cpu: "2",
     memory: "4Gi",
@@ -160,18 +160,18 @@ async function createFullSet(stack: Stack): Promise<World> {
   for (const slot of [1, 2, 3]) {
     const sub = pods.get(`full-${slot}`)!;
     assertPodShape(sub, cs, "sub-agent", String(slot));
-    assert.equal(sub.metadata.annotations?.[AnnotationForkFrom], vmOf(NS, "full", 0));
+    assert.equal(sub.metadata.annotations?.[ANNOTATION_FORK_FROM], vmOf(NS, "full", 0));
     assert.equal(sub.spec?.nodeName, mainNode, `${sub.metadata.name} is bound to the main's node`);
     assert.equal((await stack.sim.vm(NS, `full-${slot}`))?.node, mainNode);
   }
   for (const tb of ["tools", "desk"]) {
     const pod = pods.get(`full-${tb}`)!;
     assertPodShape(pod, cs, "toolbox", tb);
-    assert.equal(pod.metadata.annotations?.[AnnotationImage], TOOLS_IMAGE);
-    assert.equal(pod.metadata.annotations?.[AnnotationMode], "run");
-    assert.equal(pod.metadata.annotations?.[AnnotationForkFrom], undefined);
+    assert.equal(pod.metadata.annotations?.[ANNOTATION_IMAGE], TOOLS_IMAGE);
+    assert.equal(pod.metadata.annotations?.[ANNOTATION_MODE], "run");
+    assert.equal(pod.metadata.annotations?.[ANNOTATION_FORK_FROM], undefined);
   }
-  assert.equal(pods.get("full-desk")!.metadata.annotations?.[AnnotationConnType], "vnc");
+  assert.equal(pods.get("full-desk")!.metadata.annotations?.[ANNOTATION_CONN_TYPE], "vnc");
 
   // Status: counts, one entry per agent and toolbox with the runtime facts, both conditions.
   assert.equal(st.observedGeneration, 1);
@@ -186,8 +186,8 @@ async function createFullSet(stack: Stack): Promise<World> {
   );
   for (const a of st.agents ?? []) {
     const pod = pods.get(a.podName ?? "")!;
-    assert.equal(a.vmID, pod.metadata.annotations?.[AnnotationVMID]);
-    assert.equal(a.ip, pod.metadata.annotations?.[AnnotationIP]);
+    assert.equal(a.vmID, pod.metadata.annotations?.[ANNOTATION_VMID]);
+    assert.equal(a.ip, pod.metadata.annotations?.[ANNOTATION_IP]);
     assert.ok(a.vmID, `${a.podName} reports its VM id`);
   }
   assert.deepEqual(st.toolboxes?.map((t) => [t.name, t.podName, t.vmName, t.connType, t.phase]), [
@@ -195,7 +195,7 @@ async function createFullSet(stack: Stack): Promise<World> {
     ["tools", "full-tools", vmOf(NS, "full", "tools"), "ssh", "Running"],
   ]);
   const desk = pods.get("full-desk")!;
-  assert.equal(st.toolboxes?.[0].vncPort, Number(desk.metadata.annotations?.[AnnotationVNCPort]));
+  assert.equal(st.toolboxes?.[0].vncPort, Number(desk.metadata.annotations?.[ANNOTATION_VNC_PORT]));
   assert.ok((st.toolboxes?.[0].vncPort ?? 0) > 0, "the VNC toolbox reports its port");
   const ready = conditionOf(cs, "Ready");
   assert.deepEqual([ready?.status, ready?.reason, ready?.message], [
@@ -237,7 +237,7 @@ async function gcRound(stack: Stack, policy: "always" | "main-only" | "never"): 
     cs = await patchSpec(stack, cs, { snapshotPolicy: policy });
     cs = await waitSet(stack, cs, `Running under ${policy}`, settled(2, 1));
     for (const pod of (await livePodsOf(stack, cs)).values()) {
-      assert.equal(pod.metadata.annotations?.[AnnotationSnapshotPolicy], policy);
+      assert.equal(pod.metadata.annotations?.[ANNOTATION_SNAPSHOT_POLICY], policy);
     }
     for (const vm of all) {
       assert.deepEqual(await stack.tagsOf(vm), ["latest"], `${policy}: ${vm} after the switch`);
@@ -360,8 +360,8 @@ e2eSuite(
           const sub = pods.get(`full-${slot}`);
           assert.ok(sub && isPodReady(sub), `full-${slot} runs`);
           assert.notEqual(sub.metadata.uid, uids.get(`full-${slot}`), `full-${slot} is new`);
-          assert.equal(sub.metadata.annotations?.[AnnotationForkFrom], vmOf(NS, "full", 0));
-          assert.equal(sub.metadata.annotations?.[AnnotationCocoonSetGeneration], "3");
+          assert.equal(sub.metadata.annotations?.[ANNOTATION_FORK_FROM], vmOf(NS, "full", 0));
+          assert.equal(sub.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "3");
           assert.equal(sub.spec?.nodeName, mainNode);
         }
         assert.deepEqual(after.status?.agents?.map((a) => a.forkedFrom ?? ""), [
@@ -369,7 +369,7 @@ e2eSuite(
           ...Array(5).fill(vmOf(NS, "full", 0)),
         ]);
         for (const pod of pods.values()) {
-          assert.equal(pod.metadata.annotations?.[AnnotationCocoonSetGeneration], "3");
+          assert.equal(pod.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "3");
         }
       });
 

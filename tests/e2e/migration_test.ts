@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernate,
-  AnnotationRestoreFromHibernate,
-  AnnotationVMID,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_RESTORE_FROM_HIBERNATE,
+  ANNOTATION_VMID,
 } from "../../common/meta/keys.ts";
 import { isPodReady } from "../../common/meta/pod.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
@@ -80,7 +80,7 @@ e2eSuite("migration of a running main to the other node", {}, async (stack, step
         const migrating = sets.first((s) => s.object.status?.phase === "Migrating");
         const quiesced = pods.first((s) =>
           s.object.metadata.uid === oldMain.metadata.uid &&
-          s.object.metadata.annotations?.[AnnotationHibernate] === "true"
+          s.object.metadata.annotations?.[ANNOTATION_HIBERNATE] === "true"
         );
         assert.ok(migrating && quiesced, "Migrating and the hibernate request were both seen");
         assert.ok(migrating.rv < quiesced.rv, "Migrating is written first");
@@ -102,7 +102,7 @@ e2eSuite("migration of a running main to the other node", {}, async (stack, step
         assert.ok(hibernated && hibernated.rv < oldGone.rv, "deleted after it hibernated");
 
         // The new main: required affinity to the target, restored from exactly that manifest.
-        assert.equal(main.metadata.annotations?.[AnnotationRestoreFromHibernate], "true");
+        assert.equal(main.metadata.annotations?.[ANNOTATION_RESTORE_FROM_HIBERNATE], "true");
         assert.deepEqual(
           main.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution,
           {
@@ -115,8 +115,8 @@ e2eSuite("migration of a running main to the other node", {}, async (stack, step
         assert.equal(vm?.node, to);
         assert.equal(vm?.restoredFrom, pushed.digest, "restored from the migration's snapshot");
         assert.notEqual(
-          main.metadata.annotations?.[AnnotationVMID],
-          oldMain.metadata.annotations?.[AnnotationVMID],
+          main.metadata.annotations?.[ANNOTATION_VMID],
+          oldMain.metadata.annotations?.[ANNOTATION_VMID],
         );
 
         // The snapshot is dropped, and only after the restored VM ran.
@@ -148,11 +148,11 @@ e2eSuite("migration of a running main to the other node", {}, async (stack, step
         assert.equal(now.metadata.uid, was.metadata.uid, `${name} is the same pod`);
         assert.equal(now.spec?.nodeName, was.spec?.nodeName, `${name} stays on its node`);
         assert.equal(
-          now.metadata.annotations?.[AnnotationVMID],
-          was.metadata.annotations?.[AnnotationVMID],
+          now.metadata.annotations?.[ANNOTATION_VMID],
+          was.metadata.annotations?.[ANNOTATION_VMID],
           `${name} runs the same VM`,
         );
-        assert.equal(now.metadata.annotations?.[AnnotationHibernate], undefined);
+        assert.equal(now.metadata.annotations?.[ANNOTATION_HIBERNATE], undefined);
         // Ready in every version the API server wrote since the migration was asked for.
         const since = pods.of(name).filter((s) => s.rv > editRv);
         for (const s of since) {

@@ -13,10 +13,10 @@
 import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
-import { AnnotationImage } from "../../common/meta/keys.ts";
+import { ANNOTATION_IMAGE } from "../../common/meta/keys.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
 import { parseRfc3339 } from "../../kube/time.ts";
-import { AnnotationSimFail } from "../../sim/knobs.ts";
+import { ANNOTATION_SIM_FAIL } from "../../sim/knobs.ts";
 import type { Stack } from "../harness/stack.ts";
 import { recordTimeline, type Timeline } from "../harness/timeline.ts";
 import { waitUntil } from "../harness/wait.ts";
@@ -37,7 +37,7 @@ import { e2eSuite } from "./_support.ts";
 const NS = "e2e-rebuild";
 const HISTORY = "cocoonset.cocoonstack.io/rebuild-history";
 const DEAD_LETTER = "cocoonset.cocoonstack.io/dead-letter";
-const labels = { namespace: NS, cocoonset: "rb" };
+const LABELS = { namespace: NS, cocoonset: "rb" };
 
 /** The rebuild history of slot 1, as the set's annotation records it. */
 function slot1(cs: CocoonSet): { count: number; lastDeleted: number } | undefined {
@@ -61,7 +61,7 @@ async function nextSub(stack: Stack, previousUid: string): Promise<Pod> {
 /** Makes the pod's VM fail (the simulator reports lifecycle-state=failed). */
 async function failVm(stack: Stack, pod: Pod): Promise<void> {
   await stack.admin.patch(Pods, NS, pod.metadata.name!, "merge", {
-    metadata: { uid: pod.metadata.uid, annotations: { [AnnotationSimFail]: "lifecycle" } },
+    metadata: { uid: pod.metadata.uid, annotations: { [ANNOTATION_SIM_FAIL]: "lifecycle" } },
   });
 }
 
@@ -132,9 +132,9 @@ e2eSuite("sub-agent failures: rebuild with backoff, dead letter, lifted by a spe
           );
         }
         previous = entry;
-        assert.equal(await stack.metric("cocoon_operator_subagent_rebuild_total", labels), attempt);
+        assert.equal(await stack.metric("cocoon_operator_subagent_rebuild_total", LABELS), attempt);
       }
-      assert.equal(pod!.metadata.annotations?.[AnnotationSimFail], undefined, "a fresh pod");
+      assert.equal(pod!.metadata.annotations?.[ANNOTATION_SIM_FAIL], undefined, "a fresh pod");
       // One announcement per rebuild.
       const announced = (await eventsWith(stack, cs, "SubAgentRebuilding"))
         .map((e) => [e.message, e.count ?? 1, e.type]);
@@ -151,7 +151,7 @@ e2eSuite("sub-agent failures: rebuild with backoff, dead letter, lifted by a spe
       assert.equal(ev.type, "Warning");
       assert.equal(ev.message, "slot 1 exhausted 4 rebuilds; pod rb-1 left in dead-letter");
       assert.equal(
-        await waitMetric(stack, "cocoon_operator_subagent_dead_letter_total", labels, (v) => v > 0),
+        await waitMetric(stack, "cocoon_operator_subagent_dead_letter_total", LABELS, (v) => v > 0),
         1,
       );
       const marked = await waitPod(
@@ -190,8 +190,8 @@ e2eSuite("sub-agent failures: rebuild with backoff, dead letter, lifted by a spe
       );
       assert.equal((await stack.admin.get(Pods, NS, "rb-1")).metadata.uid, uid);
       assert.equal(await eventCount(stack, cs, "SubAgentDeadLetter"), 1);
-      assert.equal(await stack.metric("cocoon_operator_subagent_dead_letter_total", labels), 1);
-      assert.equal(await stack.metric("cocoon_operator_subagent_rebuild_total", labels), 4);
+      assert.equal(await stack.metric("cocoon_operator_subagent_dead_letter_total", LABELS), 1);
+      assert.equal(await stack.metric("cocoon_operator_subagent_rebuild_total", LABELS), 4);
     });
 
     await step("a spec edit lifts the dead letter: rebuilt with a fresh budget", async () => {
@@ -199,7 +199,7 @@ e2eSuite("sub-agent failures: rebuild with backoff, dead letter, lifted by a spe
       const image = "ghcr.io/cocoonstack/cocoon/ubuntu:24.10";
       cs = await patchSpec(stack, cs, { agent: { image } });
       pod = await nextSub(stack, uid);
-      assert.equal(pod.metadata.annotations?.[AnnotationImage], image);
+      assert.equal(pod.metadata.annotations?.[ANNOTATION_IMAGE], image);
       assert.equal(pod.metadata.annotations?.[DEAD_LETTER], undefined);
       cs = await waitSet(stack, cs, "Running on the new spec", inPhase("Running"));
       assert.equal(cs.metadata.annotations?.[HISTORY], undefined, "the slot's history is reset");
@@ -217,8 +217,8 @@ e2eSuite("sub-agent failures: rebuild with backoff, dead letter, lifted by a spe
       pod = await nextSub(stack, failedUid);
       cs = await waitSet(stack, cs, "Running again", (c) => inPhase("Running")(c) && !!slot1(c));
       assert.equal(slot1(cs)?.count, 1);
-      assert.equal(await stack.metric("cocoon_operator_subagent_rebuild_total", labels), 5);
-      assert.equal(await stack.metric("cocoon_operator_subagent_dead_letter_total", labels), 1);
+      assert.equal(await stack.metric("cocoon_operator_subagent_rebuild_total", LABELS), 5);
+      assert.equal(await stack.metric("cocoon_operator_subagent_dead_letter_total", LABELS), 1);
     });
   } finally {
     await sets.stop();

@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernatedOnNode,
-  AnnotationKeepSnapshotOnDelete,
-  AnnotationRestoreFromHibernate,
+  ANNOTATION_HIBERNATED_ON_NODE,
+  ANNOTATION_KEEP_SNAPSHOT_ON_DELETE,
+  ANNOTATION_RESTORE_FROM_HIBERNATE,
 } from "../../common/meta/keys.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
 import type { Stack } from "../harness/stack.ts";
@@ -34,7 +34,7 @@ import { e2eSuite } from "./_support.ts";
 const NS = "e2e-release";
 const VM = vmOf(NS, "rel", 0);
 const DELETE_VM_NAMES = "cocoonset.cocoonstack.io/delete-vm-names";
-const labels = { namespace: NS, cocoonset: "rel" };
+const LABELS = { namespace: NS, cocoonset: "rel" };
 const NODES = ["vk-a", "vk-b"];
 
 /** Suspends a running release set and checks the seat is given back with the snapshot kept. */
@@ -63,19 +63,19 @@ async function release(
     what: `the seat on ${node} freed`,
     timeoutMs: 10_000,
   });
-  assert.equal(cs.metadata.annotations?.[AnnotationHibernatedOnNode], node);
+  assert.equal(cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE], node);
   assert.equal(cs.metadata.annotations?.[DELETE_VM_NAMES], VM);
   assert.equal(cs.status?.desiredAgents, 1);
   assert.equal(cs.status?.readyAgents, 0);
   assert.deepEqual(await stack.tagsOf(VM), ["hibernate"], "the snapshot is kept");
   assert.equal(
-    await stack.metric("cocoon_operator_slot_release_pods_deleted_total", labels),
+    await stack.metric("cocoon_operator_slot_release_pods_deleted_total", LABELS),
     round,
   );
   // The pod was marked keep-snapshot-on-delete before its delete was issued.
   const marked = pods.first((s) =>
     s.object.metadata.uid === main.metadata.uid &&
-    s.object.metadata.annotations?.[AnnotationKeepSnapshotOnDelete] === "true"
+    s.object.metadata.annotations?.[ANNOTATION_KEEP_SNAPSHOT_ON_DELETE] === "true"
   );
   const deleting = pods.first((s) =>
     s.object.metadata.uid === main.metadata.uid && !!s.object.metadata.deletionTimestamp
@@ -114,7 +114,7 @@ async function assertRestoredThenDropped(
   for (const d of deletes) {
     assert.ok(d.at >= ready.at, `snapshot DELETE at ${d.at} before the VM ran at ${ready.at}`);
   }
-  assert.equal(pod.metadata.annotations?.[AnnotationRestoreFromHibernate], "true");
+  assert.equal(pod.metadata.annotations?.[ANNOTATION_RESTORE_FROM_HIBERNATE], "true");
 }
 
 /** The restore pod's affinity: only a preference (weight 100) for the hint node. */
@@ -166,19 +166,19 @@ e2eSuite(
           stack,
           cs,
           "Running",
-          (c) => inPhase("Running")(c) && !c.metadata.annotations?.[AnnotationHibernatedOnNode],
+          (c) => inPhase("Running")(c) && !c.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE],
         );
         await assertRestoredThenDropped(stack, pod, released.digest, before, wokenAt);
         assert.equal(
           await stack.metric("cocoon_operator_slot_release_wake_total", {
-            ...labels,
+            ...LABELS,
             placement: "hint-node",
           }),
           1,
         );
         assert.equal(
           await stack.metric("cocoon_operator_slot_release_wake_total", {
-            ...labels,
+            ...LABELS,
             placement: "pool",
           }),
           0,
@@ -203,12 +203,12 @@ e2eSuite(
         await waitMetric(
           stack,
           "cocoon_operator_slot_release_wake_unschedulable_total",
-          labels,
+          LABELS,
           (v) => v >= 1,
         );
         const waiting = await waitSet(stack, cs, "Waking", inPhase("Waking"));
         assert.deepEqual(await stack.tagsOf(VM), ["hibernate"], "the snapshot waits too");
-        assert.equal(waiting.metadata.annotations?.[AnnotationHibernatedOnNode], released.node);
+        assert.equal(waiting.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE], released.node);
         const pod = await stack.admin.get(Pods, NS, "rel-0");
         assert.equal(pod.spec?.nodeName, undefined);
         assertPrefersHint(pod, released.node);
@@ -225,19 +225,20 @@ e2eSuite(
             stack,
             cs,
             "Running",
-            (c) => inPhase("Running")(c) && !c.metadata.annotations?.[AnnotationHibernatedOnNode],
+            (c) =>
+              inPhase("Running")(c) && !c.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE],
           );
           await assertRestoredThenDropped(stack, pod, released.digest, eventsBefore, wokenAt);
           assert.equal(
             await stack.metric("cocoon_operator_slot_release_wake_total", {
-              ...labels,
+              ...LABELS,
               placement: "pool",
             }),
             1,
           );
           assert.equal(
             await stack.metric("cocoon_operator_slot_release_wake_total", {
-              ...labels,
+              ...LABELS,
               placement: "hint-node",
             }),
             1,

@@ -10,13 +10,13 @@ import { type CocoonHibernation, CocoonHibernations } from "../../common/apis/v1
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import { findStatusCondition } from "../../common/k8s/condition.ts";
 import {
-  AnnotationHibernate,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationLifecycleStateMessage,
-  AnnotationVMName,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_LIFECYCLE_STATE_MESSAGE,
+  ANNOTATION_VM_NAME,
 } from "../../common/meta/keys.ts";
-import { AnnotationSimLifecycle, AnnotationSimRemoveDelayMs } from "../../sim/knobs.ts";
+import { ANNOTATION_SIM_LIFECYCLE, ANNOTATION_SIM_REMOVE_DELAY_MS } from "../../sim/knobs.ts";
 import { Pods } from "../../kube/core.ts";
 import { isNotFound } from "../../kube/errors.ts";
 import type { Stack } from "../harness/stack.ts";
@@ -35,7 +35,7 @@ import {
   waitSet,
 } from "../harness/stack_objects.ts";
 import { e2eSuite } from "./_support.ts";
-import { AnnotationSnapshotLedger } from "../../cocoonset/snapshot_ledger.ts";
+import { ANNOTATION_SNAPSHOT_LEDGER } from "../../cocoonset/snapshot_ledger.ts";
 
 const NS = "e2e-safety";
 
@@ -76,11 +76,11 @@ async function silence(stack: Stack, namespace: string, pod: string): Promise<vo
   await stack.admin.patch(Pods, namespace, pod, "merge", {
     metadata: {
       annotations: {
-        [AnnotationSimLifecycle]: "silent",
-        [AnnotationSimRemoveDelayMs]: "1500",
-        [AnnotationLifecycleState]: null,
-        [AnnotationLifecycleObservedGeneration]: null,
-        [AnnotationLifecycleStateMessage]: null,
+        [ANNOTATION_SIM_LIFECYCLE]: "silent",
+        [ANNOTATION_SIM_REMOVE_DELAY_MS]: "1500",
+        [ANNOTATION_LIFECYCLE_STATE]: null,
+        [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: null,
+        [ANNOTATION_LIFECYCLE_STATE_MESSAGE]: null,
       },
     },
   });
@@ -150,7 +150,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       await waitEvent(stack, hib, "YieldedToCocoonSet", /CocoonSet e2e-safety\/ret/);
       // Suspended holds: the request never cleared the suspend's annotation.
       const pod = await stack.admin.get(Pods, NS, "ret-0");
-      assert.equal(pod.metadata.annotations?.[AnnotationHibernate], "true");
+      assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], "true");
       assert.deepEqual(await stack.tagsOf(vmOf(NS, "ret", 0)), ["hibernate"]);
       assert.equal(await eventCount(stack, hib, "YieldedToCocoonSet"), 1, "no loop of Warnings");
       assert.equal((await getSet(stack, cs)).status?.phase, "Suspended");
@@ -170,7 +170,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       // The restore pod gets a hibernate request from nobody the operator knows (a stale pass).
       await waitPod(stack, NS, "orph-0", "created", () => true);
       await stack.admin.patch(Pods, NS, "orph-0", "merge", {
-        metadata: { annotations: { [AnnotationHibernate]: "true" } },
+        metadata: { annotations: { [ANNOTATION_HIBERNATE]: "true" } },
       });
       await waitEvent(stack, cs, "OrphanHibernateWithdrawn", /orph-0/);
       cs = await waitSet(stack, cs, "Running", inPhase("Running"));
@@ -251,7 +251,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
           // makes teardown try every tag of every listed name).
           annotations: {
             "cocoonset.cocoonstack.io/delete-vm-names": `${victim}`,
-            [AnnotationSnapshotLedger]: null,
+            [ANNOTATION_SNAPSHOT_LEDGER]: null,
           },
         },
       });
@@ -269,7 +269,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       // A pod whose editable annotation names another namespace's VM.
       const victim = vmOf("e2e-victim", "app", 0);
       await stack.admin.create(Pods, {
-        metadata: { name: "bare-0", namespace: NS, annotations: { [AnnotationVMName]: victim } },
+        metadata: { name: "bare-0", namespace: NS, annotations: { [ANNOTATION_VM_NAME]: victim } },
         spec: { containers: [{ name: "c", image: "x" }], nodeName: "no-such-node" },
       });
       await createRequest(stack, NS, "steal", "bare-0", "Wake");
@@ -292,7 +292,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
         metadata: {
           name: "x-prod-0",
           namespace: "e2e-team",
-          annotations: { [AnnotationVMName]: shared },
+          annotations: { [ANNOTATION_VM_NAME]: shared },
         },
         spec: { containers: [{ name: "c", image: "x" }], nodeName: "no-such-node" },
       });
@@ -307,10 +307,10 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       );
       await waitEvent(stack, collided, "VMNameRefused", /CocoonSet e2e-team-x\/prod/);
       const setPod = await stack.admin.get(Pods, "e2e-team-x", "prod-0");
-      assert.equal(setPod.metadata.annotations?.[AnnotationHibernate], undefined);
+      assert.equal(setPod.metadata.annotations?.[ANNOTATION_HIBERNATE], undefined);
       // No ledger: teardown tries every tag of the set's VMs.
       await stack.admin.patch(CocoonSets, "e2e-team-x", "prod", "merge", {
-        metadata: { annotations: { [AnnotationSnapshotLedger]: null } },
+        metadata: { annotations: { [ANNOTATION_SNAPSHOT_LEDGER]: null } },
       });
       await stack.admin.delete(CocoonSets, "e2e-team-x", "prod");
       await waitEvent(stack, cs, "SnapshotDeleteRefused", /Pod e2e-team\/x-prod-0/);
@@ -344,7 +344,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       assert.equal((await stack.sim.vm(NS, "quiet-0"))?.phase, "hibernated");
       assert.deepEqual(await stack.tagsOf(vmOf(NS, "quiet", 0)), ["hibernate"]);
       const quiet = await stack.admin.get(Pods, NS, "quiet-0");
-      assert.equal(quiet.metadata.annotations?.[AnnotationLifecycleState], undefined, "silent");
+      assert.equal(quiet.metadata.annotations?.[ANNOTATION_LIFECYCLE_STATE], undefined, "silent");
 
       await waitSet(stack, release, "Suspended", inPhase("Suspended"));
       await waitGone("quietrel-0", () => stack.admin.get(Pods, NS, "quietrel-0"));
@@ -375,7 +375,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
         metadata: {
           name: "x-late-0",
           namespace: "e2e-team",
-          annotations: { [AnnotationVMName]: shared },
+          annotations: { [ANNOTATION_VM_NAME]: shared },
         },
         spec: { containers: [{ name: "c", image: "x" }], nodeName: "no-such-node" },
       });
@@ -388,7 +388,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
       );
       cs = await waitSet(stack, cs, "Suspending", inPhase("Suspending"));
       const main = await stack.admin.get(Pods, "e2e-team-x", "late-0");
-      assert.equal(main.metadata.annotations?.[AnnotationHibernate], undefined);
+      assert.equal(main.metadata.annotations?.[ANNOTATION_HIBERNATE], undefined);
       assert.equal((await stack.sim.vm("e2e-team-x", "late-0"))?.phase, "running");
       assert.deepEqual(await stack.tagsOf(shared), [], "nothing was pushed under the shared name");
       // Once the other namespace's pod is gone, the same suspend goes through.

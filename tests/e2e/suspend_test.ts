@@ -15,13 +15,13 @@ import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationHibernate,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
 } from "../../common/meta/keys.ts";
 import { type Pod, Pods } from "../../kube/core.ts";
-import { AnnotationSimHibernateDelayMs } from "../../sim/knobs.ts";
+import { ANNOTATION_SIM_HIBERNATE_DELAY_MS } from "../../sim/knobs.ts";
 import type { Stack } from "../harness/stack.ts";
 import { recordTimeline, type Timeline } from "../harness/timeline.ts";
 import { waitUntil } from "../harness/wait.ts";
@@ -45,8 +45,8 @@ const TOOLBOXES = [{ name: "tb", image: TOOLS }];
 
 function hibernatedAt(pod: Pod, generation: number): boolean {
   const a = pod.metadata.annotations ?? {};
-  return a[AnnotationLifecycleState] === "hibernated" &&
-    Number(a[AnnotationLifecycleObservedGeneration] ?? "0") >= generation;
+  return a[ANNOTATION_LIFECYCLE_STATE] === "hibernated" &&
+    Number(a[ANNOTATION_LIFECYCLE_OBSERVED_GENERATION] ?? "0") >= generation;
 }
 
 /** Waits until every pod of the set reports hibernated at `generation`. */
@@ -110,7 +110,7 @@ async function resume(stack: Stack, cs: CocoonSet): Promise<CocoonSet> {
   const pods = await livePodsOf(stack, cs);
   for (const [i, name] of PODS.entries()) {
     const pod = pods.get(name)!;
-    assert.equal(pod.metadata.annotations?.[AnnotationHibernate], undefined, `${name} woken`);
+    assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], undefined, `${name} woken`);
     const vm = await stack.sim.vm(NS, name);
     assert.equal(vm?.phase, "running");
     assert.equal(vm?.restoredFrom, digests.get(VMS[i]), `${name} woke from its snapshot`);
@@ -162,7 +162,7 @@ e2eSuite("suspend and resume with the retain policy", {}, async (stack, step) =>
         // all exist while sus-2 has not hibernated yet.
         await stack.registry.pushManifest(`${stack.prefix}/${VMS[2]}`, "hibernate", '{"old":1}');
         await stack.admin.patch(Pods, NS, "sus-2", "merge", {
-          metadata: { annotations: { [AnnotationSimHibernateDelayMs]: "2500" } },
+          metadata: { annotations: { [ANNOTATION_SIM_HIBERNATE_DELAY_MS]: "2500" } },
         });
         const since = Date.now();
         cs = await patchSpec(stack, cs, { suspend: true });
@@ -172,9 +172,9 @@ e2eSuite("suspend and resume with the retain policy", {}, async (stack, step) =>
         const stamped = await livePodsOf(stack, cs);
         for (const name of PODS) {
           const pod = stamped.get(name)!;
-          assert.equal(pod.metadata.annotations?.[AnnotationHibernate], "true");
+          assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], "true");
           assert.equal(
-            pod.metadata.annotations?.[AnnotationCocoonSetGeneration],
+            pod.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION],
             String(generation),
           );
           assert.equal(pod.spec?.nodeName !== undefined, true, `${name} keeps its seat`);
@@ -207,7 +207,7 @@ e2eSuite("suspend and resume with the retain policy", {}, async (stack, step) =>
         assert.deepEqual([...now.keys()], PODS, "nothing is created while suspended");
         for (const name of PODS) {
           assert.equal(
-            now.get(name)?.metadata.annotations?.[AnnotationCocoonSetGeneration],
+            now.get(name)?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION],
             String(generation),
           );
         }

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { LabelCocoonSet, LabelRole, LabelSlot } from "../../common/meta/keys.ts";
+import { LABEL_COCOON_SET, LABEL_ROLE, LABEL_SLOT } from "../../common/meta/keys.ts";
 import type { Pod } from "../../kube/core.ts";
 import type { Observation } from "./_observer.ts";
 
@@ -38,9 +38,9 @@ function describe(c: Claim): string {
 /** The slot a pod claims (`ns/set/role/slot`), or undefined for pods of no CocoonSet. */
 export function slotOf(pod: Pod): string | undefined {
   const labels = pod.metadata.labels ?? {};
-  const set = labels[LabelCocoonSet];
+  const set = labels[LABEL_COCOON_SET];
   if (!set) return undefined;
-  return `${pod.metadata.namespace}/${set}/${labels[LabelRole] ?? ""}/${labels[LabelSlot] ?? ""}`;
+  return `${pod.metadata.namespace}/${set}/${labels[LABEL_ROLE] ?? ""}/${labels[LABEL_SLOT] ?? ""}`;
 }
 
 /** Tracks live pods per slot; see the module doc. */

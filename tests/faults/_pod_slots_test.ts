@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { LabelCocoonSet, LabelRole, LabelSlot } from "../../common/meta/keys.ts";
+import { LABEL_COCOON_SET, LABEL_ROLE, LABEL_SLOT } from "../../common/meta/keys.ts";
 import type { Pod } from "../../kube/core.ts";
 import type { Observation } from "./_observer.ts";
 import { SlotLedger, slotOf } from "./_pod_slots.ts";
@@ -10,7 +10,7 @@ function pod(name: string, uid: string, slot: string, terminating = false): Pod 
       name,
       namespace: "ns",
       uid,
-      labels: { [LabelCocoonSet]: "demo", [LabelRole]: "sub-agent", [LabelSlot]: slot },
+      labels: { [LABEL_COCOON_SET]: "demo", [LABEL_ROLE]: "sub-agent", [LABEL_SLOT]: slot },
       ...(terminating ? { deletionTimestamp: "2026-05-14T00:00:00Z" } : {}),
     },
   };

@@ -28,11 +28,11 @@ import {
   type CocoonSetSpec,
 } from "../../common/apis/v1/mod.ts";
 import { findStatusCondition } from "../../common/k8s/condition.ts";
-import { AnnotationCocoonSetGeneration, LabelCocoonSet } from "../../common/meta/keys.ts";
+import { ANNOTATION_COCOON_SET_GENERATION, LABEL_COCOON_SET } from "../../common/meta/keys.ts";
 import { Pods } from "../../kube/core.ts";
 import { errorMessage } from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/object.ts";
-import { AnnotationSimFail } from "../../sim/knobs.ts";
+import { ANNOTATION_SIM_FAIL } from "../../sim/knobs.ts";
 import type { Stack } from "../harness/stack.ts";
 import { waitUntil } from "../harness/wait.ts";
 import {
@@ -126,7 +126,7 @@ function refusedHibernation(name: string, spec: unknown, message: RegExp) {
     }), message);
 }
 
-const agent = { image: IMAGE };
+const AGENT = { image: IMAGE };
 
 /** A set the operator must answer with a Warning Event and Ready=False of this reason. */
 function flaggedSet(name: string, spec: Record<string, unknown>, reason: string, message: RegExp) {
@@ -136,7 +136,7 @@ function flaggedSet(name: string, spec: Record<string, unknown>, reason: string,
       name,
       answer: "condition",
       async apply() {
-        cs = await stack.admin.create(CocoonSets, setBody(name, { agent, ...spec }));
+        cs = await stack.admin.create(CocoonSets, setBody(name, { agent: AGENT, ...spec }));
       },
       async observe() {
         const now = await getSet(stack, cs!);
@@ -168,7 +168,7 @@ function garbledStamp(name: string, pod: string, garbage: string) {
     answer: "repaired",
     async apply() {
       await stack.admin.patch(Pods, NS, pod, "merge", {
-        metadata: { annotations: { [AnnotationCocoonSetGeneration]: garbage } },
+        metadata: { annotations: { [ANNOTATION_COCOON_SET_GENERATION]: garbage } },
       });
     },
     async observe() {
@@ -176,7 +176,7 @@ function garbledStamp(name: string, pod: string, garbage: string) {
         stack.admin.get(Pods, NS, pod),
         stack.admin.get(CocoonSets, NS, "gen"),
       ]);
-      const stamp = p.metadata.annotations?.[AnnotationCocoonSetGeneration];
+      const stamp = p.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION];
       if (stamp !== String(cs.metadata.generation)) return undefined;
       const ready = conditionOf(cs, "Ready");
       return ready?.status === "True"
@@ -226,56 +226,56 @@ const CASES: ((stack: Stack) => Case)[] = [
   // --- refused by the schema: enums -------------------------------------------------------------
   refusedSet(
     "os",
-    { agent: { ...agent, os: "beos" } },
+    { agent: { ...AGENT, os: "beos" } },
     /spec\.agent\.os.*Unsupported value: "beos"/,
   ),
   refusedSet(
     "backend",
-    { agent: { ...agent, backend: "qemu" } },
+    { agent: { ...AGENT, backend: "qemu" } },
     /spec\.agent\.backend.*Unsupported/,
   ),
-  refusedSet("mode", { agent: { ...agent, mode: "fork" } }, /spec\.agent\.mode.*Unsupported/),
-  refusedSet("conn-type", { agent: { ...agent, connType: "telnet" } }, /connType.*Unsupported/),
+  refusedSet("mode", { agent: { ...AGENT, mode: "fork" } }, /spec\.agent\.mode.*Unsupported/),
+  refusedSet("conn-type", { agent: { ...AGENT, connType: "telnet" } }, /connType.*Unsupported/),
   refusedSet(
     "snapshot-policy",
-    { agent, snapshotPolicy: "sometimes" },
+    { agent: AGENT, snapshotPolicy: "sometimes" },
     /snapshotPolicy.*Unsupported/,
   ),
   refusedSet(
     "hibernate-policy",
-    { agent, hibernatePolicy: "delete" },
+    { agent: AGENT, hibernatePolicy: "delete" },
     /hibernatePolicy.*Unsupported/,
   ),
   refusedSet(
     "toolbox-mode",
-    { agent, toolboxes: [{ name: "t", image: IMAGE, mode: "docker" }] },
+    { agent: AGENT, toolboxes: [{ name: "t", image: IMAGE, mode: "docker" }] },
     /toolboxes\[0\]\.mode.*Unsupported/,
   ),
   refusedHibernation("desire", { podRef: { name: "x" }, desire: "Sleep" }, /desire.*Unsupported/),
   // --- refused by the schema: types and bounds --------------------------------------------------
-  refusedSet("replicas-string", { agent: { ...agent, replicas: "three" } }, /replicas.*integer/),
+  refusedSet("replicas-string", { agent: { ...AGENT, replicas: "three" } }, /replicas.*integer/),
   refusedSet(
     "replicas-negative",
-    { agent: { ...agent, replicas: -1 } },
+    { agent: { ...AGENT, replicas: -1 } },
     /replicas.*greater than or equal to 0/,
   ),
-  refusedSet("replicas-fraction", { agent: { ...agent, replicas: 1.5 } }, /replicas.*integer/),
+  refusedSet("replicas-fraction", { agent: { ...AGENT, replicas: 1.5 } }, /replicas.*integer/),
   refusedSet(
     "probe-port",
-    { agent: { ...agent, probePort: 70000 } },
+    { agent: { ...AGENT, probePort: 70000 } },
     /probePort.*less than or equal to 65535/,
   ),
-  refusedSet("suspend-string", { agent, suspend: "yes" }, /suspend.*boolean/),
-  refusedSet("toolboxes-not-list", { agent, toolboxes: "tools" }, /toolboxes.*array/),
+  refusedSet("suspend-string", { agent: AGENT, suspend: "yes" }, /suspend.*boolean/),
+  refusedSet("toolboxes-not-list", { agent: AGENT, toolboxes: "tools" }, /toolboxes.*array/),
   refusedSet(
     "vnc-port",
-    { agent, toolboxes: [{ name: "t", image: IMAGE, vncPort: -5 }] },
+    { agent: AGENT, toolboxes: [{ name: "t", image: IMAGE, vncPort: -5 }] },
     /vncPort.*greater than or equal to 0/,
   ),
-  refusedSet("storage-words", { agent: { ...agent, storage: "ten gigs" } }, /spec\.agent\.storage/),
+  refusedSet("storage-words", { agent: { ...AGENT, storage: "ten gigs" } }, /spec\.agent\.storage/),
   refusedSet(
     "cpu-words",
-    { agent: { ...agent, resources: { limits: { cpu: "lots" } } } },
+    { agent: { ...AGENT, resources: { limits: { cpu: "lots" } } } },
     /limits\.cpu/,
   ),
   // --- refused by the schema: names, required fields, lengths -----------------------------------
@@ -284,17 +284,17 @@ const CASES: ((stack: Stack) => Case)[] = [
   refusedSet("agent-missing", {}, /spec\.agent: Required value/),
   refusedSet(
     "toolbox-name-pattern",
-    { agent, toolboxes: [{ name: "Bad_Name", image: IMAGE }] },
+    { agent: AGENT, toolboxes: [{ name: "Bad_Name", image: IMAGE }] },
     /toolboxes\[0\]\.name.*should match/,
   ),
   refusedSet(
     "toolbox-name-missing",
-    { agent, toolboxes: [{ image: IMAGE }] },
+    { agent: AGENT, toolboxes: [{ image: IMAGE }] },
     /name: Required value/,
   ),
   refusedSet(
     "class-too-long",
-    { agent, snapshotCompatibilityClass: "c".repeat(64) },
+    { agent: AGENT, snapshotCompatibilityClass: "c".repeat(64) },
     /snapshotCompatibilityClass.*63/,
   ),
   refusedHibernation("podref-missing", { desire: "Hibernate" }, /spec\.podRef: Required value/),
@@ -306,7 +306,7 @@ const CASES: ((stack: Stack) => Case)[] = [
   // --- refused by the CEL rules -----------------------------------------------------------------
   refusedSet(
     "release-with-replicas",
-    { agent: { ...agent, replicas: 2 }, hibernatePolicy: "release" },
+    { agent: { ...AGENT, replicas: 2 }, hibernatePolicy: "release" },
     /hibernatePolicy=release requires agent\.replicas=0 and no toolboxes/,
   ),
   refused(
@@ -340,25 +340,25 @@ const CASES: ((stack: Stack) => Case)[] = [
   ),
   flaggedSet(
     "neg-storage",
-    { agent: { ...agent, storage: "-1Gi" } },
+    { agent: { ...AGENT, storage: "-1Gi" } },
     "InvalidSpec",
     /main agent: /,
   ),
   flaggedSet(
     "requests-over-limits",
-    { agent: { ...agent, resources: { limits: { cpu: "1" }, requests: { cpu: "2" } } } },
+    { agent: { ...AGENT, resources: { limits: { cpu: "1" }, requests: { cpu: "2" } } } },
     "InvalidSpec",
     /must be less than or equal to cpu limit/,
   ),
   flaggedSet(
     "bad-resource-name",
-    { agent: { ...agent, resources: { limits: { "gpu": "1" } } } },
+    { agent: { ...AGENT, resources: { limits: { "gpu": "1" } } } },
     "InvalidSpec",
     /gpu/,
   ),
   flaggedSet(
     "bad-service-account",
-    { agent: { ...agent, serviceAccountName: "Not A Name" } },
+    { agent: { ...AGENT, serviceAccountName: "Not A Name" } },
     "InvalidSpec",
     /serviceAccountName/,
   ),
@@ -378,7 +378,7 @@ const CASES: ((stack: Stack) => Case)[] = [
           metadata: { name: `${foreign}-0`, namespace: NS },
           spec: { containers: [{ name: "c", image: IMAGE }], nodeName: "nowhere" },
         });
-        await stack.admin.create(CocoonSets, setBody(foreign, { agent }));
+        await stack.admin.create(CocoonSets, setBody(foreign, { agent: AGENT }));
       },
       async observe() {
         const cs = await stack.admin.get(CocoonSets, NS, foreign);
@@ -396,7 +396,7 @@ const CASES: ((stack: Stack) => Case)[] = [
         metadata: { annotations: { [REBUILD_HISTORY]: "{not json" } },
       });
       await stack.admin.patch(Pods, NS, "rh-1", "merge", {
-        metadata: { annotations: { [AnnotationSimFail]: "lifecycle" } },
+        metadata: { annotations: { [ANNOTATION_SIM_FAIL]: "lifecycle" } },
       });
     },
     async observe() {
@@ -520,7 +520,7 @@ faultSuite("bad inputs", {
       const bigPods = async () =>
         (await stack.admin.list(Pods, {
           namespace: NS,
-          labelSelector: { [LabelCocoonSet]: "big" },
+          labelSelector: { [LABEL_COCOON_SET]: "big" },
         }))
           .items.length;
       // The healthy set is changed while the big one is half-way: the operator is not starved.

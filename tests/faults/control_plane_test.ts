@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
-import { LabelRole } from "../../common/meta/keys.ts";
+import { LABEL_ROLE } from "../../common/meta/keys.ts";
 import { waitUntil } from "../harness/wait.ts";
 import { createSet, inPhase, patchSpec, waitSet } from "../harness/stack_objects.ts";
 import { faultSuite, operatorLog, watchSystem } from "./_support.ts";
@@ -51,7 +51,7 @@ faultSuite("control plane restart and etcd compaction", {
         // Live sub-agent pods above the old replica count: the scale-up's progress.
         const created = () =>
           [...watch.pods.current.values()].filter((p) =>
-            p.metadata.namespace === NS && p.metadata.labels?.[LabelRole] === "sub-agent" &&
+            p.metadata.namespace === NS && p.metadata.labels?.[LABEL_ROLE] === "sub-agent" &&
             Number(p.metadata.name?.split("-").pop()) > BEFORE
           ).length;
         const progress = (n: number, what: string) =>

@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { type Lease, Leases } from "../../kube/core.ts";
-import { leaderElectionId } from "../../config.ts";
+import { LEADER_ELECTION_ID } from "../../config.ts";
 import { OPERATOR_NAMESPACE, type Stack } from "../harness/stack.ts";
 import { waitUntil } from "../harness/wait.ts";
 import { createSet, inPhase, waitSet } from "../harness/stack_objects.ts";
@@ -22,7 +22,7 @@ const NS = "faults-leader";
 async function holder(stack: Stack): Promise<number | undefined> {
   let lease: Lease;
   try {
-    lease = await stack.admin.get(Leases, OPERATOR_NAMESPACE, leaderElectionId);
+    lease = await stack.admin.get(Leases, OPERATOR_NAMESPACE, LEADER_ELECTION_ID);
   } catch {
     return undefined;
   }

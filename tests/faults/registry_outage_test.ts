@@ -19,7 +19,7 @@
  */
 import assert from "node:assert/strict";
 import { CocoonHibernations, type CocoonSet, CocoonSets } from "../../common/apis/v1/mod.ts";
-import { AnnotationRestoreFromHibernate } from "../../common/meta/keys.ts";
+import { ANNOTATION_RESTORE_FROM_HIBERNATE } from "../../common/meta/keys.ts";
 import { Pods } from "../../kube/core.ts";
 import type { Stack } from "../harness/stack.ts";
 import { waitUntil } from "../harness/wait.ts";
@@ -200,7 +200,7 @@ faultSuite("registry outage", {}, async (stack, scenario) => {
         fig.podsCreatedDuringOutage = created.length;
         for (const o of created) {
           assert.equal(
-            o.object.metadata.annotations?.[AnnotationRestoreFromHibernate],
+            o.object.metadata.annotations?.[ANNOTATION_RESTORE_FROM_HIBERNATE],
             "true",
             "a main created during the outage restores",
           );
@@ -210,7 +210,7 @@ faultSuite("registry outage", {}, async (stack, scenario) => {
           const p = await stack.admin.get(Pods, NS, "hib-0").catch(() => undefined);
           return p && !p.metadata.deletionTimestamp ? p : undefined;
         }, { what: "hib-0 recreated", timeoutMs: WAIT_MS, intervalMs: 100 });
-        assert.equal(pod.metadata.annotations?.[AnnotationRestoreFromHibernate], "true");
+        assert.equal(pod.metadata.annotations?.[ANNOTATION_RESTORE_FROM_HIBERNATE], "true");
         await waitUntil(async () => (await stack.sim.vm(NS, "hib-0"))?.restoredFrom, {
           what: "hib-0's VM restored from its snapshot",
           timeoutMs: WAIT_MS,

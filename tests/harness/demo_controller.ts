@@ -53,11 +53,11 @@ export const DemoSets = resourceType<DemoSet>({
 });
 
 /** Holds a set until its pod is gone. */
-export const demoFinalizer = "demo.cocoonstack.io/finalizer";
+export const DEMO_FINALIZER = "demo.cocoonstack.io/finalizer";
 /** Label on the owned pod naming the process that last reconciled it. */
-export const reconciledByLabel = "demo.cocoonstack.io/reconciled-by";
+export const RECONCILED_BY_LABEL = "demo.cocoonstack.io/reconciled-by";
 /** Label on the owned pod carrying the replicas the set asked for. */
-export const replicasLabel = "demo.cocoonstack.io/replicas";
+export const REPLICAS_LABEL = "demo.cocoonstack.io/replicas";
 
 /** The name of the one pod a set owns. */
 export function demoPodName(set: string): string {
@@ -84,8 +84,8 @@ export class DemoReconciler implements Reconciler {
       return {};
     }
     // The finalizer is on the server before anything exists that would need cleaning up.
-    if (!containsFinalizer(set, demoFinalizer)) {
-      await patchObject(this.client, DemoSets, set, (s) => addFinalizer(s, demoFinalizer), {
+    if (!containsFinalizer(set, DEMO_FINALIZER)) {
+      await patchObject(this.client, DemoSets, set, (s) => addFinalizer(s, DEMO_FINALIZER), {
         optimisticLock: true,
         signal,
       });
@@ -100,13 +100,13 @@ export class DemoReconciler implements Reconciler {
 
   /** The finalizer goes only once the pod's deletion was accepted: no set vanishes leaving its pod. */
   async #finalize(set: DemoSet, signal: AbortSignal): Promise<void> {
-    if (!containsFinalizer(set, demoFinalizer)) return;
+    if (!containsFinalizer(set, DEMO_FINALIZER)) return;
     const ns = set.metadata.namespace ?? "";
     await this.client.delete(Pods, ns, demoPodName(set.metadata.name ?? ""), {
       gracePeriodSeconds: 0,
       signal,
     }).catch(ignoreNotFound);
-    await patchObject(this.client, DemoSets, set, (s) => removeFinalizer(s, demoFinalizer), {
+    await patchObject(this.client, DemoSets, set, (s) => removeFinalizer(s, DEMO_FINALIZER), {
       optimisticLock: true,
       signal,
     });
@@ -117,8 +117,8 @@ export class DemoReconciler implements Reconciler {
     const ns = set.metadata.namespace ?? "";
     const name = demoPodName(set.metadata.name ?? "");
     const labels = {
-      [replicasLabel]: String(set.spec.agent.replicas ?? 0),
-      [reconciledByLabel]: this.identity,
+      [REPLICAS_LABEL]: String(set.spec.agent.replicas ?? 0),
+      [RECONCILED_BY_LABEL]: this.identity,
     };
     const pod = await this.client.get(Pods, ns, name, { signal }).catch(ignoreNotFound);
     if (!pod) {

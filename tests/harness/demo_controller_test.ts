@@ -9,12 +9,12 @@ import {
 } from "../../kube/mod.ts";
 import { FakeClient } from "../../kube/testing/mod.ts";
 import {
-  demoFinalizer,
+  DEMO_FINALIZER,
   demoPodName,
   DemoReconciler,
   DemoSets,
-  reconciledByLabel,
-  replicasLabel,
+  RECONCILED_BY_LABEL,
+  REPLICAS_LABEL,
 } from "./demo_controller.ts";
 
 /** Keeps every Event as "type reason". */
@@ -28,7 +28,7 @@ class ListRecorder implements EventRecorder {
   }
 }
 
-const req = { namespace: "ns", name: "a" };
+const REQ = { namespace: "ns", name: "a" };
 const signal = new AbortController().signal;
 
 function setup() {
@@ -54,15 +54,15 @@ Deno.test("demo reconciler: finalizer under an optimistic lock, then the control
   const created = await createSet(fake);
 
   let mark = fake.actions.length;
-  assert.deepEqual(await r.reconcile(req, signal), { requeue: true });
+  assert.deepEqual(await r.reconcile(REQ, signal), { requeue: true });
   const [finalizerPatch, ...rest] = writes(fake, mark);
   assert.deepEqual(rest, []);
   assert.deepEqual(finalizerPatch.patch, {
-    metadata: { finalizers: [demoFinalizer], resourceVersion: created.metadata.resourceVersion },
+    metadata: { finalizers: [DEMO_FINALIZER], resourceVersion: created.metadata.resourceVersion },
   });
 
   mark = fake.actions.length;
-  assert.deepEqual(await r.reconcile(req, signal), {});
+  assert.deepEqual(await r.reconcile(REQ, signal), {});
   assert.deepEqual(writes(fake, mark).map((a) => `${a.verb} ${a.resource.plural}`), [
     "create pods",
     "patch cocoonsets",
@@ -76,15 +76,15 @@ Deno.test("demo reconciler: finalizer under an optimistic lock, then the control
     controller: true,
     blockOwnerDeletion: true,
   }]);
-  assert.equal(pod.metadata.labels?.[replicasLabel], "2");
-  assert.equal(pod.metadata.labels?.[reconciledByLabel], "me");
+  assert.equal(pod.metadata.labels?.[REPLICAS_LABEL], "2");
+  assert.equal(pod.metadata.labels?.[RECONCILED_BY_LABEL], "me");
   const set = await fake.get(DemoSets, "ns", "a");
   assert.deepEqual(set.status, { phase: "Running", observedGeneration: set.metadata.generation });
   assert.deepEqual(recorder.events, ["Normal PodCreated"]);
 
   // Nothing to change: every merge-from patch is a no-op and sends nothing.
   mark = fake.actions.length;
-  assert.deepEqual(await r.reconcile(req, signal), {});
+  assert.deepEqual(await r.reconcile(REQ, signal), {});
   assert.deepEqual(writes(fake, mark), []);
   assert.ok(fake.actions.length > mark, "the pass did read");
 });
@@ -103,26 +103,26 @@ Deno.test("demo reconciler: a finalizer added concurrently is not lost (Conflict
     }
     return undefined;
   });
-  await assert.rejects(r.reconcile(req, signal), isConflict);
+  await assert.rejects(r.reconcile(REQ, signal), isConflict);
   assert.deepEqual((await fake.get(DemoSets, "ns", "a")).metadata.finalizers, [
     "other.example.com/f",
   ]);
   // The retry reads the new state and keeps both.
-  assert.deepEqual(await r.reconcile(req, signal), { requeue: true });
+  assert.deepEqual(await r.reconcile(REQ, signal), { requeue: true });
   assert.deepEqual((await fake.get(DemoSets, "ns", "a")).metadata.finalizers, [
     "other.example.com/f",
-    demoFinalizer,
+    DEMO_FINALIZER,
   ]);
 });
 
 Deno.test("demo reconciler: deletion removes the pod before the finalizer", async () => {
   const { fake, r } = setup();
   await createSet(fake);
-  await r.reconcile(req, signal);
-  await r.reconcile(req, signal);
+  await r.reconcile(REQ, signal);
+  await r.reconcile(REQ, signal);
   await fake.delete(DemoSets, "ns", "a");
   const mark = fake.actions.length;
-  assert.deepEqual(await r.reconcile(req, signal), {});
+  assert.deepEqual(await r.reconcile(REQ, signal), {});
   assert.deepEqual(writes(fake, mark).map((a) => `${a.verb} ${a.resource.plural}`), [
     "delete pods",
     "patch cocoonsets",
@@ -130,21 +130,21 @@ Deno.test("demo reconciler: deletion removes the pod before the finalizer", asyn
   await assert.rejects(fake.get(DemoSets, "ns", "a"), isNotFound);
   await assert.rejects(fake.get(Pods, "ns", demoPodName("a")), isNotFound);
   // Gone: a late event for the key is a quiet no-op.
-  assert.deepEqual(await r.reconcile(req, signal), {});
+  assert.deepEqual(await r.reconcile(REQ, signal), {});
 });
 
 Deno.test("demo reconciler: a same-named pod it does not control is left alone", async () => {
   const { fake, recorder, r } = setup();
   await createSet(fake);
   await fake.create(Pods, {
-    metadata: { name: demoPodName("a"), namespace: "ns", labels: { [replicasLabel]: "x" } },
+    metadata: { name: demoPodName("a"), namespace: "ns", labels: { [REPLICAS_LABEL]: "x" } },
     spec: { containers: [{ name: "c" }] },
   });
-  await r.reconcile(req, signal);
+  await r.reconcile(REQ, signal);
   const mark = fake.actions.length;
-  await assert.rejects(r.reconcile(req, signal), /not controlled by CocoonSet ns\/a/);
+  await assert.rejects(r.reconcile(REQ, signal), /not controlled by CocoonSet ns\/a/);
   assert.deepEqual(writes(fake, mark), []);
   const pod = await fake.get(Pods, "ns", demoPodName("a"));
-  assert.equal(pod.metadata.labels?.[replicasLabel], "x");
+  assert.equal(pod.metadata.labels?.[REPLICAS_LABEL], "x");
   assert.deepEqual(recorder.events, ["Warning PodNotOwned"]);
 });

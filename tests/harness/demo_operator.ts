@@ -6,7 +6,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { setupLogging } from "../../common/log.ts";
-import { leaderElectionId } from "../../config.ts";
+import { LEADER_ELECTION_ID } from "../../config.ts";
 import { ApiClient } from "../../kube/api_client.ts";
 import { Manager } from "../../kube/manager.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
@@ -23,7 +23,7 @@ const mgr = new Manager({
   healthProbeBindAddress: env.PROBE_ADDR ?? "0",
   leaderElection: env.LEADER_ELECT !== "false",
   // The operator's own Lease: config/rbac's Role grants get/update/watch on that name only.
-  leaderElectionId,
+  leaderElectionId: LEADER_ELECTION_ID,
   leaderElectionNamespace: env.LEASE_NAMESPACE,
   cacheNamespace: env.WATCH_NAMESPACE,
   identity,

@@ -9,7 +9,7 @@
 import type { ControlPlane } from "./control_plane.ts";
 
 /** The name the kubeconfig runs; its folder goes first on the operator's PATH. */
-export const tokenPluginName = "cocoon-test-token-plugin";
+export const TOKEN_PLUGIN_NAME = "cocoon-test-token-plugin";
 
 /** A written plugin and its kubeconfig. */
 export interface TokenPlugin {
@@ -43,7 +43,7 @@ export async function writeTokenPlugin(
   await Deno.writeTextFile(`${dir}/token`, token, { mode: 0o600 });
   const binDir = `${dir}/bin`;
   await Deno.mkdir(binDir, { recursive: true });
-  const path = `${binDir}/${tokenPluginName}`;
+  const path = `${binDir}/${TOKEN_PLUGIN_NAME}`;
   // The plugin sees only what the operator passes: PATH (date, cat), PLUGIN_DIR from the
   // kubeconfig's env, KUBERNETES_EXEC_INFO.
   await Deno.writeTextFile(
@@ -70,7 +70,7 @@ printf '{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1be
         name: "exec-user",
         user: {
           exec: {
-            command: tokenPluginName,
+            command: TOKEN_PLUGIN_NAME,
             apiVersion: "client.authentication.k8s.io/v1beta1",
             env: [{ name: "PLUGIN_DIR", value: dir }],
           },

@@ -7,10 +7,10 @@
  * Arguments: the OCI_REGISTRY value, then URLs to try.
  */
 import { missingPermissions, operatorNeeds } from "../../permissions.ts";
-import { inClusterApiHost, serviceAccountDir } from "../../kube/kubeconfig.ts";
+import { IN_CLUSTER_API_HOST, SERVICE_ACCOUNT_DIR } from "../../kube/kubeconfig.ts";
 
 const [ociRegistry, ...urls] = Deno.args;
-const server = `https://${inClusterApiHost}:443`;
+const SERVER = `https://${IN_CLUSTER_API_HOST}:443`;
 const missing = missingPermissions(operatorNeeds({
   config: {
     ociRegistry,
@@ -22,12 +22,12 @@ const missing = missingPermissions(operatorNeeds({
   cluster: {
     source: {
       kind: "in-cluster",
-      server,
-      tokenFile: `${serviceAccountDir}/token`,
-      caFile: `${serviceAccountDir}/ca.crt`,
+      server: SERVER,
+      tokenFile: `${SERVICE_ACCOUNT_DIR}/token`,
+      caFile: `${SERVICE_ACCOUNT_DIR}/ca.crt`,
     },
-    server,
-    files: [`${serviceAccountDir}/token`, `${serviceAccountDir}/ca.crt`],
+    server: SERVER,
+    files: [`${SERVICE_ACCOUNT_DIR}/token`, `${SERVICE_ACCOUNT_DIR}/ca.crt`],
   },
   env: (name) =>
     name === "GOOGLE_APPLICATION_CREDENTIALS" ? "/var/run/secrets/gcp/key.json" : undefined,

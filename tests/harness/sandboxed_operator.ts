@@ -31,7 +31,7 @@ import {
   permissionFlags,
   type PermissionSet,
 } from "../../permissions.ts";
-import { inClusterApiHost, serviceAccountDir } from "../../kube/kubeconfig.ts";
+import { IN_CLUSTER_API_HOST, SERVICE_ACCOUNT_DIR } from "../../kube/kubeconfig.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { operatorKubeconfig } from "./operator_identity.ts";
 import type { TokenPlugin } from "./exec_plugin.ts";
@@ -60,7 +60,7 @@ export function sandboxPermissionSet(at: SandboxAddresses): PermissionSet {
   const set = inClusterPermissionSet([at.registry]);
   return {
     net: set.net.map((entry) =>
-      entry === `${inClusterApiHost}:443`
+      entry === `${IN_CLUSTER_API_HOST}:443`
         ? at.apiServer
         : entry === "0.0.0.0:8080"
         ? `127.0.0.1:${at.metricsPort}`
@@ -69,7 +69,7 @@ export function sandboxPermissionSet(at: SandboxAddresses): PermissionSet {
         : entry
     ),
     read: set.read.map((entry) =>
-      entry === serviceAccountDir
+      entry === SERVICE_ACCOUNT_DIR
         ? at.kubeconfig
         : entry === metricsCertDir && at.metricsCertDir
         ? at.metricsCertDir

@@ -7,7 +7,7 @@
 import type { AgentSpec, CocoonSet, CocoonSetSpec } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import { type Condition, findStatusCondition } from "../../common/k8s/condition.ts";
-import { LabelCocoonSet } from "../../common/meta/keys.ts";
+import { LABEL_COCOON_SET } from "../../common/meta/keys.ts";
 import type { CoreEvent, Pod } from "../../kube/core.ts";
 import { Pods } from "../../kube/core.ts";
 import { isNotFound } from "../../kube/errors.ts";
@@ -102,7 +102,7 @@ export function inPhase(phase: string): (cs: CocoonSet) => boolean {
 export async function podsOf(stack: Stack, cs: CocoonSet): Promise<Pod[]> {
   const list = await stack.admin.list(Pods, {
     namespace: cs.metadata.namespace,
-    labelSelector: { [LabelCocoonSet]: cs.metadata.name ?? "" },
+    labelSelector: { [LABEL_COCOON_SET]: cs.metadata.name ?? "" },
   });
   return list.items.sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
 }

@@ -18,7 +18,7 @@ import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { waitFor } from "../harness/wait.ts";
 
-const owner = "cocoonset.cocoonstack.io/name";
+const OWNER = "cocoonset.cocoonstack.io/name";
 
 async function createNamespace(c: Client, name: string): Promise<void> {
   await c.create(Namespaces, { metadata: { name } });
@@ -90,17 +90,17 @@ function scopedCacheTest(watchCache: boolean) {
             pod("noise", `unrelated-${i}`, i % 2 ? { "cocoonset.cocoonstack.io/role": "x" } : {}),
         ),
         pod("scoped", "plain"),
-        pod("scoped", "m-0", { [owner]: "demo" }),
-        pod("scoped", "m-1", { [owner]: "demo" }),
-        pod("noise", "m-2", { [owner]: "other" }),
+        pod("scoped", "m-0", { [OWNER]: "demo" }),
+        pod("scoped", "m-1", { [OWNER]: "demo" }),
+        pod("noise", "m-2", { [OWNER]: "other" }),
       ]);
 
       await t.step("label selector forms select the same pods as on the fake", async () => {
         const fake = new FakeClient();
         const forms: Record<string, string>[] = [
-          { [owner]: "demo", tier: "x" },
-          { [owner]: "demo", tier: "y" },
-          { [owner]: "other" },
+          { [OWNER]: "demo", tier: "x" },
+          { [OWNER]: "demo", tier: "y" },
+          { [OWNER]: "other" },
           { tier: "x" },
           {},
         ];
@@ -110,13 +110,13 @@ function scopedCacheTest(watchCache: boolean) {
           await fake.create(Pods, pod("forms", `f-${i}`, labels));
         }
         const selectors = [
-          owner,
-          `!${owner}`,
+          OWNER,
+          `!${OWNER}`,
           "tier!=x",
-          `${owner}!=demo`,
-          `${owner} in (other, demo),tier notin (y)`,
-          `tier in (x,y),${owner}=demo`,
-          { [owner]: "other" },
+          `${OWNER}!=demo`,
+          `${OWNER} in (other, demo),tier notin (y)`,
+          `tier in (x,y),${OWNER}=demo`,
+          { [OWNER]: "other" },
         ];
         for (const labelSelector of selectors) {
           const opts = { namespace: "forms", labelSelector };
@@ -128,7 +128,7 @@ function scopedCacheTest(watchCache: boolean) {
           );
         }
         assert.deepEqual(
-          names((await client.list(Pods, { namespace: "forms", labelSelector: owner })).items),
+          names((await client.list(Pods, { namespace: "forms", labelSelector: OWNER })).items),
           [
             "forms/f-0",
             "forms/f-1",
@@ -141,7 +141,7 @@ function scopedCacheTest(watchCache: boolean) {
         const wire = new CountingClient(transport);
         const cache = new InformerCache({
           client: wire,
-          byObject: [byObject(Pods, { labelSelector: owner })],
+          byObject: [byObject(Pods, { labelSelector: OWNER })],
           informerDefaults: { minBackoffMs: 50, maxBackoffMs: 200 },
         });
         const seen: string[] = [];
@@ -181,7 +181,7 @@ function scopedCacheTest(watchCache: boolean) {
             metadata: { annotations: { touched: "yes" } },
           });
           await client.delete(Pods, "noise", "unrelated-1", { gracePeriodSeconds: 0 });
-          await client.create(Pods, pod("scoped", "m-3", { [owner]: "demo" }));
+          await client.create(Pods, pod("scoped", "m-3", { [OWNER]: "demo" }));
           await waitFor("marker heard", () => seen.includes("add:m-3"), 20_000);
           assert.deepEqual(seen, ["add:m-3"]);
           assert.equal(wire.received, managed.length + 1);
@@ -189,7 +189,7 @@ function scopedCacheTest(watchCache: boolean) {
 
           // The label flips in, changes inside the scope, then flips out.
           await client.patch(Pods, "scoped", "plain", "merge", {
-            metadata: { labels: { [owner]: "demo" } },
+            metadata: { labels: { [OWNER]: "demo" } },
           });
           await waitFor("entered the scope", () => seen.includes("add:plain"), 20_000);
           await client.patch(Pods, "scoped", "plain", "merge", {
@@ -197,7 +197,7 @@ function scopedCacheTest(watchCache: boolean) {
           });
           await waitFor("changed in the scope", () => seen.includes("update:plain"), 20_000);
           await client.patch(Pods, "scoped", "plain", "merge", {
-            metadata: { labels: { [owner]: null } },
+            metadata: { labels: { [OWNER]: null } },
           });
           await waitFor("left the scope", () => seen.includes("delete:plain"), 20_000);
           assert.deepEqual(seen, ["add:plain", "update:plain", "delete:plain"]);

@@ -6,14 +6,14 @@
 import assert from "node:assert/strict";
 import { type ControlPlane, startControlPlane } from "../harness/control_plane.ts";
 import {
-  DefaultAgentMode,
-  DefaultBackend,
-  DefaultHibernatePolicy,
-  DefaultOSType,
-  DefaultSnapshotPolicy,
-  DefaultToolboxMode,
+  DEFAULT_AGENT_MODE,
+  DEFAULT_BACKEND,
+  DEFAULT_HIBERNATE_POLICY,
+  DEFAULT_OS_TYPE,
+  DEFAULT_SNAPSHOT_POLICY,
+  DEFAULT_TOOLBOX_MODE,
 } from "../../common/apis/v1/enums.ts";
-import { APIVersion } from "../../common/apis/v1/groupversion.ts";
+import { API_VERSION } from "../../common/apis/v1/groupversion.ts";
 import { generateCrdFiles } from "../../scripts/crds.ts";
 
 const CRD_DIR = new URL("../../config/crd/bases/", import.meta.url).pathname;
@@ -32,12 +32,12 @@ async function getJson(cp: ControlPlane, args: string[]): Promise<Obj> {
 }
 
 function cocoonSet(name: string, spec: Obj): Obj {
-  return { apiVersion: APIVersion, kind: "CocoonSet", metadata: { name, namespace: NS }, spec };
+  return { apiVersion: API_VERSION, kind: "CocoonSet", metadata: { name, namespace: NS }, spec };
 }
 
 function hibernation(name: string, pod: string): Obj {
   return {
-    apiVersion: APIVersion,
+    apiVersion: API_VERSION,
     kind: "CocoonHibernation",
     metadata: { name, namespace: NS },
     spec: { podRef: { name: pod }, desire: "Hibernate" },
@@ -112,19 +112,19 @@ Deno.test("generated CRDs on a real API server", async (t) => {
       assert.deepEqual(got.spec, {
         agent: {
           image: "img",
-          backend: DefaultBackend,
-          mode: DefaultAgentMode,
-          os: DefaultOSType,
+          backend: DEFAULT_BACKEND,
+          mode: DEFAULT_AGENT_MODE,
+          os: DEFAULT_OS_TYPE,
           replicas: 0,
         },
-        hibernatePolicy: DefaultHibernatePolicy,
+        hibernatePolicy: DEFAULT_HIBERNATE_POLICY,
         nodePool: "default",
-        snapshotPolicy: DefaultSnapshotPolicy,
+        snapshotPolicy: DEFAULT_SNAPSHOT_POLICY,
         toolboxes: [{
           name: "tb",
-          backend: DefaultBackend,
-          mode: DefaultToolboxMode,
-          os: DefaultOSType,
+          backend: DEFAULT_BACKEND,
+          mode: DEFAULT_TOOLBOX_MODE,
+          os: DEFAULT_OS_TYPE,
         }],
       });
     });

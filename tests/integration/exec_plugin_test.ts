@@ -22,8 +22,8 @@ import { type ProcessHandle, runProcess } from "../harness/process.ts";
 import { freePort, waitFor } from "../harness/wait.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
-const leaseName = "cocoon-operator.cocoonset.cocoonstack.io";
-const v1 = "client.authentication.k8s.io/v1";
+const LEASE_NAME = "cocoon-operator.cocoonset.cocoonstack.io";
+const V1 = "client.authentication.k8s.io/v1";
 
 /** The start task's command line, read from deno.json so the test cannot drift. */
 async function startTask(): Promise<string[]> {
@@ -49,7 +49,7 @@ function execKubeconfig(cp: ControlPlane, command: string, dir: string): string 
       user: {
         exec: {
           command,
-          apiVersion: v1,
+          apiVersion: V1,
           interactiveMode: "Never",
           args: ["--issue"],
           // The plugin finds its material through the kubeconfig's env, not ours.
@@ -186,7 +186,7 @@ n=$(wc -l < "$PLUGIN_DIR/runs" | tr -d ' ')
 if [ "$n" = 1 ]; then ttl=20; else ttl=7200; fi
 exp=$(date -u -d "+$ttl seconds" +%Y-%m-%dT%H:%M:%SZ)
 echo "issuing token $n, expires $exp" >&2
-printf '{"kind":"ExecCredential","apiVersion":"${v1}","status":{"token":"%s","expirationTimestamp":"%s"}}\\n' "$(cat "$PLUGIN_DIR/token-$n")" "$exp"
+printf '{"kind":"ExecCredential","apiVersion":"${V1}","status":{"token":"%s","expirationTimestamp":"%s"}}\\n' "$(cat "$PLUGIN_DIR/token-$n")" "$exp"
 `,
         { mode: 0o755 },
       );
@@ -210,7 +210,7 @@ printf '{"kind":"ExecCredential","apiVersion":"${v1}","status":{"token":"%s","ex
       await waitFor(
         "lease held",
         async () => {
-          const lease = await client.get(Leases, "cocoon-system", leaseName);
+          const lease = await client.get(Leases, "cocoon-system", LEASE_NAME);
           return Boolean(lease.spec?.holderIdentity);
         },
         60_000,
@@ -337,7 +337,7 @@ Deno.test({
           `${dir}/credential-${i + 1}.json`,
           JSON.stringify({
             kind: "ExecCredential",
-            apiVersion: v1,
+            apiVersion: V1,
             status: {
               clientCertificateData: pair.certPem,
               clientKeyData: pair.keyPem,
@@ -367,7 +367,7 @@ cat "$PLUGIN_DIR/credential-$n.json"
       await waitFor(
         "lease held",
         async () => {
-          const lease = await client.get(Leases, "cocoon-system", leaseName);
+          const lease = await client.get(Leases, "cocoon-system", LEASE_NAME);
           return Boolean(lease.spec?.holderIdentity);
         },
         60_000,
@@ -382,11 +382,11 @@ cat "$PLUGIN_DIR/credential-$n.json"
       await waitFor("pair 1 expired", () => Date.now() > shortLived.getTime() + 2_000, 60_000, 250);
       const after = await createCocoonSet(client, "team-cert", "after");
       await mainPodOf(client, "team-cert", after.metadata?.uid);
-      const renewed = await client.get(Leases, "cocoon-system", leaseName);
+      const renewed = await client.get(Leases, "cocoon-system", LEASE_NAME);
       await waitFor(
         "a Lease renewal with pair 2",
         async () => {
-          const lease = await client.get(Leases, "cocoon-system", leaseName);
+          const lease = await client.get(Leases, "cocoon-system", LEASE_NAME);
           return lease.spec?.renewTime !== renewed.spec?.renewTime;
         },
         60_000,

@@ -33,15 +33,15 @@ import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { RecordingRecorder } from "../../kube/testing/recorder.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
-import { AnnotationLifecycleState, LabelCocoonSet } from "../../common/meta/keys.ts";
-import { LifecycleStateReady } from "../../common/meta/mod.ts";
+import { ANNOTATION_LIFECYCLE_STATE, LABEL_COCOON_SET } from "../../common/meta/keys.ts";
+import { LIFECYCLE_STATE_READY } from "../../common/meta/mod.ts";
 import { startSimulator } from "../../sim/simulator.ts";
 import { CocoonSetReconciler } from "../../cocoonset/reconciler.ts";
 import { ensureSubAgents } from "../../cocoonset/agents.ts";
-import { finalizerName } from "../../cocoonset/finalizer.ts";
+import { FINALIZER_NAME } from "../../cocoonset/finalizer.ts";
 import { logFor, type SetPass } from "../../cocoonset/pass.ts";
 import { buildAgentPod, classifyPods } from "../../cocoonset/pods.ts";
-import { AnnotationRebuildHistory } from "../../cocoonset/rebuild.ts";
+import { ANNOTATION_REBUILD_HISTORY } from "../../cocoonset/rebuild.ts";
 import { newRestoreIntent } from "../../cocoonset/restore.ts";
 import { writeSetStatus } from "../../cocoonset/status.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
@@ -93,7 +93,7 @@ Deno.test({
           const cs = await client.create(CocoonSets, {
             apiVersion: "cocoonset.cocoonstack.io/v1",
             kind: "CocoonSet",
-            metadata: { name: "rv", namespace: ns, finalizers: [finalizerName] },
+            metadata: { name: "rv", namespace: ns, finalizers: [FINALIZER_NAME] },
             spec: { agent: { image: IMAGE, replicas: 1 } },
           });
           await client.create(Pods, buildAgentPod(cs, 0));
@@ -128,7 +128,7 @@ Deno.test({
           const out = await ensureSubAgents(pass, `vk-${ns}-rv-0`, "vk-a");
           assert.equal(out.changed, true, "the failed sub-agent was deleted for its rebuild");
           const afterHistory = await client.get(CocoonSets, ns, "rv");
-          assert.ok(afterHistory.metadata.annotations?.[AnnotationRebuildHistory]);
+          assert.ok(afterHistory.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY]);
           pass.problems.push({
             condition: "Ready",
             reason: "InvalidSpec",
@@ -190,7 +190,7 @@ Deno.test({
           return ok(cs) ? cs : undefined;
         }, { what: `${name}: ${what}`, timeoutMs: opts.timeoutMs ?? 90_000, intervalMs: 100 });
       const podsOf = async (name: string, ns = NS) =>
-        (await client.list(Pods, { namespace: ns, labelSelector: { [LabelCocoonSet]: name } }))
+        (await client.list(Pods, { namespace: ns, labelSelector: { [LABEL_COCOON_SET]: name } }))
           .items.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name!).sort();
       const eventsOf = async (name: string, reason: string, ns = NS) =>
         (await client.list(Events, { namespace: ns })).items.filter((e) =>
@@ -384,7 +384,7 @@ Deno.test({
             "1": { count: 4, lastDeleted: "2026-01-01T00:00:00Z" },
           });
           await create("dl", { agent: { image: IMAGE, replicas: 2 } }, {
-            annotations: { [AnnotationRebuildHistory]: history },
+            annotations: { [ANNOTATION_REBUILD_HISTORY]: history },
           });
           // Watch the conditions until slot 2 (6 s to boot) is Ready.
           let sawDeadLetterOnReady = false;
@@ -422,7 +422,7 @@ Deno.test({
           // (this is the last step) and the test reports the recovery as vk-cocoon would.
           await sim.stop();
           await client.patch(Pods, NS, "dl-1", "merge", {
-            metadata: { annotations: { [AnnotationLifecycleState]: LifecycleStateReady } },
+            metadata: { annotations: { [ANNOTATION_LIFECYCLE_STATE]: LIFECYCLE_STATE_READY } },
           });
           await client.patch(Pods, NS, "dl-1", "merge", {
             status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },

@@ -24,7 +24,7 @@ import { resourceType } from "../../kube/resource.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
-import { AnnotationHibernate, LabelCocoonSet } from "../../common/meta/keys.ts";
+import { ANNOTATION_HIBERNATE, LABEL_COCOON_SET } from "../../common/meta/keys.ts";
 import { startSimulator } from "../../sim/simulator.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { countDelta, reconcilesOf, requestsByMethod } from "../harness/operator_metrics.ts";
@@ -120,7 +120,7 @@ Deno.test({
           }
           const pods = await client.list(Pods, {
             namespace: NS,
-            labelSelector: { [LabelCocoonSet]: name },
+            labelSelector: { [LABEL_COCOON_SET]: name },
           });
           return pods.items.length === 0;
         }, { what: `${name} and its pods gone`, timeoutMs: 60_000, intervalMs: 100 });
@@ -159,7 +159,7 @@ Deno.test({
           const after = await main("mig");
           assert.equal(after.metadata.uid, before.metadata.uid, "the main was not recreated");
           assert.equal(after.spec?.nodeName, "vk-a");
-          assert.equal(after.metadata.annotations?.[AnnotationHibernate], undefined);
+          assert.equal(after.metadata.annotations?.[ANNOTATION_HIBERNATE], undefined);
           assert.deepEqual(await registry.tagsOf(`${PREFIX}/${vmOf("mig", 0)}`), []);
           await stillHealthy();
         },
@@ -177,7 +177,7 @@ Deno.test({
         );
         const after = await main("mig");
         assert.equal(after.metadata.uid, before.metadata.uid);
-        assert.equal(after.metadata.annotations?.[AnnotationHibernate], undefined);
+        assert.equal(after.metadata.annotations?.[ANNOTATION_HIBERNATE], undefined);
         await stillHealthy();
       });
 
@@ -294,7 +294,7 @@ Deno.test({
             const uids = async () =>
               (await client.list(Pods, {
                 namespace: NS,
-                labelSelector: { [LabelCocoonSet]: "ranged" },
+                labelSelector: { [LABEL_COCOON_SET]: "ranged" },
               }))
                 .items.map((p) => `${p.metadata.name}/${p.metadata.uid}`).sort();
             const made = await uids();

@@ -15,13 +15,13 @@ import {
 } from "../../common/apis/v1/mod.ts";
 import { findStatusCondition } from "../../common/k8s/condition.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationHibernate,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationVMID,
-  AnnotationVMName,
-  LabelCocoonSet,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_VM_NAME,
+  ANNOTATION_VMID,
+  LABEL_COCOON_SET,
 } from "../../common/meta/keys.ts";
 import { ApiClient } from "../../kube/api_client.ts";
 import { Events, Namespaces, Pods } from "../../kube/core.ts";
@@ -63,14 +63,14 @@ async function createVmPod(
   name: string,
   opts: { cocoonSet?: boolean; stamp?: number } = {},
 ): Promise<void> {
-  const annotations: Record<string, string> = { [AnnotationVMName]: vmOf(name) };
-  if (opts.stamp !== undefined) annotations[AnnotationCocoonSetGeneration] = String(opts.stamp);
+  const annotations: Record<string, string> = { [ANNOTATION_VM_NAME]: vmOf(name) };
+  if (opts.stamp !== undefined) annotations[ANNOTATION_COCOON_SET_GENERATION] = String(opts.stamp);
   await w.client.create(Pods, {
     metadata: {
       name,
       namespace: NS,
       annotations,
-      ...(opts.cocoonSet === false ? {} : { labels: { [LabelCocoonSet]: "demo" } }),
+      ...(opts.cocoonSet === false ? {} : { labels: { [LABEL_COCOON_SET]: "demo" } }),
     },
     spec: {
       containers: [{ name: "agent", image: "ghcr.io/cocoonstack/placeholder:latest" }],
@@ -86,9 +86,9 @@ async function annotate(w: World, pod: string, annotations: Record<string, strin
 /** vk hibernated the VM: id cleared, lifecycle pair written together. */
 async function vkHibernated(w: World, pod: string, observedGeneration: number): Promise<void> {
   await annotate(w, pod, {
-    [AnnotationVMID]: null,
-    [AnnotationLifecycleState]: "hibernated",
-    [AnnotationLifecycleObservedGeneration]: String(observedGeneration),
+    [ANNOTATION_VMID]: null,
+    [ANNOTATION_LIFECYCLE_STATE]: "hibernated",
+    [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: String(observedGeneration),
   });
 }
 
@@ -115,8 +115,8 @@ async function vkRunning(w: World, pod: string, vmID: string): Promise<void> {
     },
   }, { subresource: "status" });
   await annotate(w, pod, {
-    [AnnotationVMID]: vmID,
-    [AnnotationLifecycleState]: "ready",
+    [ANNOTATION_VMID]: vmID,
+    [ANNOTATION_LIFECYCLE_STATE]: "ready",
   });
 }
 
@@ -285,7 +285,7 @@ Deno.test({
             await createRequest(w, "gen", "gen-0", "Hibernate");
             await waitPhase(w, "gen", "Hibernating");
             assert.equal(
-              (await client.get(Pods, NS, "gen-0")).metadata.annotations?.[AnnotationHibernate],
+              (await client.get(Pods, NS, "gen-0")).metadata.annotations?.[ANNOTATION_HIBERNATE],
               "true",
             );
             await vkPushed(w, "gen-0");
@@ -330,7 +330,7 @@ Deno.test({
           await setDesire(w, "man", "Wake");
           await waitPhase(w, "man", "Waking");
           const pod = await client.get(Pods, NS, "man-0");
-          assert.equal(pod.metadata.annotations?.[AnnotationHibernate], undefined);
+          assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], undefined);
           assert.deepEqual(await tags(w, "man-0"), ["hibernate"], "kept while the VM is down");
           await vkRunning(w, "man-0", "vmid-man-1");
           const active = await waitPhase(w, "man", "Active");
@@ -398,7 +398,7 @@ Deno.test({
             await passesSince(w, "flip", from, 2, "Wake");
             assert.equal((await hib(w, "flip")).status?.phase, "Hibernating");
             const pod = await client.get(Pods, NS, "flip-0");
-            assert.equal(pod.metadata.annotations?.[AnnotationHibernate], "true");
+            assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], "true");
             assert.deepEqual(proxy.requestsFor(`${PREFIX}/${vmOf("flip-0")}`, "DELETE"), []);
 
             await vkPushed(w, "flip-0");
@@ -519,7 +519,7 @@ Deno.test({
             assert.deepEqual(await tags(w, "keep-0"), ["hibernate"]);
             assert.deepEqual(proxy.requestsFor(repo, "DELETE"), []);
             const pod = await client.get(Pods, NS, "keep-0");
-            assert.equal(pod.metadata.annotations?.[AnnotationHibernate], "true", "still asked");
+            assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], "true", "still asked");
 
             await createRequest(w, "keep-wake", "keep-0", "Wake");
             await waitPhase(w, "keep-wake", "Waking");
@@ -559,7 +559,7 @@ Deno.test({
             while (Date.now() < windowEnd) {
               const now = await client.get(Pods, NS, "opp-0");
               assert.equal(now.metadata.resourceVersion, pod.metadata.resourceVersion);
-              assert.equal(now.metadata.annotations?.[AnnotationHibernate], "true");
+              assert.equal(now.metadata.annotations?.[ANNOTATION_HIBERNATE], "true");
               await new Promise((r) => setTimeout(r, 250));
             }
             const passes = passesLogged(w.output().slice(logFrom), "opp-later").length;

@@ -4,7 +4,7 @@
  * compaction, Event aggregation, and leader election between operator processes running under
  * the operator's own ClusterRole.
  */
-import { leaderElectionId } from "../../config.ts";
+import { LEADER_ELECTION_ID } from "../../config.ts";
 import assert from "node:assert/strict";
 import { ApiClient } from "../../kube/api_client.ts";
 import type { Client } from "../../kube/client.ts";
@@ -25,8 +25,8 @@ import { startGatedPodInformer } from "../harness/gated_informer.ts";
 import {
   demoPodName,
   DemoSets,
-  reconciledByLabel,
-  replicasLabel,
+  RECONCILED_BY_LABEL,
+  REPLICAS_LABEL,
   setupDemoController,
 } from "../harness/demo_controller.ts";
 import { operatorKubeconfig } from "../harness/operator_identity.ts";
@@ -119,7 +119,8 @@ Deno.test({
           await waitFor(
             "pod follows spec",
             async () =>
-              (await client.get(Pods, "ctl", demoPodName("a"))).metadata.labels?.[replicasLabel] ===
+              (await client.get(Pods, "ctl", demoPodName("a"))).metadata.labels
+                ?.[REPLICAS_LABEL] ===
                 "4",
           );
           await waitFor(
@@ -230,10 +231,10 @@ Deno.test({
             return p;
           };
           const holder = async () =>
-            (await client.get(Leases, "cocoon-system", leaderElectionId)).spec
+            (await client.get(Leases, "cocoon-system", LEADER_ELECTION_ID)).spec
               ?.holderIdentity ?? "";
           const reconciledBy = async () =>
-            (await client.get(Pods, "le", demoPodName("s"))).metadata.labels?.[reconciledByLabel];
+            (await client.get(Pods, "le", demoPodName("s"))).metadata.labels?.[RECONCILED_BY_LABEL];
           try {
             const a = await start("a");
             await waitFor("a holds the lease", async () => (await holder()) === "a", 30_000);
@@ -246,7 +247,7 @@ Deno.test({
               "a reconciles the update",
               async () =>
                 (await client.get(Pods, "le", demoPodName("s"))).metadata.labels
-                  ?.[replicasLabel] ===
+                  ?.[REPLICAS_LABEL] ===
                   "2",
               20_000,
             );

@@ -31,7 +31,7 @@ import { nonLoopbackAddress, startTcpRecorder } from "../harness/tcp_recorder.ts
 import { freePort, waitFor } from "../harness/wait.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
-const leaseName = "cocoon-operator.cocoonset.cocoonstack.io";
+const LEASE_NAME = "cocoon-operator.cocoonset.cocoonstack.io";
 
 /** The bearer token in a ServiceAccount kubeconfig the harness wrote. */
 async function tokenOf(kubeconfig: string): Promise<string> {
@@ -131,7 +131,7 @@ Deno.test({
             async () => {
               const r = await scrape(reader);
               assert.equal(r.status, 200, r.body);
-              return r.body.includes(`leader_election_master_status{name="${leaseName}"} 1`)
+              return r.body.includes(`leader_election_master_status{name="${LEASE_NAME}"} 1`)
                 ? r
                 : undefined;
             },
@@ -204,7 +204,7 @@ Deno.test({
             await waitFor(
               "lease held",
               async () => {
-                const l = await client.get(Leases, "cocoon-system", leaseName);
+                const l = await client.get(Leases, "cocoon-system", LEASE_NAME);
                 return l.spec?.holderIdentity?.includes("_") ? l : undefined;
               },
               30_000,

@@ -13,7 +13,7 @@ const repoRoot = new URL("../../", import.meta.url).pathname;
  * Every (API group, resource, verb) the operator's code sends, by caller. A change to the code's
  * requests changes this table and config/rbac/role.yaml together.
  */
-const operatorRequests: Record<string, string[]> = {
+const OPERATOR_REQUESTS: Record<string, string[]> = {
   // Reconcilers read through informers (list, watch) and write with merge patches only
   // (kube/client_patch.ts: patchObject, patchStatus, patchAnnotations), never update (PUT).
   // cocoonset/finalizer.ts reads the live CocoonSet (get); CocoonHibernations are only cached.
@@ -30,21 +30,21 @@ const operatorRequests: Record<string, string[]> = {
   "/nodes": ["list", "watch"],
   // kube/events.ts: create, then merge-patch the count of a repeated Event.
   "/events": ["create", "patch"],
-  // kube/leader.ts's Lease is not cluster-wide: see leaderElectionRequests.
+  // kube/leader.ts's Lease is not cluster-wide: see LEADER_ELECTION_REQUESTS.
 };
 
 /**
  * kube/leader.ts: get, update and watch (by name) the one Lease, create it; in the operator's
  * namespace only (config/rbac/leader_election_role.yaml).
  */
-const leaderElectionRequests = {
+const LEADER_ELECTION_REQUESTS = {
   named: ["get", "update", "watch"],
   unnamed: ["create"],
   lease: "cocoon-operator.cocoonset.cocoonstack.io",
 };
 
 /** kube/metrics_auth.ts: each scrape's token and identity are reviewed by the API server. */
-const metricsAuthRequests: Record<string, string[]> = {
+const METRICS_AUTH_REQUESTS: Record<string, string[]> = {
   "authentication.k8s.io/tokenreviews": ["create"],
   "authorization.k8s.io/subjectaccessreviews": ["create"],
 };
@@ -185,7 +185,7 @@ Deno.test({
         }
         const sorted = (o: Record<string, string[]>) =>
           Object.fromEntries(Object.entries(o).sort().map(([k, v]) => [k, [...new Set(v)].sort()]));
-        assert.deepEqual(sorted(granted), sorted(operatorRequests));
+        assert.deepEqual(sorted(granted), sorted(OPERATOR_REQUESTS));
       });
       await t.step("config/network-policy: an egress policy the API server accepts", async () => {
         const r = await cp.kubectl([
@@ -232,13 +232,13 @@ Deno.test({
           const named = role.rules.filter((rule) => rule.resourceNames);
           const unnamed = role.rules.filter((rule) => !rule.resourceNames);
           assert.deepEqual(named.map((rule) => rule.resourceNames), [[
-            leaderElectionRequests.lease,
+            LEADER_ELECTION_REQUESTS.lease,
           ]]);
           assert.deepEqual(
             named.flatMap((rule) => rule.verbs).sort(),
-            leaderElectionRequests.named,
+            LEADER_ELECTION_REQUESTS.named,
           );
-          assert.deepEqual(unnamed.flatMap((rule) => rule.verbs), leaderElectionRequests.unnamed);
+          assert.deepEqual(unnamed.flatMap((rule) => rule.verbs), LEADER_ELECTION_REQUESTS.unnamed);
         },
       );
       await t.step(
@@ -268,7 +268,7 @@ Deno.test({
               }
             }
           }
-          assert.deepEqual(granted, metricsAuthRequests);
+          assert.deepEqual(granted, METRICS_AUTH_REQUESTS);
           assert.deepEqual(roles[1].rules, [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
         },
       );
@@ -284,8 +284,8 @@ Deno.test({
           ]);
           return out.stdout.trim();
         };
-        const lease = `leases.coordination.k8s.io/${leaderElectionRequests.lease}`;
-        for (const verb of leaderElectionRequests.named) {
+        const lease = `leases.coordination.k8s.io/${LEADER_ELECTION_REQUESTS.lease}`;
+        for (const verb of LEADER_ELECTION_REQUESTS.named) {
           assert.equal(await can(verb, lease, "-n", "cocoon-system"), "yes", verb);
           assert.equal(await can(verb, "leases/other", "-n", "cocoon-system"), "no", verb);
           assert.equal(await can(verb, lease, "-n", "kube-system"), "no", verb);

@@ -26,7 +26,7 @@ import { permissionFlags } from "../../permissions.ts";
 import { freePort, waitFor } from "../harness/wait.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
-const leaseName = "cocoon-operator.cocoonset.cocoonstack.io";
+const LEASE_NAME = "cocoon-operator.cocoonset.cocoonstack.io";
 
 Deno.test({
   name: "sandbox: the operator under the in-cluster permission set and exactly config/rbac",
@@ -56,7 +56,7 @@ Deno.test({
           const lease = await waitFor(
             "lease held",
             async () => {
-              const l = await client.get(Leases, "cocoon-system", leaseName);
+              const l = await client.get(Leases, "cocoon-system", LEASE_NAME);
               return l.spec?.holderIdentity ? l : undefined;
             },
             30_000,
@@ -65,12 +65,12 @@ Deno.test({
           assert.match(lease.spec!.holderIdentity!, /^cocoon-operator-test_[0-9a-f-]{36}$/);
           assert.match(
             await op.metrics(),
-            new RegExp(`leader_election_master_status\\{name="${leaseName}"\\} 1`),
+            new RegExp(`leader_election_master_status\\{name="${LEASE_NAME}"\\} 1`),
           );
           await op.assertNoForbidden();
           const status = await op.stop();
           assert.equal(status.code, 0, op.proc.output);
-          const released = await client.get(Leases, "cocoon-system", leaseName);
+          const released = await client.get(Leases, "cocoon-system", LEASE_NAME);
           assert.equal(released.spec?.holderIdentity ?? "", "");
           assert.doesNotMatch(op.proc.output, /NotCapable|PermissionDenied|Requires \w+ access/);
         } finally {

@@ -25,10 +25,10 @@ import type { KubernetesMinor } from "../../scripts/envtest.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { waitUntil } from "../harness/wait.ts";
 
-const lower: HashRange[] = [{ start: 0n, end: 1n << 63n }];
-const upper: HashRange[] = [{ start: 1n << 63n, end: HASH_SPACE_END }];
+const LOWER: HashRange[] = [{ start: 0n, end: 1n << 63n }];
+const UPPER: HashRange[] = [{ start: 1n << 63n, end: HASH_SPACE_END }];
 const namespaces = Array.from({ length: 16 }, (_, i) => `tenant-${i}`);
-const perNamespace = 3;
+const PER_NAMESPACE = 3;
 /**
  * Where the re-scope cuts A's half: at the hash of its middle namespace, so A keeps the ones
  * below and B takes the others (these names hash close together, so no fixed quarter would do).
@@ -99,7 +99,7 @@ async function shardedCase(
     const client = new ApiClient(transport);
     for (const ns of namespaces) {
       await client.create(Namespaces, { metadata: { name: ns } });
-      for (let i = 0; i < perNamespace; i++) {
+      for (let i = 0; i < PER_NAMESPACE; i++) {
         await client.create(ConfigMaps, {
           metadata: { name: `seed-${i}`, namespace: ns },
           data: { payload },
@@ -111,8 +111,8 @@ async function shardedCase(
     const expect = (all: string[], ranges: HashRange[]) =>
       all.filter((k) => namespaceInRanges(ranges, k.split("/")[0]));
 
-    const filterA = new MutableShardFilter(lower);
-    const filterB = new MutableShardFilter(upper);
+    const filterA = new MutableShardFilter(LOWER);
+    const filterB = new MutableShardFilter(UPPER);
     const a = start(client, filterA, stop.signal);
     const b = start(client, filterB, stop.signal);
     runs.push(a.run, b.run);
@@ -121,8 +121,8 @@ async function shardedCase(
     const outcome: Outcome = { a: [], b: [] };
 
     let all = await everything();
-    assert.deepEqual(a.held(), expect(all, lower));
-    assert.deepEqual(b.held(), expect(all, upper));
+    assert.deepEqual(a.held(), expect(all, LOWER));
+    assert.deepEqual(b.held(), expect(all, UPPER));
     assert.deepEqual(sorted([...a.held(), ...b.held()]), all);
     assert.ok(a.held().length > 0 && b.held().length > 0);
     outcome.a.push(a.held());
@@ -136,7 +136,7 @@ async function shardedCase(
 
     // The bytes of one list with and without the selector (logged, not asserted on size).
     const whole = await listBytes(transport, {});
-    const sharded = await listBytes(transport, { shardSelector: formatShardSelector(lower) });
+    const sharded = await listBytes(transport, { shardSelector: formatShardSelector(LOWER) });
     console.log(
       `[${label}] list of all ConfigMaps: ${whole.items} items, ${whole.bytes} bytes; ` +
         `with the lower half's shardSelector: ${sharded.items} items, ${sharded.bytes} bytes` +
@@ -166,22 +166,22 @@ async function shardedCase(
       sorted([...a.seen, ...b.seen]),
       sorted(laterKeys.map((k) => `add:${k}`)),
     );
-    assert.deepEqual(a.held(), expect(all, lower));
-    assert.deepEqual(b.held(), expect(all, upper));
+    assert.deepEqual(a.held(), expect(all, LOWER));
+    assert.deepEqual(b.held(), expect(all, UPPER));
     outcome.a.push(a.held());
     outcome.b.push(b.held());
     // The other half's creations reached A's watch unless the server filtered it (the watch
     // cache does; 1.36.3 serving from etcd does not), and A dropped them.
     const droppedFromWatch = a.inf.stats.shardFilteredObjects - droppedFromList;
     if (serverFilters && watchCache) assert.equal(droppedFromWatch, 0);
-    else assert.equal(droppedFromWatch, expect(laterKeys, upper).length);
+    else assert.equal(droppedFromWatch, expect(laterKeys, UPPER).length);
 
     // Re-scope: B takes the upper part of A's half. The namespaces that stay put are not
     // reported again; the moved ones are deleted from A and added to B.
     a.seen.length = 0;
     b.seen.length = 0;
     const moved = all.filter((k) =>
-      namespaceInRanges(lower, k.split("/")[0]) &&
+      namespaceInRanges(LOWER, k.split("/")[0]) &&
       !namespaceInRanges(keptByA, k.split("/")[0])
     );
     filterA.set(keptByA);
@@ -213,10 +213,10 @@ async function shardedCase(
 }
 
 const skip136 = Deno.env.get("SHARDING_SKIP_1_36") === "1";
-const gateOn = "--feature-gates=ShardedListAndWatch=true";
+const GATE_ON = "--feature-gates=ShardedListAndWatch=true";
 
 Deno.test("the test namespaces fall in every part of the re-scope", () => {
-  const parts = [keptByA, [{ start: cut, end: 1n << 63n }], upper];
+  const parts = [keptByA, [{ start: cut, end: 1n << 63n }], UPPER];
   for (const part of parts) {
     assert.ok(namespaces.some((ns) => namespaceInRanges(part, ns)), formatShardSelector(part));
   }
@@ -234,7 +234,7 @@ Deno.test({
   ignore: skip136,
   sanitizeResources: false,
   sanitizeOps: false,
-  fn: () => shardedCase("1.36+gate+watchcache", "1.36", [gateOn], true, true),
+  fn: () => shardedCase("1.36+gate+watchcache", "1.36", [GATE_ON], true, true),
 });
 
 Deno.test({
@@ -242,7 +242,7 @@ Deno.test({
   ignore: skip136,
   sanitizeResources: false,
   sanitizeOps: false,
-  fn: () => shardedCase("1.36+gate", "1.36", [gateOn], false, true),
+  fn: () => shardedCase("1.36+gate", "1.36", [GATE_ON], false, true),
 });
 
 Deno.test({

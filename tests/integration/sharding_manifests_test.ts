@@ -10,7 +10,7 @@ import { startControlPlane } from "../harness/control_plane.ts";
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
 /** kube/sharding/membership.ts: get/create/update/delete its own Lease, list all members. */
-const memberRequests = ["create", "delete", "get", "list", "update"];
+const MEMBER_REQUESTS = ["create", "delete", "get", "list", "update"];
 
 interface Rule {
   apiGroups?: string[];
@@ -67,7 +67,7 @@ Deno.test({
         ["coordination.k8s.io"],
         ["leases"],
       ]]);
-      assert.deepEqual(role.rules?.flatMap((rule) => rule.verbs).sort(), memberRequests);
+      assert.deepEqual(role.rules?.flatMap((rule) => rule.verbs).sort(), MEMBER_REQUESTS);
       const binding = items.find((i) =>
         i.kind === "RoleBinding" && i.metadata.name === "cocoon-operator-shard-member"
       );

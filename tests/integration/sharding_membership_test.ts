@@ -21,14 +21,14 @@ import { startControlPlane } from "../harness/control_plane.ts";
 import { waitUntil } from "../harness/wait.ts";
 
 /** Short durations so the test takes seconds; the same relations as the defaults. */
-const timing: ShardTiming = {
+const TIMING: ShardTiming = {
   leaseDurationMs: 5000,
   renewDeadlineMs: 3000,
   retryPeriodMs: 1000,
   expiryMarginMs: 1000,
   drainTimeoutMs: 5000,
 };
-const namespace = "shard-members";
+const NAMESPACE = "shard-members";
 
 interface Running {
   member: ShardMember;
@@ -56,14 +56,14 @@ for (const minor of ["1.35", "1.36"] as const) {
       const violations: string[] = [];
       const running = new Map<string, Running>();
       try {
-        await client.create(Namespaces, { metadata: { name: namespace } });
+        await client.create(Namespaces, { metadata: { name: NAMESPACE } });
         const start = (identity: string, leaveOnStop: boolean) => {
           const stop = new AbortController();
           const member = new ShardMember({
             client,
-            namespace,
+            namespace: NAMESPACE,
             identity,
-            timing,
+            timing: TIMING,
             leaveOnStop,
             onStart(ranges) {
               for (const [other, held] of acting) {
@@ -101,13 +101,13 @@ for (const minor of ["1.35", "1.36"] as const) {
           timeoutMs: 60_000,
           what: "three members holding a third of the space each",
         });
-        const leases = await client.list(Leases, { namespace });
+        const leases = await client.list(Leases, { namespace: NAMESPACE });
         assert.equal(leases.items.length, 3);
 
         // member-c stops renewing (its loop ends, no leave: as after SIGKILL). It counts as acting
         // until its Lease could have expired; the others must not start its range before.
         const c = running.get("member-c")!;
-        c.actsUntil = (c.member.state.lastRenewalAt ?? Date.now()) + timing.leaseDurationMs;
+        c.actsUntil = (c.member.state.lastRenewalAt ?? Date.now()) + TIMING.leaseDurationMs;
         c.stop.abort();
         await c.done;
         const killedAt = Date.now();
@@ -115,7 +115,7 @@ for (const minor of ["1.35", "1.36"] as const) {
           timeoutMs: 60_000,
           what: "two members holding half the space each after member-c stopped",
         });
-        assert.ok(Date.now() - killedAt >= timing.leaseDurationMs - timing.renewDeadlineMs);
+        assert.ok(Date.now() - killedAt >= TIMING.leaseDurationMs - TIMING.renewDeadlineMs);
         acting.delete("member-c");
 
         // member-b leaves gracefully: it drains, announces nothing, deletes its Lease.
@@ -127,7 +127,9 @@ for (const minor of ["1.35", "1.36"] as const) {
           timeoutMs: 60_000,
           what: "member-a holding the whole space",
         });
-        const names = (await client.list(Leases, { namespace })).items.map((l) => l.metadata?.name);
+        const names = (await client.list(Leases, { namespace: NAMESPACE })).items.map((l) =>
+          l.metadata?.name
+        );
         assert.ok(!names.includes(b.member.leaseName), "the leaver deleted its Lease");
         assert.ok(names.includes(c.member.leaseName), "the killed member's Lease stays");
         assert.deepEqual(violations, []);

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { Events, Leases } from "../../kube/core.ts";
 import { fnv1a64 } from "../../kube/sharding/hash.ts";
-import { heldAnnotation, memberGroupLabel } from "../../kube/sharding/membership.ts";
+import { HELD_ANNOTATION, MEMBER_GROUP_LABEL } from "../../kube/sharding/membership.ts";
 import { HASH_SPACE_END } from "../../kube/sharding/range.ts";
 import { OPERATOR_NAMESPACE, type Stack } from "../harness/stack.ts";
 import { createSet, inPhase, patchSpec, waitSet } from "../harness/stack_objects.ts";
@@ -55,7 +55,7 @@ function namespacesWrittenBy(stack: Stack, i: number, since = 0): Set<string> {
 async function memberLeases(stack: Stack) {
   const list = await stack.admin.list(Leases, {
     namespace: OPERATOR_NAMESPACE,
-    labelSelector: { [memberGroupLabel]: "cocoon-operator" },
+    labelSelector: { [MEMBER_GROUP_LABEL]: "cocoon-operator" },
   });
   return list.items;
 }
@@ -96,7 +96,7 @@ function shardingSuite(minor: "1.35" | "1.36"): void {
       await scenario("each replica holds one half in its member Lease", async (fig) => {
         const leases = await waitUntil(async () => {
           const items = await memberLeases(stack);
-          const held = items.map((l) => l.metadata.annotations?.[heldAnnotation] ?? "");
+          const held = items.map((l) => l.metadata.annotations?.[HELD_ANNOTATION] ?? "");
           return items.length === 2 && held.every((h) => h !== "" && !h.includes(",")) &&
               new Set(held).size === 2
             ? items

@@ -26,7 +26,7 @@ import type { KubernetesMinor } from "../../scripts/envtest.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { waitUntil } from "../harness/wait.ts";
 
-const lowerHalf: RangeSet = [{ start: 0n, end: 1n << 63n }];
+const LOWER_HALF: RangeSet = [{ start: 0n, end: 1n << 63n }];
 const namespaces = Array.from({ length: 16 }, (_, i) => `tenant-${i}`);
 
 interface RawList {
@@ -113,8 +113,8 @@ async function everything(transport: Transport): Promise<RawList["items"]> {
 const keys = (items: RawList["items"]) =>
   items.map((i) => `${i.metadata.namespace}/${i.metadata.name}`).sort();
 
-const inRange = namespaces.filter((ns) => namespaceInRanges(lowerHalf, ns));
-const outOfRange = namespaces.filter((ns) => !namespaceInRanges(lowerHalf, ns));
+const inRange = namespaces.filter((ns) => namespaceInRanges(LOWER_HALF, ns));
+const outOfRange = namespaces.filter((ns) => !namespaceInRanges(LOWER_HALF, ns));
 
 /** Watches from `rv` with `query`, creates one object per namespace (out-of-range ones first, an
  * in-range marker last) and returns what the watch delivered once the marker arrived. */
@@ -143,7 +143,7 @@ async function watchCreations(
   }
 }
 
-const gateOn = "--feature-gates=ShardedListAndWatch=true";
+const GATE_ON = "--feature-gates=ShardedListAndWatch=true";
 
 Deno.test("the test namespaces fall on both sides of the lower half", () => {
   assert.ok(inRange.length >= 3 && outOfRange.length >= 3, `${inRange} | ${outOfRange}`);
@@ -156,13 +156,13 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    await withServer("1.36", [gateOn], true, async (t, client) => {
-      const selector = formatShardSelector(lowerHalf);
+    await withServer("1.36", [GATE_ON], true, async (t, client) => {
+      const selector = formatShardSelector(LOWER_HALF);
       const all = await everything(t);
       const list = await rawList(t, { shardSelector: selector });
       assert.ok(serverAppliedShard(list.metadata, parseShardSelector(selector)));
       assert.equal(list.metadata.shardInfo?.selector, selector);
-      const expected = all.filter((i) => namespaceInRanges(lowerHalf, i.metadata.namespace));
+      const expected = all.filter((i) => namespaceInRanges(LOWER_HALF, i.metadata.namespace));
       assert.ok(expected.length < all.length);
       assert.deepEqual(keys(list.items), keys(expected));
 
@@ -197,7 +197,7 @@ for (const [minor, label] of [["1.35", "1.35"], ["1.36", "1.36 with the gate off
     sanitizeOps: false,
     async fn() {
       await withServer(minor, [], false, async (t, client) => {
-        const selector = formatShardSelector(lowerHalf);
+        const selector = formatShardSelector(LOWER_HALF);
         const all = await everything(t);
         const list = await rawList(t, { shardSelector: selector });
         assert.equal(list.metadata.shardInfo, undefined);
@@ -219,11 +219,11 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    await withServer("1.36", [gateOn], false, async (t, client) => {
-      const selector = formatShardSelector(lowerHalf);
+    await withServer("1.36", [GATE_ON], false, async (t, client) => {
+      const selector = formatShardSelector(LOWER_HALF);
       const list = await rawList(t, { shardSelector: selector });
       assert.ok(serverAppliedShard(list.metadata, parseShardSelector(selector)));
-      assert.ok(list.items.every((i) => namespaceInRanges(lowerHalf, i.metadata.namespace)));
+      assert.ok(list.items.every((i) => namespaceInRanges(LOWER_HALF, i.metadata.namespace)));
       const watched = await watchCreations(t, client, list.metadata.resourceVersion!, {
         shardSelector: selector,
       });

@@ -12,12 +12,12 @@ import { Namespaces, type Node, Nodes, type Pod, Pods } from "../../kube/core.ts
 import { isNotFound } from "../../kube/errors.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationHibernate,
-  AnnotationIP,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationVMID,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_IP,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_VMID,
 } from "../../common/meta/keys.ts";
 import { isContainerRunning, isPodReady } from "../../common/meta/pod.ts";
 import { startSimulator } from "../../sim/simulator.ts";
@@ -91,11 +91,11 @@ Deno.test({
         assert.equal(pod.spec?.nodeName, "vk-a");
         assert.equal(pod.status?.phase, "Running");
         assert.ok(isContainerRunning(pod));
-        assert.equal(ann(pod, AnnotationLifecycleState), "ready");
-        assert.equal(ann(pod, AnnotationLifecycleObservedGeneration), "1");
-        firstId = ann(pod, AnnotationVMID) ?? "";
+        assert.equal(ann(pod, ANNOTATION_LIFECYCLE_STATE), "ready");
+        assert.equal(ann(pod, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION), "1");
+        firstId = ann(pod, ANNOTATION_VMID) ?? "";
         assert.ok(firstId);
-        assert.equal(pod.status?.podIP, ann(pod, AnnotationIP));
+        assert.equal(pod.status?.podIP, ann(pod, ANNOTATION_IP));
       });
 
       await t.step("a sub-agent created on the main's node forks from it", async () => {
@@ -110,7 +110,7 @@ Deno.test({
           }),
         );
         const sub = await when("demo-1", "ready", isPodReady);
-        assert.notEqual(ann(sub, AnnotationVMID), firstId);
+        assert.notEqual(ann(sub, ANNOTATION_VMID), firstId);
       });
 
       await t.step(
@@ -143,17 +143,20 @@ Deno.test({
         async () => {
           await client.patch(Pods, NS, "demo-0", "merge", {
             metadata: {
-              annotations: { [AnnotationCocoonSetGeneration]: "2", [AnnotationHibernate]: "true" },
+              annotations: {
+                [ANNOTATION_COCOON_SET_GENERATION]: "2",
+                [ANNOTATION_HIBERNATE]: "true",
+              },
             },
           });
           const pod = await when(
             "demo-0",
             "hibernated and stopped",
-            (p) => ann(p, AnnotationLifecycleState) === "hibernated" && !isContainerRunning(p),
+            (p) => ann(p, ANNOTATION_LIFECYCLE_STATE) === "hibernated" && !isContainerRunning(p),
           );
-          assert.equal(ann(pod, AnnotationLifecycleObservedGeneration), "2");
-          assert.equal(ann(pod, AnnotationVMID), undefined);
-          assert.equal(ann(pod, AnnotationIP), undefined);
+          assert.equal(ann(pod, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION), "2");
+          assert.equal(ann(pod, ANNOTATION_VMID), undefined);
+          assert.equal(ann(pod, ANNOTATION_IP), undefined);
           assert.equal(pod.status?.phase, "Pending");
           assert.equal(pod.status?.podIP, undefined);
           assert.ok(!isPodReady(pod));
@@ -163,16 +166,16 @@ Deno.test({
 
       await t.step("wake: a fresh VM id, ready again", async () => {
         await client.patch(Pods, NS, "demo-0", "merge", {
-          metadata: { annotations: { [AnnotationHibernate]: null } },
+          metadata: { annotations: { [ANNOTATION_HIBERNATE]: null } },
         });
         const pod = await when(
           "demo-0",
           "woken",
-          (p) => isPodReady(p) && isContainerRunning(p) && !!ann(p, AnnotationVMID),
+          (p) => isPodReady(p) && isContainerRunning(p) && !!ann(p, ANNOTATION_VMID),
         );
-        assert.notEqual(ann(pod, AnnotationVMID), firstId);
-        assert.equal(ann(pod, AnnotationLifecycleState), "ready");
-        assert.equal(ann(pod, AnnotationLifecycleObservedGeneration), "2");
+        assert.notEqual(ann(pod, ANNOTATION_VMID), firstId);
+        assert.equal(ann(pod, ANNOTATION_LIFECYCLE_STATE), "ready");
+        assert.equal(ann(pod, ANNOTATION_LIFECYCLE_OBSERVED_GENERATION), "2");
       });
 
       await t.step("delete: :latest pushed, the Terminating pod finalized", async () => {

@@ -29,16 +29,15 @@ import { type Pod, Pods } from "../../kube/core.ts";
 import type { FakeClient } from "../../kube/testing/fake.ts";
 import type { FakeRegistry } from "../../snapshot/testing/fake.ts";
 import {
-  AnnotationIP,
-  AnnotationKeepSnapshotOnDelete,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationVMID,
-  HibernateSnapshotTag,
-  LabelRole,
-  LifecycleStateHibernated,
-  LifecycleStateHibernating,
-  LifecycleStateReady,
+  ANNOTATION_IP,
+  ANNOTATION_KEEP_SNAPSHOT_ON_DELETE,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_VMID,
+  LABEL_ROLE,
+  LIFECYCLE_STATE_HIBERNATED,
+  LIFECYCLE_STATE_HIBERNATING,
+  LIFECYCLE_STATE_READY,
   parseVMSpec,
   readCocoonSetGeneration,
   readHibernateState,
@@ -47,12 +46,13 @@ import {
   shouldSnapshotVM,
 } from "../../common/meta/mod.ts";
 import type { Rng } from "./_rng.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../../snapshot/registry.ts";
 
 /** Which vk-cocoon the model plays. */
 export type VkMode = "head" | "contract";
 
 /** The tag vk-cocoon pushes when it deletes a pod whose VM exists. */
-export const LatestTag = "latest";
+export const LATEST_TAG = "latest";
 
 /** One broken invariant, with a category for grouping the findings. */
 export interface Violation {
@@ -211,13 +211,13 @@ export class VkModel {
    */
   #hibernating(pod: Pod): boolean {
     return this.mode === "contract" &&
-      readLifecycleStatus(pod).state === LifecycleStateHibernating;
+      readLifecycleStatus(pod).state === LIFECYCLE_STATE_HIBERNATING;
   }
 
   /** Contract mode: the generation stamp moved since the lifecycle pair was written. */
   #stampMoved(pod: Pod): boolean {
     const lc = readLifecycleStatus(pod);
-    return (lc.state === LifecycleStateReady || lc.state === LifecycleStateHibernated) &&
+    return (lc.state === LIFECYCLE_STATE_READY || lc.state === LIFECYCLE_STATE_HIBERNATED) &&
       lc.observedGeneration !== readCocoonSetGeneration(pod);
   }
 
@@ -236,10 +236,10 @@ export class VkModel {
       if (readHibernateState(pod) || this.#hibernating(pod)) {
         return await this.#startHibernate(pod, vm);
       }
-      return await this.#lifecycle(pod, LifecycleStateReady);
+      return await this.#lifecycle(pod, LIFECYCLE_STATE_READY);
     }
     if (readHibernateState(pod)) {
-      if (this.#admitted.has(uid)) return await this.#lifecycle(pod, LifecycleStateHibernated);
+      if (this.#admitted.has(uid)) return await this.#lifecycle(pod, LIFECYCLE_STATE_HIBERNATED);
       // CreatePod ignores the hibernate request: the VM boots, the next update hibernates it.
     }
     const restore = this.#hibernated.has(uid) ||
@@ -265,7 +265,7 @@ export class VkModel {
     if (vm) {
       const latest = this.latest(vm.vm);
       const claim = this.#claim(vm.vm);
-      const hibernateHolds = this.tagHolds(vm.vm, HibernateSnapshotTag) === latest;
+      const hibernateHolds = this.tagHolds(vm.vm, HIBERNATE_SNAPSHOT_TAG) === latest;
       if (!this.userDeleted.has(uid) && vm.version === latest && !hibernateHolds && claim) {
         this.violations.push({
           kind: "pod deleted before its VM's state was saved",
@@ -276,10 +276,10 @@ export class VkModel {
         });
       }
       const spec = parseVMSpec(pod);
-      const keep = pod.metadata.annotations?.[AnnotationKeepSnapshotOnDelete] === "true";
-      if (!keep && shouldSnapshotVM(spec, pod.metadata.labels?.[LabelRole] ?? "")) {
-        this.registry.put(vm.vm, LatestTag, `sha256:v${vm.version}-${++this.#vmIds}`);
-        this.#tagVersion.set(`${vm.vm}:${LatestTag}`, vm.version);
+      const keep = pod.metadata.annotations?.[ANNOTATION_KEEP_SNAPSHOT_ON_DELETE] === "true";
+      if (!keep && shouldSnapshotVM(spec, pod.metadata.labels?.[LABEL_ROLE] ?? "")) {
+        this.registry.put(vm.vm, LATEST_TAG, `sha256:v${vm.version}-${++this.#vmIds}`);
+        this.#tagVersion.set(`${vm.vm}:${LATEST_TAG}`, vm.version);
       }
       this.#running.delete(uid);
     }
@@ -289,11 +289,13 @@ export class VkModel {
 
   /** Save and push `:hibernate` (contract mode: `hibernating` first, as a step of its own). */
   async #startHibernate(pod: Pod, vm: RunningVM): Promise<void> {
-    if (this.mode === "contract" && readLifecycleStatus(pod).state !== LifecycleStateHibernating) {
-      return await this.#lifecycle(pod, LifecycleStateHibernating);
+    if (
+      this.mode === "contract" && readLifecycleStatus(pod).state !== LIFECYCLE_STATE_HIBERNATING
+    ) {
+      return await this.#lifecycle(pod, LIFECYCLE_STATE_HIBERNATING);
     }
-    this.registry.put(vm.vm, HibernateSnapshotTag, `sha256:v${vm.version}-${++this.#vmIds}`);
-    this.#tagVersion.set(`${vm.vm}:${HibernateSnapshotTag}`, vm.version);
+    this.registry.put(vm.vm, HIBERNATE_SNAPSHOT_TAG, `sha256:v${vm.version}-${++this.#vmIds}`);
+    this.#tagVersion.set(`${vm.vm}:${HIBERNATE_SNAPSHOT_TAG}`, vm.version);
     vm.frozen = true;
     this.log.push(`vk: ${vm.pod} saved and pushed ${vm.vm}:hibernate = v${vm.version}`);
   }
@@ -302,7 +304,7 @@ export class VkModel {
   async #remove(pod: Pod, vm: RunningVM): Promise<void> {
     const uid = pod.metadata.uid ?? "";
     if (this.rng.chance(this.removeFailureRate)) {
-      await this.registry.deleteManifest(vm.vm, HibernateSnapshotTag);
+      await this.registry.deleteManifest(vm.vm, HIBERNATE_SNAPSHOT_TAG);
       vm.frozen = false;
       this.log.push(`vk: ${vm.pod} Remove failed, rolled ${vm.vm}:hibernate back, VM runs on`);
       return;
@@ -311,19 +313,19 @@ export class VkModel {
     this.#hibernated.add(uid);
     this.log.push(`vk: ${vm.pod} VM v${vm.version} removed (hibernated)`);
     const annotations: Record<string, string | null> = {
-      [AnnotationVMID]: null,
-      [AnnotationIP]: null,
+      [ANNOTATION_VMID]: null,
+      [ANNOTATION_IP]: null,
     };
     if (this.mode === "contract") {
-      annotations[AnnotationLifecycleState] = LifecycleStateHibernated;
-      annotations[AnnotationLifecycleObservedGeneration] = String(readCocoonSetGeneration(pod));
+      annotations[ANNOTATION_LIFECYCLE_STATE] = LIFECYCLE_STATE_HIBERNATED;
+      annotations[ANNOTATION_LIFECYCLE_OBSERVED_GENERATION] = String(readCocoonSetGeneration(pod));
     }
     await this.#publish(pod, annotations, false);
   }
 
   /** A wake, or a create marked restore-from-hibernate: pull `:hibernate` and clone. */
   async #bootFromTag(pod: Pod, vmName: string, name: string): Promise<void> {
-    const held = this.tagHolds(vmName, HibernateSnapshotTag);
+    const held = this.tagHolds(vmName, HIBERNATE_SNAPSHOT_TAG);
     const latest = this.latest(vmName);
     const claim = this.#claim(vmName);
     if (held === undefined) {
@@ -392,12 +394,12 @@ export class VkModel {
     this.#discarded.delete(vmName);
     this.log.push(`vk: ${name} ${how}`);
     const annotations: Record<string, string | null> = {
-      [AnnotationVMID]: `vm-${++this.#vmIds}`,
-      [AnnotationIP]: "10.0.0.1",
+      [ANNOTATION_VMID]: `vm-${++this.#vmIds}`,
+      [ANNOTATION_IP]: "10.0.0.1",
     };
     if (this.mode === "contract") {
-      annotations[AnnotationLifecycleState] = LifecycleStateReady;
-      annotations[AnnotationLifecycleObservedGeneration] = String(readCocoonSetGeneration(pod));
+      annotations[ANNOTATION_LIFECYCLE_STATE] = LIFECYCLE_STATE_READY;
+      annotations[ANNOTATION_LIFECYCLE_OBSERVED_GENERATION] = String(readCocoonSetGeneration(pod));
     }
     await this.#publish(pod, annotations, true);
   }
@@ -408,8 +410,8 @@ export class VkModel {
     await this.fake.patch(Pods, pod.metadata.namespace ?? "", pod.metadata.name ?? "", "merge", {
       metadata: {
         annotations: {
-          [AnnotationLifecycleState]: state,
-          [AnnotationLifecycleObservedGeneration]: String(readCocoonSetGeneration(pod)),
+          [ANNOTATION_LIFECYCLE_STATE]: state,
+          [ANNOTATION_LIFECYCLE_OBSERVED_GENERATION]: String(readCocoonSetGeneration(pod)),
         },
       },
     });
@@ -463,12 +465,14 @@ export class VkModel {
   }
 
   #tagText(vm: string): string {
-    const v = this.tagHolds(vm, HibernateSnapshotTag);
+    const v = this.tagHolds(vm, HIBERNATE_SNAPSHOT_TAG);
     return v === undefined ? "nothing" : `v${v}`;
   }
 
   #where(vm: string, version: number): string {
-    const places = [HibernateSnapshotTag, LatestTag].filter((t) => this.tagHolds(vm, t) === version)
+    const places = [HIBERNATE_SNAPSHOT_TAG, LATEST_TAG].filter((t) =>
+      this.tagHolds(vm, t) === version
+    )
       .map((t) => `:${t}`);
     return places.length > 0 ? places.join(" and ") : "no tag (already lost)";
   }

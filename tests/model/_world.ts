@@ -40,16 +40,15 @@ import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../../common/apis/v1/cocoonhibernation_types.ts";
 import { CocoonHibernations, CocoonSets } from "../../common/apis/v1/resources.ts";
 import {
-  AnnotationHibernatedOnNode,
-  HibernateSnapshotTag,
-  LabelCocoonSet,
+  ANNOTATION_HIBERNATED_ON_NODE,
+  LABEL_COCOON_SET,
   parseVMSpec,
   readHibernateState,
   readRestoreFromHibernate,
   vmNameForDeployment,
   vmUp,
 } from "../../common/meta/mod.ts";
-import { AnnotationDeleteVMNames } from "../../cocoonset/teardown.ts";
+import { ANNOTATION_DELETE_VM_NAMES } from "../../cocoonset/teardown.ts";
 import { podRelevantChange } from "../../cocoonset/predicate.ts";
 import type { KubeObject } from "../../kube/object.ts";
 import type { ResourceType } from "../../kube/resource.ts";
@@ -64,6 +63,7 @@ import {
 } from "./_operator.ts";
 import { Rng } from "./_rng.ts";
 import { type Violation, type VkMode, VkModel } from "./_vk_model.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../../snapshot/registry.ts";
 
 /** A CocoonSet of the run and its main VM's name. */
 export interface SetRef {
@@ -380,12 +380,14 @@ export class ModelRun {
         return `delete CocoonSet ${setText(s)}`;
       case "stealNames": {
         const other = this.sets.find((o) => o !== s)!;
-        const names = [set.metadata.annotations?.[AnnotationDeleteVMNames], other.vm]
+        const names = [set.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES], other.vm]
           .filter(Boolean).join(",");
         await this.fake.patch(CocoonSets, s.ns, s.name, "merge", {
-          metadata: { annotations: { [AnnotationDeleteVMNames]: names } },
+          metadata: { annotations: { [ANNOTATION_DELETE_VM_NAMES]: names } },
         });
-        return `annotate ${setText(s)} ${AnnotationDeleteVMNames}=${names} (another tenant's VM)`;
+        return `annotate ${
+          setText(s)
+        } ${ANNOTATION_DELETE_VM_NAMES}=${names} (another tenant's VM)`;
       }
     }
     return undefined;
@@ -538,7 +540,7 @@ export class ModelRun {
   #parked(pod: Pod): boolean {
     const vm = parseVMSpec(pod).vmName;
     return readHibernateState(pod) && !vmUp(pod) &&
-      this.vk.tagHolds(vm, HibernateSnapshotTag) !== undefined;
+      this.vk.tagHolds(vm, HIBERNATE_SNAPSHOT_TAG) !== undefined;
   }
 
   #mainText(main: Pod | undefined): string {
@@ -570,10 +572,10 @@ export class ModelRun {
       `suspend=${set.spec.suspend ?? false}/${set.spec.hibernatePolicy ?? "retain"}`,
     ];
     if (set.spec.nodeName) parts.push(`nodeName=${set.spec.nodeName}`);
-    const hint = set.metadata.annotations?.[AnnotationHibernatedOnNode];
+    const hint = set.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE];
     if (hint) parts.push(`hint=${hint}`);
     const main = ((this.view.get(Pods) ?? []) as Pod[]).find((p) =>
-      p.metadata.namespace === s.ns && p.metadata.labels?.[LabelCocoonSet] === s.name
+      p.metadata.namespace === s.ns && p.metadata.labels?.[LABEL_COCOON_SET] === s.name
     );
     parts.push(main ? `main${this.#mainText(main).slice(", main".length)}` : "no main pod");
     for (const h of (this.view.get(CocoonHibernations) ?? []) as CocoonHibernation[]) {
@@ -636,7 +638,7 @@ export class ModelRun {
     }
     for (const { old, cur } of changed(Pods)) {
       const pod = (cur ?? old)!;
-      const owner = pod.metadata.labels?.[LabelCocoonSet];
+      const owner = pod.metadata.labels?.[LABEL_COCOON_SET];
       const relevant = !old || !cur || this.#podPredicate.update(old, cur);
       if (owner && relevant) {
         this.#schedule("set", { ns: pod.metadata.namespace ?? "", name: owner }, now);

@@ -10,17 +10,17 @@ import { type Pod, Pods } from "../../kube/core.ts";
 import { FakeClient } from "../../kube/testing/fake.ts";
 import { FakeRegistry } from "../../snapshot/testing/fake.ts";
 import {
-  AnnotationCocoonSetGeneration,
-  AnnotationHibernate,
-  AnnotationLifecycleObservedGeneration,
-  AnnotationLifecycleState,
-  AnnotationRestoreFromHibernate,
-  AnnotationVMID,
-  AnnotationVMName,
-  HibernateSnapshotTag,
+  ANNOTATION_COCOON_SET_GENERATION,
+  ANNOTATION_HIBERNATE,
+  ANNOTATION_LIFECYCLE_OBSERVED_GENERATION,
+  ANNOTATION_LIFECYCLE_STATE,
+  ANNOTATION_RESTORE_FROM_HIBERNATE,
+  ANNOTATION_VM_NAME,
+  ANNOTATION_VMID,
 } from "../../common/meta/mod.ts";
 import { Rng } from "./_rng.ts";
 import { type VkMode, VkModel } from "./_vk_model.ts";
+import { HIBERNATE_SNAPSHOT_TAG } from "../../snapshot/registry.ts";
 
 const VM = "vk-ns-demo-0";
 
@@ -31,7 +31,11 @@ function pod(name: string, annotations: Record<string, string> = {}, ns = "ns"):
     metadata: {
       name,
       namespace: ns,
-      annotations: { [AnnotationVMName]: VM, [AnnotationCocoonSetGeneration]: "2", ...annotations },
+      annotations: {
+        [ANNOTATION_VM_NAME]: VM,
+        [ANNOTATION_COCOON_SET_GENERATION]: "2",
+        ...annotations,
+      },
     },
     spec: { containers: [{ name: "agent", image: "x" }] },
   };
@@ -62,27 +66,27 @@ async function hibernated(mode: VkMode = "head", claimed = true) {
   const w = world(mode, claimed);
   w.fake.seed(Pods, pod("demo-0"));
   await settle(w.vk);
-  await annotate(w.fake, "demo-0", { [AnnotationHibernate]: "true" });
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: "true" });
   await settle(w.vk);
   return w;
 }
 
 Deno.test("vk model: deleting the tag that holds the only copy of a claimed state is a violation", async () => {
   const w = await hibernated();
-  assert.equal(w.vk.tagHolds(VM, HibernateSnapshotTag), w.vk.latest(VM));
+  assert.equal(w.vk.tagHolds(VM, HIBERNATE_SNAPSHOT_TAG), w.vk.latest(VM));
   assert.equal(w.vk.liveHoldsLatest(VM), false);
-  assert.match(w.vk.judgeTagDelete(VM, HibernateSnapshotTag, "site")?.kind ?? "", /site/);
+  assert.match(w.vk.judgeTagDelete(VM, HIBERNATE_SNAPSHOT_TAG, "site")?.kind ?? "", /site/);
 
   const unclaimed = await hibernated("head", false);
-  assert.equal(unclaimed.vk.judgeTagDelete(VM, HibernateSnapshotTag, "site"), undefined);
+  assert.equal(unclaimed.vk.judgeTagDelete(VM, HIBERNATE_SNAPSHOT_TAG, "site"), undefined);
 });
 
 Deno.test("vk model: deleting a tag older than the running VM's state is no violation", async () => {
   const w = await hibernated();
-  await annotate(w.fake, "demo-0", { [AnnotationHibernate]: null });
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: null });
   await settle(w.vk); // the wake restores, the VM moves on past the tag
   assert.equal(w.vk.liveHoldsLatest(VM), true);
-  assert.equal(w.vk.judgeTagDelete(VM, HibernateSnapshotTag, "site"), undefined);
+  assert.equal(w.vk.judgeTagDelete(VM, HIBERNATE_SNAPSHOT_TAG, "site"), undefined);
   assert.deepEqual(w.vk.violations, []);
 });
 
@@ -95,7 +99,7 @@ Deno.test("vk model: a fresh boot over claimed state is a violation; a restore i
 
   const r = await hibernated();
   await r.fake.delete(Pods, "ns", "demo-0", { gracePeriodSeconds: 0 });
-  r.fake.seed(Pods, pod("demo-0", { [AnnotationRestoreFromHibernate]: "true" }));
+  r.fake.seed(Pods, pod("demo-0", { [ANNOTATION_RESTORE_FROM_HIBERNATE]: "true" }));
   await settle(r.vk);
   assert.deepEqual(r.vk.violations, []);
   assert.equal(r.vk.liveHoldsLatest(VM), true);
@@ -103,8 +107,8 @@ Deno.test("vk model: a fresh boot over claimed state is a violation; a restore i
 
 Deno.test("vk model: a restore whose tag is gone loses the state", async () => {
   const w = await hibernated();
-  await w.registry.deleteManifest(VM, HibernateSnapshotTag);
-  await annotate(w.fake, "demo-0", { [AnnotationHibernate]: null });
+  await w.registry.deleteManifest(VM, HIBERNATE_SNAPSHOT_TAG);
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: null });
   await settle(w.vk);
   // vk-cocoon retries the pull on every update; each attempt finds the tag gone.
   assert.deepEqual([...new Set(w.vk.violations.map((v) => v.kind))], [
@@ -142,12 +146,12 @@ Deno.test("vk model: two pods running one VM name is a violation", async () => {
 Deno.test("vk model: head writes no lifecycle annotations, contract writes the pair", async () => {
   const head = await hibernated("head");
   const h = await head.fake.get(Pods, "ns", "demo-0");
-  assert.equal(h.metadata.annotations?.[AnnotationLifecycleState], undefined);
-  assert.equal(h.metadata.annotations?.[AnnotationVMID], undefined);
+  assert.equal(h.metadata.annotations?.[ANNOTATION_LIFECYCLE_STATE], undefined);
+  assert.equal(h.metadata.annotations?.[ANNOTATION_VMID], undefined);
 
   const contract = await hibernated("contract");
   const c = await contract.fake.get(Pods, "ns", "demo-0");
-  assert.equal(c.metadata.annotations?.[AnnotationLifecycleState], "hibernated");
-  assert.equal(c.metadata.annotations?.[AnnotationLifecycleObservedGeneration], "2");
-  assert.equal(c.metadata.annotations?.[AnnotationVMID], undefined);
+  assert.equal(c.metadata.annotations?.[ANNOTATION_LIFECYCLE_STATE], "hibernated");
+  assert.equal(c.metadata.annotations?.[ANNOTATION_LIFECYCLE_OBSERVED_GENERATION], "2");
+  assert.equal(c.metadata.annotations?.[ANNOTATION_VMID], undefined);
 });

@@ -5,7 +5,7 @@
  * is a fake that lies.
  */
 import assert from "node:assert/strict";
-import { type Client, initialEventsEndAnnotation } from "../../kube/client.ts";
+import { type Client, INITIAL_EVENTS_END_ANNOTATION } from "../../kube/client.ts";
 import { type Binding, Nodes, type Pod, Pods } from "../../kube/core.ts";
 import {
   ApiError,
@@ -477,7 +477,7 @@ export const semanticsCases: SemanticsCase[] = [
         }
         assert.deepEqual(initial.sort(), ["wl-a", "wl-b"]);
         assert.equal(ev.type, "BOOKMARK");
-        assert.equal(ev.object.metadata.annotations?.[initialEventsEndAnnotation], "true");
+        assert.equal(ev.object.metadata.annotations?.[INITIAL_EVENTS_END_ANNOTATION], "true");
         assert.ok(ev.object.metadata.resourceVersion, "the bookmark carries the state's version");
         await c.create(Widgets, widget(ns, "wl-c"));
         do ev = await nextEvent(it); while (ev.type === "BOOKMARK");

@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import type { CocoonSet, CocoonSetSpec } from "./cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "./resources.ts";
 import {
-  APIVersion,
-  Group,
-  KindCocoonHibernation,
-  KindCocoonSet,
-  Version,
+  API_VERSION,
+  GROUP,
+  KIND_COCOON_HIBERNATION,
+  KIND_COCOON_SET,
+  VERSION,
 } from "./groupversion.ts";
 import { apiVersionOf, resourceId } from "../../../kube/resource.ts";
 
@@ -22,8 +22,8 @@ Deno.test("snapshotCompatibilityClass is serialised when set and omitted when em
 
 Deno.test("a CocoonSet is a plain JSON object that survives a JSON round trip", () => {
   const cs: CocoonSet = {
-    apiVersion: APIVersion,
-    kind: KindCocoonSet,
+    apiVersion: API_VERSION,
+    kind: KIND_COCOON_SET,
     metadata: { name: "demo", namespace: "ns" },
     spec: { agent: { image: "img", storage: "10Gi", replicas: 2 }, toolboxes: [{ name: "tb" }] },
     status: { phase: "Running", readyAgents: 3, desiredAgents: 3, conditions: [] },
@@ -32,14 +32,14 @@ Deno.test("a CocoonSet is a plain JSON object that survives a JSON round trip", 
 });
 
 Deno.test("group/version facts and resource descriptors", () => {
-  assert.equal(Group, "cocoonset.cocoonstack.io");
-  assert.equal(Version, "v1");
-  assert.equal(APIVersion, "cocoonset.cocoonstack.io/v1");
-  assert.equal(apiVersionOf(CocoonSets), APIVersion);
+  assert.equal(GROUP, "cocoonset.cocoonstack.io");
+  assert.equal(VERSION, "v1");
+  assert.equal(API_VERSION, "cocoonset.cocoonstack.io/v1");
+  assert.equal(apiVersionOf(CocoonSets), API_VERSION);
   assert.equal(resourceId(CocoonSets), "cocoonsets.cocoonset.cocoonstack.io");
   assert.equal(resourceId(CocoonHibernations), "cocoonhibernations.cocoonset.cocoonstack.io");
-  assert.equal(CocoonSets.kind, KindCocoonSet);
-  assert.equal(CocoonHibernations.kind, KindCocoonHibernation);
+  assert.equal(CocoonSets.kind, KIND_COCOON_SET);
+  assert.equal(CocoonHibernations.kind, KIND_COCOON_HIBERNATION);
   for (const rt of [CocoonSets, CocoonHibernations]) {
     assert.equal(rt.namespaced, true);
     assert.equal(rt.statusSubresource, true);

@@ -5,20 +5,20 @@
  */
 
 /** CocoonSet condition: True while the set is still converging (Pending or Scaling). */
-export const ConditionTypeProgressing = "Progressing";
+export const CONDITION_TYPE_PROGRESSING = "Progressing";
 
 /** Ready=True reason on a CocoonSet: every agent and toolbox is ready. */
-export const ReasonAllAgentsReady = "AllAgentsReady";
+export const REASON_ALL_AGENTS_READY = "AllAgentsReady";
 /** Ready=False reason on a CocoonSet: some agent or toolbox is not ready yet. */
-export const ReasonAgentsNotReady = "AgentsNotReady";
+export const REASON_AGENTS_NOT_READY = "AgentsNotReady";
 /** Progressing=False reason on a CocoonSet: nothing left to converge. */
-export const ReasonStable = "Stable";
+export const REASON_STABLE = "Stable";
 /** Progressing=True reason on a CocoonSet: pods are being created or scaled. */
-export const ReasonReconciling = "Reconciling";
+export const REASON_RECONCILING = "Reconciling";
 
 /** Ready=False reason on a CocoonHibernation: the requested transition is still under way. */
-export const ReasonHibernationPending = "Pending";
+export const REASON_HIBERNATION_PENDING = "Pending";
 /** Ready=True reason on a CocoonHibernation: the requested state was reached. */
-export const ReasonHibernationDone = "Done";
+export const REASON_HIBERNATION_DONE = "Done";
 /** Ready=False reason on a CocoonHibernation: the transition failed. */
-export const ReasonHibernationFailed = "Failed";
+export const REASON_HIBERNATION_FAILED = "Failed";

@@ -2,7 +2,7 @@
  * The two CustomResourceDefinitions, assembled from the names in groupversion.ts and the schemas
  * in schema.ts. scripts/crds.ts renders them to config/crd/bases.
  */
-import { CocoonHibernationNames, CocoonSetNames, Group, Version } from "./groupversion.ts";
+import { COCOON_HIBERNATION_NAMES, COCOON_SET_NAMES, GROUP, VERSION } from "./groupversion.ts";
 import type { JSONSchemaProps } from "./openapi.ts";
 import { cocoonHibernationSchema, cocoonSetSchema } from "./schema.ts";
 
@@ -43,7 +43,7 @@ export interface CustomResourceDefinition {
 }
 
 /** Annotation naming the generator, in place of controller-gen's version stamp. */
-export const GeneratorAnnotation = "cocoonstack.io/generated-by";
+export const GENERATOR_ANNOTATION = "cocoonstack.io/generated-by";
 
 interface Names {
   kind: string;
@@ -63,11 +63,11 @@ function crd(
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
     metadata: {
-      name: `${names.plural}.${Group}`,
-      annotations: { [GeneratorAnnotation]: "scripts/crds.ts" },
+      name: `${names.plural}.${GROUP}`,
+      annotations: { [GENERATOR_ANNOTATION]: "scripts/crds.ts" },
     },
     spec: {
-      group: Group,
+      group: GROUP,
       names: {
         categories: [...names.categories],
         kind: names.kind,
@@ -79,7 +79,7 @@ function crd(
       scope: "Namespaced",
       versions: [{
         additionalPrinterColumns: columns,
-        name: Version,
+        name: VERSION,
         schema: { openAPIV3Schema: structuredClone(schema) },
         served: true,
         storage: true,
@@ -89,25 +89,25 @@ function crd(
   };
 }
 
-const age: PrinterColumn = { jsonPath: ".metadata.creationTimestamp", name: "Age", type: "date" };
+const AGE: PrinterColumn = { jsonPath: ".metadata.creationTimestamp", name: "Age", type: "date" };
 
 /** The CocoonSet CRD. */
 export function cocoonSetCRD(): CustomResourceDefinition {
-  return crd(CocoonSetNames, [
+  return crd(COCOON_SET_NAMES, [
     { jsonPath: ".status.phase", name: "Phase", type: "string" },
     { jsonPath: ".status.readyAgents", name: "Ready", type: "integer" },
     { jsonPath: ".status.desiredAgents", name: "Desired", type: "integer" },
-    age,
+    AGE,
   ], cocoonSetSchema);
 }
 
 /** The CocoonHibernation CRD. */
 export function cocoonHibernationCRD(): CustomResourceDefinition {
-  return crd(CocoonHibernationNames, [
+  return crd(COCOON_HIBERNATION_NAMES, [
     { jsonPath: ".spec.podRef.name", name: "Pod", type: "string" },
     { jsonPath: ".spec.desire", name: "Desire", type: "string" },
     { jsonPath: ".status.phase", name: "Phase", type: "string" },
-    age,
+    AGE,
   ], cocoonHibernationSchema);
 }
 

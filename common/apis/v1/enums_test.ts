@@ -68,29 +68,32 @@ checkValid("CocoonHibernationPhase", e.isValidCocoonHibernationPhase, [
 
 Deno.test("enum defaults: empty gives the default, a set value passes through", async (t) => {
   await t.step("AgentMode", () => {
-    assert.equal(e.agentModeOrDefault(""), e.AgentModeClone);
-    assert.equal(e.agentModeOrDefault(undefined), e.AgentModeClone);
-    assert.equal(e.agentModeOrDefault(e.AgentModeRun), e.AgentModeRun);
+    assert.equal(e.agentModeOrDefault(""), e.AGENT_MODE_CLONE);
+    assert.equal(e.agentModeOrDefault(undefined), e.AGENT_MODE_CLONE);
+    assert.equal(e.agentModeOrDefault(e.AGENT_MODE_RUN), e.AGENT_MODE_RUN);
   });
   await t.step("ToolboxMode", () => {
-    assert.equal(e.toolboxModeOrDefault(""), e.ToolboxModeRun);
-    assert.equal(e.toolboxModeOrDefault(e.ToolboxModeStatic), e.ToolboxModeStatic);
+    assert.equal(e.toolboxModeOrDefault(""), e.TOOLBOX_MODE_RUN);
+    assert.equal(e.toolboxModeOrDefault(e.TOOLBOX_MODE_STATIC), e.TOOLBOX_MODE_STATIC);
   });
   await t.step("OSType", () => {
-    assert.equal(e.osTypeOrDefault(""), e.OSLinux);
-    assert.equal(e.osTypeOrDefault(e.OSWindows), e.OSWindows);
+    assert.equal(e.osTypeOrDefault(""), e.OS_LINUX);
+    assert.equal(e.osTypeOrDefault(e.OS_WINDOWS), e.OS_WINDOWS);
   });
   await t.step("SnapshotPolicy", () => {
-    assert.equal(e.snapshotPolicyOrDefault(""), e.SnapshotPolicyAlways);
-    assert.equal(e.snapshotPolicyOrDefault(e.SnapshotPolicyNever), e.SnapshotPolicyNever);
+    assert.equal(e.snapshotPolicyOrDefault(""), e.SNAPSHOT_POLICY_ALWAYS);
+    assert.equal(e.snapshotPolicyOrDefault(e.SNAPSHOT_POLICY_NEVER), e.SNAPSHOT_POLICY_NEVER);
   });
   await t.step("HibernatePolicy", () => {
-    assert.equal(e.hibernatePolicyOrDefault(""), e.HibernatePolicyRetain);
-    assert.equal(e.hibernatePolicyOrDefault(e.HibernatePolicyRelease), e.HibernatePolicyRelease);
+    assert.equal(e.hibernatePolicyOrDefault(""), e.HIBERNATE_POLICY_RETAIN);
+    assert.equal(
+      e.hibernatePolicyOrDefault(e.HIBERNATE_POLICY_RELEASE),
+      e.HIBERNATE_POLICY_RELEASE,
+    );
   });
   await t.step("Backend", () => {
-    assert.equal(e.backendOrDefault(""), e.BackendCloudHypervisor);
-    assert.equal(e.backendOrDefault(e.BackendFirecracker), e.BackendFirecracker);
+    assert.equal(e.backendOrDefault(""), e.BACKEND_CLOUD_HYPERVISOR);
+    assert.equal(e.backendOrDefault(e.BACKEND_FIRECRACKER), e.BACKEND_FIRECRACKER);
   });
   await t.step("unknown values are not replaced (Go's cmp.Or)", () => {
     assert.equal(e.snapshotPolicyOrDefault("sometimes"), "sometimes");
@@ -98,14 +101,14 @@ Deno.test("enum defaults: empty gives the default, a set value passes through", 
 });
 
 Deno.test("enum sets and defaults are the API's", () => {
-  assert.deepEqual(e.AgentModes, ["clone", "run"]);
-  assert.deepEqual(e.ToolboxModes, ["run", "clone", "static"]);
-  assert.deepEqual(e.OSTypes, ["linux", "windows", "android", "macos"]);
-  assert.deepEqual(e.SnapshotPolicies, ["always", "main-only", "never"]);
-  assert.deepEqual(e.HibernatePolicies, ["retain", "release"]);
-  assert.deepEqual(e.ConnTypes, ["ssh", "rdp", "vnc", "adb"]);
-  assert.deepEqual(e.Backends, ["cloud-hypervisor", "firecracker"]);
-  assert.deepEqual(e.CocoonSetPhases, [
+  assert.deepEqual(e.AGENT_MODES, ["clone", "run"]);
+  assert.deepEqual(e.TOOLBOX_MODES, ["run", "clone", "static"]);
+  assert.deepEqual(e.OS_TYPES, ["linux", "windows", "android", "macos"]);
+  assert.deepEqual(e.SNAPSHOT_POLICIES, ["always", "main-only", "never"]);
+  assert.deepEqual(e.HIBERNATE_POLICIES, ["retain", "release"]);
+  assert.deepEqual(e.CONN_TYPES, ["ssh", "rdp", "vnc", "adb"]);
+  assert.deepEqual(e.BACKENDS, ["cloud-hypervisor", "firecracker"]);
+  assert.deepEqual(e.COCOON_SET_PHASES, [
     "Pending",
     "Running",
     "Scaling",
@@ -115,8 +118,8 @@ Deno.test("enum sets and defaults are the API's", () => {
     "Migrating",
     "Failed",
   ]);
-  assert.deepEqual(e.HibernationDesires, ["Hibernate", "Wake"]);
-  assert.deepEqual(e.CocoonHibernationPhases, [
+  assert.deepEqual(e.HIBERNATION_DESIRES, ["Hibernate", "Wake"]);
+  assert.deepEqual(e.COCOON_HIBERNATION_PHASES, [
     "Pending",
     "Hibernating",
     "Hibernated",
@@ -126,12 +129,12 @@ Deno.test("enum sets and defaults are the API's", () => {
   ]);
   assert.deepEqual(
     [
-      e.DefaultAgentMode,
-      e.DefaultToolboxMode,
-      e.DefaultOSType,
-      e.DefaultSnapshotPolicy,
-      e.DefaultHibernatePolicy,
-      e.DefaultBackend,
+      e.DEFAULT_AGENT_MODE,
+      e.DEFAULT_TOOLBOX_MODE,
+      e.DEFAULT_OS_TYPE,
+      e.DEFAULT_SNAPSHOT_POLICY,
+      e.DEFAULT_HIBERNATE_POLICY,
+      e.DEFAULT_BACKEND,
     ],
     ["clone", "run", "linux", "always", "retain", "cloud-hypervisor"],
   );

@@ -1,16 +1,16 @@
 /** Naming facts of the cocoonset.cocoonstack.io/v1 API: group, version, kinds, resource names. */
 
 /** The API group both custom resources are served under. */
-export const Group = "cocoonset.cocoonstack.io";
+export const GROUP = "cocoonset.cocoonstack.io";
 /** The only served (and stored) version. */
-export const Version = "v1";
+export const VERSION = "v1";
 /** "group/version", the apiVersion field of every object of this API. */
-export const APIVersion = `${Group}/${Version}`;
+export const API_VERSION = `${GROUP}/${VERSION}`;
 /** Group and version together, as controller-runtime's schema.GroupVersion. */
-export const GroupVersion = Object.freeze({ group: Group, version: Version });
+export const GROUP_VERSION = Object.freeze({ group: GROUP, version: VERSION });
 
 /** Names of the CocoonSet resource. */
-export const CocoonSetNames = Object.freeze({
+export const COCOON_SET_NAMES = Object.freeze({
   kind: "CocoonSet",
   listKind: "CocoonSetList",
   plural: "cocoonsets",
@@ -20,7 +20,7 @@ export const CocoonSetNames = Object.freeze({
 });
 
 /** Names of the CocoonHibernation resource. */
-export const CocoonHibernationNames = Object.freeze({
+export const COCOON_HIBERNATION_NAMES = Object.freeze({
   kind: "CocoonHibernation",
   listKind: "CocoonHibernationList",
   plural: "cocoonhibernations",
@@ -30,6 +30,6 @@ export const CocoonHibernationNames = Object.freeze({
 });
 
 /** Kind of CocoonSet objects. */
-export const KindCocoonSet = CocoonSetNames.kind;
+export const KIND_COCOON_SET = COCOON_SET_NAMES.kind;
 /** Kind of CocoonHibernation objects. */
-export const KindCocoonHibernation = CocoonHibernationNames.kind;
+export const KIND_COCOON_HIBERNATION = COCOON_HIBERNATION_NAMES.kind;

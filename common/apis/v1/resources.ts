@@ -2,24 +2,24 @@
 import { resourceType } from "../../../kube/resource.ts";
 import type { CocoonHibernation } from "./cocoonhibernation_types.ts";
 import type { CocoonSet } from "./cocoonset_types.ts";
-import { CocoonHibernationNames, CocoonSetNames, Group, Version } from "./groupversion.ts";
+import { COCOON_HIBERNATION_NAMES, COCOON_SET_NAMES, GROUP, VERSION } from "./groupversion.ts";
 
 /** cocoonsets.cocoonset.cocoonstack.io: namespaced, with a status subresource. */
 export const CocoonSets = resourceType<CocoonSet>({
-  group: Group,
-  version: Version,
-  kind: CocoonSetNames.kind,
-  plural: CocoonSetNames.plural,
+  group: GROUP,
+  version: VERSION,
+  kind: COCOON_SET_NAMES.kind,
+  plural: COCOON_SET_NAMES.plural,
   namespaced: true,
   statusSubresource: true,
 });
 
 /** cocoonhibernations.cocoonset.cocoonstack.io: namespaced, with a status subresource. */
 export const CocoonHibernations = resourceType<CocoonHibernation>({
-  group: Group,
-  version: Version,
-  kind: CocoonHibernationNames.kind,
-  plural: CocoonHibernationNames.plural,
+  group: GROUP,
+  version: VERSION,
+  kind: COCOON_HIBERNATION_NAMES.kind,
+  plural: COCOON_HIBERNATION_NAMES.plural,
   namespaced: true,
   statusSubresource: true,
 });

@@ -5,22 +5,22 @@
  * exactly as the Go CRDs have them.
  */
 import {
-  AgentModes,
-  Backends,
-  CocoonHibernationPhases,
-  CocoonSetPhases,
-  ConnTypes,
-  DefaultAgentMode,
-  DefaultBackend,
-  DefaultHibernatePolicy,
-  DefaultOSType,
-  DefaultSnapshotPolicy,
-  DefaultToolboxMode,
-  HibernatePolicies,
-  HibernationDesires,
-  OSTypes,
-  SnapshotPolicies,
-  ToolboxModes,
+  AGENT_MODES,
+  BACKENDS,
+  COCOON_HIBERNATION_PHASES,
+  COCOON_SET_PHASES,
+  CONN_TYPES,
+  DEFAULT_AGENT_MODE,
+  DEFAULT_BACKEND,
+  DEFAULT_HIBERNATE_POLICY,
+  DEFAULT_OS_TYPE,
+  DEFAULT_SNAPSHOT_POLICY,
+  DEFAULT_TOOLBOX_MODE,
+  HIBERNATE_POLICIES,
+  HIBERNATION_DESIRES,
+  OS_TYPES,
+  SNAPSHOT_POLICIES,
+  TOOLBOX_MODES,
 } from "./enums.ts";
 import {
   arr,
@@ -110,22 +110,22 @@ function vmOptions(): Record<string, JSONSchemaProps> {
   return {
     backend: strEnum(
       "Hypervisor that runs the VM; firecracker accepts OCI images only.",
-      Backends,
+      BACKENDS,
       {
-        default: DefaultBackend,
+        default: DEFAULT_BACKEND,
       },
     ),
     connType: strEnum(
       "Remote-access protocol to advertise. Leave empty to derive it from the OS " +
         "(ssh for linux, rdp for windows, adb for android).",
-      ConnTypes,
+      CONN_TYPES,
     ),
     forcePull: bool("Pull the image again even when a cached copy exists."),
     network: str("Cluster network the VM is attached to."),
     noDirectIO: bool(
       "Use the host page cache instead of O_DIRECT for writable disks (cloud-hypervisor only).",
     ),
-    os: strEnum("Guest operating system family.", OSTypes, { default: DefaultOSType }),
+    os: strEnum("Guest operating system family.", OS_TYPES, { default: DEFAULT_OS_TYPE }),
     probePort: int32("TCP port checked for readiness; 0 keeps the ICMP probe.", {
       maximum: 65535,
       minimum: 0,
@@ -139,8 +139,8 @@ const agentSpec = obj("The agent VMs: one main agent plus `replicas` sub-agents.
   ...vmOptions(),
   envFrom: arr("Environment sources for the agent pods.", envFromSource),
   image: str("VM image the agents start from.", { minLength: 1 }),
-  mode: strEnum("clone a snapshot, or run the image afresh.", AgentModes, {
-    default: DefaultAgentMode,
+  mode: strEnum("clone a snapshot, or run the image afresh.", AGENT_MODES, {
+    default: DEFAULT_AGENT_MODE,
   }),
   replicas: int32("Number of sub-agents next to the main agent.", { default: 0, minimum: 0 }),
   serviceAccountName: str("Service account of the agent pods."),
@@ -149,9 +149,13 @@ const agentSpec = obj("The agent VMs: one main agent plus `replicas` sub-agents.
 const toolboxSpec = obj("An auxiliary VM that lives beside the agents.", {
   ...vmOptions(),
   image: str("VM image of the toolbox (not needed in static mode)."),
-  mode: strEnum("run an image, clone a snapshot, or adopt an existing VM (static).", ToolboxModes, {
-    default: DefaultToolboxMode,
-  }),
+  mode: strEnum(
+    "run an image, clone a snapshot, or adopt an existing VM (static).",
+    TOOLBOX_MODES,
+    {
+      default: DEFAULT_TOOLBOX_MODE,
+    },
+  ),
   name: str("Toolbox name, unique in the set; a DNS label.", {
     minLength: 1,
     pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
@@ -161,7 +165,7 @@ const toolboxSpec = obj("An auxiliary VM that lives beside the agents.", {
   vncPort: int32("VNC port the toolbox exposes.", { maximum: 65535, minimum: 0 }),
 }, { required: ["name"] });
 
-const cocoonSetValidations: ValidationRule[] = [
+const COCOON_SET_VALIDATIONS: ValidationRule[] = [
   {
     message: "hibernatePolicy=release requires agent.replicas=0 and no toolboxes",
     rule: "!has(self.hibernatePolicy) || self.hibernatePolicy != 'release' || " +
@@ -181,8 +185,8 @@ const cocoonSetSpec = obj("What the set should run.", {
   hibernatePolicy: strEnum(
     "While suspended, keep the VM's node seat (retain) or give it up (release). " +
       "release is only allowed for a set with no sub-agents and no toolboxes.",
-    HibernatePolicies,
-    { default: DefaultHibernatePolicy },
+    HIBERNATE_POLICIES,
+    { default: DEFAULT_HIBERNATE_POLICY },
   ),
   nodeName: str(
     "Node to pin the VMs to (used to migrate). Empty lets the scheduler choose within the pool.",
@@ -195,12 +199,12 @@ const cocoonSetSpec = obj("What the set should run.", {
   ),
   snapshotPolicy: strEnum(
     "Which VMs are snapshotted when they go away: all, only the main agent, or none.",
-    SnapshotPolicies,
-    { default: DefaultSnapshotPolicy },
+    SNAPSHOT_POLICIES,
+    { default: DEFAULT_SNAPSHOT_POLICY },
   ),
   suspend: bool("Hibernate every VM of the set while true."),
   toolboxes: arr("Toolbox VMs of the set.", toolboxSpec),
-}, { required: ["agent"], "x-kubernetes-validations": cocoonSetValidations });
+}, { required: ["agent"], "x-kubernetes-validations": COCOON_SET_VALIDATIONS });
 
 const agentStatus = obj("Observed state of one agent VM.", {
   forkedFrom: str("VM this agent was forked from."),
@@ -214,7 +218,7 @@ const agentStatus = obj("Observed state of one agent VM.", {
 }, { required: ["role", "slot"] });
 
 const toolboxStatus = obj("Observed state of one toolbox VM.", {
-  connType: strEnum("Protocol the toolbox is reached by.", ConnTypes),
+  connType: strEnum("Protocol the toolbox is reached by.", CONN_TYPES),
   ip: str("VM address."),
   name: str("Toolbox name."),
   phase: str("Pod phase."),
@@ -233,7 +237,7 @@ const cocoonSetStatus = obj("What the operator last observed.", {
   desiredAgents: int32("Agents wanted (main plus sub-agents)."),
   desiredToolboxes: int32("Toolboxes wanted."),
   observedGeneration: int64("Generation this status describes."),
-  phase: strEnum("Coarse state of the set.", CocoonSetPhases),
+  phase: strEnum("Coarse state of the set.", COCOON_SET_PHASES),
   readyAgents: int32("Agents whose pod is Ready."),
   readyToolboxes: int32("Toolboxes whose pod is Ready."),
   toolboxes: arr("One entry per toolbox.", toolboxStatus, {
@@ -251,7 +255,7 @@ export const cocoonSetSchema: JSONSchemaProps = obj(
 // --- CocoonHibernation ---------------------------------------------------------------------------
 
 const cocoonHibernationSpec = obj("Which pod's VM to act on, and what to do.", {
-  desire: strEnum("Hibernate the VM or wake it.", HibernationDesires),
+  desire: strEnum("Hibernate the VM or wake it.", HIBERNATION_DESIRES),
   podRef: obj("The target pod, in the same namespace. Fixed at creation.", {
     name: str("Pod name.", { minLength: 1 }),
   }, {
@@ -263,7 +267,7 @@ const cocoonHibernationSpec = obj("Which pod's VM to act on, and what to do.", {
 const cocoonHibernationStatus = obj("What the operator last observed.", {
   conditions,
   observedGeneration: int64("Generation this status describes."),
-  phase: strEnum("Progress of the request.", CocoonHibernationPhases),
+  phase: strEnum("Progress of the request.", COCOON_HIBERNATION_PHASES),
   vmName: str("VM behind the target pod."),
 });
 

@@ -19,21 +19,21 @@ const chSchema = () => cocoonHibernationCRD().spec.versions[0].schema.openAPIV3S
 Deno.test("CocoonSet schema enums and defaults come from enums.ts", () => {
   const s = csSchema();
   for (const base of ["spec.agent", "spec.toolboxes.[]"]) {
-    assert.deepEqual(at(s, `${base}.os`).enum, e.OSTypes);
-    assert.equal(at(s, `${base}.os`).default, e.DefaultOSType);
-    assert.deepEqual(at(s, `${base}.backend`).enum, e.Backends);
-    assert.equal(at(s, `${base}.backend`).default, e.DefaultBackend);
-    assert.deepEqual(at(s, `${base}.connType`).enum, e.ConnTypes);
+    assert.deepEqual(at(s, `${base}.os`).enum, e.OS_TYPES);
+    assert.equal(at(s, `${base}.os`).default, e.DEFAULT_OS_TYPE);
+    assert.deepEqual(at(s, `${base}.backend`).enum, e.BACKENDS);
+    assert.equal(at(s, `${base}.backend`).default, e.DEFAULT_BACKEND);
+    assert.deepEqual(at(s, `${base}.connType`).enum, e.CONN_TYPES);
     assert.equal(at(s, `${base}.connType`).default, undefined);
     assert.equal(at(s, `${base}.storage`)["x-kubernetes-int-or-string"], true);
   }
-  assert.deepEqual(at(s, "spec.agent.mode").enum, e.AgentModes);
+  assert.deepEqual(at(s, "spec.agent.mode").enum, e.AGENT_MODES);
   assert.equal(at(s, "spec.agent.mode").default, "clone");
-  assert.deepEqual(at(s, "spec.toolboxes.[].mode").enum, e.ToolboxModes);
+  assert.deepEqual(at(s, "spec.toolboxes.[].mode").enum, e.TOOLBOX_MODES);
   assert.equal(at(s, "spec.toolboxes.[].mode").default, "run");
   assert.equal(at(s, "spec.snapshotPolicy").default, "always");
   assert.equal(at(s, "spec.hibernatePolicy").default, "retain");
-  assert.deepEqual(at(s, "status.phase").enum, e.CocoonSetPhases);
+  assert.deepEqual(at(s, "status.phase").enum, e.COCOON_SET_PHASES);
   assert.deepEqual(at(s, "spec").required, ["agent"]);
 });
 
@@ -42,7 +42,7 @@ Deno.test("CocoonHibernation podRef is immutable by CEL rule", () => {
   assert.deepEqual(podRef["x-kubernetes-validations"], [
     { message: "spec.podRef is immutable", rule: "self == oldSelf" },
   ]);
-  assert.deepEqual(at(chSchema(), "spec.desire").enum, e.HibernationDesires);
+  assert.deepEqual(at(chSchema(), "spec.desire").enum, e.HIBERNATION_DESIRES);
 });
 
 Deno.test("every CRD has a status subresource and the kubectl columns", () => {
