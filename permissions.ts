@@ -114,7 +114,7 @@ const GOOGLE_KEY_DIR = "/var/run/secrets/gcp";
 /** Where a Docker config Secret may be mounted (DOCKER_CONFIG=/var/run/secrets/docker). */
 export const DOCKER_CONFIG_DIR = "/var/run/secrets/docker";
 /** Where config/manager mounts the (optional) metrics serving certificate Secret. */
-export const metricsCertDir = "/var/run/secrets/metrics-cert";
+export const METRICS_CERT_DIR_IN_CLUSTER = "/var/run/secrets/metrics-cert";
 
 /** The manager's listeners with the default flags (metrics :8080, probes :8081). */
 const DEFAULT_LISTENERS = ["0.0.0.0:8080", "0.0.0.0:8081"];
@@ -156,7 +156,7 @@ export function inClusterPermissionSet(
       SERVICE_ACCOUNT_DIR,
       ...(google ? [GOOGLE_KEY_DIR] : []),
       DOCKER_CONFIG_DIR,
-      metricsCertDir,
+      METRICS_CERT_DIR_IN_CLUSTER,
     ],
     env: [...OPERATOR_ENV],
   };

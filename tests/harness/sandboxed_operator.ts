@@ -27,7 +27,7 @@
  */
 import {
   inClusterPermissionSet,
-  metricsCertDir,
+  METRICS_CERT_DIR_IN_CLUSTER,
   permissionFlags,
   type PermissionSet,
 } from "../../permissions.ts";
@@ -71,7 +71,7 @@ export function sandboxPermissionSet(at: SandboxAddresses): PermissionSet {
     read: set.read.map((entry) =>
       entry === SERVICE_ACCOUNT_DIR
         ? at.kubeconfig
-        : entry === metricsCertDir && at.metricsCertDir
+        : entry === METRICS_CERT_DIR_IN_CLUSTER && at.metricsCertDir
         ? at.metricsCertDir
         : entry
     ),
