@@ -30,6 +30,7 @@ import { createSet, patchSpec } from "../harness/stack_objects.ts";
 import { waitUntil } from "../harness/wait.ts";
 import {
   faultSuite,
+  type LogLine,
   operatorLog,
   sigkillOperator,
   type SystemWatch,
@@ -48,6 +49,9 @@ const SETS_PER_NAMESPACE = Math.ceil(SETS / NAMESPACE_COUNT);
 const CONVERGE_MS = 600_000;
 /** Lease 15 s + margin 5 s in each survivor's view, claim and activation rounds, a drain. */
 const REBALANCE_MS = 180_000;
+
+/** Spacing of the scale-ups issued during a membership change (60 of them: about 20 s). */
+const PACE_MS = 300;
 
 /** Four processes are started; replica 3 leaves at once and is the "4th replica" later. */
 const REPLICAS = 4;
@@ -113,6 +117,25 @@ function shardingE2e(minor: "1.35" | "1.36"): void {
       w.agents = 1 + subAgents;
     };
 
+    /**
+     * Scales set `s<k>` of every namespace up while `change` (a membership change and the wait
+     * for its rebalance) runs, one patch per PACE_MS, so that writes are due before, during and
+     * after the hand-overs. The pause only spreads the writes over time; nothing waits on it.
+     */
+    const scaleDuring = async <T>(k: number, change: () => Promise<T>): Promise<T> => {
+      const patches = (async () => {
+        for (const ns of NAMESPACES) {
+          await scale(`${ns}/s${k}`, 1);
+          await new Promise((r) => setTimeout(r, PACE_MS));
+        }
+      })();
+      try {
+        return await change();
+      } finally {
+        await patches;
+      }
+    };
+
     const watch = await watchSystem(stack);
     try {
       await scenario(
@@ -147,9 +170,10 @@ function shardingE2e(minor: "1.35" | "1.36"): void {
       );
 
       await scenario("a 4th replica joins mid-flow: thirds again, work goes on", async (fig) => {
-        for (const ns of NAMESPACES) await scale(`${ns}/s1`, 1);
-        await restart(3);
-        fig.ranges = await waitRebalanced(stack, [1, 2, 3]);
+        fig.ranges = await scaleDuring(1, async () => {
+          await restart(3);
+          return await waitRebalanced(stack, [1, 2, 3]);
+        });
         fig.convergedMs = await waitConverged(stack, watch, want);
         assertServerFiltering(minor, await serverFiltered(stack, [3]));
         await watch.judge(fig);
@@ -159,11 +183,12 @@ function shardingE2e(minor: "1.35" | "1.36"): void {
       await scenario(
         "replica 1 leaves cleanly (SIGTERM) mid-flow: halves, no overlap",
         async (fig) => {
-          for (const ns of NAMESPACES) await scale(`${ns}/s2`, 1);
-          const status = await stack.killOperator(1, "SIGTERM");
-          assert.equal(status.success, true, "replica 1 exits cleanly on SIGTERM");
-          retire(1);
-          fig.ranges = await waitRebalanced(stack, [2, 3]);
+          fig.ranges = await scaleDuring(2, async () => {
+            const status = await stack.killOperator(1, "SIGTERM");
+            assert.equal(status.success, true, "replica 1 exits cleanly on SIGTERM");
+            retire(1);
+            return await waitRebalanced(stack, [2, 3]);
+          });
           fig.convergedMs = await waitConverged(stack, watch, want);
           await watch.judge(fig);
           Object.assign(fig, auditWriters(allLogs(), NAMESPACES));
@@ -295,3 +320,56 @@ function assertServerFiltering(minor: "1.35" | "1.36", perReplica: readonly numb
     assert.deepEqual(perReplica, perReplica.map(() => 0), `no shardInfo on 1.35: ${perReplica}`);
   }
 }
+
+// The audit must be able to fail: fed logs with an overlap, a stray write or a second create,
+// it says so (no control plane needed).
+Deno.test("sharding e2e writer audit: refuses overlapping owners, stray writes, double creates", () => {
+  const ns = "shard-e2e-00";
+  const whole = "0x0000000000000000-0x10000000000000000";
+  const handover = (at: number, reason: string): LogLine => ({
+    at,
+    level: "INFO",
+    message: `shard hand-over ${reason}`,
+    properties: { reason, identity: "x", ranges: whole },
+  });
+  const write = (at: number, pod: string): LogLine => ({
+    at,
+    level: "INFO",
+    message: `created main agent ${ns}/${pod}`,
+    properties: { namespace: ns, cocoonset: "s0", pod: `${ns}/${pod}` },
+  });
+  const a = (lines: LogLine[], endedAt = Infinity): ProcessLog => ({ name: "a", lines, endedAt });
+  const b = (lines: LogLine[]): ProcessLog => ({ name: "b", lines, endedAt: Infinity });
+  const aHands = [
+    handover(1000, "ShardAcquired"),
+    write(1500, "s0-0"),
+    handover(2000, "ShardReleased"),
+  ];
+  // Clean: a hands over to b.
+  const fig = auditWriters(
+    [a(aHands), b([handover(2500, "ShardAcquired"), write(3000, "s1-0")])],
+    [ns],
+  );
+  assert.deepEqual(fig, { passLines: 2, podCreates: 2, namespaceSpans: 2 });
+  // b starts before a released.
+  assert.throws(
+    () => auditWriters([a(aHands), b([handover(1800, "ShardAcquired")])], [ns]),
+    /b acted from .* while a still did/,
+  );
+  // A SIGKILLed process acts until its death: b starting before it overlaps.
+  assert.throws(
+    () => auditWriters([a(aHands.slice(0, 2), 1200), b([handover(1100, "ShardAcquired")])], [ns]),
+    /still did/,
+  );
+  // a writes after its release.
+  assert.throws(
+    () => auditWriters([a([...aHands, write(2100, "s2-0")])], [ns]),
+    /outside its spans/,
+  );
+  // The same pod created by both.
+  assert.throws(
+    () =>
+      auditWriters([a(aHands), b([handover(2500, "ShardAcquired"), write(3000, "s0-0")])], [ns]),
+    /created by a and again by b/,
+  );
+});
