@@ -21,6 +21,7 @@
 import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { Leases } from "../../kube/core.ts";
+import { fnv1a64 } from "../../kube/sharding/hash.ts";
 import { heldAnnotation, memberGroupLabel } from "../../kube/sharding/membership.ts";
 import {
   HASH_SPACE_END,
@@ -44,10 +45,21 @@ import { auditWriters, identityOf, type ProcessLog } from "./_sharding_support.t
 
 const SETS = Number(Deno.env.get("SHARDING_E2E_SETS") ?? 300);
 const NAMESPACE_COUNT = Number(Deno.env.get("SHARDING_E2E_NAMESPACES") ?? 60);
+/**
+ * The varying part leads: FNV-1a mixes a byte into the top bits only through the bytes after it,
+ * so names that differ only at the end (`shard-e2e-00`…`-59`) all hash into one quarter of the
+ * space and would leave every other replica idle. These spread over every share used below
+ * (checked by the first test of this file).
+ */
 const NAMESPACES = Array.from(
   { length: NAMESPACE_COUNT },
-  (_, i) => `shard-e2e-${String(i).padStart(2, "0")}`,
+  (_, i) => `${String(i).padStart(2, "0")}-sharding-e2e`,
 );
+/** Which of n equal shares (splitRanges order) a namespace hashes into. */
+const shareOf = (ns: string, n: number) => {
+  const width = HASH_SPACE_END / BigInt(n);
+  return Math.min(n - 1, Number(fnv1a64(ns) / width));
+};
 const SETS_PER_NAMESPACE = Math.ceil(SETS / NAMESPACE_COUNT);
 /** Generous: 300 sets on a shared 2-core machine, plus a take-over. */
 const CONVERGE_MS = 600_000;
@@ -59,6 +71,14 @@ const PACE_MS = 300;
 
 /** Four processes are started; replica 3 leaves at once and is the "4th replica" later. */
 const REPLICAS = 4;
+
+Deno.test("sharding e2e namespaces fall into every share of 2, 3 and 4 members", () => {
+  for (const n of [2, 3, 4]) {
+    const counts = new Array(n).fill(0);
+    for (const ns of NAMESPACES) counts[shareOf(ns, n)]++;
+    assert.ok(counts.every((c) => c >= 5), `${n} members: namespaces per share ${counts}`);
+  }
+});
 
 for (const minor of ["1.35", "1.36"] as const) {
   if (minor === "1.36" && Deno.env.get("SHARDING_SKIP_1_36") === "1") continue;
@@ -179,6 +199,19 @@ function shardingE2e(minor: "1.35" | "1.36"): void {
           for (const ns of NAMESPACES) await scale(`${ns}/s0`, 1);
           fig.convergedMs = await waitConverged(stack, watch, want);
           fig.ranges = await waitRebalanced(stack, [1, 2]);
+          // Replica 0 owned the first third: each of those namespaces was written after the
+          // kill, by a survivor (its s0 was scaled up).
+          const moved = NAMESPACES.filter((ns) => shareOf(ns, 3) === 0);
+          const after = new Set(
+            [1, 2].flatMap((i) => operatorLog(stack, i, killedAt.get(0)!))
+              .filter((l) => "cocoonset" in l.properties).map((l) => l.properties.namespace),
+          );
+          fig.movedNamespaces = moved.length;
+          assert.deepEqual(
+            moved.filter((ns) => !after.has(ns)),
+            [],
+            "moved, written by a survivor",
+          );
           await watch.judge(fig);
           Object.assign(fig, auditWriters(allLogs(), NAMESPACES));
         },
