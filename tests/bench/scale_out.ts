@@ -140,6 +140,12 @@ async function kubeconfigVia(kubeconfig: string, server: string, tag: string): P
   return path;
 }
 
+/**
+ * Set i in namespace `scale-<i mod M>`. FNV-1a spreads names that differ only at the end badly:
+ * the 200 default namespaces fall 100 / 100 on the two halves (so the 2-replica run is balanced)
+ * but into only two of four quarters; a run with more replicas needs names whose varying part
+ * leads (see tests/e2e/sharding_test.ts).
+ */
 function scaleSet(i: number, namespaces: number, subAgents: number): CocoonSet {
   return {
     apiVersion: "cocoonset.cocoonstack.io/v1",
