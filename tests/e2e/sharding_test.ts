@@ -22,7 +22,7 @@ import assert from "node:assert/strict";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { Leases } from "../../kube/core.ts";
 import { fnv1a64 } from "../../kube/sharding/hash.ts";
-import { heldAnnotation, memberGroupLabel } from "../../kube/sharding/membership.ts";
+import { HELD_ANNOTATION, MEMBER_GROUP_LABEL } from "../../kube/sharding/membership.ts";
 import {
   HASH_SPACE_END,
   overlaps,
@@ -313,13 +313,13 @@ async function waitRebalanced(stack: Stack, members: readonly number[]): Promise
     if (identities.some((id) => id === "")) return (last = "identities not logged yet"), undefined;
     const leases = (await stack.admin.list(Leases, {
       namespace: OPERATOR_NAMESPACE,
-      labelSelector: { [memberGroupLabel]: "cocoon-operator" },
+      labelSelector: { [MEMBER_GROUP_LABEL]: "cocoon-operator" },
     })).items;
     const held: RangeSet[] = [];
     const texts: string[] = [];
     for (const id of identities) {
       const lease = leases.find((l) => l.spec?.holderIdentity === id);
-      const text = lease?.metadata.annotations?.[heldAnnotation];
+      const text = lease?.metadata.annotations?.[HELD_ANNOTATION];
       if (text === undefined) return (last = `no held annotation for ${id}`), undefined;
       texts.push(text);
       held.push(parseRangeSet(text));
