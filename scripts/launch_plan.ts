@@ -23,38 +23,23 @@ import { runtimeEnvFor, v8FlagsArg } from "./runtime_flags.ts";
 import { EXEC_INHERITED_ENV } from "../kube/exec_config.ts";
 import type { ExecConfig } from "../kube/exec_config.ts";
 import { pluginCandidates, resolvePluginPath, systemLookup } from "./exec_plugin_path.ts";
-import { PLUGIN_STEP_FLAG, type ReadPathDeps, readPaths, runDeno } from "./launcher_first_step.ts";
+import {
+  DENO_RUNTIME_ENV,
+  FIRST_STEP_ENV,
+  PLUGIN_STEP_FLAG,
+  type ReadPathDeps,
+  readPaths,
+  runDeno,
+} from "./launcher_first_step.ts";
 
 /** The launcher's entry, which each step runs again. */
 const startModule = new URL("./start.ts", import.meta.url).pathname;
 
-/** What the deno runtime of the operator reads by itself: its cache, npm registry, trust store. */
-export const DENO_RUNTIME_ENV: readonly string[] = [
-  "DENO_DIR",
-  "DENO_CERT",
-  "DENO_TLS_CA_STORE",
-  "DENO_NO_UPDATE_CHECK",
-  "NPM_CONFIG_REGISTRY",
-  "XDG_CACHE_HOME",
-  "NO_COLOR",
-];
-
-/** The launcher's own settings. */
-const LAUNCHER_SETTINGS = [
-  "COCOON_START_VERBOSE",
-  "COCOON_START_KEEP_PROXY",
-  "INIT_CWD",
-  // Where the second step finds `deno` (its --allow-run=deno is resolved through PATH).
-  "PATH",
-];
-
 /**
  * Every variable the launcher reads: exactly the task's `--allow-env` (scripts/start_test.ts
- * compares the two).
+ * compares the two); defined with the first step, which must not load this module.
  */
-export const launcherEnv: readonly string[] = [
-  ...new Set([...OPERATOR_ENV, ...LOCAL_ONLY_ENV, ...DENO_RUNTIME_ENV, ...LAUNCHER_SETTINGS]),
-];
+export const launcherEnv: readonly string[] = FIRST_STEP_ENV;
 
 /** The variables the operator process is started with, taken from the launcher's environment. */
 export function operatorEnvironment(

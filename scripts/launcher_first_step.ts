@@ -7,53 +7,15 @@
  * input (config.ts for a --kubeconfig flag, kube/kubeconfig.ts in a pod) are loaded when that
  * input is there (loadReadPathDeps).
  *
- * The variable lists repeat those of permissions.ts and launch_plan.ts by name, so that this
- * module imports neither; scripts/launcher_first_step_test.ts checks they are the same.
+ * The variable lists come from ../operator_env.ts, a module of plain data, not from
+ * permissions.ts (which would load the rest).
  *
  * @module
  */
+import { LOCAL_ONLY_ENV, OPERATOR_ENV, PROXY_VARIABLES } from "../operator_env.ts";
 
-/**
- * Every variable the launcher reads, in the order of the task's `--allow-env`: the operator's
- * (permissions.ts operatorEnv, then localOnlyEnv), the deno runtime's (launch_plan.ts
- * denoRuntimeEnv), the launcher's own settings.
- */
-export const FIRST_STEP_ENV: readonly string[] = [
-  "OCI_REGISTRY",
-  "METRICS_ADDR",
-  "PROBE_ADDR",
-  "LEADER_ELECT",
-  "POD_NAMESPACE",
-  "COCOONSET_CONCURRENCY",
-  "HIBERNATION_CONCURRENCY",
-  "MAX_REPLICAS_PER_SET",
-  "MAX_TOOLBOXES_PER_SET",
-  "INFORMER_STALL_SECONDS",
-  "SHARDS",
-  "OPERATOR_LOG_LEVEL",
-  "OPERATOR_LOG_FORMAT",
-  "POD_NAME",
-  "HOSTNAME",
-  "KUBECONFIG",
-  "KUBERNETES_SERVICE_HOST",
-  "KUBERNETES_SERVICE_PORT",
-  "GOOGLE_APPLICATION_CREDENTIALS",
-  "GCE_METADATA_HOST",
-  "DOCKER_CONFIG",
-  "OPERATOR_ALLOW_EXTRA_PERMISSIONS",
-  "OPERATOR_ALLOW_PLAIN_HTTP",
-  "OPERATOR_ALLOW_NET",
-  "METRICS_SECURE",
-  "METRICS_CERT_DIR",
-  "HTTP_PROXY",
-  "HTTPS_PROXY",
-  "ALL_PROXY",
-  "http_proxy",
-  "https_proxy",
-  "all_proxy",
-  "HOME",
-  "XDG_RUNTIME_DIR",
-  "REGISTRY_AUTH_FILE",
+/** What the deno runtime of the operator reads by itself: its cache, npm registry, trust store. */
+export const DENO_RUNTIME_ENV: readonly string[] = [
   "DENO_DIR",
   "DENO_CERT",
   "DENO_TLS_CA_STORE",
@@ -61,21 +23,27 @@ export const FIRST_STEP_ENV: readonly string[] = [
   "NPM_CONFIG_REGISTRY",
   "XDG_CACHE_HOME",
   "NO_COLOR",
+];
+
+/** The launcher's own settings. */
+const LAUNCHER_SETTINGS = [
   "COCOON_START_VERBOSE",
   "COCOON_START_KEEP_PROXY",
   "INIT_CWD",
+  // Where the second step finds `deno` (its --allow-run=deno is resolved through PATH).
   "PATH",
 ];
 
-/** The proxy variables (permissions.ts proxyVariables). */
-export const FIRST_STEP_PROXY_VARIABLES: readonly string[] = [
-  "HTTP_PROXY",
-  "HTTPS_PROXY",
-  "ALL_PROXY",
-  "http_proxy",
-  "https_proxy",
-  "all_proxy",
+/**
+ * Every variable the launcher reads, in the order of the task's `--allow-env`
+ * (scripts/start_test.ts compares the two): the operator's, the deno runtime's, the launcher's own.
+ */
+export const FIRST_STEP_ENV: readonly string[] = [
+  ...new Set([...OPERATOR_ENV, ...LOCAL_ONLY_ENV, ...DENO_RUNTIME_ENV, ...LAUNCHER_SETTINGS]),
 ];
+
+/** The proxy variables (operator_env.ts). */
+export const FIRST_STEP_PROXY_VARIABLES: readonly string[] = PROXY_VARIABLES;
 
 /** Marks the second step (reads granted); set by the first for the second only. */
 export const SECOND_STEP_FLAG = "--cocoon-start-read-granted";

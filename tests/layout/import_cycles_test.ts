@@ -17,7 +17,14 @@ const PRODUCTION_FOLDERS = [
   "cocoonset",
   "hibernation",
 ];
-const ROOT_MODULES = ["main.ts", "config.ts", "version.ts", "permissions.ts", "preflight.ts"];
+const ROOT_MODULES = [
+  "main.ts",
+  "config.ts",
+  "version.ts",
+  "permissions.ts",
+  "operator_env.ts",
+  "preflight.ts",
+];
 // `import … from "../x.ts"`, `import type …`, `export … from "./x.ts"`, multi-line ones too.
 const RELATIVE_SPECIFIER =
   /^\s*(?:import|export)\b[^"';]*?(?:from\s*)?["'](\.\.?\/[\w./-]+\.ts)["']/gm;
