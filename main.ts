@@ -2,6 +2,9 @@
  * cocoon-operator entry point: parses flags and environment, builds the manager and registers
  * the reconcilers (the Go operator's main.go).
  */
+// First, for its side effect: the crypto library initialises beside module loading, off the
+// main thread (kube/crypto_warmup.ts).
+import "./kube/crypto_warmup.ts";
 import { getLogger } from "@logtape/logtape";
 import { type Config, DEFAULTS, LEADER_ELECTION_ID, parseConfig, usage } from "./config.ts";
 import { setupLogging } from "./common/log.ts";
