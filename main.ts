@@ -1,25 +1,14 @@
 /**
- * cocoon-operator entry point: parses flags and environment, builds the manager and registers
- * the reconcilers (the Go operator's main.go).
+ * cocoon-operator entry point: parses flags and environment, checks the sandbox and the cluster
+ * (preflight.ts), then hands over to operator.ts, which builds the manager and registers the
+ * reconcilers (the Go operator's main.go). Only what the checks need is imported statically.
  */
 // First, for its side effect: the crypto library initialises beside module loading, off the
 // main thread (kube/crypto_warmup.ts).
 import "./kube/crypto_warmup.ts";
-import { getLogger } from "@logtape/logtape";
-import { type Config, DEFAULTS, LEADER_ELECTION_ID, parseConfig, usage } from "./config.ts";
+import { type Config, parseConfig, usage } from "./config.ts";
 import { setupLogging } from "./common/log.ts";
-import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
-import { ApiClient } from "./kube/api_client.ts";
 import { errorMessage } from "./kube/errors.ts";
-import { Manager, type ManagerOptions } from "./kube/manager.ts";
-import { ShardedManager } from "./kube/sharding/manager.ts";
-import { withAuthenticationAndAuthorization } from "./kube/metrics_auth.ts";
-import { metricsTls } from "./kube/metrics_serving.ts";
-import { byObject } from "./kube/cache.ts";
-import { type Node, Nodes, Pods } from "./kube/core.ts";
-import { LABEL_COCOON_SET, LABEL_NODE_POOL } from "./common/meta/keys.ts";
-import { ping } from "./kube/servers.ts";
-import { register as registerOperatorMetrics } from "./metrics/metrics.ts";
 import type { Transport } from "./kube/transport.ts";
 import { removeNetGuard } from "./kube/net_guard.ts";
 import { connect, missingEnvGrants, PreflightError } from "./preflight.ts";
@@ -28,39 +17,6 @@ import { permittedEnvRecord } from "./common/env.ts";
 import { newOciRegistry } from "./snapshot/oci.ts";
 import type { Registry } from "./snapshot/registry.ts";
 import { BUILT_AT, REVISION, VERSION } from "./version.ts";
-import { setupHibernationController } from "./hibernation/mod.ts";
-
-const log = getLogger(["cocoon-operator", "main"]);
-
-/** What registering the reconcilers needs. */
-export interface Wiring {
-  manager: Manager;
-  registry: Registry;
-  config: Config;
-}
-
-/** Registers every reconciler on the manager. */
-function registerReconcilers(w: Wiring): void {
-  setupCocoonSetController(w.manager, {
-    registry: w.registry,
-    concurrency: w.config.cocoonSetConcurrency,
-    limits: {
-      maxReplicas: w.config.maxReplicasPerSet,
-      maxToolboxes: w.config.maxToolboxesPerSet,
-    },
-  });
-  setupHibernationController(
-    w.manager,
-    { registry: w.registry },
-    w.config.hibernationConcurrency,
-  );
-}
-
-/** A cached node keeps metadata and spec; its status is never read. */
-function withoutStatus(node: Node): Node {
-  delete node.status;
-  return node;
-}
 
 /** Runs the operator; returns the process exit code. */
 export async function main(
@@ -89,6 +45,9 @@ export async function main(
     console.error(`cocoon-operator: ${message}`);
     return 2;
   }
+  // The rest of the module graph loads while this one connects (operator.ts). Awaited on every
+  // path, so a failed start-up does not exit with the loading still under way.
+  const operator = import("./operator.ts");
   await setupLogging({
     level: config.logLevel,
     format: env.OPERATOR_LOG_FORMAT === "text" ? "text" : "json",
@@ -102,105 +61,13 @@ export async function main(
   } catch (err) {
     removeNetGuard();
     // No cluster, or none that answers: one line, nothing else on the terminal.
+    await operator.catch(() => {});
     if (!(err instanceof PreflightError)) throw err;
     console.error(`cocoon-operator: ${err.message}`);
     return 2;
   }
-  log.info("cocoon-operator {version} starting (rev={revision})", {
-    version: VERSION,
-    revision: REVISION,
-  });
-  let metricsSecurity: ManagerOptions["metricsSecurity"];
-  if (config.metricsSecure && config.metricsBindAddress !== "0") {
-    try {
-      const tls = await metricsTls(config.metricsCertDir);
-      log.info(
-        "metrics served over https ({source} certificate), callers reviewed by the API server",
-        {
-          source: tls.source,
-        },
-      );
-      metricsSecurity = {
-        tls,
-        filter: (handler) => withAuthenticationAndAuthorization(transport, handler),
-      };
-    } catch (err) {
-      console.error(`cocoon-operator: ${errorMessage(err)}`);
-      transport.close();
-      removeNetGuard();
-      return 2;
-    }
-  }
-  const managerOptions: ManagerOptions = {
-    client: new ApiClient(transport),
-    metricsBindAddress: config.metricsBindAddress,
-    metricsSecurity,
-    healthProbeBindAddress: config.healthProbeBindAddress,
-    leaderElection: config.leaderElect,
-    leaderElectionId: LEADER_ELECTION_ID,
-    leaderElectionNamespace: config.leaderElectionNamespace,
-    // Only pods of CocoonSets are cached: memory follows the managed pods, not the cluster's.
-    // Other pods (a CocoonHibernation may target one) are read uncached.
-    // Only nodes a set can run on (they carry a pool label), without their status (images,
-    // heartbeats): the reconcilers read node labels only.
-    byObject: [
-      byObject(Pods, { labelSelector: LABEL_COCOON_SET }),
-      byObject(Nodes, { labelSelector: LABEL_NODE_POOL, transform: withoutStatus }),
-    ],
-    // The initial state streams over the watch (no LIST) where the API server serves it.
-    watchList: true,
-    informerStallLimitMs: (config.informerStallSeconds ?? DEFAULTS.informerStallSeconds) * 1000,
-  };
-  // Sharded: every replica active on its own namespaces, no leader election; /readyz also
-  // waits for this replica's ranges (kube/sharding/manager.ts).
-  const manager = config.shards === "auto"
-    ? new ShardedManager(managerOptions)
-    : new Manager(managerOptions);
-  manager.addHealthzCheck("healthz", ping);
-  manager.addReadyzCheck("readyz", ping);
-  registerOperatorMetrics();
-  registerReconcilers({ manager, registry, config });
-
-  const stop = new AbortController();
-  const onSignal = (name: string) => () => {
-    log.info("received {signal}, shutting down", { signal: name });
-    stop.abort(new Error(`received ${name}`));
-  };
-  const handlers = (["SIGINT", "SIGTERM"] as const).map((s) => {
-    const h = onSignal(s);
-    Deno.addSignalListener(s, h);
-    return [s, h] as const;
-  });
-  log.info(
-    "starting manager (metrics={metrics} probe={probe} leader={leader} shards={shards} " +
-      "cocoonset-concurrency={cs} hibernation-concurrency={hib})",
-    {
-      metrics: config.metricsBindAddress,
-      probe: config.healthProbeBindAddress,
-      leader: config.shards === "auto" ? false : config.leaderElect,
-      shards: config.shards ?? "off",
-      cs: config.cocoonSetConcurrency,
-      hib: config.hibernationConcurrency,
-    },
-  );
-  try {
-    const outcome = await manager.start(stop.signal);
-    if (outcome === "leadership-lost") {
-      log.error("leader election lost; exiting so a fresh process can campaign");
-      return 1;
-    }
-    log.info("manager stopped cleanly");
-    return 0;
-  } catch (err) {
-    // String(err), not errorMessage: this line has always carried the error's name too
-    // ("ApiError: …"), and issue 22 changes no visible text.
-    log.error("manager failed: {error}", { error: String(err) });
-    return 1;
-  } finally {
-    for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
-    transport.close();
-    removeNetGuard();
-  }
+  const { runOperator } = await operator;
+  return runOperator(config, registry, transport);
 }
 
 if (import.meta.main) {

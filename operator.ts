@@ -1,0 +1,165 @@
+/**
+ * The operator once its configuration is valid and the API server answered: builds the manager,
+ * registers the reconcilers and runs them until a signal (the second half of the Go operator's
+ * main.go). main.ts starts loading this module, the larger part of the module graph, before it
+ * connects, so the loading overlaps the first requests (docs/architecture.md, "Start-up").
+ *
+ * @module
+ */
+import { getLogger } from "@logtape/logtape";
+import { type Config, DEFAULTS, LEADER_ELECTION_ID } from "./config.ts";
+import { setupCocoonSetController } from "./cocoonset/reconciler.ts";
+import { ApiClient } from "./kube/api_client.ts";
+import { errorMessage } from "./kube/errors.ts";
+import { Manager, type ManagerOptions } from "./kube/manager.ts";
+import { ShardedManager } from "./kube/sharding/manager.ts";
+import { withAuthenticationAndAuthorization } from "./kube/metrics_auth.ts";
+import { metricsTls } from "./kube/metrics_serving.ts";
+import { byObject } from "./kube/cache.ts";
+import { type Node, Nodes, Pods } from "./kube/core.ts";
+import { LABEL_COCOON_SET, LABEL_NODE_POOL } from "./common/meta/keys.ts";
+import { ping } from "./kube/servers.ts";
+import { register as registerOperatorMetrics } from "./metrics/metrics.ts";
+import type { Transport } from "./kube/transport.ts";
+import { removeNetGuard } from "./kube/net_guard.ts";
+import type { Registry } from "./snapshot/registry.ts";
+import { REVISION, VERSION } from "./version.ts";
+import { setupHibernationController } from "./hibernation/mod.ts";
+
+const log = getLogger(["cocoon-operator", "main"]);
+
+/** What registering the reconcilers needs. */
+export interface Wiring {
+  manager: Manager;
+  registry: Registry;
+  config: Config;
+}
+
+/** Registers every reconciler on the manager. */
+function registerReconcilers(w: Wiring): void {
+  setupCocoonSetController(w.manager, {
+    registry: w.registry,
+    concurrency: w.config.cocoonSetConcurrency,
+    limits: {
+      maxReplicas: w.config.maxReplicasPerSet,
+      maxToolboxes: w.config.maxToolboxesPerSet,
+    },
+  });
+  setupHibernationController(
+    w.manager,
+    { registry: w.registry },
+    w.config.hibernationConcurrency,
+  );
+}
+
+/** A cached node keeps metadata and spec; its status is never read. */
+function withoutStatus(node: Node): Node {
+  delete node.status;
+  return node;
+}
+
+/**
+ * Runs the manager on a transport that reached the API server; returns the process exit code.
+ * Owns the transport and the net guard from here on: both are released before it returns.
+ */
+export async function runOperator(
+  config: Config,
+  registry: Registry,
+  transport: Transport,
+): Promise<number> {
+  log.info("cocoon-operator {version} starting (rev={revision})", {
+    version: VERSION,
+    revision: REVISION,
+  });
+  let metricsSecurity: ManagerOptions["metricsSecurity"];
+  if (config.metricsSecure && config.metricsBindAddress !== "0") {
+    try {
+      const tls = await metricsTls(config.metricsCertDir);
+      log.info(
+        "metrics served over https ({source} certificate), callers reviewed by the API server",
+        {
+          source: tls.source,
+        },
+      );
+      metricsSecurity = {
+        tls,
+        filter: (handler) => withAuthenticationAndAuthorization(transport, handler),
+      };
+    } catch (err) {
+      console.error(`cocoon-operator: ${errorMessage(err)}`);
+      transport.close();
+      removeNetGuard();
+      return 2;
+    }
+  }
+  const managerOptions: ManagerOptions = {
+    client: new ApiClient(transport),
+    metricsBindAddress: config.metricsBindAddress,
+    metricsSecurity,
+    healthProbeBindAddress: config.healthProbeBindAddress,
+    leaderElection: config.leaderElect,
+    leaderElectionId: LEADER_ELECTION_ID,
+    leaderElectionNamespace: config.leaderElectionNamespace,
+    // Only pods of CocoonSets are cached: memory follows the managed pods, not the cluster's.
+    // Other pods (a CocoonHibernation may target one) are read uncached.
+    // Only nodes a set can run on (they carry a pool label), without their status (images,
+    // heartbeats): the reconcilers read node labels only.
+    byObject: [
+      byObject(Pods, { labelSelector: LABEL_COCOON_SET }),
+      byObject(Nodes, { labelSelector: LABEL_NODE_POOL, transform: withoutStatus }),
+    ],
+    // The initial state streams over the watch (no LIST) where the API server serves it.
+    watchList: true,
+    informerStallLimitMs: (config.informerStallSeconds ?? DEFAULTS.informerStallSeconds) * 1000,
+  };
+  // Sharded: every replica active on its own namespaces, no leader election; /readyz also
+  // waits for this replica's ranges (kube/sharding/manager.ts).
+  const manager = config.shards === "auto"
+    ? new ShardedManager(managerOptions)
+    : new Manager(managerOptions);
+  manager.addHealthzCheck("healthz", ping);
+  manager.addReadyzCheck("readyz", ping);
+  registerOperatorMetrics();
+  registerReconcilers({ manager, registry, config });
+
+  const stop = new AbortController();
+  const onSignal = (name: string) => () => {
+    log.info("received {signal}, shutting down", { signal: name });
+    stop.abort(new Error(`received ${name}`));
+  };
+  const handlers = (["SIGINT", "SIGTERM"] as const).map((s) => {
+    const h = onSignal(s);
+    Deno.addSignalListener(s, h);
+    return [s, h] as const;
+  });
+  log.info(
+    "starting manager (metrics={metrics} probe={probe} leader={leader} shards={shards} " +
+      "cocoonset-concurrency={cs} hibernation-concurrency={hib})",
+    {
+      metrics: config.metricsBindAddress,
+      probe: config.healthProbeBindAddress,
+      leader: config.shards === "auto" ? false : config.leaderElect,
+      shards: config.shards ?? "off",
+      cs: config.cocoonSetConcurrency,
+      hib: config.hibernationConcurrency,
+    },
+  );
+  try {
+    const outcome = await manager.start(stop.signal);
+    if (outcome === "leadership-lost") {
+      log.error("leader election lost; exiting so a fresh process can campaign");
+      return 1;
+    }
+    log.info("manager stopped cleanly");
+    return 0;
+  } catch (err) {
+    // String(err), not errorMessage: this line has always carried the error's name too
+    // ("ApiError: …"), and issue 22 changes no visible text.
+    log.error("manager failed: {error}", { error: String(err) });
+    return 1;
+  } finally {
+    for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+    transport.close();
+    removeNetGuard();
+  }
+}
