@@ -116,3 +116,43 @@ export async function commandLine(pid: number): Promise<string> {
     return "";
   }
 }
+
+/** CPU seconds of every process on the machine, summed by a short name (see processKind). */
+export async function cpuByProcessKind(): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const pid = Number(entry.name);
+    try {
+      const [stat, cmdline] = await Promise.all([readStat(pid), commandLine(pid)]);
+      const kind = processKind(cmdline);
+      out.set(kind, (out.get(kind) ?? 0) + stat.cpuSeconds);
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return out;
+}
+
+/**
+ * Which part of a benchmark system a command line belongs to: the control plane, the registry,
+ * the simulator, an operator replica, or the benchmark itself (its forwarders and pollers).
+ */
+export function processKind(cmdline: string): string {
+  if (/\bkube-apiserver\b/.test(cmdline)) return "kube-apiserver";
+  if (/\betcd\b/.test(cmdline)) return "etcd";
+  if (/docker-registry|registry serve/.test(cmdline)) return "registry";
+  if (/\bsim\/main\.ts\b/.test(cmdline)) return "simulator";
+  if (/(^|\/)main\.ts\b|scripts\/start\.ts|\bdeno task\b/.test(cmdline)) return "operator";
+  if (/tests\/bench\//.test(cmdline)) return "benchmark";
+  return "other";
+}
+
+/** Machine-wide CPU use from /proc/stat: busy and total jiffies (all cores). */
+export async function machineCpu(): Promise<{ busy: number; total: number }> {
+  const line = (await Deno.readTextFile("/proc/stat")).split("\n")[0];
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const idle = (v[3] ?? 0) + (v[4] ?? 0);
+  const total = v.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}

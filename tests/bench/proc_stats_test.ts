@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../harness/wait.ts";
-import { chainEnd, childrenOf, commandLine, readMemory, readStat } from "./proc_stats.ts";
+import {
+  chainEnd,
+  childrenOf,
+  commandLine,
+  cpuByProcessKind,
+  machineCpu,
+  processKind,
+  readMemory,
+  readStat,
+} from "./proc_stats.ts";
 
 Deno.test("proc_stats: this process's CPU time grows with work and its peak covers its RSS", async () => {
   const before = await readStat(Deno.pid);
@@ -46,4 +55,25 @@ Deno.test("proc_stats: a launcher chain ends at the process it finally runs", as
     }
     await child.status;
   }
+});
+
+Deno.test("processKind names each part of a benchmark system", () => {
+  const cases: [string, string][] = [
+    ["/root/.cache/x/bin/kube-apiserver --etcd-servers=http://127.0.0.1:1", "kube-apiserver"],
+    ["/root/.cache/x/bin/etcd --data-dir /tmp/e", "etcd"],
+    ["/usr/bin/docker-registry serve /tmp/r/config.yml", "registry"],
+    ["deno run --allow-net=127.0.0.1:1 /work/main/sim/main.ts --status-addr :0", "simulator"],
+    ["deno run --no-prompt --allow-net=127.0.0.1:1 /work/main/main.ts", "operator"],
+    ["deno task start", "operator"],
+    ["deno run -A tests/bench/scale_out.ts --sets 10", "benchmark"],
+    ["sleep 5", "other"],
+  ];
+  for (const [cmdline, kind] of cases) assert.equal(processKind(cmdline), kind, cmdline);
+});
+
+Deno.test("cpuByProcessKind and machineCpu read this machine", async () => {
+  const kinds = await cpuByProcessKind();
+  assert.ok([...kinds.values()].every((v) => v >= 0));
+  const cpu = await machineCpu();
+  assert.ok(cpu.total > 0 && cpu.busy >= 0 && cpu.busy <= cpu.total);
 });

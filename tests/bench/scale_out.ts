@@ -41,6 +41,7 @@ import {
   type OperatorUnderTest,
   startOperatorUnderTest,
 } from "./operator_under_test.ts";
+import { cpuByProcessKind, machineCpu } from "./proc_stats.ts";
 
 /** What to run. */
 export interface ScaleOutOptions {
@@ -62,6 +63,12 @@ export interface ReplicaFigures {
 export interface ScaleOutRun {
   secondsToAllRunning: number;
   perReplica: ReplicaFigures[];
+  /**
+   * Where the machine's CPU went over the same span (beside the issue's figures): the share of
+   * all cores that was busy, and CPU seconds by part of the system (proc_stats.ts processKind),
+   * to show which part bounds the convergence.
+   */
+  machine?: { busyFraction: number; cpuSecondsByKind: Record<string, number> };
 }
 
 /** The report: `{"replicas1": …, "replicas2": …}`. */
@@ -214,6 +221,7 @@ export async function benchScaleOutRun(
     });
 
     const before = await Promise.all(ops.map((op) => op.usage()));
+    const [machineBefore, kindsBefore] = await Promise.all([machineCpu(), cpuByProcessKind()]);
     const bytesBefore = forwarders.map((f) => f.received());
     const t0 = performance.now();
     progress(`scaleOut ${replicas}: creating ${opts.sets} sets over ${opts.namespaces} namespaces`);
@@ -240,6 +248,16 @@ export async function benchScaleOutRun(
     });
     const tRunning = performance.now();
     const after = await Promise.all(ops.map((op) => op.usage()));
+    const [machineAfter, kindsAfter] = await Promise.all([machineCpu(), cpuByProcessKind()]);
+    const machine = {
+      busyFraction: +((machineAfter.busy - machineBefore.busy) /
+        Math.max(1, machineAfter.total - machineBefore.total)).toFixed(2),
+      cpuSecondsByKind: Object.fromEntries(
+        [...kindsAfter].map(([k, v]) => [k, +(v - (kindsBefore.get(k) ?? 0)).toFixed(2)])
+          .filter(([, v]) => (v as number) > 0.05)
+          .sort((a, b) => (b[1] as number) - (a[1] as number)),
+      ),
+    };
     const perReplica = ops.map((_, i) => ({
       peakRssMiB: after[i].peakRssMiB,
       cpuSeconds: +(after[i].cpuSeconds - before[i].cpuSeconds).toFixed(2),
@@ -251,9 +269,10 @@ export async function benchScaleOutRun(
     progress(
       `scaleOut ${replicas}: all Running after ${((tRunning - t0) / 1000).toFixed(1)} s; ` +
         `server-filtered informers per replica: ${serverFiltered.join(", ")}; ` +
-        `load average: ${(await Deno.readTextFile("/proc/loadavg")).trim()}`,
+        `load average: ${(await Deno.readTextFile("/proc/loadavg")).trim()}; ` +
+        `machine: ${JSON.stringify(machine)}`,
     );
-    return { secondsToAllRunning: +((tRunning - t0) / 1000).toFixed(2), perReplica };
+    return { secondsToAllRunning: +((tRunning - t0) / 1000).toFixed(2), perReplica, machine };
   } finally {
     await Promise.allSettled(ops.map((op) => op.stop()));
     for (const f of forwarders) f.close();
