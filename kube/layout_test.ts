@@ -34,7 +34,7 @@ Deno.test("the layout scan sees type-only, multi-line, re-export and dynamic imp
     // Split so this file's own scan does not take the sample for an import of its own.
     "const lazy = await im" + 'port("../config.ts");',
     ' * import { e } from "../docs/example.ts";',
-    'import { f } from "npm:prom-client@15.1.3";',
+    'import { f } from "npm:@logtape/logtape@2.4.2";',
   ].join("\n");
   const refs = importsOf("kube/sample.ts", source);
   assert.deepEqual(refs.filter(leavesKube).map((r) => r.target), [

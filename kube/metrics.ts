@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "./prometheus/mod.ts";
 import { registerProcessMetrics } from "./process_metrics.ts";
 
 /**

@@ -5,7 +5,7 @@
  * extra permissions: the file-descriptor and virtual-memory families would need `/proc` reads.
  */
 import process from "node:process";
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "./prometheus/mod.ts";
 
 /** Wall-clock start of this process in seconds since the epoch; fixed at module load. */
 const startSeconds = (Date.now() - performance.now()) / 1000;
@@ -43,7 +43,6 @@ const families = [
 /** Adds the process families to reg (once per registry). */
 export function registerProcessMetrics(reg: Registry): void {
   for (const metric of families) {
-    const name = (metric as unknown as { name: string }).name;
-    if (!reg.getSingleMetric(name)) reg.registerMetric(metric);
+    if (!reg.getSingleMetric(metric.name)) reg.registerMetric(metric);
   }
 }

@@ -5,7 +5,7 @@
  * source (metrics/metrics.go at the mirrored HEAD); a change on either side must be deliberate.
  */
 import assert from "node:assert/strict";
-import { type Metric, Registry } from "prom-client";
+import { type Metric, Registry } from "../kube/prometheus/mod.ts";
 import { register } from "./metrics.ts";
 
 interface Family {
@@ -52,7 +52,7 @@ const GO_FAMILIES: Family[] = [
   },
 ];
 
-/** What prom-client keeps on a metric instance without typing it. */
+/** The label names and (histograms) bucket bounds a metric instance carries. */
 function shape(metric: Metric): { labels: string[]; buckets?: number[] } {
   const m = metric as unknown as { labelNames?: unknown; upperBounds?: unknown };
   const labels = Array.isArray(m.labelNames) ? m.labelNames.map(String) : [];

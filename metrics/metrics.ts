@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Metric, type Registry } from "prom-client";
+import { Counter, Histogram, type Metric, type Registry } from "../kube/prometheus/mod.ts";
 import { registry as runtimeRegistry } from "../kube/metrics.ts";
 
 /**
@@ -69,25 +69,20 @@ export const slotReleaseWakeUnschedulableTotal = new Counter({
   registers: [],
 });
 
-const all: { name: string; metric: Metric }[] = [
-  named(subAgentRebuildTotal),
-  named(subAgentDeadLetterTotal),
-  named(hibernatePhaseDurationSeconds),
-  named(wakePhaseDurationSeconds),
-  named(lifecycleStateFailedObservedTotal),
-  named(slotReleasePodsDeletedTotal),
-  named(slotReleaseWakeTotal),
-  named(slotReleaseWakeUnschedulableTotal),
+const all: Metric[] = [
+  subAgentRebuildTotal,
+  subAgentDeadLetterTotal,
+  hibernatePhaseDurationSeconds,
+  wakePhaseDurationSeconds,
+  lifecycleStateFailedObservedTotal,
+  slotReleasePodsDeletedTotal,
+  slotReleaseWakeTotal,
+  slotReleaseWakeUnschedulableTotal,
 ];
-
-function named(metric: Metric): { name: string; metric: Metric } {
-  // prom-client keeps the name on the instance without typing it.
-  return { name: (metric as unknown as { name: string }).name, metric };
-}
 
 /** Adds every operator collector to reg (once per registry). */
 export function register(reg: Registry = runtimeRegistry): void {
-  for (const { name, metric } of all) {
-    if (!reg.getSingleMetric(name)) reg.registerMetric(metric);
+  for (const metric of all) {
+    if (!reg.getSingleMetric(metric.name)) reg.registerMetric(metric);
   }
 }

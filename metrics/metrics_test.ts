@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Registry } from "prom-client";
+import { Registry } from "../kube/prometheus/mod.ts";
 import {
   hibernatePhaseDurationSeconds,
   lifecycleStateFailedObservedTotal,

@@ -38,10 +38,10 @@ Deno.test("compile: version module and import map", () => {
     versionModule({ version: "v1", revision: "abc", builtAt: "t" }).split("\n").slice(1).join("\n"),
     'export const VERSION = "v1";\nexport const REVISION = "abc";\nexport const BUILT_AT = "t";\n',
   );
-  const map = importMap({ "prom-client": "npm:prom-client@15.1.3" }, "/b/version.ts");
+  const map = importMap({ "js-yaml": "npm:js-yaml@5.5.0" }, "/b/version.ts");
   assert.deepEqual(map.imports, {
-    "prom-client": "npm:prom-client@15.1.3",
-    "prom-client/": "npm:/prom-client@15.1.3/",
+    "js-yaml": "npm:js-yaml@5.5.0",
+    "js-yaml/": "npm:/js-yaml@5.5.0/",
     [`file://${repoRoot}version.ts`]: "file:///b/version.ts",
   });
   const stamped = "/b/version.ts";

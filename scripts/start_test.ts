@@ -152,7 +152,8 @@ Deno.test("deno task start with an API server that does not answer: one line on 
 });
 
 Deno.test("start: the launcher's module graph leaves out the metrics stack and the logger", async () => {
-  // The launcher runs before every operator start; prom-client and LogTape would double its cost.
+  // The launcher runs before every operator start; the metrics registry and LogTape would double
+  // its cost.
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["info", "--json", new URL("./start.ts", import.meta.url).pathname],
     stdout: "piped",

@@ -326,6 +326,26 @@ Deno.test({
 });
 
 Deno.test({
+  name: `prometheus rules: promtool check metrics accepts the collectors' exposition${skipReason}`,
+  ignore: skipReason !== "",
+  async fn() {
+    // The real registry (kube/prometheus) with every family written: what /metrics serves.
+    const child = new Deno.Command(promtool!, {
+      args: ["check", "metrics"],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(await exposition()));
+    await writer.close();
+    const out = await child.output();
+    const dec = new TextDecoder();
+    assert.equal(out.code, 0, dec.decode(out.stdout) + dec.decode(out.stderr));
+  },
+});
+
+Deno.test({
   name: `prometheus rules: every alert fires and stays silent as intended${skipReason}`,
   ignore: skipReason !== "",
   async fn() {

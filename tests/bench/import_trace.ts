@@ -19,7 +19,7 @@ const self = new URL(import.meta.url).pathname;
 
 /** What each row imports: bare specifiers resolve through the repository's import map. */
 export const traced: readonly { name: string; specifier: string }[] = [
-  { name: "prom-client", specifier: "prom-client" },
+  { name: "kube/prometheus/mod.ts", specifier: new URL("kube/prometheus/mod.ts", repo).href },
   { name: "@logtape/logtape", specifier: "@logtape/logtape" },
   { name: "js-yaml", specifier: "js-yaml" },
   { name: "config.ts", specifier: new URL("config.ts", repo).href },
