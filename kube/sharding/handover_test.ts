@@ -183,3 +183,42 @@ Deno.test("randomized join/leave/crash/partition: never two members on one hash,
   }
   assert.ok(handovers > seeds * 3, `only ${handovers} hand-overs: the simulation is too tame`);
 });
+
+Deno.test("randomized with same-pod restarts: never two members on one hash, dead Leases collected", () => {
+  const seeds = Number(Deno.env.get("SHARD_SIM_SEEDS") ?? 150);
+  let restarts = 0;
+  let deletions = 0;
+  for (let seed = 1; seed <= seeds; seed++) {
+    const random = seeded(seed * 7919);
+    const sim = new HandoverSim(TIMING, random);
+    const initial = 1 + Math.floor(random() * 3);
+    for (let i = 0; i < initial; i++) sim.join();
+    let t = 0;
+    const faults = 4 + Math.floor(random() * 8);
+    for (let f = 0; f < faults; f++) {
+      t += 1000 + Math.floor(random() * 20_000);
+      sim.runUntil(t);
+      const r = random();
+      if (r < 0.4) {
+        sim.restartOne();
+        restarts++;
+      } else if (r < 0.55 && sim.aliveCount() < 6) sim.join();
+      else if (r < 0.7 && sim.stayingCount() > 1) sim.leaveOne();
+      else if (r < 0.85 && sim.aliveCount() > 1) sim.crashOne();
+      else sim.partitionOne(2000 + Math.floor(random() * 30_000));
+      assert.deepEqual(sim.violations, [], `seed ${seed}`);
+    }
+    if (sim.stayingCount() === 0) sim.join();
+    // Long enough for every dead Lease to pass expiry, margin and retention.
+    sim.runUntil(t + 240_000);
+    const report = sim.report();
+    assert.deepEqual(report.violations, [], `seed ${seed}`);
+    const detail = `\n${report.states.join("\n")}\n${report.server.join("\n")}`;
+    assert.ok(report.finalCovered, `seed ${seed}: the space is not covered${detail}`);
+    assert.ok(report.finalBalanced, `seed ${seed}: members do not hold their split${detail}`);
+    assert.deepEqual(report.deadLeases, [], `seed ${seed}: dead members' Leases left${detail}`);
+    deletions += report.deletions;
+  }
+  assert.ok(restarts > seeds, `only ${restarts} restarts: the simulation is too tame`);
+  assert.ok(deletions >= restarts, `${deletions} deletions for ${restarts} restarts`);
+});

@@ -9,6 +9,7 @@
  */
 import type { Runnable } from "../runnable.ts";
 import { Controller } from "../controller.ts";
+import { permittedEnv } from "../env.ts";
 import { leaderElectionNamespace, leaderIdentity } from "../leader.ts";
 import { Manager, type ManagerOptions } from "../manager.ts";
 import type { KubeObject } from "../object.ts";
@@ -24,6 +25,11 @@ export interface ShardedManagerOptions extends Omit<ManagerOptions, "leaderElect
   /** Membership timing (defaults: leader election's durations, timing.ts). */
   shardTiming?: ShardTiming;
   shardClock?: Clock;
+  /**
+   * The POD_NAME `identity` was made from (a dead predecessor of the same pod is then ignored;
+   * ShardMemberOptions.podName). Without `identity`, both come from the environment.
+   */
+  podName?: string;
 }
 
 /** A Manager whose controllers act only on the namespaces of this replica's shard. */
@@ -43,6 +49,8 @@ export class ShardedManager extends Manager {
       client: opts.client,
       namespace,
       identity: opts.identity ?? leaderIdentity(),
+      // Only POD_NAME, never the HOSTNAME fallback: processes on one host share a hostname.
+      podName: opts.identity === undefined ? permittedEnv("POD_NAME") || undefined : opts.podName,
       timing: opts.shardTiming,
       clock: opts.shardClock,
       recorder: this.recorder,

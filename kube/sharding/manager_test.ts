@@ -7,7 +7,7 @@ import { waitFor } from "../testing/wait.ts";
 import { fnv1a64 } from "./hash.ts";
 import { ShardedManager } from "./manager.ts";
 import { HELD_ANNOTATION, MEMBER_GROUP_LABEL, memberLeaseName } from "./membership.ts";
-import { shardFiltered, shardOwnedFraction } from "./metrics.ts";
+import { shardDeadLeasesDeleted, shardFiltered, shardOwnedFraction } from "./metrics.ts";
 import { formatRangeSet, HASH_SPACE_END } from "./range.ts";
 import type { ShardTiming } from "./timing.ts";
 
@@ -61,7 +61,7 @@ async function readyz(mgr: ShardedManager): Promise<number> {
 }
 
 async function metricValue(
-  metric: typeof shardFiltered,
+  metric: typeof shardFiltered | typeof shardDeadLeasesDeleted,
   labels: Record<string, string>,
 ): Promise<number> {
   const { values } = await metric.get();
@@ -227,4 +227,97 @@ Deno.test("sharded manager: /readyz waits for the share, not only the caches: 50
     stop.abort();
     await run;
   }
+});
+
+/** Runs fn with these environment variables set (undefined: unset), then restores them. */
+async function withEnv(vars: Record<string, string | undefined>, fn: () => Promise<void>) {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
+  const put = (values: Record<string, string | undefined>) => {
+    for (const [k, v] of Object.entries(values)) {
+      v === undefined ? Deno.env.delete(k) : Deno.env.set(k, v);
+    }
+  };
+  put(vars);
+  try {
+    await fn();
+  } finally {
+    put(saved);
+  }
+}
+
+/** The member Lease a previous operator process of pod `pod` left, fresh, claiming everything. */
+async function predecessorLease(client: FakeClient, pod: string) {
+  return await client.create(Leases, {
+    metadata: {
+      name: memberLeaseName(`${pod}_old`),
+      namespace: "ops",
+      labels: { [MEMBER_GROUP_LABEL]: "cocoon-operator" },
+      annotations: { [HELD_ANNOTATION]: formatRangeSet([{ start: 0n, end: HASH_SPACE_END }]) },
+    },
+    spec: {
+      holderIdentity: `${pod}_old`,
+      leaseDurationSeconds: 600,
+      renewTime: new Date().toISOString(),
+    },
+  });
+}
+
+function unnamedShardedManager(client: FakeClient): ShardedManager {
+  return new ShardedManager({
+    client,
+    metricsBindAddress: "0",
+    healthProbeBindAddress: "127.0.0.1:0",
+    leaderElectionId: "unused",
+    leaderElectionNamespace: "ops",
+    shardTiming: TIMING,
+  });
+}
+
+Deno.test("sharded manager with POD_NAME: its pod's previous process's Lease is ignored and deleted, ready at once", async () => {
+  await withEnv({ POD_NAME: "op-pod-q", HOSTNAME: "elsewhere" }, async () => {
+    const client = new FakeClient();
+    const old = await predecessorLease(client, "op-pod-q");
+    const deletedBefore = await metricValue(shardDeadLeasesDeleted, { reason: "predecessor" });
+    const mgr = unnamedShardedManager(client);
+    assert.match(mgr.scope.identity, /^op-pod-q_/);
+    const stop = new AbortController();
+    const run = mgr.start(stop.signal);
+    try {
+      await waitFor("probe bound", () => mgr.servers.probeAddr);
+      await waitFor("ready", async () => (await readyz(mgr)) === 200, 20_000);
+      await assert.rejects(client.get(Leases, "ops", old.metadata.name!), /not found/i);
+      assert.equal(
+        await metricValue(shardDeadLeasesDeleted, { reason: "predecessor" }),
+        deletedBefore + 1,
+      );
+    } finally {
+      stop.abort();
+      await run;
+    }
+  });
+});
+
+Deno.test("sharded manager without POD_NAME: a Lease of the same HOSTNAME prefix is a live member", async () => {
+  await withEnv({ POD_NAME: undefined, HOSTNAME: "op-pod-q" }, async () => {
+    const client = new FakeClient();
+    const old = await predecessorLease(client, "op-pod-q");
+    let renewals = 0;
+    client.addReactor((a) => {
+      if (a.verb === "update" && a.resource === Leases && a.name !== old.metadata.name) renewals++;
+      return undefined;
+    });
+    const mgr = unnamedShardedManager(client);
+    assert.match(mgr.scope.identity, /^op-pod-q_/);
+    const stop = new AbortController();
+    const run = mgr.start(stop.signal);
+    try {
+      await waitFor("ten rounds", () => renewals >= 10, 20_000);
+      assert.equal(await readyz(mgr), 500, "not ready: the whole space is still announced");
+      assert.deepEqual(mgr.scope.active, []);
+      await client.get(Leases, "ops", old.metadata.name!);
+    } finally {
+      stop.abort();
+      await run;
+    }
+  });
 });

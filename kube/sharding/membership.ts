@@ -13,13 +13,18 @@
  * hang. Abandon means the callbacks must abort in-flight work; the safety margin covers requests
  * already on the wire.
  *
+ * After each round's step the member deletes the dead member Leases members.ts points out (this
+ * pod's previous process's at once; long-expired ones when it sorts first among the live
+ * members), each with its observed resourceVersion as the delete's precondition, so a Lease
+ * renewed since that list is never deleted (the API server answers 409 instead).
+ *
  * @module
  */
 import { getLogger } from "@logtape/logtape";
 import type { Client } from "../client.ts";
 import { type Clock, realClock, sleep } from "../clock.ts";
 import { type Lease, Leases } from "../core.ts";
-import { isNotFound } from "../errors.ts";
+import { isConflict, isNotFound } from "../errors.ts";
 import { rfc3339Micro } from "../time.ts";
 import {
   announcedRanges,
@@ -29,9 +34,20 @@ import {
   type ShardState,
   step,
 } from "./handover.ts";
-import { type MemberRecord, MemberTracker, type MemberView } from "./members.ts";
+import {
+  type DeadReason,
+  leasesToDelete,
+  type MemberRecord,
+  MemberTracker,
+  type MemberView,
+} from "./members.ts";
 import { formatRangeSet, type RangeSet } from "./range.ts";
-import { DEFAULT_SHARD_TIMING, type ShardTiming, validateShardTiming } from "./timing.ts";
+import {
+  deadLeaseRetentionMs,
+  DEFAULT_SHARD_TIMING,
+  type ShardTiming,
+  validateShardTiming,
+} from "./timing.ts";
 
 const log = getLogger(["cocoon-operator", "sharding"]);
 
@@ -72,6 +88,15 @@ export interface ShardMemberOptions extends ShardCallbacks {
   namespace: string;
   /** Unique per process (leaderIdentity()). */
   identity: string;
+  /**
+   * The POD_NAME the identity was made from, only when that variable was set (never the
+   * HOSTNAME fallback): another member `<podName>_<suffix>` is then this pod's previous process,
+   * dead, and its Lease is ignored and deleted at once. The identity must start with
+   * `<podName>_`.
+   */
+  podName?: string;
+  /** Called after this member deleted a dead member's Lease (for a metric). */
+  onDeadLeaseDeleted?: (identity: string, reason: DeadReason) => void;
   /** Value of {@linkcode MEMBER_GROUP_LABEL}; members with the same group split one space. */
   group?: string;
   timing?: ShardTiming;
@@ -97,13 +122,25 @@ export class ShardMember {
   #actions: Promise<void> = Promise.resolve();
   #deadlineTimer?: number;
   #running = false;
+  /** Dead Leases whose delete failed unexpectedly (identity@version), warned about once. */
+  readonly #warnedDeletes = new Set<string>();
 
   constructor(opts: ShardMemberOptions) {
     if (!opts.identity) throw new Error("shard member identity is empty");
+    if (opts.podName !== undefined && !opts.identity.startsWith(`${opts.podName}_`)) {
+      throw new Error(
+        `shard member identity ${JSON.stringify(opts.identity)} is not made from POD_NAME ` +
+          JSON.stringify(opts.podName),
+      );
+    }
     this.#opts = opts;
     this.#timing = validateShardTiming(opts.timing ?? DEFAULT_SHARD_TIMING);
     this.#clock = opts.clock ?? realClock;
-    this.#tracker = new MemberTracker(this.#timing.expiryMarginMs);
+    this.#tracker = new MemberTracker(this.#timing.expiryMarginMs, {
+      deadLeaseRetentionMs: deadLeaseRetentionMs(this.#timing),
+      podName: opts.podName || undefined,
+      self: opts.identity,
+    });
     this.#leaseName = memberLeaseName(opts.identity);
     this.#state = initialShardState(opts.identity);
   }
@@ -210,6 +247,70 @@ export class ShardMember {
     const cachesHold = this.#opts.cachesHold;
     this.#apply({ renewal, members, busyHashes, leaving, cachesHold }, this.#clock.now());
     if (renewal) this.#armDeadline();
+    if (members) {
+      await this.#deleteDead(leasesToDelete(this.#opts.identity, members, leaving), signal);
+    }
+  }
+
+  /** Deletes dead members' Leases, each only if still at the resourceVersion it was seen at. */
+  async #deleteDead(dead: readonly MemberView[], signal: AbortSignal): Promise<void> {
+    for (const view of dead) {
+      if (signal.aborted) return;
+      if (!view.version) continue; // no precondition to hold it to: leave it be
+      const name = view.leaseName ?? memberLeaseName(view.identity);
+      const fields = {
+        member: view.identity,
+        lease: name,
+        reason: view.dead,
+        resourceVersion: view.version,
+      };
+      try {
+        await this.#withTimeout(
+          signal,
+          (s) =>
+            this.#opts.client.delete(Leases, this.#opts.namespace, name, {
+              preconditions: { resourceVersion: view.version },
+              signal: s,
+            }),
+        );
+      } catch (err) {
+        if (isConflict(err) && view.dead === "predecessor") {
+          // Only its holder writes a member Lease: the "previous process" just renewed it.
+          log.warn(
+            "member Lease {lease} of {member} changed although its pod's operator process was " +
+              "restarted: do two operator processes share POD_NAME?",
+            fields,
+          );
+        } else if (isConflict(err) || isNotFound(err)) {
+          log.debug("member Lease {lease} of {member} was renewed or deleted meanwhile", fields);
+        } else {
+          const key = `${view.identity}@${view.version}`;
+          if (!this.#warnedDeletes.has(key)) {
+            this.#warnedDeletes.add(key);
+            log.warn(
+              "could not delete member Lease {lease} of dead shard member {member}: {error}",
+              {
+                ...fields,
+                error: String(err),
+              },
+            );
+          }
+        }
+        continue;
+      }
+      log.info(
+        view.dead === "predecessor"
+          ? "deleted member Lease {lease} of {member}, this pod's previous operator process"
+          : "deleted member Lease {lease} of dead shard member {member}, not renewed for " +
+            "at least {expiredMs} ms",
+        {
+          ...fields,
+          expiredMs: this.#timing.leaseDurationMs + this.#timing.expiryMarginMs +
+            deadLeaseRetentionMs(this.#timing),
+        },
+      );
+      if (view.dead) this.#opts.onDeadLeaseDeleted?.(view.identity, view.dead);
+    }
   }
 
   /** Steps, then queues the actions behind those still being carried out. */
@@ -358,6 +459,7 @@ function toRecord(lease: Lease): MemberRecord {
   return {
     identity: lease.spec?.holderIdentity ?? "",
     version: lease.metadata?.resourceVersion ?? "",
+    name: lease.metadata?.name,
     leaseDurationMs: (lease.spec?.leaseDurationSeconds ?? 0) * 1000,
     held: annotations[HELD_ANNOTATION] ?? "",
     leaving: annotations[LEAVING_ANNOTATION] === "true",

@@ -69,3 +69,16 @@ export const shardFiltered: Counter<"kind" | "stage"> = new Counter({
   labelNames: ["kind", "stage"],
   registers: [registry],
 });
+
+/**
+ * Member Leases of dead members this replica deleted, by reason: "expired" (not renewed for
+ * the lease duration, the safety margin and the retention) or "predecessor" (this pod's previous
+ * operator process, after a container restart).
+ */
+export const shardDeadLeasesDeleted: Counter<"reason"> = new Counter({
+  name: "cocoon_operator_shard_dead_leases_deleted_total",
+  help: "Member Leases of dead shard members this replica deleted, by reason " +
+    "(expired, predecessor).",
+  labelNames: ["reason"],
+  registers: [registry],
+});

@@ -30,8 +30,13 @@ export {
 } from "./selector.ts";
 export { MutableShardFilter, type ShardFilter, staticShardFilter } from "./filter.ts";
 export { splitRanges } from "./split.ts";
-export { DEFAULT_SHARD_TIMING, type ShardTiming, validateShardTiming } from "./timing.ts";
-export { type MemberView } from "./members.ts";
+export {
+  deadLeaseRetentionMs,
+  DEFAULT_SHARD_TIMING,
+  type ShardTiming,
+  validateShardTiming,
+} from "./timing.ts";
+export { type DeadReason, type MemberView } from "./members.ts";
 export {
   actingRanges,
   announcedRanges,

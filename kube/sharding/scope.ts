@@ -30,6 +30,7 @@ import {
   subtract,
 } from "./range.ts";
 import {
+  shardDeadLeasesDeleted,
   shardHandovers,
   shardHandoverSeconds,
   shardMembers,
@@ -50,6 +51,8 @@ export interface ShardScopeOptions {
   namespace: string | Promise<string>;
   /** Unique per process. */
   identity: string;
+  /** The POD_NAME the identity was made from, when set (ShardMemberOptions.podName). */
+  podName?: string;
   timing?: ShardTiming;
   clock?: Clock;
   /** Hand-over Events go on this replica's member Lease. */
@@ -123,6 +126,8 @@ export class ShardScope {
       client: opts.client,
       namespace: this.#namespace,
       identity: opts.identity,
+      podName: opts.podName,
+      onDeadLeaseDeleted: (_, reason) => shardDeadLeasesDeleted.labels({ reason }).inc(),
       timing: opts.timing ?? DEFAULT_SHARD_TIMING,
       clock: opts.clock,
       busyHashes: () => this.#roundHook(),

@@ -20,13 +20,18 @@ import { loadRestConfig, Transport } from "../../kube/transport.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { waitUntil } from "../harness/wait.ts";
 
-/** Short durations so the test takes seconds; the same relations as the defaults. */
+/**
+ * Short durations so the test takes seconds; the same relations as the defaults. The retention
+ * is long: the killed member's Lease must outlive the test (its deletion is
+ * sharding_dead_leases_test.ts's).
+ */
 const TIMING: ShardTiming = {
   leaseDurationMs: 5000,
   renewDeadlineMs: 3000,
   retryPeriodMs: 1000,
   expiryMarginMs: 1000,
   drainTimeoutMs: 5000,
+  deadLeaseRetentionMs: 300_000,
 };
 const NAMESPACE = "shard-members";
 

@@ -299,6 +299,25 @@ export const semanticsCases: SemanticsCase[] = [
     },
   },
   {
+    name: "a delete held to a resourceVersion conflicts once the object changed",
+    async fn(c, ns) {
+      const v1 = await c.create(Widgets, widget(ns, "w10rv"));
+      const v2 = await c.patch(Widgets, ns, "w10rv", "merge", { metadata: { labels: { r: "2" } } });
+      await rejects(
+        c.delete(Widgets, ns, "w10rv", {
+          preconditions: { resourceVersion: v1.metadata.resourceVersion },
+        }),
+        isConflict,
+        "stale resourceVersion",
+      );
+      await c.get(Widgets, ns, "w10rv");
+      await c.delete(Widgets, ns, "w10rv", {
+        preconditions: { resourceVersion: v2.metadata.resourceVersion },
+      });
+      await rejects(c.get(Widgets, ns, "w10rv"), isNotFound, "deleted");
+    },
+  },
+  {
     name: "list filters by label selector and field",
     async fn(c, ns) {
       const mk = (name: string, labels: Record<string, string>) =>

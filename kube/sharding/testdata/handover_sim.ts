@@ -3,7 +3,9 @@
  * simulated API server that stores their Leases. Each member's round is three separate events
  * (renew, list, step) so other members' events interleave between them, as requests do. Faults:
  * joins, graceful leaves, crashes (SIGKILL: the member never runs again, its Lease stays),
- * partitions (requests fail; sometimes a write lands but its answer is lost).
+ * restarts (the pod's process dies and a new one with the same POD_NAME starts a little later),
+ * partitions (requests fail; sometimes a write lands but its answer is lost). Members delete dead
+ * Leases as membership.ts does (members.ts leasesToDelete), held to the version they listed.
  */
 
 import {
@@ -13,7 +15,7 @@ import {
   type ShardState,
   step,
 } from "../handover.ts";
-import { type MemberRecord, MemberTracker, type MemberView } from "../members.ts";
+import { leasesToDelete, type MemberRecord, MemberTracker, type MemberView } from "../members.ts";
 import {
   formatRangeSet,
   FULL_RANGE,
@@ -25,7 +27,7 @@ import {
 } from "../range.ts";
 import { splitRanges } from "../split.ts";
 import { fnv1a64 } from "../hash.ts";
-import type { ShardTiming } from "../timing.ts";
+import { deadLeaseRetentionMs, type ShardTiming } from "../timing.ts";
 
 interface StoredLease {
   version: number;
@@ -40,6 +42,8 @@ interface Member {
   tracker: MemberTracker;
   crashed: boolean;
   crashedAt?: number;
+  /** Crashed by a restart of its pod: its process is gone, it acts no more. */
+  restarted?: boolean;
   partitionedUntil: number;
   leaving: boolean;
   gone: boolean;
@@ -61,6 +65,10 @@ export interface SimReport {
   finalCovered: boolean;
   finalBalanced: boolean;
   alive: number;
+  /** Leases on the simulated server whose member does not run any more. */
+  deadLeases: string[];
+  /** Dead Leases the members deleted. */
+  deletions: number;
   /** Each live member's sets, for failure messages. */
   states: string[];
   /** The simulated Leases, for failure messages. */
@@ -71,6 +79,7 @@ export class HandoverSim {
   readonly violations: string[] = [];
   now = 0;
   handovers = 0;
+  deletions = 0;
   readonly #timing: ShardTiming;
   readonly #random: () => number;
   readonly #server = new Map<string, StoredLease>();
@@ -94,11 +103,16 @@ export class HandoverSim {
     return Math.floor(this.#random() * max);
   }
 
-  join(): void {
+  join(pod = `m${String(this.#nextId++).padStart(3, "0")}`): void {
+    const identity = `${pod}_${this.#jitter(1e6)}`;
     const m: Member = {
-      identity: `m${String(this.#nextId++).padStart(3, "0")}_${this.#jitter(1e6)}`,
+      identity,
       state: initialShardState(""),
-      tracker: new MemberTracker(this.#timing.expiryMarginMs),
+      tracker: new MemberTracker(this.#timing.expiryMarginMs, {
+        deadLeaseRetentionMs: deadLeaseRetentionMs(this.#timing),
+        podName: pod,
+        self: identity,
+      }),
       crashed: false,
       partitionedUntil: 0,
       leaving: false,
@@ -125,6 +139,20 @@ export class HandoverSim {
       m.crashed = true;
       m.crashedAt = this.now;
     }
+  }
+
+  /**
+   * The process of one member's pod dies (container restart) and a new one, same POD_NAME, new
+   * identity, starts 0.2–3 s later; the old one's Lease stays behind.
+   */
+  restartOne(): void {
+    const m = this.#pick(() => true);
+    if (!m) return;
+    m.crashed = true;
+    m.restarted = true;
+    m.crashedAt = this.now;
+    const pod = m.identity.slice(0, m.identity.indexOf("_"));
+    this.#schedule(this.now + 200 + this.#jitter(2800), () => this.join(pod));
   }
 
   leaveOne(): void {
@@ -188,8 +216,21 @@ export class HandoverSim {
         leaving: l.leaving,
       }));
       m.members = m.tracker.observe(records, this.now);
+      for (const dead of leasesToDelete(m.identity, m.members, m.leaving)) {
+        this.#schedule(this.now + 1 + this.#jitter(300), () => this.#deleteLease(m, dead));
+      }
     }
     this.#schedule(this.now + 1 + this.#jitter(300), () => this.#step(m));
+  }
+
+  /** A delete held to the version listed: a Lease renewed since stays. */
+  #deleteLease(m: Member, dead: MemberView) {
+    if (m.crashed || m.gone || this.#partitioned(m)) return;
+    const lease = this.#server.get(dead.identity);
+    if (lease && String(lease.version) === dead.version) {
+      this.#server.delete(dead.identity);
+      this.deletions++;
+    }
   }
 
   #busy(m: Member): bigint[] {
@@ -256,6 +297,7 @@ export class HandoverSim {
     const acting: { id: string; ranges: RangeSet }[] = [];
     for (const m of this.#members) {
       if (m.gone) continue;
+      if (m.restarted) continue; // its process is gone (the restart's premise)
       if (m.crashed) {
         const until = (m.state.lastRenewalAt ?? -Infinity) + this.#timing.leaseDurationMs;
         if (this.now < until) acting.push({ id: m.identity, ranges: actingRanges(m.state) });
@@ -308,6 +350,8 @@ export class HandoverSim {
       finalCovered: sameSet(covered, [FULL_RANGE]),
       finalBalanced: alive.every((m) => sameSet(m.state.active, [split.get(m.identity)!])),
       alive: alive.length,
+      deadLeases: [...this.#server.keys()].filter((id) => !alive.some((m) => m.identity === id)),
+      deletions: this.deletions,
       states: alive.map((m) =>
         `${m.identity} leaving=${m.leaving} active=${formatRangeSet(m.state.active)} pending=${
           formatRangeSet(m.state.pending)
