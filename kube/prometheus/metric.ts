@@ -5,7 +5,6 @@
  *
  * @module
  */
-import type { Registry } from "./registry.ts";
 
 /** Label values of one series; a label left out is absent from it. */
 export type LabelValues<L extends string> = Partial<Record<L, string | number>>;
@@ -42,13 +41,21 @@ export interface Metric {
   reset(): void;
 }
 
+/**
+ * Where a family registers itself at construction: Registry (registry.ts) is one. Declared
+ * here, not imported, so this module and the registry do not import each other.
+ */
+export interface MetricSink {
+  registerMetric(metric: Metric): void;
+}
+
 /** What the three constructors take. */
 export interface MetricConfiguration<L extends string> {
   name: string;
   help: string;
   labelNames?: readonly L[];
   /** Registries to join at construction; none when left out (there is no global registry). */
-  registers?: readonly Registry[];
+  registers?: readonly MetricSink[];
 }
 
 const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
