@@ -7,7 +7,7 @@ import {
   locateCluster,
   readMaterial,
 } from "./kubeconfig.ts";
-import { realClock, sleep } from "./clock.ts";
+import { type Clock, realClock, sleep } from "./clock.ts";
 import { permittedEnv } from "./env.ts";
 import { errorMessage } from "./errors.ts";
 import { type ExecCredential, ExecCredentialSource } from "./exec_credential.ts";
@@ -196,9 +196,13 @@ export class Transport {
   readonly #limiter?: TokenBucket;
   readonly #host: string;
 
+  /** Times the request timeout (tests drive it). */
+  readonly #clock: Clock;
+
   /** Opens an HTTP client with cfg's TLS settings; close() releases it. */
-  constructor(cfg: RestConfig) {
+  constructor(cfg: RestConfig, clock: Clock = realClock) {
     this.#cfg = cfg;
+    this.#clock = clock;
     this.#host = new URL(cfg.server).host;
     const tls = cfg.certPem && cfg.keyPem ? { cert: cfg.certPem, key: cfg.keyPem } : {};
     this.#http = Deno.createHttpClient({ caCerts: cfg.caPem ? [cfg.caPem] : [], ...tls });
@@ -211,7 +215,10 @@ export class Transport {
     return this.#cfg.server;
   }
 
-  /** Sends a request; the response body is left for the caller to read. */
+  /**
+   * Sends a request. A watch's body is left for the caller to stream; any other response
+   * comes back with its body already read (within the request timeout).
+   */
   async fetch(spec: RequestSpec): Promise<Response> {
     await this.#limiter?.take(spec.signal);
     const url = new URL(this.#cfg.server + spec.path);
@@ -247,19 +254,27 @@ export class Transport {
     if (this.#cfg.userAgent) headers.set("User-Agent", this.#cfg.userAgent);
     if (auth) headers.set("Authorization", auth);
     if (body !== undefined) headers.set("Content-Type", spec.contentType ?? "application/json");
-    const timeout = spec.stream ? undefined : AbortSignal.timeout(this.#cfg.timeoutMs ?? 30_000);
+    const timeout = spec.stream ? undefined : requestTimeout(
+      this.#clock,
+      this.#cfg.timeoutMs ?? 30_000,
+    );
     const signal = timeout && spec.signal
-      ? AbortSignal.any([timeout, spec.signal])
-      : timeout ?? spec.signal;
-    let res: Response;
+      ? AbortSignal.any([timeout.signal, spec.signal])
+      : timeout?.signal ?? spec.signal;
     try {
-      res = await fetch(url, { method: spec.method, headers, body, signal, client });
-    } catch (err) {
-      restClientRequests.inc({ code: "<error>", method: spec.method, host: this.#host });
-      throw err;
+      let res: Response;
+      try {
+        res = await fetch(url, { method: spec.method, headers, body, signal, client });
+      } catch (err) {
+        restClientRequests.inc({ code: "<error>", method: spec.method, host: this.#host });
+        throw err;
+      }
+      restClientRequests.inc({ code: String(res.status), method: spec.method, host: this.#host });
+      // The timeout covers reading the body too: read it here, then the timer can go.
+      return timeout ? await buffered(res) : res;
+    } finally {
+      timeout?.clear();
     }
-    restClientRequests.inc({ code: String(res.status), method: spec.method, host: this.#host });
-    return res;
   }
 
   /**
@@ -292,6 +307,32 @@ export class Transport {
     this.#rotated?.http.close();
     this.#rotated = undefined;
   }
+}
+
+/**
+ * AbortSignal.timeout's signal, with a timer that is cleared once the request is done.
+ * AbortSignal.timeout's own timer cannot be cleared: every request of a burst left one that
+ * fired 30 s later (an abort with a fresh DOMException each, nobody listening), which showed
+ * as the CPU of an idle operator half a minute after the burst and kept each request's
+ * signal alive until then.
+ */
+function requestTimeout(clock: Clock, ms: number): { signal: AbortSignal; clear(): void } {
+  const ac = new AbortController();
+  const timer = clock.setTimeout(
+    () => ac.abort(new DOMException("Signal timed out.", "TimeoutError")),
+    ms,
+  );
+  return { signal: ac.signal, clear: () => clock.clearTimeout(timer) };
+}
+
+/** The response with its body read into memory (an empty body stays null). */
+async function buffered(res: Response): Promise<Response> {
+  const bytes = await res.arrayBuffer();
+  return new Response(bytes.byteLength > 0 ? bytes : null, {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers,
+  });
 }
 
 function bearer(credential: ExecCredential): string | undefined {
