@@ -29,6 +29,7 @@
  * @module
  */
 import type { LaunchPlan, PluginResolver } from "./launch_plan.ts";
+import { v8FlagsArg } from "./runtime_flags.ts";
 import {
   FIRST_STEP_ENV,
   launcherEnvironment,
@@ -82,6 +83,27 @@ export function launchPlan(
   return planningCode().launchPlan(operatorArgs, env, cwd, denoFlags, resolvePlugin);
 }
 
+/**
+ * The `deno` arguments of the second step: read access to `read` only, the launcher's variables,
+ * running deno. It runs with the operator's V8 flags too: V8 rejects a module's code cache written
+ * under other flags, so a second step without them and the operator would rewrite each other's
+ * cache of the modules they share (config.ts, permissions.ts, js-yaml, …) on every start
+ * (docs/architecture.md, "Start-up").
+ */
+export function secondStepArgs(read: readonly string[], operatorArgs: readonly string[]): string[] {
+  return [
+    "run",
+    "--no-prompt",
+    v8FlagsArg(),
+    ...(read.length ? [`--allow-read=${read.join(",")}`] : []),
+    `--allow-env=${LAUNCHER_ENV.join(",")}`,
+    "--allow-run=deno",
+    startModule,
+    SECOND_STEP_FLAG,
+    ...operatorArgs,
+  ];
+}
+
 if (import.meta.main && Deno.args[0] === PLUGIN_STEP_FLAG) {
   planningCode().runPluginStep(Deno.args[1]);
 } else if (import.meta.main) {
@@ -90,16 +112,11 @@ if (import.meta.main && Deno.args[0] === PLUGIN_STEP_FLAG) {
   const cwd = env.INIT_CWD || Deno.cwd();
   if (isFirstStep) {
     const read = readPaths(Deno.args, env, cwd, await loadReadPathDeps(Deno.args, env));
-    const code = await runDeno([
-      "run",
-      "--no-prompt",
-      ...(read.length ? [`--allow-read=${read.join(",")}`] : []),
-      `--allow-env=${LAUNCHER_ENV.join(",")}`,
-      "--allow-run=deno",
-      startModule,
-      SECOND_STEP_FLAG,
-      ...Deno.args,
-    ], { ...withoutProxies(env), INIT_CWD: cwd, DENO_NO_UPDATE_CHECK: "1" });
+    const code = await runDeno(secondStepArgs(read, Deno.args), {
+      ...withoutProxies(env),
+      INIT_CWD: cwd,
+      DENO_NO_UPDATE_CHECK: "1",
+    });
     Deno.exit(code);
   }
   await planningCode().runSecondStep(Deno.args.slice(1), env, cwd);

@@ -445,3 +445,17 @@ Deno.test("start: the operator's cleared environment keeps PATH only for an exec
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("start: the second step runs with the operator's V8 flags and reads only its files", async () => {
+  const { secondStepArgs } = await import("./start.ts");
+  const { v8FlagsArg } = await import("./runtime_flags.ts");
+  const args = secondStepArgs(["/k/config"], ["--leader-elect=false"]);
+  assert.deepEqual(args.slice(0, 4), [
+    "run",
+    "--no-prompt",
+    v8FlagsArg(),
+    "--allow-read=/k/config",
+  ]);
+  assert.deepEqual(args.slice(-2), ["--cocoon-start-read-granted", "--leader-elect=false"]);
+  assert.ok(!secondStepArgs([], []).some((a) => a.startsWith("--allow-read")));
+});
