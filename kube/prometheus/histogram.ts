@@ -5,12 +5,11 @@
  *
  * @module
  */
+import { Family, type FamilyConfiguration } from "./family.ts";
 import {
-  checkConfiguration,
   checkLabels,
   isLabels,
   type LabelValues,
-  type MetricConfiguration,
   type MetricSnapshot,
   type MetricValue,
   seriesKey,
@@ -20,9 +19,9 @@ import {
 const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** Histogram options: buckets are the upper bounds, ascending. */
-export interface HistogramConfiguration<L extends string> extends MetricConfiguration<L> {
+export interface HistogramConfiguration<L extends string>
+  extends FamilyConfiguration<L, Histogram<L>> {
   buckets?: readonly number[];
-  collect?: (this: Histogram<L>) => void | Promise<void>;
 }
 
 /** One series of a histogram with its labels fixed. */
@@ -39,31 +38,21 @@ interface Series<L extends string> {
 }
 
 /** A distribution family (Prometheus type `histogram`). */
-export class Histogram<L extends string = string> {
+export class Histogram<L extends string = string> extends Family<L, Histogram<L>> {
   readonly type = "histogram" as const;
-  readonly name: string;
-  readonly help: string;
-  readonly labelNames: readonly L[];
   /** The buckets' upper bounds, without +Inf. */
   readonly upperBounds: readonly number[];
-  readonly #sortedNames: readonly string[];
-  readonly #collect?: (this: Histogram<L>) => void | Promise<void>;
   #series = new Map<string, Series<L>>();
 
   constructor(config: HistogramConfiguration<L>) {
-    checkConfiguration(config);
-    this.name = config.name;
-    this.help = config.help;
-    this.labelNames = [...(config.labelNames ?? [])];
+    super(config);
     if (this.labelNames.some((l) => l === "le")) {
       throw new Error(`metric ${config.name}: "le" is reserved for the bucket bound`);
     }
     this.upperBounds = Object.freeze([...(config.buckets ?? DEFAULT_BUCKETS)]);
-    this.#sortedNames = [...this.labelNames].sort();
-    this.#collect = config.collect;
     // Unlike reset(), construction publishes an unlabelled histogram's empty series.
     if (this.labelNames.length === 0) this.zero({});
-    for (const reg of config.registers ?? []) reg.registerMetric(this);
+    this.join(config.registers);
   }
 
   /** Records value in the series of labels (none: the unlabelled series). */
@@ -74,7 +63,7 @@ export class Histogram<L extends string = string> {
     if (typeof v !== "number" || !Number.isFinite(v)) {
       throw new TypeError(`metric ${this.name}: ${v} is not a valid number`);
     }
-    const key = seriesKey(this.#sortedNames, series);
+    const key = seriesKey(this.sortedNames, series);
     let s = this.#series.get(key);
     if (!s) {
       s = this.#empty(series);
@@ -88,7 +77,7 @@ export class Histogram<L extends string = string> {
 
   /** Publishes the series of labels with every count at 0 (replacing what it held). */
   zero(labels: LabelValues<L>): void {
-    this.#series.set(seriesKey(this.#sortedNames, labels), this.#empty(labels));
+    this.#series.set(seriesKey(this.sortedNames, labels), this.#empty(labels));
   }
 
   /** The series of labels, for repeated observations. */
@@ -104,7 +93,7 @@ export class Histogram<L extends string = string> {
 
   /** Runs collect, then returns the `_bucket`, `_sum` and `_count` samples of every series. */
   async get(): Promise<MetricSnapshot<L | "le">> {
-    if (this.#collect) await this.#collect.call(this);
+    await this.collect();
     const values: MetricValue<L | "le">[] = [];
     const bucketName = `${this.name}_bucket`;
     for (const s of this.#series.values()) {

@@ -3,7 +3,8 @@ import { FakeClient } from "./fake.ts";
 import { isForbidden, newApiError } from "../errors.ts";
 import { expectGoneWatch, semanticsCases, Widgets } from "../../tests/semantics/api_semantics.ts";
 
-// The same cases run against a real kube-apiserver in tests/integration/api_semantics_test.ts.
+// The same cases run against a real kube-apiserver in tests/integration/kube_runtime_test.ts and
+// tests/integration/watch_cache_test.ts.
 for (const c of semanticsCases) {
   Deno.test(`fake API semantics: ${c.name}`, async () => {
     const fake = new FakeClient();

@@ -1,7 +1,7 @@
 /**
  * API-server semantics the reconcilers rely on, written once and run twice: against the
- * in-memory fake (kube/fake_test.ts) and against a real kube-apiserver
- * (tests/integration/api_semantics_test.ts). A case that passes on one and fails on the other
+ * in-memory fake (kube/testing/fake_test.ts) and against a real kube-apiserver
+ * (tests/integration/kube_runtime_test.ts, watch_cache_test.ts). A case that passes on one and fails on the other
  * is a fake that lies.
  */
 import assert from "node:assert/strict";
