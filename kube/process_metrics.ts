@@ -4,8 +4,14 @@
  * restart, CPU and memory panels built for Go operators work here. Only what Deno reports without
  * extra permissions: the file-descriptor and virtual-memory families would need `/proc` reads.
  */
-import process from "node:process";
 import { Counter, Gauge, type Registry } from "./prometheus/mod.ts";
+
+/**
+ * node:process, imported at the first scrape rather than at start-up: Deno builds its Node
+ * process object on that import, ~12 ms on the start-up path and ~1.5 MiB resident
+ * (docs/architecture.md, "Start-up"), for one call per scrape.
+ */
+let nodeProcess: Promise<typeof import("node:process")> | undefined;
 
 /** Wall-clock start of this process in seconds since the epoch; fixed at module load. */
 const startSeconds = (Date.now() - performance.now()) / 1000;
@@ -16,8 +22,8 @@ const families = [
     name: "process_cpu_seconds_total",
     help: "User and system CPU time this process has used, in seconds.",
     registers: [],
-    collect() {
-      const { user, system } = process.cpuUsage();
+    async collect() {
+      const { user, system } = (await (nodeProcess ??= import("node:process"))).cpuUsage();
       this.reset();
       this.inc((user + system) / 1e6);
     },

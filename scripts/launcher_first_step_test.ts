@@ -10,6 +10,7 @@ import {
 } from "./launcher_first_step.ts";
 import { launcherEnv, launcherReadPaths } from "./launch_plan.ts";
 import { PROXY_VARIABLES } from "../permissions.ts";
+import { staticImportClosure } from "../tests/harness/module_graph.ts";
 
 Deno.test("launcher first step: its variable lists are the planning code's, in order", () => {
   assert.deepEqual(FIRST_STEP_ENV, launcherEnv);
@@ -45,36 +46,10 @@ Deno.test("launcher first step: the read paths it computes with lazily loaded pa
   }
 });
 
-/** One module of `deno info --json`. */
-interface InfoModule {
-  specifier: string;
-  dependencies?: { specifier: string; code?: { specifier: string }; isDynamic?: boolean }[];
-}
-
 Deno.test("launcher first step: scripts/start.ts loads no node: module and no npm package before its first step runs", async () => {
   // A node: import starts Deno's Node compatibility layer, an npm one the npm loader: ~50 ms of
   // CPU before every operator start. The first step imports start.ts's static graph only.
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", new URL("./start.ts", import.meta.url).pathname],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    roots: string[];
-    modules: InfoModule[];
-  };
-  const bySpecifier = new Map(graph.modules.map((m) => [m.specifier, m]));
-  const seen = new Set<string>();
-  const queue = [...graph.roots];
-  while (queue.length > 0) {
-    const spec = queue.pop()!;
-    if (seen.has(spec)) continue;
-    seen.add(spec);
-    for (const dep of bySpecifier.get(spec)?.dependencies ?? []) {
-      if (dep.code && !dep.isDynamic) queue.push(dep.code.specifier);
-    }
-  }
+  const seen = await staticImportClosure(new URL("./start.ts", import.meta.url).pathname);
   const heavy = [...seen].filter((s) => s.startsWith("node:") || s.startsWith("npm:"));
   assert.deepEqual(heavy, []);
 });
