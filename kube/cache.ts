@@ -229,10 +229,13 @@ export class InformerCache implements Reader {
     }
     const labels = parseLabelSelector(opts.labelSelector);
     const fields = Object.entries(opts.matchingFields ?? {});
-    // Start from the narrowest registered index, then filter by everything else.
+    // Start from the narrowest registered index (a field's, else the namespace's), then filter
+    // by everything else.
     const indexed = fields.find(([f]) => inf.hasIndex(f));
     const candidates: Iterable<T> = indexed
       ? inf.byIndex(indexed[0], indexed[1])
+      : opts.namespace
+      ? inf.listStoredIn(opts.namespace)
       : inf.listStored();
     for (const [f] of fields) {
       if (!inf.hasIndex(f) && !(f in builtinFields)) {

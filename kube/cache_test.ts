@@ -319,3 +319,37 @@ Deno.test("cache: reads return copies, answer label selectors and registered fie
     await cache.stopped();
   }
 });
+
+Deno.test("cache: a list in one namespace answers from that namespace only, as objects come and go", async () => {
+  const fake = new FakeClient();
+  const inNs = (ns: string, name: string, labels: Record<string, string> = {}) => ({
+    ...pod(name, labels),
+    metadata: { ...pod(name, labels).metadata, namespace: ns },
+  });
+  await fake.create(Pods, inNs("one", "a", { app: "x" }));
+  await fake.create(Pods, inNs("two", "a", { app: "x" }));
+  await fake.create(Pods, inNs("two", "b", { app: "y" }));
+  const cache = new InformerCache({ client: fake });
+  const ac = new AbortController();
+  cache.start(ac.signal);
+  const names = async (opts: Parameters<typeof cache.list<Pod>>[1]) =>
+    (await cache.list(Pods, opts)).items.map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
+  try {
+    await cache.waitForSync(AbortSignal.timeout(5000));
+    assert.deepEqual(await names({ namespace: "two" }), ["two/a", "two/b"]);
+    assert.deepEqual(await names({ namespace: "two", labelSelector: { app: "x" } }), ["two/a"]);
+    assert.deepEqual(await names({ namespace: "three" }), []);
+    assert.deepEqual(await names({}), ["one/a", "two/a", "two/b"]);
+    await fake.create(Pods, inNs("three", "c"));
+    await fake.delete(Pods, "two", "a");
+    await waitFor(
+      "the watch delivered both",
+      async () => (await names({})).join() === "one/a,three/c,two/b",
+    );
+    assert.deepEqual(await names({ namespace: "two" }), ["two/b"]);
+    assert.deepEqual(await names({ namespace: "three" }), ["three/c"]);
+  } finally {
+    ac.abort();
+    await cache.stopped();
+  }
+});

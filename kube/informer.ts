@@ -108,6 +108,11 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     return this.#store.list();
   }
 
+  /** The stored objects of one namespace (shared, do not mutate). */
+  listStoredIn(namespace: string): IterableIterator<T> {
+    return this.#store.inNamespace(namespace);
+  }
+
   /** Stored objects filed under value in the named index (shared, do not mutate). */
   byIndex(name: string, value: string): T[] {
     return this.#store.byIndex(name, value);

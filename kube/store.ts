@@ -48,6 +48,11 @@ export class Store<T extends KubeObject> {
   readonly #objects = new Map<string, T>();
   readonly #indexers = new Map<string, IndexFunc<T>>();
   readonly #indexes = new Map<string, Map<string, Set<string>>>();
+  /**
+   * Keys by namespace, always kept (controller-runtime's cache has the same built-in index): a
+   * list in one namespace reads that namespace's objects, not every object of the kind.
+   */
+  readonly #byNamespace = new Map<string, Set<string>>();
   /** The complete state being gathered between initStart and initDone; else undefined. */
   #pending: Map<string, T> | undefined;
   #synced = false;
@@ -126,6 +131,14 @@ export class Store<T extends KubeObject> {
     return this.#objects.values();
   }
 
+  /** The stored objects of one namespace (shared, do not mutate). */
+  *inNamespace(namespace: string): IterableIterator<T> {
+    for (const key of this.#byNamespace.get(namespace) ?? []) {
+      const obj = this.#objects.get(key);
+      if (obj) yield obj;
+    }
+  }
+
   /** Stored objects filed under value in the named index (shared, do not mutate). */
   byIndex(name: string, value: string): T[] {
     const idx = this.#indexes.get(name);
@@ -180,6 +193,10 @@ export class Store<T extends KubeObject> {
   }
 
   #indexAll(key: string, obj: T): void {
+    const ns = obj.metadata.namespace ?? "";
+    let keys = this.#byNamespace.get(ns);
+    if (!keys) this.#byNamespace.set(ns, keys = new Set());
+    keys.add(key);
     for (const [name, fn] of this.#indexers) this.#indexInsert(name, fn, key, obj);
   }
 
@@ -193,6 +210,10 @@ export class Store<T extends KubeObject> {
   }
 
   #unindexAll(key: string, obj: T): void {
+    const ns = obj.metadata.namespace ?? "";
+    const inNs = this.#byNamespace.get(ns);
+    inNs?.delete(key);
+    if (inNs?.size === 0) this.#byNamespace.delete(ns);
     for (const [name, fn] of this.#indexers) {
       const idx = this.#indexes.get(name)!;
       for (const v of safeIndex(fn, obj)) {

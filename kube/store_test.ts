@@ -114,3 +114,41 @@ Deno.test("store: single changes keep the indexes right and skip an unchanged re
   assert.deepEqual(seenByTransform, ["a", "a", "a", "a"], "an unknown deletion is not transformed");
   assert.throws(() => store.byIndex("nope", "x"), /no index/);
 });
+
+Deno.test("store: the namespace index follows adds, deletes and a replacing state", () => {
+  const store = new Store({ rt: Pods });
+  const inNs = (ns: string, rv = "1") => (name: string): Pod => ({
+    ...at(name, rv),
+    metadata: { ...at(name, rv).metadata, namespace: ns },
+  });
+  const names = (ns: string) => [...store.inNamespace(ns)].map((p) => p.metadata.name).sort();
+  applyAll(
+    store,
+    { type: "initStart" },
+    { type: "initApply", object: inNs("one")("a") },
+    { type: "initApply", object: inNs("one")("b") },
+    { type: "initApply", object: inNs("two")("a") },
+    { type: "initDone" },
+  );
+  assert.deepEqual([names("one"), names("two"), names("three")], [["a", "b"], ["a"], []]);
+
+  applyAll(
+    store,
+    { type: "apply", object: inNs("two", "2")("a") },
+    { type: "apply", object: inNs("three")("c") },
+    { type: "delete", object: inNs("one")("b") },
+  );
+  assert.deepEqual([names("one"), names("two"), names("three")], [["a"], ["a"], ["c"]]);
+  assert.equal([...store.inNamespace("two")][0].metadata.resourceVersion, "2", "the stored copy");
+
+  // A relist without namespace one: its objects leave the index with the store.
+  applyAll(
+    store,
+    { type: "initStart" },
+    { type: "initApply", object: inNs("two", "2")("a") },
+    { type: "initApply", object: inNs("three")("c") },
+    { type: "initDone" },
+  );
+  assert.deepEqual([names("one"), names("two"), names("three")], [[], ["a"], ["c"]]);
+  assert.equal(store.size, 2);
+});
