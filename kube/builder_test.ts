@@ -6,13 +6,11 @@ import { Controller } from "./controller.ts";
 import { enqueueFromMap } from "./handler.ts";
 import type { KubeObject } from "./object.ts";
 import { annotationChanged, generationChanged, newPredicateFuncs, or } from "./predicates.ts";
-import { PriorityQueue } from "./priority_queue.ts";
 import type { RateLimiter } from "./rate_limiter.ts";
 import type { Reconciler, Request } from "./reconcile.ts";
 import { resourceId, type ResourceType, resourceType } from "./resource.ts";
 import type { Informer } from "./source.ts";
 import { StubInformer } from "./testing/stub_informer.ts";
-import { WorkQueue } from "./workqueue.ts";
 import { waitFor } from "./testing/wait.ts";
 
 /** Minimal ControllerHost: one stub informer per resource type, runnables collected. */
@@ -170,7 +168,7 @@ Deno.test("builder validates its wiring", () => {
   assert.equal(host.runnables.length, 0);
 });
 
-Deno.test("builder passes the queue choice and the rate limiter through withOptions", async () => {
+Deno.test("builder passes the rate limiter through withOptions", async () => {
   const asked: string[] = [];
   const rateLimiter: RateLimiter = {
     when: (item) => {
@@ -180,28 +178,20 @@ Deno.test("builder passes the queue choice and the rate limiter through withOpti
     forget: () => {},
     numRequeues: () => 0,
   };
-  for (const usePriorityQueue of [undefined, false]) {
-    const host = new StubHost();
-    const clock = new FakeClock();
-    const ctrl = controllerManagedBy(host)
-      .named(`builder-queue-${usePriorityQueue}`)
-      .for(CocoonSets)
-      .withOptions({ clock, rateLimiter, ...(usePriorityQueue === false && { usePriorityQueue }) })
-      .build(new Recorder());
-    const ac = new AbortController();
-    const running = ctrl.start(ac.signal);
-    assert.ok(
-      usePriorityQueue === false
-        ? ctrl.queue instanceof WorkQueue
-        : ctrl.queue instanceof PriorityQueue,
-      `queue for usePriorityQueue=${usePriorityQueue}`,
-    );
-    ctrl.queue.addRateLimited("ns/x");
-    assert.equal(clock.nextDeadline(), 50, "the given rate limiter decides the delay");
-    ac.abort();
-    await running;
-  }
-  assert.deepEqual(asked, ["ns/x", "ns/x"]);
+  const host = new StubHost();
+  const clock = new FakeClock();
+  const ctrl = controllerManagedBy(host)
+    .named("builder-rate-limiter")
+    .for(CocoonSets)
+    .withOptions({ clock, rateLimiter })
+    .build(new Recorder());
+  const ac = new AbortController();
+  const running = ctrl.start(ac.signal);
+  ctrl.queue.addRateLimited("ns/x");
+  assert.equal(clock.nextDeadline(), 50, "the given rate limiter decides the delay");
+  ac.abort();
+  await running;
+  assert.deepEqual(asked, ["ns/x"]);
 });
 
 /** Starts ctrl; the returned function stops it and waits until it has. */

@@ -15,15 +15,9 @@ import { errorMessage } from "./errors.ts";
 import { keyString, type KubeObject, parseKey } from "./object.ts";
 import { and, type Predicate } from "./predicates.ts";
 import { LOW_PRIORITY, PriorityQueue } from "./priority_queue.ts";
-import type { ControllerQueue } from "./queue.ts";
-import {
-  defaultControllerRateLimiter,
-  defaultItemRateLimiter,
-  type RateLimiter,
-} from "./rate_limiter.ts";
+import { defaultItemRateLimiter, type RateLimiter } from "./rate_limiter.ts";
 import { isTerminalError, type Reconciler, type Request, type Result } from "./reconcile.ts";
 import type { Informer } from "./source.ts";
-import { WorkQueue } from "./workqueue.ts";
 
 const log = getLogger(["cocoon-operator", "controller"]);
 
@@ -44,17 +38,10 @@ export interface ControllerOptions {
   /** Aborts a single reconcile's signal after this long; 0/absent = no limit. */
   reconciliationTimeoutMs?: number;
   /**
-   * Backoff for errors and `requeue`. Default: 5 ms doubling to 1000 s per key with the
-   * priority queue; client-go's DefaultControllerRateLimiter (that plus an overall 10 qps /
-   * burst 100 bucket) with the plain queue, as controller-runtime picks them.
+   * Backoff for errors and `requeue`. Default: 5 ms doubling to 1000 s per key, no overall
+   * bucket (controller-runtime's default with its priority queue).
    */
   rateLimiter?: RateLimiter;
-  /**
-   * Use controller-runtime's priority queue (kube/priority_queue.ts); default true, as in
-   * controller-runtime v0.23. false uses the plain client-go WorkQueue, where every key has
-   * the same priority.
-   */
-  usePriorityQueue?: boolean;
   clock?: Clock;
   /** Whether the manager starts it only on the elected leader; default true. */
   needLeaderElection?: boolean;
@@ -66,13 +53,12 @@ const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 const SYNC_POLL_MS = 100;
 
 /**
- * Runs a reconciler over a workqueue fed by informer events (controller-runtime's internal
+ * Runs a reconciler over a priority queue fed by informer events (controller-runtime's internal
  * Controller). Guarantees: a key is never reconciled by two workers at once; a change that
  * arrives mid-reconcile triggers one more pass afterwards; a thrown error requeues with
  * backoff and never kills a worker.
  *
- * Priorities (the default priority queue; the plain queue ignores them): objects from an
- * informer's initial list and updates whose resourceVersion did not change are queued at
+ * Priorities: objects from an informer's initial list and updates whose resourceVersion did not change are queued at
  * {@link LOW_PRIORITY} (-100), every other event at 0, so real changes are reconciled before a
  * restart's replay of unchanged objects. A requeue keeps the priority the key was handed out
  * with, unless the result names another one.
@@ -100,8 +86,7 @@ export class Controller {
   readonly #cacheSyncTimeoutMs: number;
   readonly #drainTimeoutMs: number;
   readonly #reconciliationTimeoutMs: number;
-  readonly #usePriorityQueue: boolean;
-  #queue: ControllerQueue | undefined;
+  #queue: PriorityQueue | undefined;
   /** Handler registrations waiting for start() (sources start with the controller). */
   #pendingWatches: (() => void)[] = [];
   readonly #informers: Informer<KubeObject>[] = [];
@@ -126,11 +111,7 @@ export class Controller {
     this.maxConcurrentReconciles = Math.max(1, Math.floor(opts.maxConcurrentReconciles ?? 1));
     this.needLeaderElection = opts.needLeaderElection ?? true;
     this.#clock = opts.clock ?? realClock;
-    this.#usePriorityQueue = opts.usePriorityQueue ?? true;
-    this.#rateLimiter = opts.rateLimiter ??
-      (this.#usePriorityQueue
-        ? defaultItemRateLimiter()
-        : defaultControllerRateLimiter(this.#clock));
+    this.#rateLimiter = opts.rateLimiter ?? defaultItemRateLimiter();
     this.#cacheSyncTimeoutMs = opts.cacheSyncTimeoutMs || DEFAULT_CACHE_SYNC_TIMEOUT_MS;
     this.#drainTimeoutMs = opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     this.#reconciliationTimeoutMs = opts.reconciliationTimeoutMs ?? 0;
@@ -152,7 +133,7 @@ export class Controller {
   }
 
   /** The controller's queue; it exists from start() on (like controller-runtime's NewQueue). */
-  get queue(): ControllerQueue {
+  get queue(): PriorityQueue {
     if (!this.#queue) throw new Error(`controller ${this.name} is not started`);
     return this.#queue;
   }
@@ -225,8 +206,11 @@ export class Controller {
       throw new Error(`controller ${this.name} was started more than once`);
     }
     this.#started = true;
-    const queueOpts = { name: this.name, clock: this.#clock, rateLimiter: this.#rateLimiter };
-    this.#queue = this.#usePriorityQueue ? new PriorityQueue(queueOpts) : new WorkQueue(queueOpts);
+    this.#queue = new PriorityQueue({
+      name: this.name,
+      clock: this.#clock,
+      rateLimiter: this.#rateLimiter,
+    });
     this.#initMetrics();
     const onAbort = () => this.#requestStop();
     signal.addEventListener("abort", onAbort, { once: true });

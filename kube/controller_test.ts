@@ -62,94 +62,87 @@ function started(ctrl: Controller): { stop(): Promise<void>; running: Promise<vo
 
 // ---- tests ---------------------------------------------------------------------------------
 
-for (const usePriorityQueue of [true, false]) {
-  const queueKind = usePriorityQueue ? "priority queue" : "plain queue";
-
-  Deno.test(`${queueKind}: a key is never reconciled concurrently; re-adds while in flight run once after`, async () => {
-    const gates = new Map<string, ReturnType<typeof gate>>();
-    const rec = new RecordingReconciler(async (req, n) => {
-      const g = gate();
-      gates.set(`${req.name}#${n}`, g);
-      await g.promise;
-    });
-    const ctrl = new Controller({
-      name: `excl-gated-${usePriorityQueue}`,
-      reconciler: rec,
-      maxConcurrentReconciles: 4,
-      clock: new FakeClock(),
-      usePriorityQueue,
-    });
-    const run = started(ctrl);
-
-    ctrl.enqueue({ namespace: "ns", name: "a" });
-    await waitFor(() => gates.has("a#1"), "first reconcile of a");
-    for (let i = 0; i < 5; i++) ctrl.enqueue({ namespace: "ns", name: "a" });
-    ctrl.enqueue({ namespace: "ns", name: "b" });
-    await waitFor(() => gates.has("b#1"), "b reconciled by another worker");
-    await flushMicrotasks();
-    assert.equal(rec.count("ns/a"), 1, "a is not handed to a second worker while in flight");
-    // The plain queue parks a in its dirty set; the priority queue keeps it queued but held back.
-    assert.equal(ctrl.queue.len(), usePriorityQueue ? 1 : 0, "a waits, once");
-
-    gates.get("a#1")!.open();
-    await waitFor(() => gates.has("a#2"), "a re-run after done");
-    gates.get("a#2")!.open();
-    gates.get("b#1")!.open();
-    await waitFor(() => ctrl.queue.len() === 0 && rec.calls.length === 3, "idle");
-    await flushMicrotasks();
-    assert.equal(rec.count("ns/a"), 2, "five adds during the first pass collapse into one pass");
-    await run.stop();
+Deno.test("a key is never reconciled concurrently; re-adds while in flight run once after", async () => {
+  const gates = new Map<string, ReturnType<typeof gate>>();
+  const rec = new RecordingReconciler(async (req, n) => {
+    const g = gate();
+    gates.set(`${req.name}#${n}`, g);
+    await g.promise;
   });
+  const ctrl = new Controller({
+    name: "excl-gated",
+    reconciler: rec,
+    maxConcurrentReconciles: 4,
+    clock: new FakeClock(),
+  });
+  const run = started(ctrl);
 
-  Deno.test(`${queueKind}: concurrency 4 with slow reconciles: per-key exclusivity and no lost updates`, async () => {
-    const holding = new Set<string>();
-    const violations: string[] = [];
-    let active = 0;
-    let maxActive = 0;
-    const lastAddAt = new Map<string, number>();
-    const lastStartAt = new Map<string, number>();
-    let seq = 0;
-    const rec = new RecordingReconciler(async (req) => {
-      const key = req.name;
-      // Recorded, not asserted here: the controller would swallow the assertion as an error.
-      if (holding.has(key)) violations.push(key);
-      holding.add(key);
-      lastStartAt.set(key, ++seq);
-      active++;
-      maxActive = Math.max(maxActive, active);
-      // Simulated work spanning a few event-loop turns.
-      for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
-      active--;
-      holding.delete(key);
-    });
-    const ctrl = new Controller({
-      name: `excl-stress-${usePriorityQueue}`,
-      reconciler: rec,
-      maxConcurrentReconciles: 4,
-      clock: new FakeClock(),
-      usePriorityQueue,
-    });
-    const run = started(ctrl);
-    const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
-    for (let round = 0; round < 40; round++) {
-      for (let i = 0; i < 6; i++) {
-        const key = keys[(round * 7 + i * 5) % keys.length];
-        lastAddAt.set(key, ++seq);
-        ctrl.enqueue({ namespace: "ns", name: key });
-      }
-      await new Promise((r) => setTimeout(r, 0));
+  ctrl.enqueue({ namespace: "ns", name: "a" });
+  await waitFor(() => gates.has("a#1"), "first reconcile of a");
+  for (let i = 0; i < 5; i++) ctrl.enqueue({ namespace: "ns", name: "a" });
+  ctrl.enqueue({ namespace: "ns", name: "b" });
+  await waitFor(() => gates.has("b#1"), "b reconciled by another worker");
+  await flushMicrotasks();
+  assert.equal(rec.count("ns/a"), 1, "a is not handed to a second worker while in flight");
+  assert.equal(ctrl.queue.len(), 1, "a waits, once, held back while in flight");
+
+  gates.get("a#1")!.open();
+  await waitFor(() => gates.has("a#2"), "a re-run after done");
+  gates.get("a#2")!.open();
+  gates.get("b#1")!.open();
+  await waitFor(() => ctrl.queue.len() === 0 && rec.calls.length === 3, "idle");
+  await flushMicrotasks();
+  assert.equal(rec.count("ns/a"), 2, "five adds during the first pass collapse into one pass");
+  await run.stop();
+});
+
+Deno.test("concurrency 4 with slow reconciles: per-key exclusivity and no lost updates", async () => {
+  const holding = new Set<string>();
+  const violations: string[] = [];
+  let active = 0;
+  let maxActive = 0;
+  const lastAddAt = new Map<string, number>();
+  const lastStartAt = new Map<string, number>();
+  let seq = 0;
+  const rec = new RecordingReconciler(async (req) => {
+    const key = req.name;
+    // Recorded, not asserted here: the controller would swallow the assertion as an error.
+    if (holding.has(key)) violations.push(key);
+    holding.add(key);
+    lastStartAt.set(key, ++seq);
+    active++;
+    maxActive = Math.max(maxActive, active);
+    // Simulated work spanning a few event-loop turns.
+    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 0));
+    active--;
+    holding.delete(key);
+  });
+  const ctrl = new Controller({
+    name: "excl-stress",
+    reconciler: rec,
+    maxConcurrentReconciles: 4,
+    clock: new FakeClock(),
+  });
+  const run = started(ctrl);
+  const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
+  for (let round = 0; round < 40; round++) {
+    for (let i = 0; i < 6; i++) {
+      const key = keys[(round * 7 + i * 5) % keys.length];
+      lastAddAt.set(key, ++seq);
+      ctrl.enqueue({ namespace: "ns", name: key });
     }
-    await waitFor(
-      () => [...lastAddAt].every(([k, added]) => (lastStartAt.get(k) ?? 0) > added),
-      "every key reconciled after its last add",
-    );
-    await waitFor(() => active === 0, "workers idle");
-    assert.deepEqual(violations, [], "no key reconciled concurrently");
-    assert.equal(maxActive, 4, "all four workers were used, never more");
-    assert.ok(rec.calls.length < 240, "repeated adds were deduplicated");
-    await run.stop();
-  });
-}
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  await waitFor(
+    () => [...lastAddAt].every(([k, added]) => (lastStartAt.get(k) ?? 0) > added),
+    "every key reconciled after its last add",
+  );
+  await waitFor(() => active === 0, "workers idle");
+  assert.deepEqual(violations, [], "no key reconciled concurrently");
+  assert.equal(maxActive, 4, "all four workers were used, never more");
+  assert.ok(rec.calls.length < 240, "repeated adds were deduplicated");
+  await run.stop();
+});
 
 Deno.test("a throwing reconcile keeps the worker and requeues with backoff until success", async () => {
   const clock = new FakeClock(10_000);
@@ -474,7 +467,7 @@ async function depthByPriority(name: string): Promise<Record<string, number>> {
 }
 
 Deno.test("initial-list objects are reconciled after a later event when both wait", async () => {
-  const run = async (usePriorityQueue: boolean) => {
+  const run = async () => {
     const clock = new FakeClock();
     const informer = new StubInformer<KubeObject>();
     for (const name of ["pre1", "pre2"]) {
@@ -484,24 +477,21 @@ Deno.test("initial-list objects are reconciled after a later event when both wai
     }
     // Hold the workers back until both the replay and the new event are queued.
     informer.synced = false;
-    const name = `initial-list-low-${usePriorityQueue}`;
+    const name = "initial-list-low";
     const rec = new RecordingReconciler();
-    const ctrl = new Controller({ name, reconciler: rec, clock, usePriorityQueue });
+    const ctrl = new Controller({ name, reconciler: rec, clock });
     ctrl.watch(informer, enqueueForObject());
     const r = started(ctrl);
     await flushMicrotasks();
     informer.add({ metadata: { name: "new", namespace: "ns", resourceVersion: "2" } });
-    if (usePriorityQueue) {
-      assert.deepEqual(await depthByPriority(name), { "-100": 2, "0": 1 });
-    }
+    assert.deepEqual(await depthByPriority(name), { "-100": 2, "0": 1 });
     informer.synced = true;
     clock.advance(100);
     await waitFor(() => rec.calls.length === 3, "all three reconciled");
     await r.stop();
     return rec.calls;
   };
-  assert.deepEqual(await run(true), ["ns/new", "ns/pre1", "ns/pre2"]);
-  assert.deepEqual(await run(false), ["ns/pre1", "ns/pre2", "ns/new"], "the plain queue is FIFO");
+  assert.deepEqual(await run(), ["ns/new", "ns/pre1", "ns/pre2"]);
 });
 
 Deno.test("an update that keeps the resourceVersion is queued at low priority", async () => {
@@ -534,17 +524,12 @@ Deno.test("an update that keeps the resourceVersion is queued at low priority", 
 
 Deno.test("errors back off 5 ms, 10 ms, 20 ms per key with no overall bucket", async () => {
   const keys = 150;
-  const run = async (usePriorityQueue: boolean) => {
+  const run = async () => {
     const clock = new FakeClock();
     const rec = new RecordingReconciler((_req, n) => {
       if (n <= 3) throw new Error(`failure ${n}`);
     });
-    const ctrl = new Controller({
-      name: `backoff-no-bucket-${usePriorityQueue}`,
-      reconciler: rec,
-      clock,
-      usePriorityQueue,
-    });
+    const ctrl = new Controller({ name: "backoff-no-bucket", reconciler: rec, clock });
     const r = started(ctrl);
     for (let i = 0; i < keys; i++) ctrl.enqueue({ namespace: "ns", name: `k${i}` });
     const stillWaiting: number[] = [];
@@ -558,17 +543,13 @@ Deno.test("errors back off 5 ms, 10 ms, 20 ms per key with no overall bucket", a
       assert.equal(ctrl.queue.len(), 0, "not yet due");
       clock.advance(1);
       stillWaiting.push(ctrl.queue.delayedLen());
-      if (!usePriorityQueue) break;
     }
-    if (usePriorityQueue) {
-      await waitFor(() => rec.calls.length === keys * 4, "every key succeeded");
-    }
+    await waitFor(() => rec.calls.length === keys * 4, "every key succeeded");
     await r.stop();
     return stillWaiting;
   };
-  assert.deepEqual(await run(true), [0, 0, 0], "all 150 keys retried on time, every round");
-  // client-go's default adds a 10 qps bucket with burst 100: the other 50 wait 100 ms steps.
-  assert.deepEqual(await run(false), [50]);
+  // client-go's default would add a 10 qps bucket with burst 100: 50 keys would wait 100 ms steps.
+  assert.deepEqual(await run(), [0, 0, 0], "all 150 keys retried on time, every round");
 });
 
 for (

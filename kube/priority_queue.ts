@@ -1,6 +1,6 @@
 /**
  * controller-runtime's priority queue (pkg/controller/priorityqueue), the default queue of
- * every controller since v0.23, ported onto an injectable {@link Clock}.
+ * every controller since v0.23 and the only one here, ported onto an injectable {@link Clock}.
  *
  * Deliberate differences from the Go original, none observable through the queue's API:
  * - adds take effect synchronously (Go buffers them and applies them on a goroutine);
@@ -11,7 +11,6 @@
  */
 import { type HeapEntry, IndexedHeap } from "./_indexed_heap.ts";
 import { type Clock, realClock } from "./clock.ts";
-import type { AddOptions, ControllerQueue, PriorityItem } from "./queue.ts";
 import {
   DEFAULT_UNFINISHED_WORK_UPDATE_PERIOD_MS,
   EarliestDeadlineTimer,
@@ -26,6 +25,25 @@ import { QueueMetrics } from "./workqueue_metrics.ts";
  * (handler.LowPriority, applied by WithLowPriorityWhenUnchanged).
  */
 export const LOW_PRIORITY = -100;
+
+/** How keys are added (controller-runtime's AddOpts). Durations are milliseconds. */
+export interface AddOptions {
+  /** Not handed out before this delay has passed; across adds of a key the earliest wins. */
+  after?: number;
+  /**
+   * Delay by the rate limiter (one more failure for the key); the shorter of that and a
+   * positive `after` wins.
+   */
+  rateLimited?: boolean;
+  /** Higher is handed out first; default 0. Re-adding a key never lowers its priority. */
+  priority?: number;
+}
+
+/** A key handed out by getWithPriority, with the priority it was queued at. */
+export interface PriorityItem<K extends string = string> {
+  key: K;
+  priority: number;
+}
 
 /** Options of a {@link PriorityQueue}. */
 export interface PriorityQueueOptions<K extends string = string> {
@@ -72,7 +90,7 @@ function lessWaiting<K>(a: Entry<K>, b: Entry<K>): boolean {
  * - after shutDown() adds are dropped and get resolves undefined at once, even with keys
  *   still queued (controller-runtime semantics; there is no drain).
  */
-export class PriorityQueue<K extends string = string> implements ControllerQueue<K> {
+export class PriorityQueue<K extends string = string> {
   readonly name: string | undefined;
   readonly #clock: Clock;
   readonly #rateLimiter: RateLimiter<K>;
@@ -100,7 +118,7 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
     this.#rateLimiter = opts.rateLimiter ?? defaultItemRateLimiter<K>();
     this.#timer = new EarliestDeadlineTimer(this.#clock, () => this.#onTimer());
     if (opts.name) {
-      this.#metrics = new QueueMetrics<K>(opts.name, this.#clock, { byPriority: true });
+      this.#metrics = new QueueMetrics<K>(opts.name, this.#clock);
       this.#metricsTicker = new UnfinishedWorkTicker(
         this.#metrics,
         this.#clock,
@@ -138,14 +156,17 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
     this.#dispatch();
   }
 
+  /** Queues key at priority 0. */
   add(key: K): void {
     this.addWithOpts({}, key);
   }
 
+  /** Queues key after ms milliseconds. */
   addAfter(key: K, ms: number): void {
     this.addWithOpts({ after: ms }, key);
   }
 
+  /** Queues key after the rate limiter's delay for it. */
   addRateLimited(key: K): void {
     this.addWithOpts({ rateLimited: true }, key);
   }
@@ -177,18 +198,22 @@ export class PriorityQueue<K extends string = string> implements ControllerQueue
     this.#dispatch();
   }
 
+  /** Resets key's backoff; call after a successful pass. */
   forget(key: K): void {
     this.#rateLimiter.forget(key);
   }
 
+  /** Failures recorded for key by the rate limiter. */
   numRequeues(key: K): number {
     return this.#rateLimiter.numRequeues(key);
   }
 
+  /** Keys ready to be handed out, including ones waiting for their worker to finish. */
   len(): number {
     return this.#ready.size + this.#blocked.size;
   }
 
+  /** Keys whose delay has not yet passed. */
   delayedLen(): number {
     return this.#waiting.size;
   }

@@ -287,6 +287,20 @@ Deno.test("across delayed adds of a key the earliest ready time wins", () => {
   q.shutDown();
 });
 
+Deno.test("a delay beyond the timer range is waited for in steps, not fired early", () => {
+  const clock = new FakeClock();
+  const q = new PriorityQueue({ clock });
+  const thirtyDays = 30 * 24 * 3600 * 1000;
+  q.addAfter("far", thirtyDays);
+  assert.equal(clock.nextDeadline(), 2 ** 31 - 1);
+  clock.advance(2 ** 31 - 1);
+  assert.equal(q.len(), 0);
+  assert.equal(q.delayedLen(), 1);
+  clock.advance(thirtyDays - (2 ** 31 - 1));
+  assert.equal(q.len(), 1);
+  q.shutDown();
+});
+
 Deno.test("a waiting key becomes ready at once when added without a delay", async () => {
   const { q, name, clock } = newQueue();
   const got = pendingGet(q);
@@ -475,21 +489,52 @@ Deno.test("delayed keys are dropped on shutdown and their timer cleared", () => 
 
 // ---- metrics -------------------------------------------------------------------------------
 
-Deno.test("queue metrics: latency, work duration and unfinished work as client-go's", async () => {
+Deno.test("queue metrics: adds, depth, retries, latency, work duration and unfinished work as client-go's", async () => {
   const { q, name, clock } = newQueue();
   const labels = { name, controller: name };
   assert.equal(await metricValue("workqueue_adds_total", labels), 0, "published at once");
+  assert.equal(await metricValue("workqueue_retries_total", labels), 0, "published at once");
   q.add("a");
+  q.add("b");
+  q.add("a");
+  assert.deepEqual(await depth(name), { "0": 2 });
+  assert.equal(await metricValue("workqueue_adds_total", labels), 2);
   clock.advance(2000);
   const a = await q.get();
+  assert.deepEqual(await depth(name), { "0": 1 });
   assert.equal(await metricValue("workqueue_queue_duration_seconds_sum", labels), 2);
   clock.advance(1500);
   assert.equal(await metricValue("workqueue_unfinished_work_seconds", labels), 1.5);
   assert.equal(await metricValue("workqueue_longest_running_processor_seconds", labels), 1.5);
   q.done(a!);
+  assert.equal(await metricValue("workqueue_work_duration_seconds_count", labels), 1);
   assert.equal(await metricValue("workqueue_work_duration_seconds_sum", labels), 1.5);
   clock.advance(500);
   assert.equal(await metricValue("workqueue_unfinished_work_seconds", labels), 0);
+  q.addAfter("c", 10);
+  q.addRateLimited("d");
+  assert.equal(await metricValue("workqueue_retries_total", labels), 2);
+  q.shutDown();
+  assert.equal(clock.pendingTimers(), 0, "metrics and delay timers stop on shutdown");
+});
+
+/**
+ * Idle is idle: a named queue arms no timer while nothing is in flight, so an operator with
+ * everything converged does not wake up every 500 ms per controller.
+ */
+Deno.test("no metrics timer while idle; one while processing, stopping after the last done", async () => {
+  const { q, name, clock } = newQueue();
+  const labels = { name, controller: name };
+  assert.equal(clock.pendingTimers(), 0, "an idle queue has no timer");
+  q.add("a");
+  const key = (await q.get())!;
+  assert.equal(clock.pendingTimers(), 1, "in flight: the refresher runs");
+  clock.advance(1000);
+  assert.equal(await metricValue("workqueue_unfinished_work_seconds", labels), 1);
+  q.done(key);
+  clock.advance(500);
+  assert.equal(await metricValue("workqueue_unfinished_work_seconds", labels), 0);
+  assert.equal(clock.pendingTimers(), 0, "nothing in flight: no timer left");
   q.shutDown();
 });
 

@@ -1,7 +1,7 @@
 /**
- * The two timers every queue runs, written once for both (kube/workqueue.ts and
- * kube/priority_queue.ts): the one timer that wakes the queue at its earliest delayed key, and
- * the refresh of the unfinished-work gauges while keys are being processed.
+ * The priority queue's two timers (kube/priority_queue.ts): the one timer that wakes the queue at
+ * its earliest delayed key, and the refresh of the unfinished-work gauges while keys are being
+ * processed.
  *
  * @module
  */

@@ -1,5 +1,3 @@
-import { type Clock, realClock } from "./clock.ts";
-
 /**
  * Decides how long an item waits before it is retried (client-go's workqueue.RateLimiter).
  * Durations are milliseconds.
@@ -40,84 +38,9 @@ export class ItemExponentialFailureRateLimiter<K = string> implements RateLimite
 }
 
 /**
- * Token bucket shared by all items (golang.org/x/time/rate semantics): it starts full with
- * `burst` tokens and refills at `qps` per second; every call reserves one token and returns
- * how long the caller must wait for it. It bounds the overall retry rate of a controller.
- */
-export class BucketRateLimiter<K = string> implements RateLimiter<K> {
-  #tokens: number;
-  #last: number | undefined;
-
-  constructor(
-    readonly qps: number,
-    readonly burst: number,
-    private readonly clock: Clock = realClock,
-  ) {
-    this.#tokens = burst;
-  }
-
-  when(_item: K): number {
-    const now = this.clock.now();
-    // Time going backwards (a fake clock reset) must not mint negative refill.
-    const last = this.#last === undefined || now < this.#last ? now : this.#last;
-    const refilled = Math.min(this.burst, this.#tokens + ((now - last) * this.qps) / 1000);
-    const tokens = refilled - 1;
-    this.#tokens = tokens;
-    this.#last = now;
-    // Multiply before dividing so whole-token deficits give exact milliseconds.
-    return tokens < 0 ? (-tokens * 1000) / this.qps : 0;
-  }
-
-  forget(_item: K): void {}
-
-  numRequeues(_item: K): number {
-    return 0;
-  }
-}
-
-/** Combines limiters: the delay is the longest any of them asks for. */
-export class MaxOfRateLimiter<K = string> implements RateLimiter<K> {
-  readonly #limiters: RateLimiter<K>[];
-
-  constructor(...limiters: RateLimiter<K>[]) {
-    this.#limiters = limiters;
-  }
-
-  when(item: K): number {
-    let delay = 0;
-    // Every limiter is consulted (not short-circuited) so each records the attempt.
-    for (const l of this.#limiters) delay = Math.max(delay, l.when(item));
-    return delay;
-  }
-
-  forget(item: K): void {
-    for (const l of this.#limiters) l.forget(item);
-  }
-
-  numRequeues(item: K): number {
-    let n = 0;
-    for (const l of this.#limiters) n = Math.max(n, l.numRequeues(item));
-    return n;
-  }
-}
-
-/**
- * client-go's DefaultControllerRateLimiter: per-item backoff 5 ms … 1000 s combined with an
- * overall bucket of 10 qps and burst 100.
- */
-export function defaultControllerRateLimiter<K = string>(
-  clock: Clock = realClock,
-): RateLimiter<K> {
-  return new MaxOfRateLimiter<K>(
-    new ItemExponentialFailureRateLimiter<K>(5, 1_000_000),
-    new BucketRateLimiter<K>(10, 100, clock),
-  );
-}
-
-/**
  * controller-runtime's default for the priority queue (and so for every controller since
  * v0.23): per-item backoff 5 ms doubling to 1000 s and no overall bucket, so a burst of
- * failures across many objects is not throttled to 10 retries per second.
+ * failures across many objects is not throttled to client-go's 10 retries per second.
  */
 export function defaultItemRateLimiter<K = string>(): RateLimiter<K> {
   return new ItemExponentialFailureRateLimiter<K>(5, 1_000_000);

@@ -1,6 +1,6 @@
 /**
- * client-go's per-queue metrics, recorded on the shared controller-runtime families of
- * kube/metrics.ts; one helper for both queues (kube/workqueue.ts, kube/priority_queue.ts).
+ * client-go's per-queue metrics as controller-runtime's priority queue records them, on the
+ * shared families of kube/metrics.ts (kube/priority_queue.ts).
  *
  * @module
  */
@@ -23,24 +23,14 @@ export const MAX_DEPTH_PRIORITIES = 25;
 /** The `priority` label value used once a queue has seen too many distinct priorities. */
 export const PRIORITY_OVERFLOW_LABEL = "exceeded_cardinality_limit";
 
-/** Options of {@link QueueMetrics}. */
-export interface QueueMetricsOptions {
-  /**
-   * Label `workqueue_depth` by the item's priority (the priority queue). Without it the depth
-   * series carries `priority=""` and is published at once, as controller-runtime does for the
-   * plain client-go queue; with it a depth series appears with the first item of a priority.
-   */
-  byPriority?: boolean;
-}
-
 /**
  * Records adds, depth, queue latency, work duration, unfinished work and retries of one queue
- * named `name` (label values `name` and `controller` are both the queue name).
+ * named `name` (label values `name` and `controller` are both the queue name). Depth is labelled
+ * by priority; a priority's depth series appears with its first key.
  */
 export class QueueMetrics<K> {
   readonly #clock: Clock;
   readonly #labels: { name: string; controller: string };
-  readonly #byPriority: boolean;
   /** Depth series by `priority` label value. */
   readonly #depth = new Map<string, ReturnType<typeof workqueueDepth.labels>>();
   readonly #adds;
@@ -56,10 +46,9 @@ export class QueueMetrics<K> {
   /** When each processing key was handed out. */
   readonly #startTimes = new Map<K, number>();
 
-  constructor(name: string, clock: Clock, opts: QueueMetricsOptions = {}) {
+  constructor(name: string, clock: Clock) {
     this.#clock = clock;
     this.#labels = { name, controller: name };
-    this.#byPriority = opts.byPriority ?? false;
     const labels = this.#labels;
     this.#adds = workqueueAdds.labels(labels);
     this.#latency = workqueueQueueDuration.labels(labels);
@@ -69,7 +58,6 @@ export class QueueMetrics<K> {
     this.#retries = workqueueRetries.labels(labels);
     // Publish the series (inc(0) never resets one shared with an earlier queue of this name)
     // so dashboards see the queue before its first add.
-    if (!this.#byPriority) this.#depthSeries(0).inc(0);
     this.#adds.inc(0);
     this.#retries.inc(0);
     workqueueQueueDuration.zero(labels);
@@ -99,7 +87,6 @@ export class QueueMetrics<K> {
 
   /** A ready item moved from one priority to a higher one. */
   changePriority(from: number, to: number): void {
-    if (!this.#byPriority) return;
     this.#depthSeries(from).dec();
     this.#depthSeries(to).inc();
   }
@@ -144,7 +131,6 @@ export class QueueMetrics<K> {
   }
 
   #priorityLabel(priority: number): string {
-    if (!this.#byPriority) return "";
     const seen = this.#seenPriorities;
     if (seen === undefined) return PRIORITY_OVERFLOW_LABEL;
     seen.add(priority);

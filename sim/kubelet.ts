@@ -38,7 +38,7 @@ import { errorMessage, isConflict, isNotFound } from "../kube/errors.ts";
 import type { SharedInformer } from "../kube/informer.ts";
 import { keyString, objectKey, parseKey } from "../kube/object.ts";
 import { ItemExponentialFailureRateLimiter } from "../kube/rate_limiter.ts";
-import { WorkQueue } from "../kube/workqueue.ts";
+import { PriorityQueue } from "../kube/priority_queue.ts";
 import {
   readHibernateState,
   readKeepSnapshotOnDelete,
@@ -130,17 +130,19 @@ class PushRefused extends Error {
 /** The simulated kubelet; see the module doc. */
 export class Kubelet {
   readonly #opts: KubeletOptions;
-  readonly #queue: WorkQueue;
+  readonly #queue: PriorityQueue;
   readonly #records = new Map<string, VmRecord>();
   readonly #ids = new VmIdentities();
   /** Pods whose pending hibernation saw a failed push (a wake request may then cancel it). */
   readonly #pushFailed = new Set<string>();
   #vncPorts = 5900;
   #stopping = false;
+  /** The workers of run(), which stop() waits for. */
+  #workers: Promise<unknown> = Promise.resolve();
 
   constructor(opts: KubeletOptions) {
     this.#opts = opts;
-    this.#queue = new WorkQueue({
+    this.#queue = new PriorityQueue({
       clock: opts.clock,
       rateLimiter: new ItemExponentialFailureRateLimiter(20, 5_000),
     });
@@ -192,13 +194,15 @@ export class Kubelet {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, this.#opts.workers) }, worker));
+    this.#workers = Promise.all(Array.from({ length: Math.max(1, this.#opts.workers) }, worker));
+    await this.#workers;
   }
 
   /** Stops taking work; steps in flight finish (registry calls are aborted by the signal). */
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.#stopping = true;
-    return this.#queue.shutDownWithDrain();
+    this.#queue.shutDown();
+    await this.#workers;
   }
 
   async #sync(key: string): Promise<void> {

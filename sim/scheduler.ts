@@ -21,7 +21,7 @@ import type { SharedInformer } from "../kube/informer.ts";
 import { keyString, objectKey, parseKey } from "../kube/object.ts";
 import { ItemExponentialFailureRateLimiter } from "../kube/rate_limiter.ts";
 import { rfc3339 } from "../kube/time.ts";
-import { WorkQueue } from "../kube/workqueue.ts";
+import { PriorityQueue } from "../kube/priority_queue.ts";
 import type { SimCounters, SimEvent } from "./events.ts";
 import { nodeView, PROVIDER_TAINT } from "./nodes.ts";
 import { place, tolerates } from "./placement.ts";
@@ -73,7 +73,7 @@ function bindingFor(pod: Pod, node: string): Binding {
 /** The simulated scheduler; see the module doc. */
 export class Scheduler {
   readonly #opts: SchedulerOptions;
-  readonly #queue: WorkQueue;
+  readonly #queue: PriorityQueue;
   readonly #ledger = new SeatLedger();
   /** Pods that fit nowhere at their last attempt; retried when capacity appears. */
   readonly #waiting = new Set<string>();
@@ -82,7 +82,7 @@ export class Scheduler {
 
   constructor(opts: SchedulerOptions) {
     this.#opts = opts;
-    this.#queue = new WorkQueue({
+    this.#queue = new PriorityQueue({
       clock: opts.clock,
       rateLimiter: new ItemExponentialFailureRateLimiter(10, 5_000),
     });

@@ -11,9 +11,8 @@
  *
  * The runtime figures:
  *
- * - noop_reconcile_queue: keys/s through the real workqueue + controller, keys enqueued
- *   directly (the runtime's own ceiling), with the default priority queue and with the plain
- *   client-go queue.
+ * - noop_reconcile_queue: keys/s through the real priority queue + controller, keys enqueued
+ *   directly (the runtime's own ceiling).
  * - noop_reconcile_fake_api: keys/s from objects created on the fake API, through the watch,
  *   the informer, predicates, the queue and a reconciler that reads the object from the cache.
  * - cache_memory: heap growth and process RSS for 5 000 realistic pods held by the informer
@@ -320,20 +319,15 @@ if (Deno.args[0] === "--cache-memory-child") {
 const flags = benchFlagsOrExit(Deno.args);
 const began = performance.now();
 const summary: Record<string, unknown> = { gcExposed: !!gc };
-for (const usePriorityQueue of [true, false]) {
-  for (const concurrency of [1, 4]) {
-    const r = await benchNoopReconcile(concurrency, 50_000, usePriorityQueue);
-    const queue = usePriorityQueue ? "priority" : "plain";
-    const suffix = usePriorityQueue ? "" : "_plainQueue";
-    summary[`noopQueueKeysPerSecond_c${concurrency}${suffix}`] = Math.round(r.keysPerSecond);
-    emit({
-      bench: "noop_reconcile_queue",
-      queue,
-      concurrency,
-      keys: 50_000,
-      keysPerSecond: Math.round(r.keysPerSecond),
-    });
-  }
+for (const concurrency of [1, 4]) {
+  const r = await benchNoopReconcile(concurrency, 50_000);
+  summary[`noopQueueKeysPerSecond_c${concurrency}`] = Math.round(r.keysPerSecond);
+  emit({
+    bench: "noop_reconcile_queue",
+    concurrency,
+    keys: 50_000,
+    keysPerSecond: Math.round(r.keysPerSecond),
+  });
 }
 for (const concurrency of [1, 4]) {
   const r = await benchFakeApi(concurrency, 5_000);

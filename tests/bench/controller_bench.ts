@@ -1,8 +1,7 @@
 /**
- * Throughput of the real workqueue + controller with a reconciler that does nothing: the
+ * Throughput of the real priority queue + controller with a reconciler that does nothing: the
  * ceiling the runtime itself puts on reconciles per second (queue bookkeeping, metrics,
- * promise hops), independent of any API server. Measured for the default priority queue and
- * for the plain client-go queue (`usePriorityQueue: false`).
+ * promise hops), independent of any API server.
  */
 import { Controller } from "../../kube/controller.ts";
 import type { Reconciler } from "../../kube/reconcile.ts";
@@ -16,7 +15,6 @@ let runs = 0;
 export async function benchNoopReconcile(
   concurrency: number,
   keys: number,
-  usePriorityQueue = true,
 ): Promise<{ keysPerSecond: number }> {
   let reconciled = 0;
   let allDone!: () => void;
@@ -31,7 +29,6 @@ export async function benchNoopReconcile(
     name: `bench-noop-${++runs}`,
     reconciler,
     maxConcurrentReconciles: concurrency,
-    usePriorityQueue,
   });
   const ac = new AbortController();
   const running = ctrl.start(ac.signal);
@@ -46,13 +43,8 @@ export async function benchNoopReconcile(
 }
 
 if (import.meta.main) {
-  for (const usePriorityQueue of [true, false]) {
-    for (const concurrency of [1, 4, 16]) {
-      const r = await benchNoopReconcile(concurrency, 100_000, usePriorityQueue);
-      const queue = usePriorityQueue ? "priority" : "plain";
-      console.log(
-        JSON.stringify({ bench: "noop_reconcile", queue, concurrency, keys: 100_000, ...r }),
-      );
-    }
+  for (const concurrency of [1, 4, 16]) {
+    const r = await benchNoopReconcile(concurrency, 100_000);
+    console.log(JSON.stringify({ bench: "noop_reconcile", concurrency, keys: 100_000, ...r }));
   }
 }
