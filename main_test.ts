@@ -160,6 +160,20 @@ Deno.test("main: a kubeconfig server that is no URL is one line, exit 2", async 
   }
 });
 
+Deno.test("main: prom-client loads with operator.ts, while the API server is asked, not before", async () => {
+  // main.ts starts loading operator.ts before it connects; what the connect itself needs must
+  // not wait for the metrics library (its requests are counted apart, kube/request_counts.ts).
+  const prom = (graph: Set<string>) => [...graph].filter((s) => s.includes("prom-client"));
+  const main = await staticImportClosure(new URL("./main.ts", import.meta.url).pathname);
+  assert.deepEqual(prom(main), []);
+  assert.ok(
+    ![...main].some((s) => s.endsWith("/kube/metrics.ts")),
+    "main.ts loads kube/metrics.ts",
+  );
+  const operator = await staticImportClosure(new URL("./operator.ts", import.meta.url).pathname);
+  assert.ok(prom(operator).length > 0, "operator.ts loads prom-client");
+});
+
 Deno.test("main: the start-up graph leaves node:process to the first metrics scrape", async () => {
   // Deno builds its Node process object when node:process is imported: ~12 ms before the
   // workers start and ~1.5 MiB, for the CPU counter read at scrape time (kube/process_metrics.ts).

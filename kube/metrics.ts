@@ -1,5 +1,6 @@
-import { Counter, Gauge, Histogram, Registry } from "./prometheus/mod.ts";
+import { Counter, Gauge, Histogram, Registry } from "./prom_client.ts";
 import { registerProcessMetrics } from "./process_metrics.ts";
+import { takeRequestCounts } from "./request_counts.ts";
 
 /**
  * The controller-runtime / client-go metric families, with the same names, labels and buckets,
@@ -181,11 +182,17 @@ export const leaderElectionMasterStatus = new Gauge({
   registers: [registry],
 });
 
+/** Counted by the transport (kube/request_counts.ts) and added up at every scrape. */
 export const restClientRequests = new Counter({
   name: "rest_client_requests_total",
   help: "Number of HTTP requests, partitioned by status code, method, and host.",
   labelNames: ["code", "method", "host"] as const,
   registers: [registry],
+  collect() {
+    for (const { code, method, host, count } of takeRequestCounts()) {
+      this.inc({ code, method, host }, count);
+    }
+  },
 });
 
 /**

@@ -3,7 +3,7 @@
  * them: name, type, label names and buckets, written down from reading those sources.
  */
 import assert from "node:assert/strict";
-import type { Metric } from "./prometheus/mod.ts";
+import type { Metric } from "./prom_client.ts";
 import { registry } from "./metrics.ts";
 
 type Kind = "counter" | "gauge" | "histogram";

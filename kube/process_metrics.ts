@@ -4,7 +4,7 @@
  * restart, CPU and memory panels built for Go operators work here. Only what Deno reports without
  * extra permissions: the file-descriptor and virtual-memory families would need `/proc` reads.
  */
-import { Counter, Gauge, type Registry } from "./prometheus/mod.ts";
+import { Counter, Gauge, type Registry } from "./prom_client.ts";
 
 /**
  * node:process, imported at the first scrape rather than at start-up: Deno builds its Node
@@ -46,9 +46,7 @@ const families = [
   }),
 ];
 
-/** Adds the process families to reg (once per registry). */
+/** Adds the process families to reg; adding them again is a no-op. */
 export function registerProcessMetrics(reg: Registry): void {
-  for (const metric of families) {
-    if (!reg.getSingleMetric(metric.name)) reg.registerMetric(metric);
-  }
+  for (const metric of families) reg.registerMetric(metric);
 }

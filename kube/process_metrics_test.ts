@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Registry } from "./prometheus/mod.ts";
+import { Registry } from "./prom_client.ts";
 import { registry } from "./metrics.ts";
 import { registerProcessMetrics } from "./process_metrics.ts";
 

@@ -1,9 +1,9 @@
 /**
  * The manager's two side listeners, as controller-runtime runs them: a health-probe server with
  * /healthz and /readyz (pkg/healthz response format, sub-paths per check) and a metrics server
- * with /metrics from the shared registry (kube/prometheus). Either is disabled by the address "0".
+ * with /metrics from the shared registry (kube/metrics.ts). Either is disabled by the address "0".
  */
-import type { Registry } from "./prometheus/mod.ts";
+import type { Registry } from "./prom_client.ts";
 import { registry as defaultRegistry } from "./metrics.ts";
 import { type BindAddress, parseBindAddress } from "./bind_address.ts";
 import { errorMessage } from "./errors.ts";

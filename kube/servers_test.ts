@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Counter, Registry } from "./prometheus/mod.ts";
+import { Counter, Registry } from "./prom_client.ts";
 import { BindAddressError, parseBindAddress, ping, Servers } from "./servers.ts";
 
 Deno.test("parseBindAddress accepts Go listen addresses", () => {

@@ -11,7 +11,7 @@ import { type Clock, realClock, sleep } from "./clock.ts";
 import { permittedEnv } from "./env.ts";
 import { errorMessage } from "./errors.ts";
 import { type ExecCredential, ExecCredentialSource } from "./exec_credential.ts";
-import { restClientRequests } from "./metrics.ts";
+import { countRequest } from "./request_counts.ts";
 
 const log = getLogger(["cocoon-operator", "transport"]);
 
@@ -266,10 +266,10 @@ export class Transport {
       try {
         res = await fetch(url, { method: spec.method, headers, body, signal, client });
       } catch (err) {
-        restClientRequests.inc({ code: "<error>", method: spec.method, host: this.#host });
+        countRequest("<error>", spec.method, this.#host);
         throw err;
       }
-      restClientRequests.inc({ code: String(res.status), method: spec.method, host: this.#host });
+      countRequest(String(res.status), spec.method, this.#host);
       // The timeout covers reading the body too: read it here, then the timer can go.
       return timeout ? await buffered(res) : res;
     } finally {

@@ -5,7 +5,7 @@
  * source (metrics/metrics.go at the mirrored HEAD); a change on either side must be deliberate.
  */
 import assert from "node:assert/strict";
-import { type Metric, Registry } from "../kube/prometheus/mod.ts";
+import { type Metric, Registry } from "../kube/prom_client.ts";
 import { register } from "./metrics.ts";
 
 interface Family {

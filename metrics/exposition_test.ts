@@ -17,12 +17,12 @@ import {
   reconcileTimeouts,
   reconcileTotal,
   registry,
-  restClientRequests,
   shardFilteredObjects,
   shardServerFiltered,
   terminalReconcileErrors,
 } from "../kube/metrics.ts";
 import { PriorityQueue } from "../kube/priority_queue.ts";
+import { countRequest } from "../kube/request_counts.ts";
 import {
   shardDeadLeasesDeleted,
   shardFiltered,
@@ -74,8 +74,8 @@ async function exercise(): Promise<void> {
   queue.shutDown();
 
   leaderElectionMasterStatus.set({ name: "cocoon-operator.cocoonset.cocoonstack.io" }, 1);
-  restClientRequests.inc({ code: "200", method: "GET", host: "10.96.0.1:443" }, 3);
-  restClientRequests.inc({ code: "<error>", method: "PATCH", host: "10.96.0.1:443" });
+  for (let i = 0; i < 3; i++) countRequest("200", "GET", "10.96.0.1:443");
+  countRequest("<error>", "PATCH", "10.96.0.1:443");
   shardFilteredObjects.inc({ resource: "pods" }, 5);
   shardServerFiltered.set({ resource: "pods" }, 1);
 

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Metric, type Registry } from "../kube/prometheus/mod.ts";
+import { Counter, Histogram, type Metric, type Registry } from "../kube/prom_client.ts";
 import { registry as runtimeRegistry } from "../kube/metrics.ts";
 
 /**
@@ -80,9 +80,7 @@ const all: Metric[] = [
   slotReleaseWakeUnschedulableTotal,
 ];
 
-/** Adds every operator collector to reg (once per registry). */
+/** Adds every operator collector to reg; adding them again is a no-op. */
 export function register(reg: Registry = runtimeRegistry): void {
-  for (const metric of all) {
-    if (!reg.getSingleMetric(metric.name)) reg.registerMetric(metric);
-  }
+  for (const metric of all) reg.registerMetric(metric);
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Registry } from "../kube/prometheus/mod.ts";
+import { Registry } from "../kube/prom_client.ts";
 import {
   hibernatePhaseDurationSeconds,
   lifecycleStateFailedObservedTotal,

@@ -329,7 +329,7 @@ Deno.test({
   name: `prometheus rules: promtool check metrics accepts the collectors' exposition${skipReason}`,
   ignore: skipReason !== "",
   async fn() {
-    // The real registry (kube/prometheus) with every family written: what /metrics serves.
+    // The real registry (kube/metrics.ts) with every family written: what /metrics serves.
     const child = new Deno.Command(promtool!, {
       args: ["check", "metrics"],
       stdin: "piped",

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Counter, Gauge, Histogram } from "../prometheus/mod.ts";
+import { Counter, Gauge, Histogram } from "../prom_client.ts";
 import { registry } from "../metrics.ts";
 
 /** Share of the 64-bit namespace hash space this replica acts on (active ranges), 0..1. */

@@ -19,7 +19,8 @@ const self = new URL(import.meta.url).pathname;
 
 /** What each row imports: bare specifiers resolve through the repository's import map. */
 export const traced: readonly { name: string; specifier: string }[] = [
-  { name: "kube/prometheus/mod.ts", specifier: new URL("kube/prometheus/mod.ts", repo).href },
+  { name: "prom-client (its index)", specifier: "prom-client" },
+  { name: "kube/prom_client.ts", specifier: new URL("kube/prom_client.ts", repo).href },
   { name: "@logtape/logtape", specifier: "@logtape/logtape" },
   { name: "js-yaml", specifier: "js-yaml" },
   { name: "config.ts", specifier: new URL("config.ts", repo).href },
@@ -30,6 +31,7 @@ export const traced: readonly { name: string; specifier: string }[] = [
   { name: "metrics/metrics.ts", specifier: new URL("metrics/metrics.ts", repo).href },
   { name: "scripts/start.ts (graph)", specifier: new URL("scripts/start.ts", repo).href },
   { name: "main.ts (graph)", specifier: new URL("main.ts", repo).href },
+  { name: "operator.ts (graph)", specifier: new URL("operator.ts", repo).href },
 ];
 
 /** One process's figures (ms). */

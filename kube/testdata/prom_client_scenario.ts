@@ -1,55 +1,12 @@
 /**
- * One registry with every metric shape the operator uses, built against a metrics library given
- * as a parameter: prom-client 15.1.3 recorded the golden files beside this module once
- * (testdata/exposition.txt, testdata/metrics.json), and golden_test.ts replays it on
- * kube/prometheus so the two must agree byte for byte. Change it only together with the golden
- * files, recorded from prom-client again (the generator is in git history: tests/tools/
- * record_prometheus_golden.ts, removed with prom-client).
+ * One registry with every metric shape the operator uses and the inputs the text format has to
+ * escape or spell out (quotes, backslashes and newlines in label values and help text, NaN,
+ * ±Inf, 1e-7, empty families, label objects in changing key order). prom_client_exposition.txt
+ * beside it is what prom-client 15.1.3 printed for it; kube/prom_client_test.ts compares.
  *
  * @module
  */
-
-/** A label set as both libraries take it. */
-export type Labels = Record<string, string | number>;
-
-/** What the scenario needs of a counter. */
-export interface ScenarioCounter {
-  inc(labels?: Labels | number, value?: number): void;
-  labels(labels: Labels): { inc(value?: number): void };
-  reset(): void;
-}
-
-/** What the scenario needs of a gauge. */
-export interface ScenarioGauge {
-  set(labels: Labels | number, value?: number): void;
-  inc(labels?: Labels | number, value?: number): void;
-  dec(labels?: Labels | number, value?: number): void;
-  labels(labels: Labels): { inc(v?: number): void; dec(v?: number): void; set(v: number): void };
-}
-
-/** What the scenario needs of a histogram. */
-export interface ScenarioHistogram {
-  observe(labels: Labels | number, value?: number): void;
-  labels(labels: Labels): { observe(value: number): void };
-  zero(labels: Labels): void;
-}
-
-interface Config {
-  name: string;
-  help: string;
-  labelNames?: string[];
-  registers: unknown[];
-}
-
-/** The library under test, as constructors. */
-export interface ScenarioLibrary<R> {
-  Registry: new () => R;
-  Counter: new (c: Config & { collect?: (this: ScenarioCounter) => void }) => ScenarioCounter;
-  Gauge: new (
-    c: Config & { collect?: (this: ScenarioGauge) => void | Promise<void> },
-  ) => ScenarioGauge;
-  Histogram: new (c: Config & { buckets?: number[] }) => ScenarioHistogram;
-}
+import { Counter, Gauge, Histogram, Registry } from "../prom_client.ts";
 
 /** client_golang's ExponentialBuckets(10e-9, 10, 12), by repeated multiplication. */
 function exponentialBuckets(): number[] {
@@ -69,17 +26,17 @@ export const AWKWARD_VALUES = [
 ];
 
 /** Builds the registry and writes every sample; returns the registry. */
-export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
-  const reg = new lib.Registry();
+export function buildScenario(): Registry {
+  const reg = new Registry();
   const registers = [reg];
 
   // Counters: no labels (never touched prints 0), with labels, with label values to escape.
-  new lib.Counter({ name: "untouched_total", help: "Never incremented.", registers });
-  const plain = new lib.Counter({ name: "plain_total", help: "Plain counter.", registers });
+  new Counter({ name: "untouched_total", help: "Never incremented.", registers });
+  const plain = new Counter({ name: "plain_total", help: "Plain counter.", registers });
   plain.inc();
   plain.inc(2.5);
   plain.inc(0);
-  const labelled = new lib.Counter({
+  const labelled = new Counter({
     name: "labelled_total",
     help: "Counter with labels.",
     labelNames: ["controller", "result"],
@@ -92,13 +49,13 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
   labelled.inc({ controller: "a", result: "success" }, 0.1);
   labelled.inc({ controller: "a", result: "success" }, 0.2);
   labelled.inc({ controller: 42, result: "numeric" }); // a number as a label value
-  new lib.Counter({
+  new Counter({
     name: "empty_labelled_total",
     help: "Counter with labels and no series yet.",
     labelNames: ["kind"],
     registers,
   });
-  const escaped = new lib.Counter({
+  const escaped = new Counter({
     name: "escaped_total",
     help: 'Help with a back\\slash, a new\nline and a "quote".',
     labelNames: ["value"],
@@ -108,7 +65,7 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
 
   // Counter computed at scrape (the process CPU family's pattern).
   let cpu = 0;
-  new lib.Counter({
+  new Counter({
     name: "collected_total",
     help: "Counter set at scrape.",
     registers,
@@ -120,7 +77,7 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
   });
 
   // Gauges: numbers of every kind, label order changes on set, inc/dec through labels().
-  const numbers = new lib.Gauge({
+  const numbers = new Gauge({
     name: "numbers",
     help: "Gauge with one series per number format.",
     labelNames: ["kind"],
@@ -143,7 +100,7 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
     ["minus_inf", -Infinity],
   ];
   for (const [kind, value] of samples) numbers.set({ kind }, value);
-  const moved = new lib.Gauge({
+  const moved = new Gauge({
     name: "moved",
     help: "Gauge written with its labels in changing order.",
     labelNames: ["name", "controller", "priority"],
@@ -159,12 +116,12 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
   child.dec(3);
   child.set(5);
   child.dec();
-  new lib.Gauge({ name: "untouched_level", help: "Gauge never set.", registers });
-  const plainGauge = new lib.Gauge({ name: "plain_level", help: "Gauge inc/dec.", registers });
+  new Gauge({ name: "untouched_level", help: "Gauge never set.", registers });
+  const plainGauge = new Gauge({ name: "plain_level", help: "Gauge inc/dec.", registers });
   plainGauge.inc();
   plainGauge.inc(10);
   plainGauge.dec(0.5);
-  new lib.Gauge({
+  new Gauge({
     name: "collected_level",
     help: "Gauge set at scrape.",
     registers,
@@ -172,7 +129,7 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
       this.set(1234567);
     },
   });
-  new lib.Gauge({
+  new Gauge({
     name: "async_collected_level",
     help: "Gauge set at scrape by an async collect.",
     labelNames: ["resource"],
@@ -185,7 +142,7 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
   });
 
   // Histograms: custom buckets, values on and between bounds, above all, zero(), exponential.
-  const times = new lib.Histogram({
+  const times = new Histogram({
     name: "phase_seconds",
     help: "Histogram with custom buckets.",
     labelNames: ["result"],
@@ -197,7 +154,7 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
   }
   times.labels({ result: "timeout" }).observe(600);
   times.zero({ result: "never" });
-  const queue = new lib.Histogram({
+  const queue = new Histogram({
     name: "queue_seconds",
     help: "Histogram with client-go's exponential buckets.",
     labelNames: ["name", "controller"],
@@ -210,19 +167,19 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
     busy.observe(v);
   }
   queue.observe({ controller: "swapped", name: "swapped" }, 0.05);
-  new lib.Histogram({
+  new Histogram({
     name: "untouched_seconds",
     help: "Histogram without labels, never observed.",
     registers,
   });
-  const plainHistogram = new lib.Histogram({
+  const plainHistogram = new Histogram({
     name: "plain_seconds",
     help: "Histogram without labels, default buckets.",
     registers,
   });
   plainHistogram.observe(0.3);
   plainHistogram.observe(0);
-  const escapedHistogram = new lib.Histogram({
+  const escapedHistogram = new Histogram({
     name: "escaped_seconds",
     help: "Histogram\\with\nescapes.",
     labelNames: ["value"],
@@ -232,19 +189,4 @@ export function buildScenario<R>(lib: ScenarioLibrary<R>): R {
   for (const value of AWKWARD_VALUES) escapedHistogram.observe({ value }, 0.5);
 
   return reg;
-}
-
-/**
- * JSON with the numbers JSON cannot hold (NaN, ±Infinity, -0) spelled as strings, so the golden
- * file keeps them.
- */
-export function toGoldenJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (typeof v !== "number") return v;
-    if (Number.isNaN(v)) return "NaN";
-    if (v === Infinity) return "Infinity";
-    if (v === -Infinity) return "-Infinity";
-    if (Object.is(v, -0)) return "-0";
-    return v;
-  }, 2) + "\n";
 }
