@@ -1,7 +1,8 @@
 /**
  * Where start-up time goes before the operator does any work: a table of how long a fresh
  * `deno run` takes to import each heavy module (and the entry points' whole module graphs), each
- * in its own process, `runs` times, medians. Beside it the floor: a `deno run` of an empty
+ * in its own process, `runs` times, medians: wall time, and the main thread's CPU time
+ * (/proc/thread-self/schedstat), which the machine's load changes much less. Beside it the floor: a `deno run` of an empty
  * module, from spawn to exit, and the process's own clock when the import began (the runtime's
  * boot). Run it with the module and V8 code caches warm (the first run of each row fills them and
  * is not counted). The child imports nothing else first (not even a `node:` module, which would
@@ -42,6 +43,8 @@ interface Sample {
   bootMs?: number;
   /** The dynamic import alone. */
   importMs?: number;
+  /** The main thread's CPU time during the import. */
+  importCpuMs?: number;
 }
 
 const CHILD_FLAG = "--import-trace-child";
@@ -91,6 +94,7 @@ export async function importTrace(runs: number): Promise<Record<string, unknown>
       wallMs: r1(median(samples.map((s) => s.wallMs))),
       bootMs: r1(median(samples.map((s) => s.bootMs ?? 0))),
       importMs: r1(median(samples.map((s) => s.importMs ?? 0))),
+      importCpuMs: r1(median(samples.map((s) => s.importCpuMs ?? 0))),
       importMsEach: samples.map((s) => r1(s.importMs ?? 0)),
     });
   }
@@ -98,10 +102,15 @@ export async function importTrace(runs: number): Promise<Record<string, unknown>
 }
 
 if (import.meta.main && Deno.args[0] === CHILD_FLAG) {
+  /** The main thread's time on a CPU so far (ns in the first field of schedstat), in ms. */
+  const cpuMs = () =>
+    Number(Deno.readTextFileSync("/proc/thread-self/schedstat").split(" ")[0]) / 1e6;
   const bootMs = performance.now();
+  const cpu0 = cpuMs();
   const specifier = Deno.args[1];
   if (specifier) await import(specifier);
-  console.log(JSON.stringify({ bootMs, importMs: performance.now() - bootMs }));
+  const importCpuMs = cpuMs() - cpu0;
+  console.log(JSON.stringify({ bootMs, importMs: performance.now() - bootMs, importCpuMs }));
   // Nothing the imported modules started (timers, listeners) may keep the process alive.
   Deno.exit(0);
 } else if (import.meta.main) {

@@ -16,6 +16,9 @@
  *   `deno task start`: `deno task`, then scripts/start.ts computing the permission set, then
  *   main.ts); `…FromProcessStart` figures subtract it, for comparison with a binary started
  *   directly. /proc start times have 10 ms resolution;
+ * - operatorCpuMs: CPU time (user + system, every thread) the operator process had used when
+ *   the above were seen, from /proc (10 ms resolution): the start-up's cost with the machine's
+ *   load taken out, which wall times on a shared machine cannot show;
  * - stepStartsMs: when each process of the launch chain started, after the first (stepName:
  *   `deno task`, start.ts step 1, start.ts step 2, the operator), so the launcher's time splits
  *   by step. What each step spends on module loading is in tests/bench/import_trace.ts.
@@ -51,6 +54,7 @@ export interface StartupRun {
   cachesSyncedMs?: number;
   workersStartedMs?: number;
   launcherMs?: number;
+  operatorCpuMs?: number;
   /**
    * When each process of the launch chain started, ms after the first (10 ms resolution), by
    * step: for `deno task start` the task runner, the launcher's first step, its second step,
@@ -115,6 +119,7 @@ async function measureOnce(op: OperatorUnderTest): Promise<StartupRun> {
     cachesSyncedMs,
     workersStartedMs,
     launcherMs: (end.startTicks - root.startTicks) * 1000 / root.ticksPerSecond,
+    operatorCpuMs: end.cpuSeconds * 1000,
   };
 }
 
@@ -164,6 +169,7 @@ export async function benchStartup(opts: StartupOptions): Promise<Record<string,
       median(results.map((r) => minus(r.workersStartedMs, r.cachesSyncedMs))),
     ),
     launcherMs: round(launcher),
+    operatorCpuMs: round(m("operatorCpuMs")),
     stepStartsMs,
     readyzMsFromProcessStart: round(
       median(results.map((r) => minus(r.readyzMs, r.launcherMs))),
