@@ -229,7 +229,7 @@ Deno.test("sharded manager: /readyz waits for the share, not only the caches: 50
   }
 });
 
-Deno.test("sharded manager beside a live leader of another build: reconciles nothing while that leader renews the leader Lease, stands by ready, and takes the Lease once it goes unrenewed", async () => {
+Deno.test("sharded manager beside a live leader of another build: ready, reconciles nothing until its Lease runs out", async () => {
   const client = new FakeClient();
   await seed(client);
   // As the Go original's leader writes it (client-go LeaseLock), renewed every 150 ms.
