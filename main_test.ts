@@ -29,8 +29,15 @@ async function run(
 /** The lines main printed that are not JSON log records. */
 const plainLines = (errors: string[]) => errors.filter((l) => !l.startsWith("{"));
 
-Deno.test("main: OCI_REGISTRY unset exits 2 before connecting", async () => {
-  assert.equal(await exitCode([], NO_CLUSTER), 2);
+Deno.test("main: OCI_REGISTRY unset or empty exits 2 before connecting, with one line", async () => {
+  // config/manager leaves it undeclared; the Go original's Deployment declares it empty.
+  for (const env of [NO_CLUSTER, { ...NO_CLUSTER, OCI_REGISTRY: "" }]) {
+    const { code, errors } = await run([], env);
+    assert.equal(code, 2);
+    assert.deepEqual(plainLines(errors), [
+      "cocoon-operator: OCI_REGISTRY must be set (OCI registry base for snapshot manifests)",
+    ]);
+  }
 });
 
 Deno.test("main: an unknown flag exits 2", async () => {

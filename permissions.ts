@@ -296,7 +296,10 @@ export function missingPermissions(
   });
 }
 
-/** One line for stderr naming every missing grant and what needs it. */
+/**
+ * One line for stderr naming every missing grant and what needs it. A registry host outside the
+ * set also says how to get it in: the compiled image's hosts are fixed when it is built.
+ */
 export function describeMissing(missing: readonly Need[]): string {
   const parts = (["net", "read", "env", "run"] as const).flatMap((kind) => {
     const of = missing.filter((n) => n.kind === kind);
@@ -304,7 +307,12 @@ export function describeMissing(missing: readonly Need[]): string {
     const whys = [...new Set(of.map((n) => n.why))].join(", ");
     return [`--allow-${kind}=${of.map((n) => n.value).join(",")} (${whys})`];
   });
-  return `missing Deno permissions: ${parts.join("; ")}; ` +
+  const registry = missing.find((n) => n.kind === "net" && n.why === "OCI_REGISTRY");
+  const rebuild = registry
+    ? "the image reaches only the registry hosts it was built with: build it with " +
+      `REGISTRY_HOSTS including ${registry.value} (docs/installation.md, "Registry hosts"); `
+    : "";
+  return `missing Deno permissions: ${parts.join("; ")}; ${rebuild}` +
     "the permission set is described in docs/configuration.md";
 }
 

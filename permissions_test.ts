@@ -123,6 +123,18 @@ Deno.test("OCI_REGISTRY elsewhere, moved listeners and key files are named as mi
     "net:127.0.0.1:9090",
     "net:ghcr.io:443",
   ]);
+  // A Go Deployment's registry outside the image's hosts: the line says to rebuild for it.
+  const registryOnly = missingPermissions(
+    operatorNeeds(podInput({}, "ghcr.io/acme/vms")),
+    grantedBy(inClusterPermissionSet()),
+  );
+  assert.equal(
+    describeMissing(registryOnly),
+    "missing Deno permissions: --allow-net=ghcr.io:443 (OCI_REGISTRY); the image reaches only " +
+      "the registry hosts it was built with: build it with REGISTRY_HOSTS including " +
+      'ghcr.io:443 (docs/installation.md, "Registry hosts"); the permission set is described ' +
+      "in docs/configuration.md",
+  );
   // Not a Google host: the key file and token endpoints are not needed at all.
   const google = podInput({ GOOGLE_APPLICATION_CREDENTIALS: "/etc/key.json" });
   const line = describeMissing(

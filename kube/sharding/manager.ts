@@ -1,7 +1,8 @@
 /**
  * The manager of a sharded replica: the ordinary Manager with leader election off, every
  * controller it registers behind the shard gate (gate.ts), the membership loop as one more
- * runnable, and a /readyz check that waits for this replica's share. Subclassing keeps
+ * runnable (with the leader Lease as the group's fence, fence.ts), and a /readyz check that
+ * waits for this replica's share. Subclassing keeps
  * kube/manager.ts and the reconcilers' setup functions unchanged: the builder asks the host
  * for informers and hands it the controller, and both calls pass through here.
  *
@@ -56,9 +57,17 @@ export class ShardedManager extends Manager {
       recorder: this.recorder,
       cacheFilter,
       cachesHold: (ranges) => this.cache.holdsRanges(ranges),
+      // The single leader's Lease: held by the group as a fence against a leader of another
+      // build (the Go original, or this operator without --shards) reconciling beside it.
+      leaderLease: opts.leaderElectionId,
     });
     this.addReadyzCheck("shards", () => {
-      if (!this.scope.ready()) throw new Error("shard ranges not yet active");
+      if (this.scope.ready()) return;
+      throw new Error(
+        this.scope.fenceStatus === "free" || this.scope.fenceStatus === "unknown"
+          ? "the shard group does not hold the leader Lease yet"
+          : "shard ranges not yet active",
+      );
     });
     // Started after the caches synced (leader work, election off), stopped with the rest:
     // run() then leaves the membership (drain, empty held, delete the Lease).

@@ -229,6 +229,85 @@ Deno.test("sharded manager: /readyz waits for the share, not only the caches: 50
   }
 });
 
+Deno.test("sharded manager beside a live leader of another build: ready, reconciles nothing until its Lease runs out", async () => {
+  const client = new FakeClient();
+  await seed(client);
+  // As the Go original's leader writes it (client-go LeaseLock), renewed every 150 ms.
+  let lease = await client.create(Leases, {
+    metadata: { name: "unused", namespace: "ops" },
+    spec: {
+      holderIdentity: "go-operator-0_4c1d",
+      leaseDurationSeconds: 2,
+      acquireTime: new Date().toISOString(),
+      renewTime: new Date().toISOString(),
+      leaseTransitions: 0,
+    },
+  });
+  const renewing = setInterval(async () => {
+    lease = await client.update(Leases, {
+      ...lease,
+      spec: { ...lease.spec, renewTime: new Date().toISOString() },
+    });
+  }, 150);
+  const mgr = shardedManager(client, "b-replica");
+  const { seen, ctrl } = recordingController(mgr);
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  try {
+    await waitFor("probe bound", () => mgr.servers.probeAddr);
+    await waitFor("standing by, ready", async () => (await readyz(mgr)) === 200, 20_000);
+    assert.equal(mgr.scope.fenceStatus, "foreign");
+    assert.deepEqual(mgr.scope.active, [{ start: 0n, end: HASH_SPACE_END }]);
+    // Ten more of its own rounds, a new object and a key put straight on the queue: nothing runs.
+    const rvs = new Set<string>();
+    await waitFor(
+      "ten rounds",
+      async () => {
+        const own = await client.get(Leases, "ops", memberLeaseName("b-replica"));
+        rvs.add(own.metadata.resourceVersion ?? "");
+        return rvs.size > 10;
+      },
+      20_000,
+      20,
+    );
+    await client.create(ConfigMaps, { metadata: { name: "late", namespace: namespaces[0] } });
+    ctrl.enqueue({ namespace: namespaces[1], name: "cm" });
+    await waitFor(
+      "ten more rounds",
+      async () => {
+        const own = await client.get(Leases, "ops", memberLeaseName("b-replica"));
+        rvs.add(own.metadata.resourceVersion ?? "");
+        return rvs.size > 20;
+      },
+      20_000,
+      20,
+    );
+    assert.equal(seen.length, 0, `reconciled beside a live foreign leader: ${seen}`);
+    assert.equal(
+      (await client.get(Leases, "ops", "unused")).spec?.holderIdentity,
+      "go-operator-0_4c1d",
+    );
+    // The leader is stopped without releasing (the Go original's way): its Lease runs out.
+    clearInterval(renewing);
+    await waitFor(
+      "every object reconciled, the late one too",
+      () =>
+        [...namespaces.map((ns) => `${ns}/cm`), `${namespaces[0]}/late`].every((k) =>
+          seen.includes(k)
+        ),
+      20_000,
+    );
+    const taken = await client.get(Leases, "ops", "unused");
+    assert.equal(taken.spec?.holderIdentity, "b-replica");
+    assert.equal(taken.spec?.leaseTransitions, 1);
+    assert.equal(mgr.scope.fenceStatus, "ours");
+  } finally {
+    clearInterval(renewing);
+    stop.abort();
+    await run;
+  }
+});
+
 /** Runs fn with these environment variables set (undefined: unset), then restores them. */
 async function withEnv(vars: Record<string, string | undefined>, fn: () => Promise<void>) {
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, Deno.env.get(k)]));
@@ -302,11 +381,16 @@ Deno.test("sharded manager without POD_NAME: a Lease of the same HOSTNAME prefix
     const client = new FakeClient();
     const old = await predecessorLease(client, "op-pod-q");
     let renewals = 0;
+    // deno-lint-ignore prefer-const
+    let mgr: ShardedManager;
     client.addReactor((a) => {
-      if (a.verb === "update" && a.resource === Leases && a.name !== old.metadata.name) renewals++;
+      if (
+        a.verb === "update" && a.resource === Leases &&
+        a.name === memberLeaseName(mgr.scope.identity)
+      ) renewals++;
       return undefined;
     });
-    const mgr = unnamedShardedManager(client);
+    mgr = unnamedShardedManager(client);
     assert.match(mgr.scope.identity, /^op-pod-q_/);
     const stop = new AbortController();
     const run = mgr.start(stop.signal);

@@ -107,6 +107,15 @@ export interface ShardMemberOptions extends ShardCallbacks {
   cachesHold?: (ranges: RangeSet) => boolean;
   /** On shutdown, drain and give the ranges back before deleting the Lease (default true). */
   leaveOnStop?: boolean;
+  /**
+   * Called at the end of every round, leave rounds included, with the other members as last
+   * listed (the leader-Lease fence, fence.ts). Awaited: the next round waits for it.
+   */
+  afterRound?: (
+    members: readonly MemberView[],
+    leaving: boolean,
+    signal: AbortSignal,
+  ) => Promise<void>;
 }
 
 /** One member of a sharded operator. Construct, then await run(signal). */
@@ -249,6 +258,16 @@ export class ShardMember {
     if (renewal) this.#armDeadline();
     if (members) {
       await this.#deleteDead(leasesToDelete(this.#opts.identity, members, leaving), signal);
+    }
+    if (this.#opts.afterRound) {
+      try {
+        await this.#opts.afterRound(this.#members, leaving, signal);
+      } catch (err) {
+        log.error("shard member {identity}: end-of-round hook failed: {error}", {
+          identity: this.#opts.identity,
+          error: String(err),
+        });
+      }
     }
   }
 

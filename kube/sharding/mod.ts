@@ -2,8 +2,9 @@
  * Sharding of the operator across replicas by namespace hash: the API server's hash and
  * `shardSelector` (Kubernetes v1.36, KEP-5866), the split of the hash space among member Leases,
  * the hand-over protocol that keeps two replicas off one namespace, the ShardFilter through which
- * the informers scope their caches, and the wiring into the operator: ShardScope, the gate around
- * informers and reconcilers, ShardedManager (--shards=auto; docs/architecture.md, "Sharding").
+ * the informers scope their caches, the leader Lease held as a fence against a single leader of
+ * another build, and the wiring into the operator: ShardScope, the gate around informers and
+ * reconcilers, ShardedManager (--shards=auto; docs/architecture.md, "Sharding").
  *
  * @module
  */
@@ -55,6 +56,14 @@ export {
   ShardMember,
   type ShardMemberOptions,
 } from "./membership.ts";
+export {
+  decideFence,
+  type FenceDecision,
+  type FenceInput,
+  type FenceStatus,
+  LeaderFence,
+  type LeaderFenceOptions,
+} from "./fence.ts";
 export { ShardScope, type ShardScopeOptions, type ShardTicket } from "./scope.ts";
 export { gateReconciler, type GateScope, shardedInformer } from "./gate.ts";
 export { ShardedManager, type ShardedManagerOptions } from "./manager.ts";

@@ -13,9 +13,11 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Client } from "../client.ts";
-import type { Clock } from "../clock.ts";
+import { type Clock, realClock } from "../clock.ts";
 import type { EventRecorder } from "../events.ts";
 import type { KubeObject } from "../object.ts";
+import { leaderElectionMasterStatus } from "../metrics.ts";
+import { type FenceStatus, LeaderFence } from "./fence.ts";
 import { fnv1a64 } from "./hash.ts";
 import { announcedRanges, initialShardState, type ShardState } from "./handover.ts";
 import type { MutableShardFilter } from "./filter.ts";
@@ -23,6 +25,7 @@ import type { MemberView } from "./members.ts";
 import { memberLeaseName, ShardMember } from "./membership.ts";
 import {
   formatRangeSet,
+  FULL_RANGE,
   HASH_SPACE_END,
   type RangeSet,
   setContains,
@@ -65,6 +68,12 @@ export interface ShardScopeOptions {
   cacheFilter?: MutableShardFilter;
   /** Whether the caches hold these ranges yet; a claim becomes active only once they do. */
   cachesHold?: (ranges: RangeSet) => boolean;
+  /**
+   * Name of the leader Lease (in `namespace`) a single-leader operator elects itself with. When
+   * set, the group holds it as a fence (fence.ts): this replica reconciles nothing while anyone
+   * outside the group holds it, and a single leader started beside live members stands by.
+   */
+  leaderLease?: string;
 }
 
 /** One admitted reconcile: its abort signal (a timed-out drain or an abandon) and its end. */
@@ -98,6 +107,8 @@ export class ShardScope {
   #lastRoundAt: number | undefined;
   /** Set once the active ranges covered the whole share; cleared by an abandon. */
   #complete = false;
+  /** The leader-Lease fence, once run() knows the namespace (leaderLease set). */
+  #fence: LeaderFence | undefined;
 
   constructor(opts: ShardScopeOptions) {
     this.identity = opts.identity;
@@ -122,13 +133,15 @@ export class ShardScope {
     if (this.#member) throw new Error("ShardScope.run called twice");
     this.#namespace = await this.#opts.namespace;
     const opts = this.#opts;
+    const timing = opts.timing ?? DEFAULT_SHARD_TIMING;
+    const fence = opts.leaderLease ? this.#startFence(opts.leaderLease, timing) : undefined;
     this.#member = new ShardMember({
       client: opts.client,
       namespace: this.#namespace,
       identity: opts.identity,
       podName: opts.podName,
       onDeadLeaseDeleted: (_, reason) => shardDeadLeasesDeleted.labels({ reason }).inc(),
-      timing: opts.timing ?? DEFAULT_SHARD_TIMING,
+      timing,
       clock: opts.clock,
       busyHashes: () => this.#roundHook(),
       cachesHold: opts.cachesHold,
@@ -136,8 +149,52 @@ export class ShardScope {
       onStop: (ranges) => this.#onStop(ranges),
       onRelease: (ranges, timedOut) => this.#onRelease(ranges, timedOut),
       onAbandon: (ranges) => this.#onAbandon(ranges),
+      afterRound: fence
+        ? (members, leaving, roundSignal) => fence.round(members, leaving, roundSignal)
+        : undefined,
     });
-    await this.#member.run(signal);
+    try {
+      await this.#member.run(signal);
+    } finally {
+      fence?.stop();
+      if (fence) leaderElectionMasterStatus.set({ name: opts.leaderLease! }, 0);
+    }
+  }
+
+  /** The fence on the leader Lease; this replica reconciles only while it is open. */
+  #startFence(name: string, timing: ShardTiming): LeaderFence {
+    leaderElectionMasterStatus.set({ name }, 0);
+    const fence = new LeaderFence({
+      client: this.#opts.client,
+      namespace: this.#namespace,
+      name,
+      identity: this.identity,
+      timing,
+      clock: this.#clock ?? realClock,
+      // Namespaces whose events were dropped while closed are handed to the handlers again.
+      onOpen: () => this.#activated(this.#state().active),
+      onClose: (reason) => this.#abortIn([FULL_RANGE], reason),
+      onStatus: (status, holder) => this.#fenceStatus(name, status, holder),
+    });
+    this.#fence = fence;
+    return fence;
+  }
+
+  #fenceStatus(name: string, status: FenceStatus, holder: string): void {
+    leaderElectionMasterStatus.set({ name }, status === "ours" ? 1 : 0);
+    if (status !== "foreign") return;
+    const lease: KubeObject = {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: this.leaseName, namespace: this.#namespace },
+    };
+    this.#opts.recorder?.event(
+      lease,
+      "Normal",
+      "WaitingForLeaderLease",
+      `${this.identity} reconciles nothing while leader Lease ${this.#namespace}/${name} is ` +
+        `held by ${holder}, outside the shard group`,
+    );
   }
 
   #state(): ShardState {
@@ -148,9 +205,18 @@ export class ShardScope {
     return this.#member?.members ?? [];
   }
 
-  /** Whether new work in this namespace is this replica's now. */
+  /**
+   * Whether new work in this namespace is this replica's now: its range is active and, with a
+   * leader Lease to fence on, the shard group holds that Lease.
+   */
   holds(namespace: string): boolean {
+    if (this.#fence && !this.#fence.open()) return false;
     return setContains(this.#state().active, this.#hash(namespace));
+  }
+
+  /** Who holds the leader Lease as this replica last saw it (undefined without a fence). */
+  get fenceStatus(): FenceStatus | undefined {
+    return this.#fence?.status;
   }
 
   /**
@@ -201,7 +267,11 @@ export class ShardScope {
    * abandoned it. Later rebalancing does not flip it back (a drain is ordinary work).
    */
   ready(): boolean {
-    return this.#complete;
+    if (!this.#complete) return false;
+    // Standing by behind a foreign leader counts as ready, as a leader-election candidate is:
+    // a rolling update keeps the old pod (that leader) until the new ones are ready.
+    const fence = this.#fence?.status;
+    return fence === undefined || fence === "ours" || fence === "member" || fence === "foreign";
   }
 
   #hash(namespace: string): bigint {
@@ -256,6 +326,12 @@ export class ShardScope {
     }
     this.#publishRanges();
     this.#announce("ShardAcquired", "Normal", `acquired ${formatRangeSet(ranges)}`, ranges);
+    this.#activated(ranges);
+  }
+
+  /** Tells the listeners that these ranges may be reconciled now. */
+  #activated(ranges: RangeSet): void {
+    if (ranges.length === 0) return;
     for (const listener of this.#listeners) {
       try {
         listener(ranges);

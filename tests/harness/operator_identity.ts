@@ -4,10 +4,10 @@ const repoRoot = new URL("../../", import.meta.url).pathname;
 
 /**
  * Installs config/rbac exactly as kustomize builds it (`kubectl apply -k`: the ServiceAccount,
- * the ClusterRole and its binding, the leader-election Role and RoleBinding in cocoon-system, the
- * metrics-auth and metrics-reader ClusterRoles) and returns a kubeconfig for the operator's
- * ServiceAccount (cocoon-system/cocoon-operator), so a test runs the operator with exactly the
- * permissions a deployment grants it rather than as cluster admin.
+ * the ClusterRole `cocoon-operator-manager` and its binding, the leader-election Role and
+ * RoleBinding in cocoon-system, the metrics-auth and metrics-reader ClusterRoles) and returns a
+ * kubeconfig for the operator's ServiceAccount (cocoon-system/cocoon-operator), so a test runs
+ * the operator with exactly the permissions a deployment grants it rather than as cluster admin.
  */
 export async function operatorKubeconfig(
   cp: ControlPlane,

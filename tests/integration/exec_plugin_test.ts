@@ -289,7 +289,7 @@ Deno.test({
           roleRef: {
             apiGroup: "rbac.authorization.k8s.io",
             kind: "ClusterRole",
-            name: "cocoon-operator",
+            name: "cocoon-operator-manager",
           },
           subjects: [{
             apiGroup: "rbac.authorization.k8s.io",

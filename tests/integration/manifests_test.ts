@@ -85,8 +85,8 @@ Deno.test({
               "customresourcedefinition.apiextensions.k8s.io/cocoonsets.cocoonset.cocoonstack.io",
               "customresourcedefinition.apiextensions.k8s.io/cocoonhibernations.cocoonset.cocoonstack.io",
               "serviceaccount/cocoon-operator",
-              "clusterrole.rbac.authorization.k8s.io/cocoon-operator",
-              "clusterrolebinding.rbac.authorization.k8s.io/cocoon-operator",
+              "clusterrole.rbac.authorization.k8s.io/cocoon-operator-manager",
+              "clusterrolebinding.rbac.authorization.k8s.io/cocoon-operator-manager",
               "role.rbac.authorization.k8s.io/cocoon-operator-leader-election",
               "rolebinding.rbac.authorization.k8s.io/cocoon-operator-leader-election",
               "clusterrole.rbac.authorization.k8s.io/cocoon-operator-metrics-auth",
@@ -102,7 +102,7 @@ Deno.test({
         });
       }
 
-      await t.step("the Deployment: locked down, fails fast without OCI_REGISTRY", async () => {
+      await t.step("the Deployment: locked down, OCI_REGISTRY left to the user", async () => {
         const objects = await cp.kubectl([
           "apply",
           "--dry-run=server",
@@ -154,9 +154,9 @@ Deno.test({
         assert.ok(c.args?.includes("--metrics-secure=true"));
         assert.ok(c.volumeMounts?.some((m) => m.mountPath === "/var/run/secrets/metrics-cert"));
         const env = new Map((c.env ?? []).map((e) => [e.name, e.value]));
-        // Declared and empty (the API server drops the empty value): the operator stops at start.
-        assert.ok(env.has("OCI_REGISTRY"));
-        assert.equal(env.get("OCI_REGISTRY") ?? "", "");
+        // Not declared, so a value set with `kubectl set env` survives the next apply; unset,
+        // the operator stops at start.
+        assert.equal(env.has("OCI_REGISTRY"), false);
         assert.equal(env.get("GOOGLE_APPLICATION_CREDENTIALS"), "/var/run/secrets/gcp/key.json");
         assert.ok(c.volumeMounts?.some((m) => m.mountPath === "/var/run/secrets/gcp"));
       });

@@ -201,6 +201,8 @@ Deno.test({
         const plain = op.proc.stderr.split("\n").filter((l) => l && !l.startsWith("{"));
         assert.deepEqual(plain, [
           `cocoon-operator: missing Deno permissions: --allow-net=${elsewhere} (OCI_REGISTRY); ` +
+          "the image reaches only the registry hosts it was built with: build it with " +
+          `REGISTRY_HOSTS including ${elsewhere} (docs/installation.md, "Registry hosts"); ` +
           "the permission set is described in docs/configuration.md",
         ]);
       });
