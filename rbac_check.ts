@@ -4,7 +4,8 @@
  * cover). A required row (rbac.ts) that is denied stops the operator at start; an optional one
  * turns its feature off with one Warning naming the rule to add, sets
  * `cocoon_operator_rbac_feature_enabled{feature}` to 0, and turns the feature on once a later
- * check finds the rule granted, without a restart. Once every feature is on nothing is asked
+ * check finds the rule granted, without a restart. A re-check is one rules review (plus access
+ * reviews only where its listing is incomplete). Once every feature is on nothing is asked
  * again: a complete role costs one rules review at start.
  *
  * @module
@@ -146,7 +147,9 @@ export class RbacAccess {
         this.#opts.client,
         needs.map((n) => n.need),
         this.#opts.namespace,
-        { signal },
+        // Nothing is acted on while a rule stays missing: a complete listing that still lacks it
+        // needs no access review, so each round is one request.
+        { signal, confirm: "if-incomplete" },
       );
     } catch (err) {
       if (signal?.aborted) return;

@@ -144,12 +144,19 @@ export interface AccessReport {
 /** Options of reviewAccess. */
 export interface ReviewOptions {
   signal?: AbortSignal;
+  /**
+   * When a need the listing does not cover gets an access review: "always" (default: before
+   * anything is decided on it), or "if-incomplete" (only when the listing is incomplete; a
+   * complete listing's gap is then taken as denied without one, for a caller that only waits
+   * for a grant and acts on nothing else).
+   */
+  confirm?: "always" | "if-incomplete";
 }
 
 /**
  * Answers each need: one rules review in `namespace` (which must not be empty: the API server
  * refuses a rules review without one), then, in parallel, one access review per need the listed
- * rules do not allow. A failed rules review leaves every need to an access review; a failed
+ * rules do not allow (see ReviewOptions.confirm). A failed rules review leaves every need to an access review; a failed
  * access review leaves its need unanswered (allowed undefined).
  */
 export async function reviewAccess(
@@ -178,10 +185,12 @@ export async function reviewAccess(
       rulesError = errorMessage(err);
     }
   }
+  const confirm = opts.confirm !== "if-incomplete" || incomplete;
   const answers = await Promise.all(needs.map(async (need): Promise<AccessAnswer> => {
     if (rules.some((rule) => ruleAllows(rule, need))) {
       return { need, allowed: true, source: "rules" };
     }
+    if (!confirm) return { need, allowed: false, source: "rules" };
     requests++;
     try {
       const review = await client.create(SelfSubjectAccessReviews, {

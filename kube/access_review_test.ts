@@ -131,3 +131,23 @@ Deno.test("the fake answers 403 to a request its rules do not allow, as the API 
     /pods is forbidden: User "[^"]+" cannot list resource "pods" in API group "" at the cluster scope/,
   );
 });
+
+Deno.test("confirm if-incomplete: a complete listing's gap is denied without an access review", async () => {
+  const fake = new FakeClient({
+    access: { clusterRules: [{ verbs: ["list"], apiGroups: [""], resources: ["pods"] }] },
+  });
+  const complete = await reviewAccess(fake, [listPods, listNodes], "ops", {
+    confirm: "if-incomplete",
+  });
+  assert.deepEqual(complete.answers.map((a) => [a.need.resource, a.allowed, a.source]), [
+    ["pods", true, "rules"],
+    ["nodes", false, "rules"],
+  ]);
+  assert.equal(complete.requests, 1);
+  fake.access = {
+    ...fake.access!,
+    unlistedRules: [{ verbs: ["list"], apiGroups: [""], resources: ["nodes"] }],
+  };
+  const incomplete = await reviewAccess(fake, [listNodes], "ops", { confirm: "if-incomplete" });
+  assert.deepEqual(incomplete.answers.map((a) => [a.allowed, a.source]), [[true, "access-review"]]);
+});
