@@ -50,6 +50,12 @@ export interface Config {
    */
   shards?: ShardMode;
   /**
+   * While a feature is off for lack of RBAC permissions (rbac_check.ts), the permissions are
+   * asked about again every this many seconds (--rbac-recheck-seconds, RBAC_RECHECK_SECONDS);
+   * 0 asks at start only. Absent when neither is given: defaults.rbacRecheckSeconds applies.
+   */
+  rbacRecheckSeconds?: number;
+  /**
    * --help / --version were given: main prints and exits 0. The other fields then hold the
    * built-in defaults and are not validated (the Go flag package also answers -help before
    * main looks at the environment).
@@ -96,6 +102,9 @@ export const DEFAULTS = {
   // Longer than a watch's longest life (10 min timeout + 30 s deadline grace) plus its renewal,
   // so one half-open watch is restarted by its deadline before liveness fails.
   informerStallSeconds: 900,
+  // A fixed role turns its feature on within a minute; each check is one rules review and one
+  // access review per rule still missing, and none is sent once nothing is missing.
+  rbacRecheckSeconds: 60,
 } as const;
 
 /** Name of the leader-election Lease (the Go operator's LeaderElectionID). */
@@ -115,6 +124,7 @@ const OPTIONS = {
   "allow-plain-http": { type: "string" },
   "metrics-cert-dir": { type: "string" },
   "informer-stall-seconds": { type: "string" },
+  "rbac-recheck-seconds": { type: "string" },
   shards: { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
@@ -251,6 +261,13 @@ export function parseConfig(args: string[], env: Env): Config {
 
   const shards = shardMode(str("shards"), env);
 
+  const rbacRecheckSeconds = seconds(
+    "--rbac-recheck-seconds",
+    str("rbac-recheck-seconds"),
+    "RBAC_RECHECK_SECONDS",
+    env,
+  );
+
   return {
     metricsBindAddress,
     healthProbeBindAddress,
@@ -265,6 +282,7 @@ export function parseConfig(args: string[], env: Env): Config {
     logLevel,
     ...(informerStallSeconds !== undefined ? { informerStallSeconds } : {}),
     ...(shards === "auto" ? { shards } : {}),
+    ...(rbacRecheckSeconds !== undefined ? { rbacRecheckSeconds } : {}),
     help: false,
     version: false,
     allowExtraPermissions: bools.get("allow-extra-permissions") ??
@@ -334,6 +352,9 @@ Flags (a flag overrides its environment variable):
   --informer-stall-seconds N         /healthz fails after N s without word from the API
                                      server on a watched kind; 0 disables
                                      env INFORMER_STALL_SECONDS, default 900
+  --rbac-recheck-seconds N           while a feature is off for lack of RBAC permissions,
+                                     ask again every N s (0: at start only)
+                                     env RBAC_RECHECK_SECONDS, default 60
   --shards MODE                      off: one elected leader reconciles; auto: every replica
                                      reconciles its own slice of the namespaces (no leader
                                      election, --leader-elect is ignored)

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type Config, ConfigError, parseConfig, parseGoBool, usage } from "./config.ts";
+import { type Config, ConfigError, DEFAULTS, parseConfig, parseGoBool, usage } from "./config.ts";
 
 const BASE = { OCI_REGISTRY: "example.com/proj/repo" };
 
@@ -246,6 +246,22 @@ Deno.test("--informer-stall-seconds / INFORMER_STALL_SECONDS: whole seconds, 0 a
     /^INFORMER_STALL_SECONDS="5m" is not a whole number of seconds$/,
   );
   rejects(["--informer-stall-seconds=-1"], BASE, /^--informer-stall-seconds="-1" is not/);
+});
+
+Deno.test("--rbac-recheck-seconds / RBAC_RECHECK_SECONDS: whole seconds, 0 allowed, default 60", () => {
+  assert.equal(parse([]).rbacRecheckSeconds, undefined);
+  assert.equal(DEFAULTS.rbacRecheckSeconds, 60);
+  assert.equal(parse([], { RBAC_RECHECK_SECONDS: "5" }).rbacRecheckSeconds, 5);
+  assert.equal(
+    parse(["--rbac-recheck-seconds=0"], { RBAC_RECHECK_SECONDS: "5" }).rbacRecheckSeconds,
+    0,
+  );
+  rejects(
+    [],
+    { ...BASE, RBAC_RECHECK_SECONDS: "1m" },
+    /^RBAC_RECHECK_SECONDS="1m" is not a whole number of seconds$/,
+  );
+  assert.match(usage(), /--rbac-recheck-seconds N/);
 });
 
 Deno.test("--shards / SHARDS: off by default, auto turns sharding on, the flag wins, typos refused", () => {

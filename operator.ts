@@ -25,6 +25,10 @@ import { removeNetGuard } from "./kube/net_guard.ts";
 import type { Registry } from "./snapshot/registry.ts";
 import { REVISION, VERSION } from "./version.ts";
 import { setupHibernationController } from "./hibernation/mod.ts";
+import { leaderElectionNamespace } from "./kube/leader.ts";
+import type { NodeChecks } from "./cocoonset/nodes.ts";
+import { describeNeeds, permissionsFor } from "./rbac.ts";
+import { checkRbac, describeMissingRequired, type RbacAccess } from "./rbac_check.ts";
 
 const log = getLogger(["cocoon-operator", "main"]);
 
@@ -33,12 +37,15 @@ export interface Wiring {
   manager: Manager;
   registry: Registry;
   config: Config;
+  /** Whether the node checks may run (the operator's role lets it read nodes). */
+  nodeChecks?: NodeChecks;
 }
 
 /** Registers every reconciler on the manager. */
 function registerReconcilers(w: Wiring): void {
   setupCocoonSetController(w.manager, {
     registry: w.registry,
+    nodeChecks: w.nodeChecks,
     concurrency: w.config.cocoonSetConcurrency,
     limits: {
       maxReplicas: w.config.maxReplicasPerSet,
@@ -59,6 +66,35 @@ function withoutStatus(node: Node): Node {
 }
 
 /**
+ * The namespace the operator's RBAC is reviewed in: its own (the Lease's: --leader-election-
+ * namespace, POD_NAMESPACE, else the service account's), where its namespaced rules apply.
+ * Outside a cluster with none given, "default": it exists in every cluster, and what matters
+ * there is the cluster-wide rules, which a rules review lists in any namespace; no namespaced
+ * rule is needed then (the Lease needs a namespace, which preflight.ts insists on).
+ */
+async function rbacNamespace(config: Config): Promise<{ namespace: string; known: boolean }> {
+  try {
+    return {
+      namespace: await leaderElectionNamespace(config.leaderElectionNamespace),
+      known: true,
+    };
+  } catch {
+    return { namespace: "default", known: false };
+  }
+}
+
+/** The reason /metrics gives scrapers while its reviews are not allowed. */
+function metricsRefusal(access: RbacAccess): string | undefined {
+  if (access.enabled("metrics-authn")) return undefined;
+  const missing = access.missingFor("metrics-authn");
+  const what = missing.length > 0
+    ? `the operator's RBAC role lacks ${describeNeeds(missing).join("; ")}`
+    : "the operator's RBAC permissions could not be checked";
+  return `/metrics cannot check who is calling: ${what}. Grant them ` +
+    "(config/rbac/metrics_auth_role.yaml), or serve plain http with --metrics-secure=false";
+}
+
+/**
  * Runs the manager on a transport that reached the API server; returns the process exit code.
  * Owns the transport and the net guard from here on: both are released before it returns.
  */
@@ -71,8 +107,30 @@ export async function runOperator(
     version: VERSION,
     revision: REVISION,
   });
+  const client = new ApiClient(transport);
+  const secureMetrics = config.metricsSecure && config.metricsBindAddress !== "0";
+  const sharded = config.shards === "auto";
+  const { namespace, known } = await rbacNamespace(config);
+  const access = await checkRbac({
+    client,
+    // Without a namespace the manager stops at start saying so; its Lease rules wait for one.
+    permissions: permissionsFor({
+      leaderElection: config.leaderElect && known,
+      sharded: sharded && known,
+      secureMetrics,
+    }),
+    namespace,
+    recheckMs: (config.rbacRecheckSeconds ?? DEFAULTS.rbacRecheckSeconds) * 1000,
+  });
+  if (access.missingRequired.length > 0) {
+    // One line, as every start-up refusal: nothing is reconciled with half a role.
+    console.error(`cocoon-operator: ${describeMissingRequired(access.missingRequired)}`);
+    transport.close();
+    removeNetGuard();
+    return 2;
+  }
   let metricsSecurity: ManagerOptions["metricsSecurity"];
-  if (config.metricsSecure && config.metricsBindAddress !== "0") {
+  if (secureMetrics) {
     try {
       const tls = await metricsTls(config.metricsCertDir);
       log.info(
@@ -83,7 +141,10 @@ export async function runOperator(
       );
       metricsSecurity = {
         tls,
-        filter: (handler) => withAuthenticationAndAuthorization(transport, handler),
+        filter: (handler) =>
+          withAuthenticationAndAuthorization(transport, handler, {
+            unavailable: () => metricsRefusal(access),
+          }),
       };
     } catch (err) {
       console.error(`cocoon-operator: ${errorMessage(err)}`);
@@ -93,7 +154,7 @@ export async function runOperator(
     }
   }
   const managerOptions: ManagerOptions = {
-    client: new ApiClient(transport),
+    client,
     metricsBindAddress: config.metricsBindAddress,
     metricsSecurity,
     healthProbeBindAddress: config.healthProbeBindAddress,
@@ -120,7 +181,16 @@ export async function runOperator(
   manager.addHealthzCheck("healthz", ping);
   manager.addReadyzCheck("readyz", ping);
   registerOperatorMetrics();
-  registerReconcilers({ manager, registry, config });
+  manager.add(access.runnable());
+  registerReconcilers({
+    manager,
+    registry,
+    config,
+    nodeChecks: {
+      enabled: () => access.enabled("node-checks"),
+      onEnabled: (fn) => access.onEnabled("node-checks", fn),
+    },
+  });
 
   const stop = new AbortController();
   const onSignal = (name: string) => () => {

@@ -9,6 +9,10 @@
  * `cocoonstack.io/snapshot-cpu-class` label is that class: the node selector every pod of the
  * set carries. The operator caches only nodes that carry a pool label (main.ts), which is all a
  * set can ever run on.
+ *
+ * The checks need list and watch on nodes, which the Go original's ClusterRole does not grant.
+ * Without them (NodeChecks off, rbac_check.ts) no node is read: a named node is taken as given
+ * and an empty pool goes unremarked, as in the Go original, until the role allows it.
  */
 import { isNotFound, Nodes, wrapError } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
@@ -30,14 +34,25 @@ export const REASON_MIGRATION_TARGET_UNKNOWN = "MigrationTargetUnknown";
 /** Warning reason: the main is Unschedulable and no node carries the set's pool label. */
 export const REASON_NO_NODES_IN_POOL = "NoNodesInPool";
 
+/**
+ * Whether the node checks may run (the operator's role lets it list and watch nodes), and a way
+ * to hear when they become allowed.
+ */
+export interface NodeChecks {
+  enabled(): boolean;
+  /** Runs fn once when the checks turn on after being off. */
+  onEnabled(fn: () => void): void;
+}
+
 /** The set's pool (`cocoonstack.io/pool` of its pods). */
 export function poolOf(cs: CocoonSet): string {
   return cs.spec.nodePool || DEFAULT_NODE_POOL;
 }
 
-/** Why node `name` cannot take cs's main, or "" when it can. */
+/** Why node `name` cannot take cs's main, or "" when it can (or the checks are off). */
 export async function migrationTargetProblem(pass: SetPass, name: string): Promise<string> {
   const { cs, deps, signal } = pass;
+  if (!deps.nodeChecks()) return "";
   const pool = poolOf(cs);
   let labels: Record<string, string>;
   try {
@@ -79,7 +94,7 @@ export function reportUnknownTarget(pass: SetPass, problem: string): void {
  * Returns whether it did.
  */
 export async function warnIfPoolEmpty(pass: SetPass, pod: Pod): Promise<boolean> {
-  if (unschedulableMessage(pod) === "") return false;
+  if (unschedulableMessage(pod) === "" || !pass.deps.nodeChecks()) return false;
   const pool = poolOf(pass.cs);
   let count: number;
   try {

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { Events, Manager, Nodes, Pods } from "../kube/mod.ts";
-import type { Node, Pod } from "../kube/mod.ts";
+import type { CoreEvent, Node, Pod } from "../kube/mod.ts";
 import { FakeClient, waitFor } from "../kube/testing/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
@@ -38,6 +38,7 @@ import { buildAgentPod } from "./pods.ts";
 import { setupCocoonSetController } from "./reconciler.ts";
 import { REASON_WAKE_NO_CAPACITY, reconcileReleasedWake } from "./seat_release.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import { goOriginalRules } from "../tests/fixtures/go_original_rbac.ts";
 
 const UNSCHEDULABLE =
   "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.";
@@ -191,6 +192,76 @@ Deno.test("a node joining the pool wakes the set pinned to it, which then migrat
       async () => readHibernateState(await fake.get(Pods, "ns", "demo-0")),
       10_000,
     );
+  } finally {
+    stop.abort();
+    await run;
+  }
+});
+
+Deno.test("node checks off (the Go original's role): no node is read, the pinned set migrates as in Go; on: the watch starts and the set is looked at again", async () => {
+  const goRules = await goOriginalRules();
+  // Every request the Go original's role does not allow is answered 403.
+  const fake = new FakeClient({ access: { clusterRules: goRules } });
+  const mgr = new Manager({
+    client: fake,
+    metricsBindAddress: "0",
+    healthProbeBindAddress: "127.0.0.1:0",
+    leaderElection: false,
+    leaderElectionId: "x",
+  });
+  let on = false;
+  const waiting: (() => void)[] = [];
+  setupCocoonSetController(mgr, {
+    registry: new FakeRegistry(),
+    concurrency: 1,
+    nodeChecks: { enabled: () => on, onEnabled: (fn) => waiting.push(fn) },
+  });
+  const cs = fake.seed(
+    CocoonSets,
+    seatSet(withFinalizer, (c) => {
+      c.spec.nodeName = "node-b";
+      c.status = { phase: "Running" };
+    }),
+  );
+  const main = mainPod(cs, { node: "node-a", vmID: "vm-1", running: true });
+  main.status!.conditions = [{ type: "Ready", status: "True" }];
+  fake.seed(Pods, main);
+  const stop = new AbortController();
+  const run = mgr.start(stop.signal);
+  const nodeRequests = () => fake.actions.filter((a) => a.resource.plural === "nodes");
+  // The Events the operator created (the role allows it no list of them, nor does the test need one).
+  const reasons = () =>
+    fake.actions.filter((a) => a.resource.plural === "events" && a.verb === "create")
+      .map((a) => (a.object as CoreEvent).reason);
+  try {
+    // The Go original moves the main toward spec.nodeName without asking whether it exists.
+    await waitFor(
+      "the migration toward node-b to start",
+      async () => readHibernateState(await fake.get(Pods, "ns", "demo-0")),
+      10_000,
+    );
+    assert.equal(mgr.cache.hasSynced(), true, "ready without a node informer");
+    assert.deepEqual(nodeRequests(), []);
+    assert.ok(!reasons().includes(REASON_MIGRATION_TARGET_UNKNOWN));
+
+    // The role is fixed: the checks turn on without a restart.
+    fake.seed(Nodes, poolNode("node-a"));
+    fake.access = {
+      clusterRules: [...goRules, {
+        verbs: ["list", "watch"],
+        apiGroups: [""],
+        resources: ["nodes"],
+      }],
+    };
+    on = true;
+    for (const fn of waiting.splice(0)) fn();
+    await waitFor(
+      "the MigrationTargetUnknown Event",
+      () => Promise.resolve(reasons().includes(REASON_MIGRATION_TARGET_UNKNOWN)),
+      10_000,
+    );
+    assert.ok(nodeRequests().length > 0, "the node informer started");
+    assert.ok(nodeRequests().every((a) => a.verb === "list" || a.verb === "watch"));
   } finally {
     stop.abort();
     await run;

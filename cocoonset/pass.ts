@@ -49,6 +49,11 @@ export interface CocoonSetDeps {
    * deferred, and its message (tag_gate.ts): one Event per requeue interval, not one per pass.
    */
   deferredDropEvents: Map<string, { message: string; atMs: number }>;
+  /**
+   * Whether the node checks run now (nodes.ts): false while the operator's role may not list
+   * and watch nodes, and the set's spec.nodeName and pool are then taken as given.
+   */
+  nodeChecks: () => boolean;
 }
 
 /**

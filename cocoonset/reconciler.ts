@@ -27,6 +27,7 @@ import type {
   Clock,
   EventRecorder,
   Manager,
+  Node,
   Pod,
   Reader,
   Reconciler,
@@ -46,7 +47,7 @@ import { createMainAgent } from "./create_main.ts";
 import { reconcileTeardown } from "./teardown.ts";
 import { syncCocoonSetGeneration } from "./generation_stamp.ts";
 import { reconcileMigration } from "./migrate.ts";
-import { warnIfPoolEmpty } from "./nodes.ts";
+import { type NodeChecks, warnIfPoolEmpty } from "./nodes.ts";
 import {
   NODE_NAME_INDEX,
   nodeNameIndexValues,
@@ -87,6 +88,8 @@ export interface CocoonSetReconcilerOptions {
   clock?: Clock;
   /** Per-set bounds; DEFAULT_SET_LIMITS when absent. */
   limits?: SetLimits;
+  /** Whether the node checks run (nodes.ts); always when absent. */
+  nodeChecks?: () => boolean;
 }
 
 /** Reconciles CocoonSets; see the module doc for the order of a pass. */
@@ -96,6 +99,7 @@ export class CocoonSetReconciler implements Reconciler {
   constructor(opts: CocoonSetReconcilerOptions) {
     this.deps = {
       ...opts,
+      nodeChecks: opts.nodeChecks ?? (() => true),
       clock: opts.clock ?? realClock,
       limits: opts.limits ?? DEFAULT_SET_LIMITS,
       validGenerations: new Map(),
@@ -274,6 +278,12 @@ export interface CocoonSetControllerOptions {
   clock?: Clock;
   /** Per-set bounds (--max-replicas-per-set, --max-toolboxes-per-set); DEFAULT_SET_LIMITS. */
   limits?: SetLimits;
+  /**
+   * Whether the operator's role lets it read nodes (nodes.ts). Absent: always. While off, the
+   * node informer is never started (no node watch, no node check); once on, the node watch is
+   * added and every set that names a node is looked at again.
+   */
+  nodeChecks?: NodeChecks;
 }
 
 /**
@@ -288,6 +298,7 @@ export function setupCocoonSetController(
   if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) {
     throw new Error(`cocoonset concurrency must be at least 1, got ${opts.concurrency}`);
   }
+  const nodeChecks = opts.nodeChecks;
   const r = new CocoonSetReconciler({
     client: mgr.client,
     apiReader: mgr.apiReader,
@@ -295,24 +306,35 @@ export function setupCocoonSetController(
     recorder: mgr.recorder,
     clock: opts.clock,
     limits: opts.limits,
+    nodeChecks: nodeChecks ? () => nodeChecks.enabled() : undefined,
   });
   const sets = mgr.cache.informerFor(CocoonSets);
   if (!sets.hasIndex(NODE_NAME_INDEX)) {
     mgr.indexField(CocoonSets, NODE_NAME_INDEX, nodeNameIndexValues);
   }
-  controllerManagedBy(mgr)
+  // A set pinned to a node that is missing or outside its pool waits for that node.
+  const nodeEvents = enqueueFromMap<Node>((node) =>
+    setsTargetingNode((index, value) => sets.byIndex(index, value), node)
+  );
+  const builder = controllerManagedBy(mgr)
     .named("cocoonset")
     .for(CocoonSets, { predicates: [generationChanged()] })
-    .owns(Pods, { predicates: [podRelevantChange()] })
-    // A set pinned to a node that is missing or outside its pool waits for that node.
-    .watches(
-      Nodes,
-      enqueueFromMap((node) =>
-        setsTargetingNode((index, value) => sets.byIndex(index, value), node)
-      ),
-      { predicates: [nodePlacementEvents()] },
-    )
-    .withOptions({ maxConcurrentReconciles: opts.concurrency })
-    .complete(r);
+    .owns(Pods, { predicates: [podRelevantChange()] });
+  const watchNodesNow = !nodeChecks || nodeChecks.enabled();
+  if (watchNodesNow) builder.watches(Nodes, nodeEvents, { predicates: [nodePlacementEvents()] });
+  const ctrl = builder.withOptions({ maxConcurrentReconciles: opts.concurrency }).build(r);
+  if (!watchNodesNow) {
+    nodeChecks!.onEnabled(() => {
+      // The node informer starts here, not before: the role could not have listed nodes.
+      ctrl.watch(mgr.informerFor(Nodes), nodeEvents, nodePlacementEvents());
+      // Sets that name a node were reconciled without the checks; a controller not started yet
+      // reads every set when it starts.
+      if (!ctrl.started) return;
+      for (const cs of sets.listStored()) {
+        if (!cs.spec?.nodeName) continue;
+        ctrl.enqueue({ namespace: cs.metadata.namespace ?? "", name: cs.metadata.name ?? "" });
+      }
+    });
+  }
   return r;
 }

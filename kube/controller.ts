@@ -132,6 +132,11 @@ export class Controller {
     };
   }
 
+  /** True from start() on: its queue exists and enqueue() may be called. */
+  get started(): boolean {
+    return this.#queue !== undefined;
+  }
+
   /** The controller's queue; it exists from start() on (like controller-runtime's NewQueue). */
   get queue(): PriorityQueue {
     if (!this.#queue) throw new Error(`controller ${this.name} is not started`);

@@ -11,6 +11,10 @@
  * itself is never kept as a key, and never logged. A review that fails (API server unreachable,
  * 403 to the operator itself) is a 500 for that scrape and is not cached.
  *
+ * While the caller says the reviews cannot be made (`unavailable`: the operator's role lacks
+ * them), every request is refused with 503 and the reason, before any review is sent: callers
+ * are never let through unchecked.
+ *
  * @module
  */
 import { getLogger } from "@logtape/logtape";
@@ -35,6 +39,13 @@ export interface MetricsAuthOptions {
   maxCached?: number;
   /** Clock, for tests. */
   now?: () => number;
+  /**
+   * Why callers cannot be reviewed now (e.g. the operator may not create TokenReviews), or
+   * undefined when they can. Asked per request; while it gives a reason every request is 503.
+   */
+  unavailable?: () => string | undefined;
+  /** How often a refusal for `unavailable` is logged at most (default 10 min; the first always). */
+  refusalLogIntervalMs?: number;
 }
 
 /** The identity a TokenReview returned. */
@@ -60,8 +71,28 @@ export function withAuthenticationAndAuthorization(
   const now = opts.now ?? Date.now;
   const tokens = new TtlCache<Authn>(ttl, max, now);
   const decisions = new TtlCache<boolean>(ttl, max, now);
+  const logEvery = opts.refusalLogIntervalMs ?? 600_000;
+  let lastRefusalLog: { reason: string; at: number } | undefined;
+  let refusedSinceLog = 0;
 
   return async (req: Request): Promise<Response> => {
+    const unavailable = opts.unavailable?.();
+    if (unavailable !== undefined) {
+      refusedSinceLog++;
+      const at = now();
+      if (
+        !lastRefusalLog || lastRefusalLog.reason !== unavailable ||
+        at - lastRefusalLog.at >= logEvery
+      ) {
+        log.warn("metrics request refused ({refused} since the last such line): {reason}", {
+          refused: refusedSinceLog,
+          reason: unavailable,
+        });
+        lastRefusalLog = { reason: unavailable, at };
+        refusedSinceLog = 0;
+      }
+      return text(503, `Service Unavailable: ${unavailable}`);
+    }
     const token = bearerToken(req.headers.get("authorization"));
     if (!token) return text(401, "Unauthorized");
     const path = new URL(req.url).pathname;

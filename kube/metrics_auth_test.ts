@@ -132,3 +132,25 @@ Deno.test("metrics TLS: a self-signed certificate serves https", async () => {
     await server.shutdown();
   }
 });
+
+Deno.test("metrics auth: while reviews are not allowed every request is 503 with the reason, none reviewed", async () => {
+  const { transport, calls } = fakeApiServer();
+  let reason: string | undefined = "the operator may not create tokenreviews";
+  const handler = withAuthenticationAndAuthorization(transport, metrics, {
+    unavailable: () => reason,
+  });
+  for (const token of [undefined, "t-unknown", "t-reader"]) {
+    const res = await handler(get(token));
+    assert.equal(res.status, 503);
+    assert.equal(
+      await res.text(),
+      "Service Unavailable: the operator may not create tokenreviews\n",
+    );
+  }
+  assert.equal(calls.length, 0, "no caller is reviewed, and none is let through");
+  // Granted: the callers are reviewed again, with no restart.
+  reason = undefined;
+  assert.equal((await handler(get("t-reader"))).status, 200);
+  assert.equal((await handler(get("t-other"))).status, 403);
+  assert.equal((await handler(get())).status, 401);
+});

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Metric, type Registry } from "../kube/prom_client.ts";
+import { Counter, Gauge, Histogram, type Metric, type Registry } from "../kube/prom_client.ts";
 import { registry as runtimeRegistry } from "../kube/metrics.ts";
 
 /**
@@ -67,6 +67,19 @@ export const slotReleaseWakeUnschedulableTotal = new Counter({
   help: "Reconcile passes that saw a released-seat wake pod Unschedulable (no capacity).",
   labelNames: ["namespace", "cocoonset"] as const,
   registers: [],
+});
+
+/**
+ * This port's own (the Go operator has no optional feature), so it is not among the families
+ * register() installs: it registers on the runtime registry when this module loads, as the
+ * sharding families do.
+ */
+export const rbacFeatureEnabled = new Gauge({
+  name: "cocoon_operator_rbac_feature_enabled",
+  help: "1 when a feature that needs more than the Go operator's RBAC role runs, 0 while it is " +
+    "off because the operator's role lacks its permissions (node-checks, metrics-authn).",
+  labelNames: ["feature"] as const,
+  registers: [runtimeRegistry],
 });
 
 const all: Metric[] = [

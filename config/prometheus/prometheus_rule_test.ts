@@ -19,6 +19,7 @@ import {
 } from "../../kube/metrics.ts";
 import {
   hibernatePhaseDurationSeconds,
+  rbacFeatureEnabled,
   register,
   slotReleaseWakeUnschedulableTotal,
   subAgentDeadLetterTotal,
@@ -109,6 +110,8 @@ async function exposition(): Promise<string> {
     reconcileTotal.inc({ controller, result: "success" });
   }
   leaderElectionMasterStatus.set({ name: LEASE_NAME }, 1);
+  rbacFeatureEnabled.set({ feature: "node-checks" }, 0);
+  rbacFeatureEnabled.set({ feature: "metrics-authn" }, 1);
   return await registry.metrics();
 }
 
@@ -141,6 +144,10 @@ function unitTests(m: string): unknown[] {
     exported(m, "controller_runtime_reconcile_total", { controller, result });
   const leader = (instance: string) =>
     exported(m, "leader_election_master_status", { name: LEASE_NAME })
+      .replace(/instance="[^"]*"/, `instance="${instance}"`);
+
+  const feature = (name: string, instance: string) =>
+    exported(m, "cocoon_operator_rbac_feature_enabled", { feature: name })
       .replace(/instance="[^"]*"/, `instance="${instance}"`);
 
   const annotations = (alert: string, summary: string, description: string) => ({
@@ -304,6 +311,36 @@ function unitTests(m: string): unknown[] {
           }],
         },
         { eval_time: "9m", alertname: "CocoonLeaderChanges", exp_alerts: [] },
+      ],
+    },
+    {
+      name: "a feature off for lack of RBAC fires after 15 minutes; one granted in time does not",
+      interval: "1m",
+      input_series: [
+        // node-checks stays off on one replica; metrics-authn is granted after 10 minutes.
+        { series: feature("node-checks", "a:8080"), values: repeat("0", 30) },
+        { series: feature("node-checks", "b:8080"), values: repeat("1", 30) },
+        {
+          series: feature("metrics-authn", "a:8080"),
+          values: `${repeat("0", 10)} ${repeat("1", 20)}`,
+        },
+      ],
+      alert_rule_test: [
+        { eval_time: "10m", alertname: "CocoonOperatorFeatureOffForRBAC", exp_alerts: [] },
+        {
+          eval_time: "25m",
+          alertname: "CocoonOperatorFeatureOffForRBAC",
+          exp_alerts: [{
+            exp_labels: { ...SEVERITY, feature: "node-checks" },
+            exp_annotations: annotations(
+              "CocoonOperatorFeatureOffForRBAC",
+              "cocoon-operator runs without node-checks: its RBAC role lacks the permissions",
+              "The operator's ServiceAccount has lacked the RBAC permissions of node-checks for " +
+                "15 minutes; its log names the rule to add, and the feature turns on within a " +
+                "minute of the grant.",
+            ),
+          }],
+        },
       ],
     },
   ];

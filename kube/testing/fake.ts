@@ -29,6 +29,14 @@ import {
 import { parseShardSelector, renderShardSelector, selectorMatches } from "../sharding/selector.ts";
 import { rfc3339 } from "../time.ts";
 import { type Clock, realClock } from "../clock.ts";
+import type { AccessNeed } from "../access_review.ts";
+import {
+  allows,
+  answerSelfReview,
+  type FakeAccess,
+  forbidden,
+  isSelfReview,
+} from "./fake_access.ts";
 
 /** What a reactor sees: the verb and the target, like client-go's testing.Action. */
 export interface FakeAction {
@@ -82,6 +90,12 @@ export interface FakeClientOptions {
    * the parameter is recorded and ignored, as 1.35 does.
    */
   applyShardSelector?: boolean;
+  /**
+   * The identity's RBAC (fake_access.ts): every request the rules do not allow is answered 403,
+   * and SelfSubjectRulesReviews / SelfSubjectAccessReviews are answered from them. Absent: every
+   * request is allowed, and the reviews say so.
+   */
+  access?: FakeAccess;
 }
 
 interface StoredEvent {
@@ -144,6 +158,8 @@ export class FakeClient implements Client {
   applyShardSelector: boolean;
   /** Latency added to every call (ms). Mutable so a test can slow the API down mid-run. */
   latencyMs: number;
+  /** The identity's RBAC (FakeClientOptions.access). Mutable: a test grants or revokes mid-run. */
+  access: FakeAccess | undefined;
   /** Every call made, in order (for assertions on request counts). */
   readonly actions: FakeAction[] = [];
 
@@ -153,6 +169,7 @@ export class FakeClient implements Client {
     this.#clock = opts.clock ?? realClock;
     this.refuseWatchList = opts.refuseWatchList ?? false;
     this.applyShardSelector = opts.applyShardSelector ?? false;
+    this.access = opts.access;
     for (const { rt, obj } of opts.objects ?? []) this.seed(rt, obj);
   }
 
@@ -309,6 +326,8 @@ export class FakeClient implements Client {
       object: sent,
       ...dryRunOf(opts),
     });
+    // The self-reviews are answered, never stored, as the API server does.
+    if (isSelfReview(rt)) return answerSelfReview(rt, sent, this.access) as T;
     if (!name && obj.metadata.generateName) name = obj.metadata.generateName + randomSuffix();
     if (!name) {
       throw this.#invalid(
@@ -835,6 +854,10 @@ export class FakeClient implements Client {
       const err = await reactor(action);
       if (err) throw err;
     }
+    if (this.access && !isSelfReview(action.resource)) {
+      const need = accessNeedOf(action);
+      if (!allows(this.access, need)) throw forbidden(action.resource, need);
+    }
   }
 
   #table(rt: ResourceType): Table {
@@ -1145,6 +1168,26 @@ function dryRunOf(opts: WriteOptions | undefined): Pick<FakeAction, "dryRun"> {
 }
 
 /** The selectors of a list or watch as the recorded action carries them (absent when empty). */
+/**
+ * The request as RBAC sees it: a create names no object (unless it creates a subresource of
+ * one), and a list or watch names one when its field selector is metadata.name=<name>.
+ */
+function accessNeedOf(action: FakeAction): AccessNeed {
+  let name: string | undefined = action.name || undefined;
+  if (action.verb === "create" && !action.subresource) name = undefined;
+  if (action.verb === "list" || action.verb === "watch") {
+    name = /^metadata\.name=([^,]+)$/.exec(action.fieldSelector ?? "")?.[1];
+  }
+  return {
+    verb: action.verb,
+    group: action.resource.group,
+    resource: action.resource.plural,
+    ...(action.subresource ? { subresource: action.subresource } : {}),
+    namespace: action.resource.namespaced ? action.namespace : "",
+    ...(name ? { name } : {}),
+  };
+}
+
 function sentSelectors(
   labels: LabelSelector | undefined,
   fields: string | undefined,

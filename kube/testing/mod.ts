@@ -32,6 +32,7 @@
  */
 export type { FakeAction, FakeClientOptions, Reactor } from "./fake.ts";
 export { FakeClient } from "./fake.ts";
+export type { FakeAccess } from "./fake_access.ts";
 export { FakeClock } from "./fake_clock.ts";
 export { StubInformer } from "./stub_informer.ts";
 export type { RecordedEvent } from "./recorder.ts";

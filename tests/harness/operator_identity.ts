@@ -32,3 +32,18 @@ export async function operatorKubeconfig(
   }
   return await cp.serviceAccountKubeconfig("cocoon-system", "cocoon-operator");
 }
+
+/**
+ * Installs the given RBAC manifests (YAML, applied with `kubectl apply -f -`) instead of
+ * config/rbac, and returns a kubeconfig for cocoon-system/cocoon-operator: the operator under
+ * someone else's role, e.g. the Go original's (tests/fixtures/go_original_rbac.yaml).
+ */
+export async function operatorKubeconfigUnder(cp: ControlPlane, rbacYaml: string): Promise<string> {
+  const ns = await cp.kubectl(["create", "namespace", "cocoon-system"]);
+  if (ns.code !== 0 && !ns.stderr.includes("AlreadyExists")) {
+    throw new Error(`creating namespace cocoon-system failed: ${ns.stderr}`);
+  }
+  const applied = await cp.kubectl(["apply", "-f", "-"], { stdin: rbacYaml });
+  if (applied.code !== 0) throw new Error(`applying the RBAC failed: ${applied.stderr}`);
+  return await cp.serviceAccountKubeconfig("cocoon-system", "cocoon-operator");
+}

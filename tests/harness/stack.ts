@@ -46,7 +46,7 @@ import type { SimNode } from "../../sim/nodes.ts";
 import { recordRegistryRequests } from "./behaviour_recording.ts";
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from "./control_plane.ts";
 import { type TokenPlugin, writeTokenPlugin } from "./exec_plugin.ts";
-import { operatorKubeconfig } from "./operator_identity.ts";
+import { operatorKubeconfig, operatorKubeconfigUnder } from "./operator_identity.ts";
 import { sampleSum } from "./prom_text.ts";
 import { registryAvailable, startRegistry, type TestRegistry } from "./registry.ts";
 import { type RegistryProxy, startRegistryProxy } from "./registry_proxy.ts";
@@ -72,6 +72,11 @@ export interface StackOptions {
    * `config/overlays/sharded/members` for SHARDS=auto).
    */
   extraRbac?: string[];
+  /**
+   * RBAC manifests (YAML) installed instead of config/rbac, e.g. the Go original's
+   * (tests/fixtures/go_original_rbac.yaml); extraRbac is ignored then.
+   */
+  operatorRbac?: string;
   /** The control plane's Kubernetes minor and extra kube-apiserver flags (default: 1.35, none). */
   controlPlane?: Pick<ControlPlaneOptions, "kubernetesMinor" | "apiServerFlags">;
   /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
@@ -179,7 +184,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     started.push(() => Promise.resolve(transport.close()));
     const admin = new ApiClient(transport, "e2e-test");
     await admin.create(Namespaces, { metadata: { name: OPERATOR_NAMESPACE } });
-    const kubeconfig = await operatorKubeconfig(cp, opts.extraRbac);
+    const kubeconfig = opts.operatorRbac !== undefined
+      ? await operatorKubeconfigUnder(cp, opts.operatorRbac)
+      : await operatorKubeconfig(cp, opts.extraRbac);
     let execPlugin: TokenPlugin | undefined;
     if (opts.execPlugin) {
       const dir = await Deno.makeTempDir({ prefix: "cocoon-exec-plugin-" });

@@ -6,48 +6,42 @@
  */
 import assert from "node:assert/strict";
 import { startControlPlane } from "../harness/control_plane.ts";
+import { OPERATOR_RBAC, type RbacPermission } from "../../rbac.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
+/** "group/resource[/subresource]" → verbs, for the rows of rbac.ts's table that pass keep. */
+function requestTable(keep: (p: RbacPermission) => boolean): Record<string, string[]> {
+  const table: Record<string, string[]> = {};
+  for (const p of OPERATOR_RBAC.filter(keep)) {
+    const key = `${p.group}/${p.subresource ? `${p.resource}/${p.subresource}` : p.resource}`;
+    table[key] = [...(table[key] ?? []), ...p.verbs];
+  }
+  return table;
+}
+
 /**
- * Every (API group, resource, verb) the operator's code sends, by caller. A change to the code's
- * requests changes this table and config/rbac/role.yaml together.
+ * Every (API group, resource, verb) the operator's code sends cluster-wide in every
+ * configuration (rbac.ts, the one table): what config/rbac/role.yaml grants.
  */
-const OPERATOR_REQUESTS: Record<string, string[]> = {
-  // Reconcilers read through informers (list, watch) and write with merge patches only
-  // (kube/client_patch.ts: patchObject, patchStatus, patchAnnotations), never update (PUT).
-  // cocoonset/finalizer.ts reads the live CocoonSet (get); CocoonHibernations are only cached.
-  "cocoonset.cocoonstack.io/cocoonsets": ["get", "list", "watch", "patch"],
-  "cocoonset.cocoonstack.io/cocoonhibernations": ["list", "watch", "patch"],
-  "cocoonset.cocoonstack.io/cocoonsets/status": ["patch"],
-  "cocoonset.cocoonstack.io/cocoonhibernations/status": ["patch"],
-  // Owner references with blockOwnerDeletion on the pods (cocoonset/pods.ts; only CocoonSets
-  // own pods).
-  "cocoonset.cocoonstack.io/cocoonsets/finalizers": ["update"],
-  // Live gets: cocoonset/name_clash.ts, cocoonset/seat_release.ts, hibernation/reconciler.ts.
-  "/pods": ["get", "list", "watch", "create", "delete", "patch"],
-  // cocoonset/nodes.ts reads nodes from the cache only (kube/cache.ts never falls back to a get).
-  "/nodes": ["list", "watch"],
-  // kube/events.ts: create, then merge-patch the count of a repeated Event.
-  "/events": ["create", "patch"],
-  // kube/leader.ts's Lease is not cluster-wide: see LEADER_ELECTION_REQUESTS.
-};
+const OPERATOR_REQUESTS = requestTable((p) => p.scope === "cluster" && p.when === "always");
 
 /**
  * kube/leader.ts: get, update and watch (by name) the one Lease, create it; in the operator's
  * namespace only (config/rbac/leader_election_role.yaml).
  */
-const LEADER_ELECTION_REQUESTS = {
-  named: ["get", "update", "watch"],
-  unnamed: ["create"],
-  lease: "cocoon-operator.cocoonset.cocoonstack.io",
-};
+const LEADER_ELECTION_REQUESTS = (() => {
+  const rows = OPERATOR_RBAC.filter((p) => p.when === "leader-election");
+  const named = rows.filter((p) => p.name);
+  return {
+    named: named.flatMap((p) => p.verbs).sort(),
+    unnamed: rows.filter((p) => !p.name).flatMap((p) => p.verbs),
+    lease: named[0].name!,
+  };
+})();
 
 /** kube/metrics_auth.ts: each scrape's token and identity are reviewed by the API server. */
-const METRICS_AUTH_REQUESTS: Record<string, string[]> = {
-  "authentication.k8s.io/tokenreviews": ["create"],
-  "authorization.k8s.io/subjectaccessreviews": ["create"],
-};
+const METRICS_AUTH_REQUESTS = requestTable((p) => p.when === "secure-metrics");
 
 interface Rule {
   apiGroups?: string[];
