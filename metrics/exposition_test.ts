@@ -37,6 +37,7 @@ import { FakeClock } from "../kube/testing/fake_clock.ts";
 import {
   hibernatePhaseDurationSeconds,
   lifecycleStateFailedObservedTotal,
+  rbacFeatureEnabled,
   register,
   slotReleasePodsDeletedTotal,
   slotReleaseWakeTotal,
@@ -97,6 +98,7 @@ async function exercise(): Promise<void> {
   slotReleasePodsDeletedTotal.inc(set);
   slotReleaseWakeTotal.inc({ ...set, placement: "hint-node" });
   slotReleaseWakeUnschedulableTotal.inc(set);
+  rbacFeatureEnabled.set({ feature: "node-checks" }, 0);
 }
 
 /** The exposition with the process families' values (CPU, memory, start time) masked. */
