@@ -22,8 +22,6 @@ import { byObject, Manager, Pods, Recorder } from "../kube/mod.ts";
 import type { Pod, Result } from "../kube/mod.ts";
 import { FakeClient, FakeClock, waitFor } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
-import { buildAgentPod } from "../cocoonset/pods.ts";
-import { FINALIZER_NAME } from "../cocoonset/finalizer.ts";
 import { HIBERNATION_FINALIZER } from "./finalizer.ts";
 import { setupHibernationController } from "./setup.ts";
 import { T0 } from "./_fixtures.ts";
@@ -35,7 +33,7 @@ function set(name: string): CocoonSet {
   return {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
-    metadata: { name, namespace: NS, uid: `uid-${name}`, finalizers: [FINALIZER_NAME] },
+    metadata: { name, namespace: NS, uid: `uid-${name}` },
     spec: { agent: { image: "img" } },
     status: { phase: "Running" },
   };
@@ -63,6 +61,28 @@ function hibernatingVM(pod: Pod): Pod {
     }],
   };
   return pod;
+}
+
+/** The main of cs, as the CocoonSet reconciler labels and owns it (inside the pod cache). */
+function mainOf(cs: CocoonSet): Pod {
+  const name = `${cs.metadata.name}-0`;
+  return hibernatingVM({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name,
+      namespace: NS,
+      labels: { [LABEL_COCOON_SET]: cs.metadata.name ?? "" },
+      ownerReferences: [{
+        apiVersion: "cocoonset.cocoonstack.io/v1",
+        kind: "CocoonSet",
+        name: cs.metadata.name ?? "",
+        uid: cs.metadata.uid ?? "",
+        controller: true,
+      }],
+    },
+    spec: { containers: [{ name: "agent", image: "img" }] },
+  });
 }
 
 /** A pod no CocoonSet owns (outside the operator's pod cache). */
@@ -159,7 +179,7 @@ async function heldPolls(target: Pod, owner?: CocoonSet): Promise<string[][]> {
 
 Deno.test("a held Hibernate on a CocoonSet's pod polls without a single API request", async () => {
   const owner = set("held");
-  const polls = await heldPolls(hibernatingVM(buildAgentPod(owner, 0)), owner);
+  const polls = await heldPolls(mainOf(owner), owner);
   assert.deepEqual(polls, [[], [], []]);
 });
 
