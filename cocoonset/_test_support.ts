@@ -347,9 +347,14 @@ export function actionsOf(
   );
 }
 
-/** How many times CocoonHibernations were listed. */
+/**
+ * How many times the CocoonHibernations of the fixtures' namespace were listed. The
+ * cluster-wide lists of the VM-name index the fake stands in for (scannedVMNameIndex) are not
+ * counted: in the operator that index is the informer cache's.
+ */
 export function hibernationLists(env: TestEnv): number {
-  return actionsOf(env, "list", CocoonHibernations).length;
+  return actionsOf(env, "list", CocoonHibernations).filter((a) => a.namespace === TEST_NAMESPACE)
+    .length;
 }
 
 /** The condition of that type in the CocoonSet's status, if any. */

@@ -83,7 +83,12 @@ export async function reconcileMigration(pass: SetPass): Promise<Handled> {
   if (main && readHibernateState(main) && (desired === "" || mainNode === desired)) {
     let ownedByCR: Set<string>;
     try {
-      ownedByCR = await podsHibernatedByCR(deps, cs.metadata.namespace ?? "", pass.signal);
+      ownedByCR = await podsHibernatedByCR(
+        deps,
+        cs.metadata.namespace ?? "",
+        [main.metadata.name ?? ""],
+        pass.signal,
+      );
     } catch (err) {
       throw wrapError("migrate", err);
     }

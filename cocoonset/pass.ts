@@ -11,6 +11,7 @@ import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_typ
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import type { Registry } from "../snapshot/registry.ts";
+import type { ClaimSources, VMNameIndex } from "../snapshotgate/mod.ts";
 import type { ClassifiedPods } from "./pods.ts";
 import type { StatusProblem } from "./problem.ts";
 import type { SetLimits } from "./limits.ts";
@@ -21,6 +22,11 @@ export interface CocoonSetDeps {
   client: Client;
   /** Uncached reads, for the few places where a stale cache would mislead. */
   apiReader: Reader;
+  /**
+   * The cache's VM-name index (snapshotgate/vm_index.ts): where the snapshot gate and the name
+   * checks find the objects of every namespace that share a VM name.
+   */
+  vmNameIndex: VMNameIndex;
   /** The snapshot registry; absent only in tests of the paths that tolerate its absence. */
   registry?: Registry;
   recorder: EventRecorder;
@@ -131,6 +137,11 @@ export function followOwnWrite(pass: SetPass, answer: CocoonSet): void {
   if (answer.metadata.generation !== cs.metadata.generation) return;
   if (!jsonEqual(answer.status ?? {}, cs.status ?? {})) return;
   cs.metadata.resourceVersion = answer.metadata.resourceVersion;
+}
+
+/** Where the snapshot gate and the name checks of a pass read: the index, and past the cache. */
+export function claimSources(pass: SetPass): ClaimSources {
+  return { reader: pass.deps.apiReader, index: pass.deps.vmNameIndex };
 }
 
 /** Records an Event on the pass's CocoonSet. */

@@ -40,6 +40,12 @@ import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { isPodReady, parseVMSpec } from "../common/meta/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
+import {
+  managerVMNameIndex,
+  registerVMNameIndex,
+  scannedVMNameIndex,
+  type VMNameIndex,
+} from "../snapshotgate/mod.ts";
 import { ensureSubAgents, type SubAgentOutcome } from "./agents.ts";
 import { ensureFinalizer } from "./finalizer.ts";
 import { reconcileFailedMain } from "./failed_main.ts";
@@ -83,6 +89,11 @@ const log = getLogger(["cocoon-operator", "cocoonset"]);
 export interface CocoonSetReconcilerOptions {
   client: Client;
   apiReader: Reader;
+  /**
+   * The cache's VM-name index; default: computed by listing through client (for a client
+   * without the index, as in unit tests).
+   */
+  vmNameIndex?: VMNameIndex;
   registry?: Registry;
   recorder: EventRecorder;
   clock?: Clock;
@@ -100,6 +111,7 @@ export class CocoonSetReconciler implements Reconciler {
     this.deps = {
       ...opts,
       nodeChecks: opts.nodeChecks ?? (() => true),
+      vmNameIndex: opts.vmNameIndex ?? scannedVMNameIndex(opts.client),
       clock: opts.clock ?? realClock,
       limits: opts.limits ?? DEFAULT_SET_LIMITS,
       validGenerations: new Map(),
@@ -302,12 +314,14 @@ export function setupCocoonSetController(
   const r = new CocoonSetReconciler({
     client: mgr.client,
     apiReader: mgr.apiReader,
+    vmNameIndex: managerVMNameIndex(mgr),
     registry: opts.registry,
     recorder: mgr.recorder,
     clock: opts.clock,
     limits: opts.limits,
     nodeChecks: nodeChecks ? () => nodeChecks.enabled() : undefined,
   });
+  registerVMNameIndex(mgr);
   const sets = mgr.cache.informerFor(CocoonSets);
   if (!sets.hasIndex(NODE_NAME_INDEX)) {
     mgr.indexField(CocoonSets, NODE_NAME_INDEX, nodeNameIndexValues);

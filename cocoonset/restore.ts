@@ -72,24 +72,28 @@ export function podsRestorableByCR(
   );
 }
 
+/** A request that wants its pod hibernated: desire Hibernate, or still Hibernating. */
+function hibernatesItsPod(h: CocoonHibernation): boolean {
+  return h.spec?.desire === "Hibernate" || h.status?.phase === "Hibernating";
+}
+
 /**
- * Pods a CocoonHibernation is hibernating or asked to hibernate: suspend logic leaves them be.
- * Read past the cache: the callers clear the hibernate request of a pod not listed, and the pod
- * cache can already show a request's annotation while the request cache does not yet show the
- * request (a just-created one), which would wake a VM against it.
+ * Which of pods (names in namespace) a CocoonHibernation is hibernating or asked to hibernate:
+ * suspend logic leaves them be. From the cache while it shows every one of them owned (a held
+ * request costs no API request per pass); otherwise read again past the cache, because the
+ * callers clear the hibernate request of a pod not returned, and the pod cache can already
+ * show a request's annotation while the request cache does not yet show the request (a
+ * just-created one), which would wake a VM against it.
  */
-export function podsHibernatedByCR(
+export async function podsHibernatedByCR(
   deps: CocoonSetDeps,
   namespace: string,
+  pods: readonly string[],
   signal?: AbortSignal,
 ): Promise<Set<string>> {
-  return hibernationPodNames(
-    deps,
-    namespace,
-    (h) => h.spec?.desire === "Hibernate" || h.status?.phase === "Hibernating",
-    signal,
-    true,
-  );
+  const cached = await hibernationPodNames(deps, namespace, hibernatesItsPod, signal);
+  if (pods.every((name) => cached.has(name))) return cached;
+  return await hibernationPodNames(deps, namespace, hibernatesItsPod, signal, true);
 }
 
 /**

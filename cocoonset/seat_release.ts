@@ -9,7 +9,7 @@
  * writes resumes the flow instead of fresh-booting over a snapshot.
  */
 import { errorText, patchAnnotations, wrapError } from "../kube/mod.ts";
-import type { Pod, Result } from "../kube/mod.ts";
+import type { Pod, Reader, Result } from "../kube/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchHibernateState, patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
 import {
@@ -344,28 +344,41 @@ export const REASON_ORPHAN_HIBERNATE_WITHDRAWN = "OrphanHibernateWithdrawn";
 /** Event reason: a node hint older than the main's run in place was cleared. */
 export const REASON_STALE_HINT_CLEARED = "StaleNodeHintCleared";
 
-/**
- * Clears the hibernate request of a restore pod in a released-seat wake when nothing owns it: the
- * set is not suspended and no CocoonHibernation (read past the cache) asks to hibernate the pod.
- */
-async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> {
-  const { cs, deps } = pass;
-  if (cs.spec.suspend || !readHibernateState(main)) return;
-  const ns = main.metadata.namespace ?? "";
-  let owned: boolean;
+/** Whether a live CocoonHibernation of ns asks to hibernate the pod, as reader shows them. */
+async function hibernateOwned(
+  pass: SetPass,
+  reader: Reader,
+  ns: string,
+  podName: string,
+): Promise<boolean> {
   try {
-    const requests = await deps.apiReader.list(CocoonHibernations, {
+    const requests = await reader.list(CocoonHibernations, {
       namespace: ns,
+      unsafeDisableDeepCopy: true,
       signal: pass.signal,
     });
-    owned = requests.items.some((h) =>
-      !h.metadata.deletionTimestamp && h.spec?.podRef?.name === main.metadata.name &&
+    return requests.items.some((h) =>
+      !h.metadata.deletionTimestamp && h.spec?.podRef?.name === podName &&
       (h.spec?.desire === "Hibernate" || h.status?.phase === "Hibernating")
     );
   } catch (err) {
     throw wrapError("wake: list cocoonhibernations", err);
   }
-  if (owned) return;
+}
+
+/**
+ * Clears the hibernate request of a restore pod in a released-seat wake when nothing owns it: the
+ * set is not suspended and no CocoonHibernation asks to hibernate the pod. An owner the cache
+ * shows settles it (no API request while a request holds the pod); the withdrawal itself is
+ * decided past the cache, which may not show a request created a moment ago.
+ */
+async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> {
+  const { cs, deps } = pass;
+  if (cs.spec.suspend || !readHibernateState(main)) return;
+  const ns = main.metadata.namespace ?? "";
+  const podName = main.metadata.name ?? "";
+  if (await hibernateOwned(pass, deps.client, ns, podName)) return;
+  if (await hibernateOwned(pass, deps.apiReader, ns, podName)) return;
   pass.log.warn("wake: withdrawing the hibernate request on {pod}, which nothing owns", {
     pod: podRef(main),
   });

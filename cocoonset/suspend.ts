@@ -134,6 +134,7 @@ export async function applyUnsuspend(pass: SetPass): Promise<void> {
   const ownedByCR = await podsHibernatedByCR(
     pass.deps,
     pass.cs.metadata.namespace ?? "",
+    hibernated.map((p) => p.metadata.name ?? ""),
     pass.signal,
   );
   for (const pod of hibernated) {

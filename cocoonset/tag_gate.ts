@@ -15,9 +15,10 @@ import {
   actingRefusal,
   type Actor,
   deleteTagIfAllowed,
+  setToolboxNames,
   type Verdict,
 } from "../snapshotgate/mod.ts";
-import { emit, podRef, type SetPass } from "./pass.ts";
+import { claimSources, emit, podRef, type SetPass } from "./pass.ts";
 
 /** Warning reason: a tag was not deleted because the set cannot own its VM name. */
 export const REASON_SNAPSHOT_DELETE_REFUSED = "SnapshotDeleteRefused";
@@ -32,10 +33,7 @@ const DEFERRED_DROP_MEMORY = 1024;
 
 /** The gate's actor for cs: its namespace, name and every toolbox name it knows. */
 export function setActor(cs: CocoonSet): Actor {
-  const toolboxNames = [
-    ...(cs.spec?.toolboxes ?? []).map((t) => t.name),
-    ...(cs.status?.toolboxes ?? []).map((t) => t.name),
-  ].filter((n): n is string => typeof n === "string" && n !== "");
+  const toolboxNames = setToolboxNames(cs);
   return {
     kind: "CocoonSet",
     namespace: cs.metadata.namespace ?? "",
@@ -54,7 +52,7 @@ export function setActor(cs: CocoonSet): Actor {
 export async function dropTag(pass: SetPass, vmName: string, tag: string): Promise<Verdict> {
   const { deps } = pass;
   const verdict = await deleteTagIfAllowed(
-    { reader: deps.apiReader, registry: deps.registry! },
+    { ...claimSources(pass), registry: deps.registry! },
     setActor(pass.cs),
     vmName,
     tag,
@@ -80,16 +78,20 @@ export async function dropTag(pass: SetPass, vmName: string, tag: string): Promi
  * the set derives, or another namespace derives it too, so the `:hibernate` push would land in a
  * repository another tenant's VM reads. A refusal is logged and gets a Warning Event naming both
  * sides; the caller leaves the pod alone, so its flow waits (Suspending, no migration) instead of
- * acting. A pod without a VM name (nothing to push) is never refused. Read past the cache: a
- * collision is another namespace's object, which this set's watch does not see change.
+ * acting. A pod without a VM name (nothing to push) is never refused. Asked only right before a
+ * pod is asked to hibernate, so it is a VM-name decision, read past the cache in the other
+ * namespaces (a collision is another namespace's object, which this set's watch does not see
+ * change): those the cache's index names, and the pod the name derives in each other namespace
+ * it could be split into (snapshotgate actingRefusal).
  */
 export async function hibernateRefused(pass: SetPass, pod: Pod): Promise<boolean> {
   const vmName = parseVMSpec(pod).vmName;
   if (vmName === "") return false;
   const refusal = await actingRefusal(
-    pass.deps.apiReader,
+    claimSources(pass),
     setActor(pass.cs),
     vmName,
+    true,
     pass.signal,
   );
   if (!refusal) return false;

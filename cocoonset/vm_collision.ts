@@ -11,19 +11,18 @@
  * now (suspended with its seat released, between a migration's delete and recreate) keeps its
  * name too, and two sets created together never both lose.
  *
- * Cheap on the common path: the cache (which holds every labelled pod and every CocoonSet of
- * all namespaces) is asked first; only a possible holder there is confirmed past the cache.
+ * Cheap on the common path: the cache's VM-name index (every labelled pod, every CocoonSet and
+ * CocoonHibernation of all namespaces) is asked first; only the namespaces it names are read past
+ * the cache.
  *
  * @module
  */
-import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
-import { parseVMSpec, setDerivesVMName, vmNameSplits } from "../common/meta/mod.ts";
-import { isForbidden, isNotFound, Pods, wrapError } from "../kube/mod.ts";
-import type { Pod, Reader } from "../kube/mod.ts";
-import { cameFirst, type SetAge } from "../snapshotgate/mod.ts";
-import { emit, podRef, type SetPass } from "./pass.ts";
+import { parseVMSpec } from "../common/meta/mod.ts";
+import type { Pod } from "../kube/mod.ts";
+import { collisionClaims } from "../snapshotgate/mod.ts";
+import { claimSources, emit, podRef, type SetPass } from "./pass.ts";
+import { setActor } from "./tag_gate.ts";
 import type { StatusProblem } from "./problem.ts";
 
 /** Ready=False reason and Warning reason: another namespace already holds the slot's VM name. */
@@ -32,68 +31,31 @@ export const REASON_VM_NAME_CONFLICT = "VMNameConflict";
 /** How often a set that lost a VM name looks again (the holder may go away). */
 export const REQUEUE_VM_NAME_COLLISION_MS = 30_000;
 
-function setToolboxNames(cs: CocoonSet): string[] {
-  return [
-    ...(cs.spec?.toolboxes ?? []).map((t) => t.name),
-    ...(cs.status?.toolboxes ?? []).map((t) => t.name),
-  ].filter((n): n is string => typeof n === "string" && n !== "");
-}
-
-function ageOf(cs: CocoonSet): SetAge {
-  return {
-    namespace: cs.metadata.namespace ?? "",
-    name: cs.metadata.name ?? "",
-    creationTimestamp: cs.metadata.creationTimestamp,
-  };
-}
-
-async function readOrUndefined<T>(read: () => Promise<T>, what: string): Promise<T | undefined> {
-  try {
-    return await read();
-  } catch (err) {
-    if (isNotFound(err) || isForbidden(err)) return undefined;
-    throw wrapError(what, err);
-  }
-}
-
-/** The holders of vmName in namespaces other than cs's, as reader shows them. */
-async function holdersVia(
-  reader: Reader,
-  cs: CocoonSet,
-  vmName: string,
-  signal: AbortSignal,
-): Promise<string[]> {
-  const own = cs.metadata.namespace ?? "";
-  const out: string[] = [];
-  for (const { namespace, rest } of vmNameSplits(vmName)) {
-    if (namespace === own) continue;
-    const pod: Pod | undefined = await readOrUndefined(
-      () => reader.get(Pods, namespace, rest, { signal }),
-      `read pod ${namespace}/${rest} for VM name ${vmName}`,
-    );
-    const runs = pod ? parseVMSpec(pod).vmName : "";
-    if (pod && (runs === "" || runs === vmName)) out.push(`pod ${podRef(pod)}`);
-    const sets = await readOrUndefined(
-      () => reader.list(CocoonSets, { namespace, signal }),
-      `list cocoonsets in ${namespace} for VM name ${vmName}`,
-    );
-    for (const other of sets?.items ?? []) {
-      const name = other.metadata.name ?? "";
-      if (!setDerivesVMName(namespace, name, setToolboxNames(other), vmName)) continue;
-      if (cameFirst(ageOf(other), ageOf(cs))) out.push(`CocoonSet ${namespace}/${name}`);
-    }
-  }
-  return out;
-}
-
 /**
- * Who of another namespace already holds vmName, confirmed past the cache; [] when nobody does.
- * The cache is asked first, so a name nobody else derives costs no API request.
+ * Who of another namespace already holds vmName; [] when nobody does. The cache's VM-name index
+ * names the candidates, so a name nobody else derives costs no API request; the namespaces it
+ * names are read past the cache before the answer (snapshotgate collisionClaims at the `create`
+ * moment, with this set as the actor: a set of another namespace holds the name only when it
+ * came first). A pod outside the pod cache (one no CocoonSet owns) is not looked for here; the
+ * set's first hibernate ask under the name is (tag_gate.ts hibernateRefused). Requests there hold nothing of their own: a request
+ * counts only in a namespace whose pod or first-comer set is already named.
  */
 export async function vmNameHolders(pass: SetPass, vmName: string): Promise<string[]> {
-  const cached = await holdersVia(pass.deps.client, pass.cs, vmName, pass.signal);
-  if (cached.length === 0) return [];
-  return await holdersVia(pass.deps.apiReader, pass.cs, vmName, pass.signal);
+  const claims = await collisionClaims(
+    claimSources(pass),
+    vmName,
+    setActor(pass.cs),
+    "create",
+    pass.signal,
+  );
+  const holders = claims.flatMap((c) =>
+    c.holder === "Pod"
+      ? [`pod ${c.namespace}/${c.name}`]
+      : c.holder === "CocoonSet"
+      ? [`CocoonSet ${c.namespace}/${c.name}`]
+      : []
+  );
+  return [...new Set(holders)];
 }
 
 /**

@@ -19,6 +19,7 @@ import { parseVMSpec } from "../common/meta/vmspec.ts";
 import { addFinalizer, patchObject, removeFinalizer } from "../kube/mod.ts";
 import type { Client, EventRecorder } from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
+import type { VMNameIndex } from "../snapshotgate/mod.ts";
 import { REASON_VM_NAME_REFUSED, recordRequestEvent } from "./events.ts";
 import { dropHibernateTag } from "./tag.ts";
 import { readTargetPod, type TargetReaders } from "./target_pod.ts";
@@ -33,6 +34,8 @@ export const HIBERNATION_FINALIZER = "cocoonhibernation.cocoonset.cocoonstack.io
 /** What the finalizer reads, deletes, records and locks with. */
 export interface FinalizerDeps extends TargetReaders {
   client: Client;
+  /** The cache's VM-name index, for the gate. */
+  index: VMNameIndex;
   registry: Registry;
   recorder: EventRecorder;
   locks: StripedLock;
@@ -129,7 +132,7 @@ async function releaseTag(
   // The gate keeps the tag for any claimant (a released seat, a migration, a hibernated pod),
   // whoever's: that claimant's own flow drops it once done.
   const verdict = await dropHibernateTag(
-    { reader: deps.apiReader, registry: deps.registry },
+    { reader: deps.apiReader, index: deps.index, registry: deps.registry },
     vmName,
     hib,
     signal,

@@ -51,7 +51,13 @@ export function setDrive(cs: CocoonSet, pod: Pod, hib: CocoonHibernation): strin
   return "";
 }
 
-/** The set owning pod and what it drives, read past the cache; undefined when it drives nothing. */
+/**
+ * The set owning pod and what it drives, from the cache (reader: the manager's client);
+ * undefined when it drives nothing. The cache is enough: the set persists the phase of each of
+ * its flows before the flow's first side effect, and whatever a request does while its cache
+ * still lags that write is weighed again by the set's own pass (which reads the requests past
+ * the cache before it clears a hibernate request) and by the gate before any tag goes.
+ */
 export async function drivingSet(
   reader: Reader,
   pod: Pod,

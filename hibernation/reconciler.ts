@@ -9,10 +9,12 @@
  * 2. the finalizer is added in a pass of its own (finalizer.ts);
  * 3. a spec that cannot name a pod or a desire fails at once (spec_check.ts);
  * 4. a missing pod, or one without a VM name yet, parks the request on Pending (target_pod.ts),
- *    and a VM name the request may not act under refuses it (tenancy.ts);
+ *    and a VM name the request may not act under refuses it (tenancy.ts, from the cache);
  * 5. under the VM's lock (vm_lock.ts): a request opposing an earlier one on the same VM is refused
- *    (opposing.ts), a request whose set drives the VM yields (precedence.ts), and otherwise the
- *    hibernate or wake step runs (hibernate.ts, wake.ts) in the direction direction.ts decides.
+ *    (opposing.ts), a request whose set drives the VM yields (precedence.ts), a request about to
+ *    act under a VM name it has not recorded yet is checked again past the cache (tenancy.ts),
+ *    and otherwise the hibernate or wake step runs (hibernate.ts, wake.ts) in the direction
+ *    direction.ts decides.
  *
  * The checks only report (problem.ts); this pass records each problem once (record_problem.ts).
  *
@@ -37,6 +39,7 @@ import type {
   Result,
 } from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
+import { type ClaimSources, scannedVMNameIndex, type VMNameIndex } from "../snapshotgate/mod.ts";
 import { direction } from "./direction.ts";
 import { ensureFinalizer, finalize, type FinalizerDeps } from "./finalizer.ts";
 import { reconcileHibernate } from "./hibernate.ts";
@@ -58,8 +61,16 @@ const log = getLogger(["cocoon-operator", "hibernation"]);
 export interface HibernationReconcilerDeps {
   /** Cached reads and API writes (the manager's client). */
   client: Client;
-  /** Uncached reads: the fallback for target pods the pod cache does not hold. */
+  /**
+   * Uncached reads: the fallback for target pods the pod cache does not hold, and the fresh
+   * state of the snapshot gate and the tenancy check at the moments that need it.
+   */
   apiReader: Reader;
+  /**
+   * The cache's VM-name index (snapshotgate/vm_index.ts); default: computed by listing through
+   * client (for a client without the index, as in unit tests).
+   */
+  vmNameIndex?: VMNameIndex;
   registry: Registry;
   recorder: EventRecorder;
   /** Time source of deadlines and condition timestamps; default the wall clock. */
@@ -74,6 +85,7 @@ export interface HibernationReconcilerDeps {
 export class HibernationReconciler implements Reconciler {
   readonly #client: Client;
   readonly #apiReader: Reader;
+  readonly #vmNameIndex: VMNameIndex;
   readonly #registry: Registry;
   readonly #recorder: EventRecorder;
   readonly #clock: Clock;
@@ -83,6 +95,7 @@ export class HibernationReconciler implements Reconciler {
   constructor(deps: HibernationReconcilerDeps) {
     this.#client = deps.client;
     this.#apiReader = deps.apiReader;
+    this.#vmNameIndex = deps.vmNameIndex ?? scannedVMNameIndex(deps.client);
     this.#registry = deps.registry;
     this.#recorder = deps.recorder;
     this.#clock = deps.clock ?? realClock;
@@ -127,7 +140,7 @@ export class HibernationReconciler implements Reconciler {
     const target = await findTarget(this.#finalizerDeps, hib, signal);
     if (isProblem(target)) return await recordProblem(this.#problemDeps, hib, target, signal);
     const { pod, vmName } = target;
-    const refused = await tenancyProblem(this.#apiReader, hib, vmName, signal);
+    const refused = await tenancyProblem(this.#claimSources, hib, vmName, false, signal);
     if (refused) return await recordProblem(this.#problemDeps, hib, refused, signal);
     const release = await this.#locks.lock(vmName, signal);
     try {
@@ -140,8 +153,13 @@ export class HibernationReconciler implements Reconciler {
       });
       const peers = await this.#client.list(CocoonHibernations, { namespace, signal });
       const held = opposingProblem(hib, peers.items, vmName) ??
-        await yieldProblem(this.#apiReader, pod, hib, vmName, signal);
+        await yieldProblem(this.#client, pod, hib, vmName, signal);
       if (held) return await recordProblem(this.#problemDeps, hib, held, signal);
+      // Not recorded yet: this pass acts under vmName for the first time, the VM-name decision.
+      if ((hib.status?.vmName ?? "") !== vmName) {
+        const refusedNow = await tenancyProblem(this.#claimSources, hib, vmName, true, signal);
+        if (refusedNow) return await recordProblem(this.#problemDeps, hib, refusedNow, signal);
+      }
       await clearYielded(this.#client, hib, this.#clock.now(), signal);
       return await this.#step({ hib, pod, vmName, signal });
     } finally {
@@ -155,6 +173,7 @@ export class HibernationReconciler implements Reconciler {
       client: this.#client,
       registry: this.#registry,
       reader: this.#apiReader,
+      index: this.#vmNameIndex,
       transitions: this.#transitions,
       clock: this.#clock,
     };
@@ -167,10 +186,16 @@ export class HibernationReconciler implements Reconciler {
     return {
       client: this.#client,
       apiReader: this.#apiReader,
+      index: this.#vmNameIndex,
       registry: this.#registry,
       recorder: this.#recorder,
       locks: this.#locks,
     };
+  }
+
+  /** Where the gate and the tenancy check read: the cache's index, and past it when needed. */
+  get #claimSources(): ClaimSources {
+    return { reader: this.#apiReader, index: this.#vmNameIndex };
   }
 
   get #problemDeps(): ProblemDeps {

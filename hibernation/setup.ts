@@ -8,6 +8,7 @@
 import { CocoonHibernations } from "../common/apis/v1/mod.ts";
 import { controllerManagedBy, enqueueFromMap, Pods } from "../kube/mod.ts";
 import type { Manager } from "../kube/mod.ts";
+import { managerVMNameIndex, registerVMNameIndex } from "../snapshotgate/mod.ts";
 import { HibernationReconciler, type HibernationReconcilerDeps } from "./reconciler.ts";
 import {
   hibernationsTargetingPod,
@@ -41,9 +42,11 @@ export function setupHibernationController(
     client: deps.client ?? mgr.client,
     apiReader: deps.apiReader ?? mgr.apiReader,
     recorder: deps.recorder ?? mgr.recorder,
+    vmNameIndex: deps.vmNameIndex ?? managerVMNameIndex(mgr),
     registry: deps.registry,
     clock: deps.clock,
   });
+  registerVMNameIndex(mgr);
   const requests = mgr.cache.informerFor(CocoonHibernations);
   // Another controller may already file requests under the same index.
   if (!requests.hasIndex(POD_REF_INDEX)) {

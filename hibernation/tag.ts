@@ -9,19 +9,18 @@
 import { getLogger } from "@logtape/logtape";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { errorMessage } from "../kube/mod.ts";
-import type { Reader } from "../kube/mod.ts";
-import type { Registry } from "../snapshot/registry.ts";
-import { type Actor, deleteTagIfAllowed, type Verdict } from "../snapshotgate/mod.ts";
+import {
+  type Actor,
+  deleteTagIfAllowed,
+  type GateDeps,
+  type Verdict,
+} from "../snapshotgate/mod.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);
 
-/** What a gated tag drop reads and deletes with. */
-export interface TagDeps {
-  /** Uncached reads for the gate. */
-  reader: Reader;
-  registry: Registry;
-}
+/** What a gated tag drop reads and deletes with (the gate's uncached reads, index, registry). */
+export type TagDeps = GateDeps;
 
 /** The gate's actor for a request: its namespace, name and target pod. */
 export function requestActor(hib: CocoonHibernation): Actor {

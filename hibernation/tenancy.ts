@@ -8,18 +8,24 @@
  * @module
  */
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
-import type { Reader } from "../kube/mod.ts";
-import { actingRefusal } from "../snapshotgate/mod.ts";
+import { actingRefusal, type ClaimSources } from "../snapshotgate/mod.ts";
 import type { RequestProblem } from "./problem.ts";
 import { requestActor } from "./tag.ts";
 
-/** The name-refused problem of hib acting under vmName, or undefined when it may. */
+/**
+ * The name-refused problem of hib acting under vmName, or undefined when it may. `decision`:
+ * the pass is about to act under vmName for the first time (the request has not recorded it),
+ * so the other namespaces the name could come from are read past the cache; otherwise the
+ * cache's VM-name index decides, and a collision it shows is confirmed past the cache (a
+ * refusal fails the request, so it is never made on a stale copy). snapshotgate actingRefusal.
+ */
 export async function tenancyProblem(
-  reader: Reader,
+  sources: ClaimSources,
   hib: CocoonHibernation,
   vmName: string,
+  decision: boolean,
   signal: AbortSignal,
 ): Promise<RequestProblem | undefined> {
-  const refusal = await actingRefusal(reader, requestActor(hib), vmName, signal);
+  const refusal = await actingRefusal(sources, requestActor(hib), vmName, decision, signal);
   return refusal ? { problem: "name-refused", message: refusal.message } : undefined;
 }

@@ -6,6 +6,7 @@ import { matchesLabels, parseFieldSelector, parseLabelSelector } from "./selecto
 import { type InformerOptions, SharedInformer } from "./informer.ts";
 import type { ShardFilter } from "./sharding/filter.ts";
 import { type HashRange, sameSet, union } from "./sharding/range.ts";
+import { namespaceInRanges } from "./sharding/selector.ts";
 import { type IndexFunc, stripManagedFields } from "./store.ts";
 
 /**
@@ -177,6 +178,17 @@ export class InformerCache implements Reader {
       // No held ranges on a synced informer: an unsharded or cluster-scoped one, holding all.
       return held === undefined || sameSet(union(held, ranges), held);
     });
+  }
+
+  /**
+   * Whether objects of namespace are within the cache's reach: not when the cache watches one
+   * other namespace, nor when a sharded cache's ranges leave namespace to another replica. For
+   * the cache such objects do not exist; read them with the manager's apiReader.
+   */
+  holdsNamespace(namespace: string): boolean {
+    if (this.#opts.namespace && namespace !== this.#opts.namespace) return false;
+    const shard = this.#opts.shard ?? this.#opts.informerDefaults?.shard;
+    return shard === undefined || namespaceInRanges(shard.ranges(), namespace);
   }
 
   /** True when every informer has synced (the readiness check). */

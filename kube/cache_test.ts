@@ -5,6 +5,9 @@ import { isNotFound, newApiError } from "./errors.ts";
 import type { KubeObject } from "./object.ts";
 import { FakeClient } from "./testing/fake.ts";
 import { waitFor } from "./testing/wait.ts";
+import { staticShardFilter } from "./sharding/filter.ts";
+import { fnv1a64 } from "./sharding/hash.ts";
+import { HASH_SPACE_END, hashRange, setContains } from "./sharding/range.ts";
 
 const OWNER = "cocoonset.cocoonstack.io/name";
 
@@ -351,5 +354,24 @@ Deno.test("cache: a list in one namespace answers from that namespace only, as o
   } finally {
     ac.abort();
     await cache.stopped();
+  }
+});
+
+Deno.test("holdsNamespace: every namespace, the one watched, or the shard's", () => {
+  const client = new FakeClient();
+  assert.equal(new InformerCache({ client }).holdsNamespace("any"), true);
+  const one = new InformerCache({ client, namespace: "ns" });
+  assert.equal(one.holdsNamespace("ns"), true);
+  assert.equal(one.holdsNamespace("other"), false);
+  // The two halves of the hash space: each namespace falls in exactly one, by its hash.
+  const lowerHalf = [hashRange(0n, HASH_SPACE_END / 2n)];
+  const lower = new InformerCache({ client, shard: staticShardFilter(lowerHalf) });
+  const upper = new InformerCache({
+    client,
+    shard: staticShardFilter([hashRange(HASH_SPACE_END / 2n, HASH_SPACE_END)]),
+  });
+  for (const ns of ["team", "team-x", "team-x-prod", "kube-system", "default"]) {
+    assert.notEqual(lower.holdsNamespace(ns), upper.holdsNamespace(ns), ns);
+    assert.equal(lower.holdsNamespace(ns), setContains(lowerHalf, fnv1a64(ns)), ns);
   }
 });

@@ -9,10 +9,15 @@
  *
  * @module
  */
-import type { Reader } from "../kube/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import { type Actor, actorDerives, actorRef } from "./actor.ts";
-import { type Claim, describeClaims, tagClaims } from "./claims.ts";
+import {
+  type Claim,
+  type ClaimSources,
+  collisionClaims,
+  describeClaims,
+  tagClaims,
+} from "./claims.ts";
 
 /** Why a delete was refused: the actor cannot derive the name, or someone still needs the tag. */
 export type RefusalKind = "not-derived" | "collision" | "claimed";
@@ -22,16 +27,17 @@ export type Verdict =
   | { allowed: true }
   | { allowed: false; kind: RefusalKind; claims: Claim[]; message: string };
 
-/** What the gate reads through and deletes with. */
-export interface GateDeps {
-  /** Uncached reads: a stale cache could hide a claimant. */
-  reader: Reader;
+/**
+ * What the gate reads through and deletes with: uncached reads (a stale cache could hide a
+ * claimant) and the cache's VM-name index (which namespaces to read), and the registry.
+ */
+export interface GateDeps extends ClaimSources {
   registry: Registry;
 }
 
 /** Answers whether `<vmName>:<tag>` may be deleted now on behalf of actor. */
 export async function mayDeleteTag(
-  reader: Reader,
+  sources: ClaimSources,
   actor: Actor,
   vmName: string,
   tag: string,
@@ -46,7 +52,7 @@ export async function mayDeleteTag(
         `names: ${vmName}:${tag} is not deleted`,
     };
   }
-  const claims = await tagClaims(reader, vmName, tag, actor, signal);
+  const claims = await tagClaims(sources, vmName, tag, actor, signal);
   if (claims.length === 0) return { allowed: true };
   const collisions = claims.filter((c) => c.collision);
   if (collisions.length > 0) {
@@ -77,19 +83,24 @@ export async function deleteTagIfAllowed(
   tag: string,
   signal?: AbortSignal,
 ): Promise<Verdict> {
-  const verdict = await mayDeleteTag(deps.reader, actor, vmName, tag, signal);
+  const verdict = await mayDeleteTag(deps, actor, vmName, tag, signal);
   if (verdict.allowed) await deps.registry.deleteManifest(vmName, tag, signal);
   return verdict;
 }
 
 /**
  * Whether actor may hibernate or wake vmName: the actor derives it and no object of another
- * namespace derives the same name. undefined when allowed; else the refusal.
+ * namespace derives the same name. undefined when allowed; else the refusal. `decision`: the
+ * actor is about to act on the VM under the name for the first time (a request recording it, a
+ * set asking a pod to hibernate), so the other namespaces are read past the cache (the `act`
+ * moment of claims.ts CollisionMoment); otherwise a pass that already acts under the name is
+ * answered from the cache unless it shows a collision (`poll`).
  */
 export async function actingRefusal(
-  reader: Reader,
+  sources: ClaimSources,
   actor: Actor,
   vmName: string,
+  decision: boolean,
   signal?: AbortSignal,
 ): Promise<Verdict & { allowed: false } | undefined> {
   if (!actorDerives(actor, vmName)) {
@@ -101,10 +112,8 @@ export async function actingRefusal(
         `names: it is not hibernated or woken through it`,
     };
   }
-  // The claims of the `latest` tag are "anything that derives the name": what a collision needs.
-  const collisions = (await tagClaims(reader, vmName, "latest", actor, signal)).filter((c) =>
-    c.collision
-  );
+  const moment = decision ? "act" : "poll";
+  const collisions = await collisionClaims(sources, vmName, actor, moment, signal);
   if (collisions.length === 0) return undefined;
   return {
     allowed: false,

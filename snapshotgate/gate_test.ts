@@ -13,7 +13,19 @@ import {
   setDerivesVMName,
   vmNameSplits,
 } from "../common/meta/mod.ts";
-import { actingRefusal, type Actor, deleteTagIfAllowed, mayDeleteTag } from "./mod.ts";
+import {
+  actingRefusal,
+  type Actor,
+  type ClaimSources,
+  deleteTagIfAllowed,
+  mayDeleteTag,
+  scannedVMNameIndex,
+} from "./mod.ts";
+
+/** The fake API as both the gate's uncached reader and (scanned) its cache's VM-name index. */
+function sources(fake: FakeClient): ClaimSources {
+  return { reader: fake, index: scannedVMNameIndex(fake) };
+}
 
 function set(ns: string, name: string, mod: (cs: CocoonSet) => void = () => {}): CocoonSet {
   const cs = {
@@ -82,7 +94,7 @@ Deno.test("gate: a released seat's node hint claims the main's :hibernate", asyn
     }),
   );
   const v = await mayDeleteTag(
-    fake,
+    sources(fake),
     requestActor("ns", "hib", "demo-0"),
     "vk-ns-demo-0",
     "hibernate",
@@ -101,7 +113,7 @@ Deno.test("gate: a migration in flight claims the main's :hibernate", async () =
     }),
   );
   const v = await mayDeleteTag(
-    fake,
+    sources(fake),
     requestActor("ns", "hib", "demo-0"),
     "vk-ns-demo-0",
     "hibernate",
@@ -142,7 +154,7 @@ Deno.test("gate: the claimant table on pods and requests", async (t) => {
       const registry = new FakeRegistry();
       registry.put(vm, "hibernate");
       const v = await deleteTagIfAllowed(
-        { reader: fake, registry },
+        { ...sources(fake), registry },
         requestActor("ns", "hib", "demo-0"),
         vm,
         "hibernate",
@@ -155,10 +167,20 @@ Deno.test("gate: the claimant table on pods and requests", async (t) => {
 
 Deno.test("gate: a name the actor cannot derive is refused", async () => {
   const fake = new FakeClient();
-  const v = await mayDeleteTag(fake, setActor("ns", "demo"), "vk-victim-app-0", "hibernate");
+  const v = await mayDeleteTag(
+    sources(fake),
+    setActor("ns", "demo"),
+    "vk-victim-app-0",
+    "hibernate",
+  );
   assert.ok(!v.allowed && v.kind === "not-derived");
   assert.match(!v.allowed ? v.message : "", /vk-victim-app-0/);
-  const w = await actingRefusal(fake, requestActor("ns", "hib", "demo-0"), "vk-victim-app-0");
+  const w = await actingRefusal(
+    sources(fake),
+    requestActor("ns", "hib", "demo-0"),
+    "vk-victim-app-0",
+    true,
+  );
   assert.equal(w?.kind, "not-derived");
 });
 
@@ -167,17 +189,22 @@ Deno.test("gate: team / x-prod-0 and team-x / prod-0 collide and are refused nam
   fake.seed(Pods, pod("team", "x-prod-0"));
   fake.seed(CocoonSets, set("team-x", "prod"));
   const vm = "vk-team-x-prod-0";
-  const bySet = await mayDeleteTag(fake, setActor("team-x", "prod"), vm, "hibernate");
+  const bySet = await mayDeleteTag(sources(fake), setActor("team-x", "prod"), vm, "hibernate");
   assert.ok(!bySet.allowed && bySet.kind === "collision");
   assert.match(!bySet.allowed ? bySet.message : "", /CocoonSet team-x\/prod.*Pod team\/x-prod-0/);
-  const byRequest = await actingRefusal(fake, requestActor("team", "hib", "x-prod-0"), vm);
+  const byRequest = await actingRefusal(
+    sources(fake),
+    requestActor("team", "hib", "x-prod-0"),
+    vm,
+    true,
+  );
   assert.equal(byRequest?.kind, "collision");
   assert.match(byRequest?.message ?? "", /CocoonSet team-x\/prod/);
   // Alone in its namespace, the same actor may act.
   const alone = new FakeClient();
   alone.seed(CocoonSets, set("team-x", "prod"));
   assert.equal(
-    (await mayDeleteTag(alone, setActor("team-x", "prod"), vm, "hibernate")).allowed,
+    (await mayDeleteTag(sources(alone), setActor("team-x", "prod"), vm, "hibernate")).allowed,
     true,
   );
 });
@@ -195,7 +222,7 @@ Deno.test("gate: a request yielding to the set's migration does not hold the mig
   const registry = new FakeRegistry();
   registry.put(vm, "hibernate");
   const v = await deleteTagIfAllowed(
-    { reader: fake, registry },
+    { ...sources(fake), registry },
     setActor("ns", "demo"),
     vm,
     "hibernate",
@@ -208,13 +235,13 @@ Deno.test("gate: a request yielding to the set's migration does not hold the mig
   asked.seed(CocoonSets, migrating);
   asked.seed(Pods, pod("ns", "demo-0", { [ANNOTATION_HIBERNATE]: "true" }));
   asked.seed(CocoonHibernations, request("ns", "hib", "demo-0", "Hibernate", "Hibernating"));
-  const w = await mayDeleteTag(asked, setActor("ns", "demo"), vm, "hibernate");
+  const w = await mayDeleteTag(sources(asked), setActor("ns", "demo"), vm, "hibernate");
   assert.ok(!w.allowed && /Pod ns\/demo-0 \(asked to hibernate\)/.test(w.message));
 
   // A set that runs no flow of its own on the VM still waits for the request.
   const running = new FakeClient();
   running.seed(CocoonSets, set("ns", "demo"));
   running.seed(CocoonHibernations, request("ns", "hib", "demo-0", "Hibernate", "Hibernated"));
-  const r = await mayDeleteTag(running, setActor("ns", "demo"), vm, "hibernate");
+  const r = await mayDeleteTag(sources(running), setActor("ns", "demo"), vm, "hibernate");
   assert.ok(!r.allowed && /CocoonHibernation ns\/hib/.test(r.message));
 });

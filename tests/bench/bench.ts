@@ -4,7 +4,8 @@
  * here asserts; tests do that. The document's keys: the runtime figures below (flat, as the
  * summary always had them), `reconcileFixture` (reconcile_fixture.ts), `startup`
  * (startup.ts), `convergence` (convergence.ts; keyed `sets100`, `sets1000`), `memoryAtScale` and `scopedCache`
- * (memory_at_scale.ts), `scaleOut` (scale_out.ts: 1 vs 2 sharded replicas; alone:
+ * (memory_at_scale.ts), `pendingFlows` (pending_flows.ts: every API request in the 75 s after
+ * start with a Hibernate and a migration held), `scaleOut` (scale_out.ts: 1 vs 2 sharded replicas; alone:
  * `deno run -A tests/bench/scale_out.ts`). Each of the others also runs alone (`deno task bench:<name>`, see
  * deno.json); `--operator-cmd` names the operator the system benchmarks measure (default
  * `deno task start`), `--quick` makes their N smaller and their windows shorter.
@@ -44,6 +45,7 @@ import { benchRefusedAtScale } from "./refused_at_scale.ts";
 import { startupFromFlags } from "./startup.ts";
 import { convergenceFromFlags } from "./convergence.ts";
 import { memoryAtScaleFromFlags } from "./memory_at_scale.ts";
+import { pendingFlowsFromFlags } from "./pending_flows.ts";
 import { benchScaleOut, scaleOutGoals, scaleOutOptions } from "./scale_out.ts";
 import { benchFlagsOrExit } from "./flags.ts";
 import { progress } from "./load.ts";
@@ -362,6 +364,8 @@ const refusedAtScale = await benchRefusedAtScale(flags.quick ? 100 : 1000);
 const startup = await startupFromFlags(flags);
 const convergence = await convergenceFromFlags(flags);
 const { memoryAtScale, scopedCache } = await memoryAtScaleFromFlags(flags);
+progress("pending flows");
+const pendingFlows = await pendingFlowsFromFlags(flags);
 progress("scale out");
 const scaleOut = await benchScaleOut(scaleOutOptions(flags.operatorCmd, flags.quick));
 progress(`scaleOut goals: ${JSON.stringify(scaleOutGoals(scaleOut))}`);
@@ -375,6 +379,7 @@ console.log(JSON.stringify(
     convergence,
     memoryAtScale,
     scopedCache,
+    pendingFlows,
     scaleOut,
     quick: flags.quick,
     operatorCmd: flags.operatorCmd,
