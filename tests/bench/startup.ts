@@ -17,8 +17,8 @@
  *   main.ts); `…FromProcessStart` figures subtract it, for comparison with a binary started
  *   directly. /proc start times have 10 ms resolution;
  * - stepStartsMs: when each process of the launch chain started, after the first (stepName:
- *   `deno task`, start.ts step 1, start.ts step 2, the operator), so the launcher's time splits
- *   by step. What each step spends on module loading is in tests/bench/import_trace.ts.
+ *   `deno task`, the launcher, the operator), so the launcher's time splits by process. What
+ *   each spends on module loading is in tests/bench/import_trace.ts.
  *
  * A line's time is when it arrived through the pipe, not its own timestamp, so the figures
  * apply to any build whatever its log format. Medians over the runs, and each run.
@@ -53,8 +53,7 @@ export interface StartupRun {
   launcherMs?: number;
   /**
    * When each process of the launch chain started, ms after the first (10 ms resolution), by
-   * step: for `deno task start` the task runner, the launcher's first step, its second step,
-   * the operator.
+   * step: for `deno task start` the task runner, the launcher, the operator.
    */
   steps?: { step: string; startMs: number }[];
 }
@@ -64,9 +63,7 @@ export function stepName(cmdline: string): string {
   // The benchmark's own `sh -c "<operator command>"`, first in every chain.
   if (/^(\S*\/)?sh -c /.test(cmdline)) return "sh";
   if (/\bdeno task\b/.test(cmdline)) return "deno task";
-  if (/scripts\/start\.ts --cocoon-start-read-granted/.test(cmdline)) return "start.ts step 2";
-  if (/scripts\/start\.ts --cocoon-start-resolve-plugin/.test(cmdline)) return "start.ts plugin";
-  if (/scripts\/start\.ts/.test(cmdline)) return "start.ts step 1";
+  if (/scripts\/start\.ts/.test(cmdline)) return "launcher (start.ts)";
   if (/main\.ts/.test(cmdline)) return "operator (main.ts)";
   return cmdline.split(" ")[0].split("/").at(-1) ?? cmdline;
 }
