@@ -1,17 +1,11 @@
 /**
- * `deno task start`: runs the operator (main.ts) on a developer machine under the smallest
- * permission set this machine's configuration needs, the one the operator checks at start-up
- * (permissions.ts localPermissionSet): the API server of the current kubeconfig context, the
- * OCI_REGISTRY host, the two listeners, the cluster and registry credential files, the
- * operator's variables and, for a kubeconfig user with an exec credential plugin, running that
- * one program. The operator starts with a cleared environment: its own variables and the deno
- * runtime's, no proxy variable unless COCOON_START_KEEP_PROXY=1 (a dropped one is named on one
- * line).
- *
- * This launcher is one process. The task grants it reads, variables and running `deno`, no
- * network and no write (docs/configuration.md says why reads are not scoped). Flags after the
- * task name go to the operator. A configuration or cluster problem prints one line and exits 2
- * before the operator starts; otherwise the exit code is the operator's.
+ * `deno task start`: one launcher process that computes the operator's permission set for this
+ * machine (permissions.ts localPermissionSet, the set the operator checks at start-up) and runs
+ * main.ts under it, with a cleared environment: the operator's variables and the deno runtime's,
+ * no proxy variable unless COCOON_START_KEEP_PROXY=1. The task grants the launcher reads,
+ * variables and running `deno`; no network, no write (docs/configuration.md says why). Flags after
+ * the task name go to the operator. A configuration problem prints one line and exits 2 before the
+ * operator starts; otherwise the exit code is the operator's.
  *
  * @module
  */
@@ -129,12 +123,6 @@ export function launchPlan(
   };
 }
 
-/** The line naming the proxy variables the operator does not get. */
-function droppedProxiesLine(names: readonly string[]): string {
-  return `start: ${names.join(", ")} not passed to the operator (its permission set names no ` +
-    "proxy); COCOON_START_KEEP_PROXY=1 passes them on and grants the proxy";
-}
-
 /**
  * Whether the launcher turns /metrics to plain http: only for a loopback listener (nothing off
  * this machine can reach it) and only when neither --metrics-secure nor METRICS_SECURE was given.
@@ -173,7 +161,13 @@ function resolvePluginPath(exec: ExecConfig, path: string | undefined): string {
     const hint = exec.installHint ? `; ${exec.installHint.replace(/\s*\n\s*/g, " ")}` : "";
     throw new Error(`${where} not found${absolute ? "" : " on PATH"}${hint}`);
   }
-  const refused = refusedPluginReason(found) ?? refusedPluginReason(realPath(found));
+  let real = found;
+  try {
+    real = Deno.realPathSync(found);
+  } catch {
+    // Unreadable link: the name alone is checked.
+  }
+  const refused = refusedPluginReason(found) ?? refusedPluginReason(real);
   if (refused) throw new Error(`${where} refused: ${refused}`);
   return found;
 }
@@ -186,14 +180,6 @@ function fileKind(path: string): "file" | "other" | "missing" {
     return info.mode === null || (info.mode & 0o111) !== 0 ? "file" : "other";
   } catch {
     return "missing";
-  }
-}
-
-function realPath(path: string): string {
-  try {
-    return Deno.realPathSync(path);
-  } catch {
-    return path;
   }
 }
 
@@ -231,7 +217,12 @@ if (import.meta.main) {
     console.error(`cocoon-operator: ${plan.message}`);
     Deno.exit(2);
   }
-  if (plan.droppedProxies.length > 0) console.error(droppedProxiesLine(plan.droppedProxies));
+  if (plan.droppedProxies.length > 0) {
+    console.error(
+      `start: ${plan.droppedProxies.join(", ")} not passed to the operator (its permission set ` +
+        "names no proxy); COCOON_START_KEEP_PROXY=1 passes them on and grants the proxy",
+    );
+  }
   // The exact command on request: by default the operator's own output is all there is.
   if (env.COCOON_START_VERBOSE) console.error(`start: deno ${plan.args.join(" ")}`);
   Deno.exit(await runDeno(plan.args, { ...runtimeEnvFor(plan.childEnv), ...plan.childEnv }));
