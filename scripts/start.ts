@@ -20,9 +20,14 @@ import { localPermissionSet, permissionFlags } from "../permissions.ts";
 import { LOCAL_ONLY_ENV, OPERATOR_ENV, PROXY_VARIABLES } from "../operator_env.ts";
 import { runtimeEnvFor, v8FlagsArg } from "./runtime_flags.ts";
 
-/** What the operator's deno runtime reads by itself: its cache, npm registry, trust store. */
+/**
+ * What the operator's deno runtime reads by itself: its cache, npm registry, trust store, and V8
+ * flags. DENO_V8_FLAGS applies to this launcher too, and V8 rejects a module's code cache written
+ * under other flags: the two processes keep one cache only with the same flags.
+ */
 const DENO_RUNTIME_ENV = [
   "DENO_DIR",
+  "DENO_V8_FLAGS",
   "DENO_CERT",
   "DENO_TLS_CA_STORE",
   "DENO_NO_UPDATE_CHECK",

@@ -237,6 +237,7 @@ Deno.test("start: the operator's environment is cleared to its own variables, pr
       https_proxy: "http://proxy.corp:3128",
       AWS_SECRET_ACCESS_KEY: "not for the operator",
       DENO_DIR: "/cache/deno",
+      DENO_V8_FLAGS: "--trace-gc",
     };
     const plan = launchPlan(["--leader-elect=false"], env, dir);
     assert.ok(plan.ok, plan.ok ? "" : plan.message);
@@ -246,6 +247,8 @@ Deno.test("start: the operator's environment is cleared to its own variables, pr
       PROBE_ADDR: "0",
       KUBECONFIG: `${dir}/config`,
       DENO_DIR: "/cache/deno",
+      // The launcher runs with it too: the same V8 flags share one code cache.
+      DENO_V8_FLAGS: "--trace-gc",
       // The deno CLI's own release check would go out past --allow-net.
       DENO_NO_UPDATE_CHECK: "1",
     });
