@@ -1,7 +1,6 @@
 /**
- * The environment variables the operator reads, as data with no import: permissions.ts grants
- * them, and the first step of `deno task start` (scripts/launcher_first_step.ts) passes them on
- * without loading permissions.ts and what it imports.
+ * The environment variables the operator reads, as plain data: permissions.ts grants them and
+ * checks them at start-up, and `deno task start` (scripts/start.ts) passes exactly these on.
  *
  * @module
  */

@@ -35,7 +35,7 @@ export interface PermissionSet {
   env: string[];
   /**
    * Programs for `--allow-run`: in cluster never any; in local mode at most the one exec
-   * credential plugin of the kubeconfig user, as an absolute path (scripts/exec_plugin_path.ts).
+   * credential plugin of the kubeconfig user, as an absolute path (scripts/start.ts).
    */
   run?: string[];
 }

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { createCertificateAuthority } from "../tests/harness/certs.ts";
-import { LAUNCHER_ENV, launcherReadPaths, launchPlan } from "./start.ts";
-import { PROXY_VARIABLES } from "../permissions.ts";
+import { launchPlan } from "./start.ts";
+import { v8FlagsArg } from "./runtime_flags.ts";
+import { LOCAL_ONLY_ENV, OPERATOR_ENV, PROXY_VARIABLES } from "../permissions.ts";
 
 const repoRoot = new URL("../", import.meta.url).pathname;
 
@@ -28,7 +29,7 @@ Deno.test("start: the operator gets exactly the local set for this kubeconfig", 
       METRICS_ADDR: "0",
     }, dir);
     assert.ok(plan.ok);
-    assert.deepEqual(plan.env, { KUBECONFIG: `${dir}/config` });
+    assert.equal(plan.childEnv.KUBECONFIG, `${dir}/config`);
     const [run, noPrompt, net, read, env, main, ...rest] = plan.args;
     assert.deepEqual([run, noPrompt], ["run", "--no-prompt"]);
     assert.equal(net, "--allow-net=127.0.0.1:18081,127.0.0.1:6443,registry.example.com:5000");
@@ -107,7 +108,10 @@ Deno.test("deno task start with no cluster: one line naming what it tried, exit 
   );
 });
 
-Deno.test("deno task start with an API server that does not answer: one line on the terminal, exit 2", async () => {
+/** `deno task start` against an API server that does not answer; its exit code and output. */
+async function startUnreachable(
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const info = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
   const denoDir = String(JSON.parse(new TextDecoder().decode(info.stdout)).denoDir);
   const dir = await Deno.makeTempDir();
@@ -137,18 +141,45 @@ Deno.test("deno task start with an API server that does not answer: one line on 
         KUBECONFIG: kubeconfig,
         OCI_REGISTRY: "r.example.com/x",
         LEADER_ELECT: "false",
+        ...extraEnv,
       },
       stdout: "piped",
       stderr: "piped",
     }).output();
-    const stderr = new TextDecoder().decode(out.stderr).trim();
-    assert.equal(out.code, 2, stderr);
-    assert.equal(new TextDecoder().decode(out.stdout), "", "nothing on stdout");
-    assert.equal(stderr.split("\n").length, 1, stderr);
-    assert.match(stderr, /^cocoon-operator: .*127\.0\.0\.1:1.*deno task dev/);
+    const text = (b: Uint8Array) => new TextDecoder().decode(b);
+    return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr).trim() };
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+Deno.test("deno task start with an API server that does not answer: one line on the terminal, exit 2", async () => {
+  const { code, stdout, stderr } = await startUnreachable();
+  assert.equal(code, 2, stderr);
+  assert.equal(stdout, "", "nothing on stdout");
+  assert.equal(stderr.split("\n").length, 1, stderr);
+  assert.match(stderr, /^cocoon-operator: .*127\.0\.0\.1:1.*deno task dev/);
+});
+
+Deno.test("deno task start with proxy variables: one line names those not passed on", async () => {
+  const { code, stderr } = await startUnreachable({
+    HTTPS_PROXY: "http://127.0.0.1:9",
+    no_proxy: "example.com",
+    http_proxy: "127.0.0.1:9",
+    ALL_PROXY: "",
+    // The deno CLI running the task would check for a newer release through the proxy.
+    DENO_NO_UPDATE_CHECK: "1",
+  });
+  assert.equal(code, 2, stderr);
+  const lines = stderr.split("\n");
+  assert.equal(lines.length, 2, stderr);
+  assert.equal(
+    lines[0],
+    "start: HTTPS_PROXY, http_proxy not passed to the operator (its permission set names no " +
+      "proxy); COCOON_START_KEEP_PROXY=1 passes them on and grants the proxy",
+  );
+  // The operator did not go through the proxy: it names the API server it could not reach.
+  assert.match(lines[1], /^cocoon-operator: .*127\.0\.0\.1:1.*deno task dev/);
 });
 
 Deno.test("start: the launcher's module graph leaves out the metrics stack and the logger", async () => {
@@ -167,41 +198,22 @@ Deno.test("start: the launcher's module graph leaves out the metrics stack and t
   assert.deepEqual(npm.map((s) => s.replace(/^npm:\/?/, "").replace(/@[^@]*$/, "")), ["js-yaml"]);
 });
 
-Deno.test("start: the task grants the launcher only its variables and running deno", async () => {
+Deno.test("start: the task runs one launcher: reads, variables and deno, no net or write, the operator's V8 flags", async () => {
   const tasks = JSON.parse(await Deno.readTextFile(`${repoRoot}deno.json`)).tasks;
   const words = String(tasks.start).split(" ");
   assert.deepEqual(words, [
     "deno",
     "run",
-    `--allow-env=${LAUNCHER_ENV.join(",")}`,
+    "--no-prompt",
+    "--allow-read",
+    "--allow-env",
     "--allow-run=deno",
+    // V8 rejects a module's code cache written under other flags: the launcher and the operator
+    // share config.ts, permissions.ts, js-yaml and more, so they run with the same flags.
+    v8FlagsArg(),
     "scripts/start.ts",
   ]);
-  // No file read, write, network, sys or ffi for the launcher's first step.
-  assert.ok(!words.some((w) => /^--allow-(read|write|net|sys|ffi|all|import)|^-A$/.test(w)));
-});
-
-Deno.test("start: the second step reads only the files that describe the cluster", () => {
-  assert.deepEqual(
-    launcherReadPaths(["--kubeconfig=rel/k"], {
-      KUBECONFIG: "a:/abs/b::",
-      HOME: "/home/dev/",
-      GOOGLE_APPLICATION_CREDENTIALS: "key.json",
-      OCI_REGISTRY: "r.example.com/x",
-    }, "/work"),
-    [
-      "/work/rel/k",
-      "/work/a",
-      "/abs/b",
-      "/home/dev/.kube/config",
-      "/home/dev/.config/gcloud/application_default_credentials.json",
-      "/work/key.json",
-    ],
-  );
-  assert.deepEqual(
-    launcherReadPaths([], { KUBERNETES_SERVICE_HOST: "10.0.0.1" }, "/"),
-    ["/var/run/secrets/kubernetes.io/serviceaccount"],
-  );
+  assert.ok(!words.some((w) => /^--allow-(write|net|sys|ffi|all|import)|^-A$/.test(w)));
 });
 
 Deno.test("start: the operator's environment is cleared to its own variables, proxies dropped", async () => {
@@ -225,6 +237,7 @@ Deno.test("start: the operator's environment is cleared to its own variables, pr
       https_proxy: "http://proxy.corp:3128",
       AWS_SECRET_ACCESS_KEY: "not for the operator",
       DENO_DIR: "/cache/deno",
+      DENO_V8_FLAGS: "--trace-gc",
     };
     const plan = launchPlan(["--leader-elect=false"], env, dir);
     assert.ok(plan.ok, plan.ok ? "" : plan.message);
@@ -234,6 +247,8 @@ Deno.test("start: the operator's environment is cleared to its own variables, pr
       PROBE_ADDR: "0",
       KUBECONFIG: `${dir}/config`,
       DENO_DIR: "/cache/deno",
+      // The launcher runs with it too: the same V8 flags share one code cache.
+      DENO_V8_FLAGS: "--trace-gc",
       // The deno CLI's own release check would go out past --allow-net.
       DENO_NO_UPDATE_CHECK: "1",
     });
@@ -249,7 +264,8 @@ Deno.test("start: the operator's environment is cleared to its own variables, pr
     assert.equal(kept.childEnv.HTTP_PROXY, "127.0.0.1:18555");
     assert.ok(kept.args.some((a) => a.startsWith("--allow-net=") && a.includes("127.0.0.1:18555")));
     assert.ok(!("AWS_SECRET_ACCESS_KEY" in kept.childEnv));
-    for (const v of PROXY_VARIABLES) assert.ok(LAUNCHER_ENV.includes(v), v);
+    assert.deepEqual(plan.droppedProxies, ["HTTP_PROXY", "https_proxy"]);
+    assert.deepEqual(kept.droppedProxies, []);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -446,16 +462,59 @@ Deno.test("start: the operator's cleared environment keeps PATH only for an exec
   }
 });
 
-Deno.test("start: the second step runs with the operator's V8 flags and reads only its files", async () => {
-  const { secondStepArgs } = await import("./start.ts");
-  const { v8FlagsArg } = await import("./runtime_flags.ts");
-  const args = secondStepArgs(["/k/config"], ["--leader-elect=false"]);
-  assert.deepEqual(args.slice(0, 4), [
-    "run",
-    "--no-prompt",
-    v8FlagsArg(),
-    "--allow-read=/k/config",
-  ]);
-  assert.deepEqual(args.slice(-2), ["--cocoon-start-read-granted", "--leader-elect=false"]);
-  assert.ok(!secondStepArgs([], []).some((a) => a.startsWith("--allow-read")));
+Deno.test("start: each operator variable that is set reaches the operator and its grant; proxies only when kept", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/config`,
+      JSON.stringify({
+        "current-context": "c",
+        clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:6443" } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+      }),
+    );
+    // Valid values where the configuration checks them; any text elsewhere.
+    const valid: Record<string, string> = {
+      KUBECONFIG: `${dir}/config`,
+      OCI_REGISTRY: "registry.example.com/vms",
+      METRICS_ADDR: "0",
+      PROBE_ADDR: "0",
+      LEADER_ELECT: "false",
+      COCOONSET_CONCURRENCY: "2",
+      HIBERNATION_CONCURRENCY: "2",
+      MAX_REPLICAS_PER_SET: "10",
+      MAX_TOOLBOXES_PER_SET: "10",
+      INFORMER_STALL_SECONDS: "60",
+      SHARDS: "off",
+      OPERATOR_LOG_LEVEL: "info",
+      OPERATOR_LOG_FORMAT: "text",
+      OPERATOR_ALLOW_EXTRA_PERMISSIONS: "false",
+      OPERATOR_ALLOW_PLAIN_HTTP: "registry.example.com",
+      OPERATOR_ALLOW_NET: "auth.example.com",
+      METRICS_SECURE: "false",
+      HOME: `${dir}/home`,
+    };
+    const env: Record<string, string> = {};
+    for (const name of [...OPERATOR_ENV, ...LOCAL_ONLY_ENV]) {
+      env[name] = valid[name] ?? (PROXY_VARIABLES.includes(name) ? "proxy.example.com:3128" : "x");
+    }
+    for (const keep of [false, true]) {
+      const plan = launchPlan(
+        [],
+        { ...env, ...(keep ? { COCOON_START_KEEP_PROXY: "1" } : {}) },
+        dir,
+      );
+      assert.ok(plan.ok, plan.ok ? "" : plan.message);
+      const granted = plan.args.find((a) => a.startsWith("--allow-env="))!.split("=")[1].split(",");
+      for (const name of Object.keys(env)) {
+        const passed = keep || !PROXY_VARIABLES.includes(name);
+        assert.equal(plan.childEnv[name], passed ? env[name] : undefined, name);
+        if (passed) assert.ok(granted.includes(name), `${name} granted`);
+      }
+      assert.deepEqual(plan.droppedProxies, keep ? [] : PROXY_VARIABLES);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -20,8 +20,8 @@
  *   the above were seen, from /proc (10 ms resolution): the start-up's cost with the machine's
  *   load taken out, which wall times on a shared machine cannot show;
  * - stepStartsMs: when each process of the launch chain started, after the first (stepName:
- *   `deno task`, start.ts step 1, start.ts step 2, the operator), so the launcher's time splits
- *   by step. What each step spends on module loading is in tests/bench/import_trace.ts.
+ *   `deno task`, the launcher, the operator), so the launcher's time splits by process. What
+ *   each spends on module loading is in tests/bench/import_trace.ts.
  *
  * A line's time is when it arrived through the pipe, not its own timestamp, so the figures
  * apply to any build whatever its log format. Medians over the runs, and each run.
@@ -57,8 +57,7 @@ export interface StartupRun {
   operatorCpuMs?: number;
   /**
    * When each process of the launch chain started, ms after the first (10 ms resolution), by
-   * step: for `deno task start` the task runner, the launcher's first step, its second step,
-   * the operator.
+   * step: for `deno task start` the task runner, the launcher, the operator.
    */
   steps?: { step: string; startMs: number }[];
 }
@@ -68,9 +67,7 @@ export function stepName(cmdline: string): string {
   // The benchmark's own `sh -c "<operator command>"`, first in every chain.
   if (/^(\S*\/)?sh -c /.test(cmdline)) return "sh";
   if (/\bdeno task\b/.test(cmdline)) return "deno task";
-  if (/scripts\/start\.ts --cocoon-start-read-granted/.test(cmdline)) return "start.ts step 2";
-  if (/scripts\/start\.ts --cocoon-start-resolve-plugin/.test(cmdline)) return "start.ts plugin";
-  if (/scripts\/start\.ts/.test(cmdline)) return "start.ts step 1";
+  if (/scripts\/start\.ts/.test(cmdline)) return "launcher (start.ts)";
   if (/main\.ts/.test(cmdline)) return "operator (main.ts)";
   return cmdline.split(" ")[0].split("/").at(-1) ?? cmdline;
 }

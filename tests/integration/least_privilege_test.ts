@@ -201,6 +201,10 @@ Deno.test({
           try {
             const [, launched] = await proc.waitForOutput(/^start: (deno run .*)$/m);
             assert.ok(!launched.includes(proxy.host.split(":")[1]), launched);
+            // One line names what was dropped, before the operator starts.
+            await proc.waitForOutput(
+              /^start: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY not passed to the operator \(/m,
+            );
             await waitFor(
               "lease held",
               async () => {
