@@ -486,6 +486,7 @@ Deno.test("start: each operator variable that is set reaches the operator and it
       MAX_REPLICAS_PER_SET: "10",
       MAX_TOOLBOXES_PER_SET: "10",
       INFORMER_STALL_SECONDS: "60",
+      RBAC_RECHECK_SECONDS: "60",
       SHARDS: "off",
       OPERATOR_LOG_LEVEL: "info",
       OPERATOR_LOG_FORMAT: "text",
