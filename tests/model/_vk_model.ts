@@ -36,7 +36,10 @@
  * expects back, a restore whose tag is gone, a pod finalized while its VM held the only copy of
  * its state, and two VMs live under one name. And, whoever claims the state or not, a **stale
  * restore**: a VM that comes back from `:hibernate` with state older than the last state a VM of
- * that name ran (the tag outlived the VM's return and was read back later).
+ * that name ran (the tag outlived the VM's return and was read back later). Two stale restores are
+ * counted instead of judged: of a tag a set's suspend pushed or read Suspended on (a retain resume
+ * keeps its tags, as the Go operator's does), and of a tag read again before any operator pass saw
+ * the VM back from it (its owner had no chance to drop it yet).
  *
  * @module
  */
