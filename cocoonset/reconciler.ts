@@ -5,7 +5,8 @@
  *
  * One pass, in order (the first step that owns the pass returns):
  * get → teardown (deleting) → finalizer (and snapshot ledger) → list and classify owned pods →
- * stamp the generation on every pod → record the snapshot ledger → failed main → suspend
+ * stamp the generation on every pod → record the snapshot ledger → settle orphaned `:hibernate`
+ * tags → failed main → suspend
  * (release or retain) → migration → released-seat wake → clear leftover hibernate requests →
  * main drift → create main → wait for the main to be Ready → sub-agents → toolboxes → status.
  */
@@ -61,6 +62,7 @@ import {
   setsTargetingNode,
 } from "./node_watch.ts";
 import { listOwnedPods } from "./ownership.ts";
+import { settleOrphanTags } from "./orphan_tags.ts";
 import {
   type CocoonSetDeps,
   emit,
@@ -177,6 +179,7 @@ async function runPass(pass: SetPass): Promise<Result> {
   if (finalizing) return finalizing;
 
   await listStampAndRecord(pass);
+  await settleOrphanTags(pass);
   const bounds = recordSpecBounds(pass);
 
   const failed = await reconcileFailedMain(pass);

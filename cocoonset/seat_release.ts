@@ -11,7 +11,7 @@
 import { errorText, patchAnnotations, wrapError } from "../kube/mod.ts";
 import type { Pod, Reader, Result } from "../kube/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
-import { patchHibernateState, patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
+import { patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
 import {
   ANNOTATION_HIBERNATED_ON_NODE,
   markRestoreFromHibernate,
@@ -46,6 +46,7 @@ import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
 import { dropTag } from "./tag_gate.ts";
+import { withdrawUnownedAsk } from "./orphan_tags.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
@@ -382,6 +383,9 @@ async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> 
   pass.log.warn("wake: withdrawing the hibernate request on {pod}, which nothing owns", {
     pod: podRef(main),
   });
+  // The request may have made a tag already: it is marked orphaned in the same write, so it
+  // goes once the VM is back even if this wake is over by then.
+  if (!await withdrawUnownedAsk(pass, main, "wake")) return;
   emit(
     pass,
     "Warning",
@@ -389,11 +393,6 @@ async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> 
     `restore pod ${main.metadata.name} carried a hibernate request no CocoonHibernation or ` +
       `suspend owns; withdrawn so the wake can finish`,
   );
-  try {
-    await patchHibernateState(deps.client, main, false, pass.signal);
-  } catch (err) {
-    throw wrapError(`wake: clear hibernate on ${podRef(main)}`, err);
-  }
 }
 
 /**

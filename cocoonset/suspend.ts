@@ -23,6 +23,7 @@ import { writeSetStatus } from "./status.ts";
 import { hibernateRefused } from "./tag_gate.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
+import { SUSPEND_PHASES, withdrawUnownedAsk } from "./orphan_tags.ts";
 
 /** How often a suspending set looks again (ms). */
 export const REQUEUE_SUSPEND_POLL_MS = 5_000;
@@ -126,7 +127,11 @@ export async function applySuspend(pass: SetPass): Promise<void> {
 
 /**
  * Clears the hibernate request from owned pods that carry it, except pods a CocoonHibernation
- * wants hibernated (desire Hibernate, or still Hibernating): that controller owns them.
+ * wants hibernated (desire Hibernate, or still Hibernating): that controller owns them. While
+ * the phase still shows the set's own suspend, this is its resume, which keeps its tags (as the
+ * Go operator does). Any other request is nobody's (its CocoonHibernation deleted, a person's, a
+ * stale pass's): its tag is marked orphaned as the request goes, to be dropped once the VM is
+ * back (orphan_tags.ts).
  */
 export async function applyUnsuspend(pass: SetPass): Promise<void> {
   const hibernated = podsByName(pass.classified).filter((p) => readHibernateState(p));
@@ -137,9 +142,14 @@ export async function applyUnsuspend(pass: SetPass): Promise<void> {
     hibernated.map((p) => p.metadata.name ?? ""),
     pass.signal,
   );
+  const resuming = SUSPEND_PHASES.has(pass.cs.status?.phase ?? "");
   for (const pod of hibernated) {
     pass.signal.throwIfAborted();
     if (ownedByCR.has(pod.metadata.name ?? "")) continue;
+    if (!resuming) {
+      await withdrawUnownedAsk(pass, pod, "unsuspend");
+      continue;
+    }
     try {
       await patchHibernateState(pass.deps.client, pod, false, pass.signal);
     } catch (err) {

@@ -11,6 +11,10 @@ import {
   type CocoonHibernationStatus,
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
+import { ANNOTATION_ORPHAN_HIBERNATE_TAG } from "../common/meta/orphan_tag.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import type { Pod } from "../kube/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { Harness, HIBERNATED_LIFECYCLE, NS, request, VM, vmPod } from "./_fixtures.ts";
 import { HIBERNATION_FINALIZER } from "./finalizer.ts";
@@ -189,4 +193,129 @@ Deno.test("delete keeps the tag while the pod is still asked to hibernate (its V
     assert.equal(registry.contains(VM, "hibernate"), false);
     await h.close();
   });
+});
+
+// --- the orphan mark: who drops a kept tag once the VM is back ---------------------------------
+
+function podAnnotation(pod: Pod, key: string): string | undefined {
+  return pod.metadata.annotations?.[key];
+}
+
+Deno.test("delete that keeps the tag for the hibernated pod marks it orphaned, with the VM id the pod shows", async (t) => {
+  const cases: [string, ReturnType<typeof vmPod>, string][] = [
+    ["hibernated (no VM id)", vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }), ""],
+    // vk-cocoon has pushed and not removed the VM yet: the tag goes only under another id.
+    ["asked, VM still up", vmPod({ hibernate: true, vmID: "vmid-old", running: true }), "vmid-old"],
+  ];
+  for (const [name, pod, recorded] of cases) {
+    await t.step(name, async () => {
+      const registry = new FakeRegistry();
+      registry.put(VM, "hibernate");
+      const h = Harness.create([
+        request("hib", "Hibernate", {
+          deleting: true,
+          status: { vmName: VM, phase: COCOON_HIBERNATION_PHASE_HIBERNATED },
+        }),
+        pod,
+      ], { registry });
+      await h.reconcile("hib");
+      assert.equal(await h.gone("hib"), true);
+      assert.equal(registry.contains(VM, "hibernate"), true);
+      assert.equal(podAnnotation(await h.pod(), ANNOTATION_ORPHAN_HIBERNATE_TAG), recorded);
+      assert.equal(readHibernateState(await h.pod()), true, "the finalizer leaves the ask alone");
+      await h.close();
+    });
+  }
+  await t.step("Waking, the restore in flight: marked too", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Wake", {
+        deleting: true,
+        status: { vmName: VM, phase: COCOON_HIBERNATION_PHASE_WAKING },
+      }),
+      vmPod({ lifecycle: HIBERNATED_LIFECYCLE }),
+    ], { registry });
+    await h.reconcile("hib");
+    assert.equal(podAnnotation(await h.pod(), ANNOTATION_ORPHAN_HIBERNATE_TAG), "");
+    await h.close();
+  });
+});
+
+Deno.test("delete marks nothing when another owner keeps the tag, or when it is dropped", async (t) => {
+  const hibernated: CocoonHibernationStatus = {
+    vmName: VM,
+    phase: COCOON_HIBERNATION_PHASE_HIBERNATED,
+  };
+  await t.step("the pod's CocoonSet is suspended: its suspend owns the tag", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const pod = vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE });
+    const h = Harness.create([
+      request("hib", "Hibernate", { deleting: true, status: hibernated }),
+      pod,
+    ], {
+      registry,
+    });
+    h.api.seed(CocoonSets, {
+      apiVersion: "cocoonset.cocoonstack.io/v1",
+      kind: "CocoonSet",
+      metadata: { namespace: NS, name: "demo" },
+      spec: { agent: { image: "img" }, suspend: true },
+    } as CocoonSet);
+    await h.reconcile("hib");
+    assert.equal(registry.contains(VM, "hibernate"), true);
+    assert.equal(podAnnotation(await h.pod(), ANNOTATION_ORPHAN_HIBERNATE_TAG), undefined);
+    await h.close();
+  });
+  await t.step("another live request still tracks the VM", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("a", "Hibernate", { deleting: true, status: hibernated }),
+      request("b", "Hibernate", { status: hibernated }),
+      vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
+    ], { registry });
+    await h.reconcile("a");
+    assert.equal(podAnnotation(await h.pod(), ANNOTATION_ORPHAN_HIBERNATE_TAG), undefined);
+    await h.close();
+  });
+  await t.step("the VM runs again: the tag is dropped, nothing to mark", async () => {
+    const registry = new FakeRegistry();
+    registry.put(VM, "hibernate");
+    const h = Harness.create([
+      request("hib", "Hibernate", { deleting: true, status: hibernated }),
+      vmPod({ vmID: "vmid-new", running: true, lifecycle: { state: "ready" } }),
+    ], { registry });
+    await h.reconcile("hib");
+    assert.equal(registry.contains(VM, "hibernate"), false);
+    assert.equal(podAnnotation(await h.pod(), ANNOTATION_ORPHAN_HIBERNATE_TAG), undefined);
+    await h.close();
+  });
+});
+
+Deno.test("killed after the mark, before the finalizer goes: the next pass ends the same way", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Hibernate", {
+      deleting: true,
+      status: { vmName: VM, phase: COCOON_HIBERNATION_PHASE_HIBERNATED },
+    }),
+    vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
+  ], { registry });
+  const undo = h.api.addReactor((a) =>
+    a.verb === "patch" && a.resource === CocoonHibernations
+      ? new Error("operator killed")
+      : undefined
+  );
+  await assert.rejects(h.reconcile("hib"), /operator killed/);
+  undo();
+  assert.equal(await h.gone("hib"), false);
+  assert.equal(podAnnotation(await h.pod(), ANNOTATION_ORPHAN_HIBERNATE_TAG), "");
+  await h.reconcile("hib");
+  assert.equal(await h.gone("hib"), true);
+  assert.equal(registry.contains(VM, "hibernate"), true);
+  assert.equal(podAnnotation(await h.pod(), ANNOTATION_ORPHAN_HIBERNATE_TAG), "");
+  await h.close();
 });

@@ -13,6 +13,7 @@ import {
 } from "../common/apis/v1/mod.ts";
 import { readHibernateState } from "../common/meta/hibernate.ts";
 import { ANNOTATION_HIBERNATE } from "../common/meta/keys.ts";
+import { ANNOTATION_ORPHAN_HIBERNATE_TAG } from "../common/meta/orphan_tag.ts";
 import { parseRfc3339, Pods } from "../kube/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import {
@@ -244,4 +245,61 @@ Deno.test("wakeOutcome: a live VM wins, the tag goes only when this wake brought
   for (const [signals, want] of table) {
     assert.equal(wakeOutcome(signals), want, JSON.stringify(signals));
   }
+});
+
+// --- an orphaned tag on a pod no CocoonSet watches -------------------------------------------
+
+function orphanMarked(pod: ReturnType<typeof vmPod>, vmID: string) {
+  pod.metadata.annotations = {
+    ...pod.metadata.annotations,
+    [ANNOTATION_ORPHAN_HIBERNATE_TAG]: vmID,
+  };
+  return pod;
+}
+
+Deno.test("wake: a VM live from the start drops the orphaned tag when it runs under a new id", async () => {
+  // A deleted request left the tag; a person woke the pod (no set watches it). A Wake request
+  // finds the VM live: the mark says it came back since, so the old snapshot goes.
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Wake"),
+    orphanMarked(vmPod({ vmID: "vmid-new", running: true }), ""),
+  ], { registry });
+  assert.deepEqual(await h.reconcile("hib"), {});
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
+  assert.equal(registry.contains(VM, "hibernate"), false);
+  assert.equal((await h.pod()).metadata.annotations?.[ANNOTATION_ORPHAN_HIBERNATE_TAG], undefined);
+  await h.close();
+});
+
+Deno.test("wake: a VM live from the start under the id the mark recorded keeps the tag", async () => {
+  // It may be the VM vk-cocoon pushed and is about to remove and restore from that tag.
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Wake"),
+    orphanMarked(vmPod({ vmID: "vmid-old", running: true }), "vmid-old"),
+  ], { registry });
+  await h.reconcile("hib");
+  assert.equal((await h.hib("hib")).status?.phase, COCOON_HIBERNATION_PHASE_ACTIVE);
+  assert.equal(registry.contains(VM, "hibernate"), true);
+  assert.equal(
+    (await h.pod()).metadata.annotations?.[ANNOTATION_ORPHAN_HIBERNATE_TAG],
+    "vmid-old",
+  );
+  await h.close();
+});
+
+Deno.test("wake: a wake that brought the VM back drops the tag and the orphan mark with it", async () => {
+  const registry = new FakeRegistry();
+  registry.put(VM, "hibernate");
+  const h = Harness.create([
+    request("hib", "Wake", { status: { phase: COCOON_HIBERNATION_PHASE_WAKING, vmName: VM } }),
+    orphanMarked(vmPod({ vmID: "vmid-new", running: true }), ""),
+  ], { registry });
+  await h.reconcile("hib");
+  assert.equal(registry.contains(VM, "hibernate"), false);
+  assert.equal((await h.pod()).metadata.annotations?.[ANNOTATION_ORPHAN_HIBERNATE_TAG], undefined);
+  await h.close();
 });

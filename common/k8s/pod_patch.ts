@@ -16,6 +16,7 @@ import {
   readKeepSnapshotOnDelete,
 } from "../meta/hibernate.ts";
 import { readCocoonSetGeneration, stampCocoonSetGeneration } from "../meta/lifecycle.ts";
+import { clearOrphanTagMark, markOrphanTag, readOrphanTagMark } from "../meta/orphan_tag.ts";
 import { recordHibernateAsk } from "../meta/vm_liveness.ts";
 
 /**
@@ -34,7 +35,9 @@ export async function patchHibernateState(
 
 /**
  * Asks the pod's VM to hibernate (the hibernate annotation) and records, in the same patch, the
- * VM id it shows now (common/meta vmMayBeLeaving). No API call when the pod already asks.
+ * VM id it shows now (common/meta vmMayBeLeaving). A new ask starts a round whose tag belongs to
+ * the asker, so an orphan mark left from an earlier round goes in the same patch. No API call
+ * when the pod already asks.
  */
 export async function patchHibernateAsk(
   client: Writer,
@@ -45,7 +48,34 @@ export async function patchHibernateAsk(
   await patchObject(client, Pods, pod, (p) => {
     applyHibernateState(true, p);
     recordHibernateAsk(p);
+    clearOrphanTagMark(p);
   }, { signal });
+}
+
+/**
+ * Marks the pod's `:hibernate` tag orphaned (common/meta orphan_tag.ts), recording the VM id the
+ * pod shows; withdraw also removes its hibernate request in the same patch. Pass the pod as
+ * stored: the recorded id decides when the tag may go. No API call when nothing would change.
+ */
+export async function patchOrphanTag(
+  client: Writer,
+  pod: Pod,
+  opts: { withdraw?: boolean; signal?: AbortSignal } = {},
+): Promise<void> {
+  await patchObject(client, Pods, pod, (p) => {
+    if (opts.withdraw) applyHibernateState(false, p);
+    markOrphanTag(p);
+  }, { signal: opts.signal });
+}
+
+/** Removes the pod's orphan mark. No API call when it carries none. */
+export async function patchClearOrphanTag(
+  client: Writer,
+  pod: Pod,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (readOrphanTagMark(pod) === undefined) return;
+  await patchObject(client, Pods, pod, clearOrphanTagMark, { signal });
 }
 
 /**

@@ -8,6 +8,7 @@ export * from "./connection.ts";
 export * from "./hibernate.ts";
 export * from "./keys.ts";
 export * from "./lifecycle.ts";
+export * from "./orphan_tag.ts";
 export * from "./owner.ts";
 export * from "./pod.ts";
 export * from "./vm_liveness.ts";

@@ -12,16 +12,34 @@
  *   with the pod's generation stamp as the observed generation; a stamp that moves while the VM
  *   rests is echoed).
  *
- * In both modes a pod created with `restore-from-hibernate` boots from `:hibernate` (the contract;
- * vk-cocoon HEAD's CreatePod does not read that annotation and would boot such a pod fresh, which
- * would hide every operator defect behind one of vk-cocoon's), and any other new pod boots fresh.
+ * In both modes vk-cocoon keeps its tables by pod namespace/name, as HEAD does (commit a9cb04f,
+ * provider/cocoon/provider.go, update.go, reconcile.go), and virtual-kubelet hands a pod to
+ * UpdatePod rather than CreatePod while vk-cocoon still tracks its name. So a pod vk-cocoon tracks
+ * without a VM and that is not asked to hibernate is woken by pulling whatever `<vm>:hibernate`
+ * holds, whichever round pushed it and whichever pod object it now is: the name stays tracked
+ * after vk-cocoon hibernated its VM until DeletePod for that name runs (a pod deleted without
+ * vk-cocoon seeing it and recreated under the name is woken from the tag), and a vk-cocoon
+ * restart (StartupReconcile) tracks every pod that asks to hibernate without a VM on the node as
+ * hibernated — a new pod asked to hibernate before its CreatePod ran included. A restart happens
+ * between two of vk-cocoon's calls (never inside one hibernation: a restart between its push and
+ * its removal would leave a tag older than the VM that runs on, vk-cocoon's own doing).
+ *
+ * A pod vk-cocoon does not track boots fresh, unless it was created with
+ * `restore-from-hibernate`: then it boots from `:hibernate` (the contract; vk-cocoon HEAD's
+ * CreatePod does not read that annotation and would boot such a pod fresh, which would hide every
+ * operator defect behind one of vk-cocoon's).
  *
  * The model also keeps the ledger of VM state the invariants need, independently of the
  * operator: every VM name has a newest state version that moves on while its VM runs; a push
  * records which version a tag holds; a boot records which version it restored. With that it
  * judges what vk-cocoon sees happen: a fresh boot or an old restore over state a claimant still
  * expects back, a restore whose tag is gone, a pod finalized while its VM held the only copy of
- * its state, and two VMs live under one name.
+ * its state, and two VMs live under one name. And, whoever claims the state or not, a **stale
+ * restore**: a VM that comes back from `:hibernate` with state older than the last state a VM of
+ * that name ran (the tag outlived the VM's return and was read back later). Two stale restores are
+ * counted instead of judged: of a tag a set's suspend pushed or read Suspended on (a retain resume
+ * keeps its tags, as the Go operator's does), and of a tag read again before any operator pass saw
+ * the VM back from it (its owner had no chance to drop it yet).
  *
  * @module
  */
@@ -85,14 +103,36 @@ export class VkModel {
   readonly #latest = new Map<string, number>();
   /** `vm:tag` → the state version the last push put there. */
   readonly #tagVersion = new Map<string, number>();
-  /** Pod uid → its running VM. */
+  /** Pod namespace/name → its running VM (vk-cocoon's vmsByPod). */
   readonly #running = new Map<string, RunningVM>();
+  /** VM name → the state version the last VM of that name ran (absent: never ran). */
+  readonly #lastRun = new Map<string, number>();
+  /**
+   * `vm:version` of `:hibernate` tags a CocoonSet's suspend made or relied on: its resume keeps
+   * them, as the Go operator's does, so their stale restores are counted, not judged.
+   */
+  readonly #suspendTags = new Set<string>();
+  /** Stale restores of a suspend's tag (see #suspendTags). */
+  suspendLeftoverRestores = 0;
+  /**
+   * VM name → the tag version a VM of it came back from that no operator pass has seen live yet
+   * (noteSeen): until one has, the owner of the tag had no chance to drop it.
+   */
+  readonly #unseenReturn = new Map<string, number>();
+  /** Stale restores of a tag whose VM's return no operator pass had seen (see #unseenReturn). */
+  unseenReturnRestores = 0;
   /** VM name → "namespace/pod" of the pod that booted it last (the name's holder in a collision). */
   readonly #bootedBy = new Map<string, string>();
-  /** Pod uids whose VM vk-cocoon removed by a hibernation (a wake pulls `:hibernate`). */
+  /**
+   * Pod namespace/names vk-cocoon tracks without a VM: it hibernated their VM, or found them
+   * asking to hibernate with no VM at a restart. Any pod of such a name that is not asked to
+   * hibernate is woken from `:hibernate`.
+   */
   readonly #hibernated = new Set<string>();
-  /** Pod uids vk-cocoon has admitted (CreatePod ran). */
+  /** Pod namespace/names vk-cocoon tracks (its pods table: CreatePod ran, or a restart found them). */
   readonly #admitted = new Set<string>();
+  /** Pod namespace/name → the pod object vk-cocoon last acted on under that name. */
+  readonly #seen = new Map<string, Pod>();
   /** Pod uids whose delete the user asked for (their VM's state is the user's to drop). */
   readonly userDeleted = new Set<string>();
   /** VM names whose newest state nothing may expect back any more (the user dropped it). */
@@ -108,7 +148,30 @@ export class VkModel {
     readonly claimed: ClaimFn,
     /** How often a Remove after the push fails (and the push is rolled back). */
     readonly removeFailureRate = 0.1,
+    /**
+     * Whether the CocoonSet owning vm is in its suspend: asked (spec.suspend) or not yet resumed
+     * (phase Suspending or Suspended). A push then is the suspend's.
+     */
+    readonly suspending: (vm: string) => boolean = () => false,
   ) {}
+
+  /**
+   * An operator pass (fresh reads) about vm ran: when a VM of that name runs now, the pass saw it
+   * back, and the tag's owner had its chance to drop the tag.
+   */
+  noteSeen(vm: string): void {
+    if ([...this.#running.values()].some((r) => r.vm === vm)) this.#unseenReturn.delete(vm);
+  }
+
+  /**
+   * The set owning vm reads Suspended: the `:hibernate` it holds now is the suspend's snapshot,
+   * whichever round pushed it — when it holds the VM's last run. A tag already older than that
+   * is no snapshot of this suspend, however the suspend came to read Suspended.
+   */
+  noteSuspended(vm: string): void {
+    const held = this.tagHolds(vm, HIBERNATE_SNAPSHOT_TAG);
+    if (held !== undefined && held === this.lastRun(vm)) this.#suspendTags.add(`${vm}:${held}`);
+  }
 
   /** The version `vm:tag` holds, or undefined when the tag is absent. */
   /** "namespace/pod" of the pod that booted vm last, or undefined when none ever did. */
@@ -133,9 +196,60 @@ export class VkModel {
     );
   }
 
-  /** Whether the pod (by uid) has a VM vk-cocoon runs (frozen ones included). */
-  runs(uid: string): boolean {
-    return this.#running.has(uid);
+  /** Whether the pod (by namespace/name) has a VM vk-cocoon runs (frozen ones included). */
+  runs(key: string): boolean {
+    return this.#running.has(key);
+  }
+
+  /** The state version the last VM of vm ran (0: none ever ran). */
+  lastRun(vm: string): number {
+    return this.#lastRun.get(vm) ?? 0;
+  }
+
+  /** Whether a VM is between its push and its removal (a restart there is not modelled). */
+  get hibernating(): boolean {
+    return [...this.#running.values()].some((r) => r.frozen);
+  }
+
+  /**
+   * vk-cocoon restarts (StartupReconcile, reconcile.go): the VMs keep running, the tables are
+   * rebuilt from the pods bound to a node. A pod whose VM runs stays tracked with it; a pod asking
+   * to hibernate without a VM is tracked as hibernated (a later withdrawal wakes it from the tag);
+   * any other pod without a VM is forgotten (CreatePod runs for it). Only when restartable();
+   * false when it did not restart.
+   */
+  async restart(): Promise<boolean> {
+    if (!await this.restartable()) return false;
+    const pods = await this.#pods();
+    this.#forgetVanished(pods);
+    this.#hibernated.clear();
+    this.#admitted.clear();
+    for (const pod of pods) {
+      if (!pod.spec?.nodeName) continue;
+      const key = podKey(pod);
+      this.#seen.set(key, pod);
+      if (this.#running.has(key)) {
+        this.#admitted.add(key);
+      } else if (readHibernateState(pod)) {
+        this.#admitted.add(key);
+        this.#hibernated.add(key);
+      }
+    }
+    this.log.push(`vk: restarted (tracking ${[...this.#admitted].sort().join(", ") || "no pod"})`);
+    return true;
+  }
+
+  /**
+   * Whether a restart now stays clear of what vk-cocoon itself would lose: a hibernation between
+   * its push and its removal, and a wake it owes a pod whose request was withdrawn (a restart
+   * forgets that name, and CreatePod boots it fresh over its snapshot).
+   */
+  async restartable(): Promise<boolean> {
+    if (this.hibernating) return false;
+    for (const pod of await this.#pods()) {
+      if (this.#hibernated.has(podKey(pod)) && !readHibernateState(pod)) return false;
+    }
+    return true;
   }
 
   /** Whether vk-cocoon has work left on any pod. */
@@ -175,7 +289,9 @@ export class VkModel {
 
   /** One transition of one pod with work left, chosen at random; false when idle. */
   async step(): Promise<boolean> {
-    const pods = (await this.#pods()).filter((p) => this.#work(p));
+    const all = await this.#pods();
+    this.#forgetVanished(all);
+    const pods = all.filter((p) => this.#work(p));
     if (pods.length === 0) return false;
     const pod = this.rng.pick(pods);
     await this.#advance(pod);
@@ -190,15 +306,15 @@ export class VkModel {
 
   /** Whether vk-cocoon would act on this pod now. */
   #work(pod: Pod): boolean {
-    const uid = pod.metadata.uid ?? "";
+    const key = podKey(pod);
     if (pod.metadata.deletionTimestamp) return true;
     if (!pod.spec?.nodeName) return true;
-    const vm = this.#running.get(uid);
+    const vm = this.#running.get(key);
     if (vm) {
       if (vm.frozen || readHibernateState(pod) || this.#hibernating(pod)) return true;
       return this.mode === "contract" && this.#stampMoved(pod);
     }
-    if (readHibernateState(pod) && this.#admitted.has(uid)) {
+    if (readHibernateState(pod) && this.#admitted.has(key)) {
       return this.mode === "contract" && this.#stampMoved(pod);
     }
     return true;
@@ -222,10 +338,11 @@ export class VkModel {
   }
 
   async #advance(pod: Pod): Promise<void> {
-    const uid = pod.metadata.uid ?? "";
-    const name = `${pod.metadata.namespace}/${pod.metadata.name}`;
+    const key = podKey(pod);
+    const name = key;
+    this.#seen.set(key, pod);
     const vmName = parseVMSpec(pod).vmName;
-    const vm = this.#running.get(uid);
+    const vm = this.#running.get(key);
     // A hibernation in flight finishes first (vk-cocoon handles one pod's updates in turn):
     // a delete that arrives between the push and the Remove waits for the Remove, or for the
     // rollback of the push when the Remove fails.
@@ -239,12 +356,14 @@ export class VkModel {
       return await this.#lifecycle(pod, LIFECYCLE_STATE_READY);
     }
     if (readHibernateState(pod)) {
-      if (this.#admitted.has(uid)) return await this.#lifecycle(pod, LIFECYCLE_STATE_HIBERNATED);
+      if (this.#admitted.has(key)) return await this.#lifecycle(pod, LIFECYCLE_STATE_HIBERNATED);
       // CreatePod ignores the hibernate request: the VM boots, the next update hibernates it.
     }
-    const restore = this.#hibernated.has(uid) ||
-      (!this.#admitted.has(uid) && readRestoreFromHibernate(pod));
-    this.#admitted.add(uid);
+    // A tracked name without a VM goes to UpdatePod, which wakes it from the tag; an untracked
+    // one to CreatePod.
+    const restore = this.#hibernated.has(key) ||
+      (!this.#admitted.has(key) && readRestoreFromHibernate(pod));
+    this.#admitted.add(key);
     if (restore) return await this.#bootFromTag(pod, vmName, name);
     return await this.#bootFresh(pod, vmName, name);
   }
@@ -259,9 +378,20 @@ export class VkModel {
 
   /** DeletePod, then the grace-0 delete that lets the pod go. */
   async #finalize(pod: Pod, vm: RunningVM | undefined): Promise<void> {
-    const uid = pod.metadata.uid ?? "";
     const ns = pod.metadata.namespace ?? "";
     const name = pod.metadata.name ?? "";
+    this.#deletePod(pod, vm);
+    this.log.push(`vk: finalize ${ns}/${name}${vm ? ` (VM v${vm.version} removed)` : ""}`);
+    await this.fake.delete(Pods, ns, name, { gracePeriodSeconds: 0 });
+  }
+
+  /**
+   * DeletePod (delete.go): the VM, if any, gets `:latest` pushed when the pod's snapshot policy
+   * snapshots it and is removed; the name is forgotten, so a new pod of it goes to CreatePod.
+   */
+  #deletePod(pod: Pod, vm: RunningVM | undefined): void {
+    const uid = pod.metadata.uid ?? "";
+    const key = podKey(pod);
     if (vm) {
       const latest = this.latest(vm.vm);
       const claim = this.#claim(vm.vm);
@@ -270,7 +400,7 @@ export class VkModel {
         this.violations.push({
           kind: "pod deleted before its VM's state was saved",
           vm: vm.vm,
-          what: `${ns}/${name} was deleted while its VM held the only copy of state v${latest} ` +
+          what: `${key} was deleted while its VM held the only copy of state v${latest} ` +
             `(${vm.frozen ? "push in flight" : "VM running"}; :hibernate holds ` +
             `${this.#tagText(vm.vm)}); claimant: ${claim}`,
         });
@@ -281,10 +411,34 @@ export class VkModel {
         this.registry.put(vm.vm, LATEST_TAG, `sha256:v${vm.version}-${++this.#vmIds}`);
         this.#tagVersion.set(`${vm.vm}:${LATEST_TAG}`, vm.version);
       }
-      this.#running.delete(uid);
+      this.#running.delete(key);
     }
-    this.log.push(`vk: finalize ${ns}/${name}${vm ? ` (VM v${vm.version} removed)` : ""}`);
-    await this.fake.delete(Pods, ns, name, { gracePeriodSeconds: 0 });
+    this.#admitted.delete(key);
+    this.#hibernated.delete(key);
+    this.#seen.delete(key);
+  }
+
+  /**
+   * Pods the API server let go without vk-cocoon's DeletePod (the fake API server drops a
+   * terminating pod on its next write; a real one waits for vk-cocoon's zero-grace delete):
+   * virtual-kubelet calls DeletePod for a pod gone from its lister, so the model does too, first.
+   * A hibernation in flight finishes (the tag stays, the VM goes) before the pod is forgotten.
+   */
+  #forgetVanished(pods: readonly Pod[]): void {
+    const present = new Map(pods.map((p) => [podKey(p), p.metadata.uid ?? ""]));
+    for (const [key, seen] of [...this.#seen]) {
+      if (present.get(key) === (seen.metadata.uid ?? "")) continue;
+      const vm = this.#running.get(key);
+      if (vm?.frozen) {
+        this.#running.delete(key);
+        this.#deletePod(seen, undefined);
+      } else {
+        this.#deletePod(seen, vm);
+      }
+      this.log.push(
+        `vk: ${key} is gone from the API: DeletePod${vm ? ` (VM v${vm.version})` : ""}`,
+      );
+    }
   }
 
   /** Save and push `:hibernate` (contract mode: `hibernating` first, as a step of its own). */
@@ -296,21 +450,22 @@ export class VkModel {
     }
     this.registry.put(vm.vm, HIBERNATE_SNAPSHOT_TAG, `sha256:v${vm.version}-${++this.#vmIds}`);
     this.#tagVersion.set(`${vm.vm}:${HIBERNATE_SNAPSHOT_TAG}`, vm.version);
+    if (this.suspending(vm.vm)) this.#suspendTags.add(`${vm.vm}:${vm.version}`);
     vm.frozen = true;
     this.log.push(`vk: ${vm.pod} saved and pushed ${vm.vm}:hibernate = v${vm.version}`);
   }
 
   /** Remove after the push; a failed Remove rolls the tag back and the VM keeps running. */
   async #remove(pod: Pod, vm: RunningVM): Promise<void> {
-    const uid = pod.metadata.uid ?? "";
+    const key = podKey(pod);
     if (this.rng.chance(this.removeFailureRate)) {
       await this.registry.deleteManifest(vm.vm, HIBERNATE_SNAPSHOT_TAG);
       vm.frozen = false;
       this.log.push(`vk: ${vm.pod} Remove failed, rolled ${vm.vm}:hibernate back, VM runs on`);
       return;
     }
-    this.#running.delete(uid);
-    this.#hibernated.add(uid);
+    this.#running.delete(key);
+    this.#hibernated.add(key);
     this.log.push(`vk: ${vm.pod} VM v${vm.version} removed (hibernated)`);
     const annotations: Record<string, string | null> = {
       [ANNOTATION_VMID]: null,
@@ -339,12 +494,13 @@ export class VkModel {
       }
       if (claim && latest > 0) {
         // vk-cocoon's pull fails and is retried on the next update; the pod stays down.
-        this.#admitted.delete(pod.metadata.uid ?? "");
+        if (!this.#hibernated.has(podKey(pod))) this.#admitted.delete(podKey(pod));
         this.log.push(`vk: ${name} restore failed: no ${vmName}:hibernate`);
         return;
       }
-      // Nothing anyone expects is lost: boot as vk-cocoon HEAD would (it ignores the marker).
-      this.#hibernated.delete(pod.metadata.uid ?? "");
+      // Nothing anyone expects is lost: boot fresh, as vk-cocoon HEAD does a marked create (its
+      // wake of a tracked name would fail the pull and retry; the model lets that pod boot).
+      this.#hibernated.delete(podKey(pod));
       return await this.#bootFresh(pod, vmName, name);
     }
     if (claim && held < latest && !this.liveHoldsLatest(vmName)) {
@@ -354,8 +510,29 @@ export class VkModel {
         what: `${name} restored ${vmName}:hibernate = v${held}, but the newest state is ` +
           `v${latest} (now lost); claimant: ${claim}`,
       });
+    } else if (held < this.lastRun(vmName) && this.#unseenReturn.get(vmName) === held) {
+      // The VM came back from this very tag and went again before any pass of the operator saw
+      // it live: the tag's owner (a migration, a wake) had no chance to drop it yet.
+      this.unseenReturnRestores++;
+      this.log.push(`vk: ${name} restored v${held} again before the operator saw it back`);
+    } else if (held < this.lastRun(vmName) && this.#suspendTags.has(`${vmName}:${held}`)) {
+      // A retain resume keeps its tags (the Go operator's behaviour, kept on purpose), and the
+      // set's own flows restore from any tag they find: counted, not judged here.
+      this.suspendLeftoverRestores++;
+      this.log.push(
+        `vk: ${name} restored a suspend's leftover v${held} (last run v${this.lastRun(vmName)})`,
+      );
+    } else if (held < this.lastRun(vmName)) {
+      this.violations.push({
+        kind: "stale restore",
+        vm: vmName,
+        what: `${name} came back from ${vmName}:hibernate = v${held}, older than ` +
+          `v${this.lastRun(vmName)} that a VM of the name ran since (the tag outlived its VM's ` +
+          `return)`,
+      });
     }
-    this.#hibernated.delete(pod.metadata.uid ?? "");
+    this.#hibernated.delete(podKey(pod));
+    this.#unseenReturn.set(vmName, held);
     // The VM runs the restored state: that is its newest now.
     this.#latest.set(vmName, held);
     await this.#up(pod, vmName, held, `restored v${held}`);
@@ -378,8 +555,8 @@ export class VkModel {
   }
 
   async #up(pod: Pod, vmName: string, version: number, how: string): Promise<void> {
-    const uid = pod.metadata.uid ?? "";
-    const name = `${pod.metadata.namespace}/${pod.metadata.name}`;
+    const key = podKey(pod);
+    const name = key;
     for (const other of this.#running.values()) {
       if (other.vm === vmName && other.pod !== name) {
         this.violations.push({
@@ -389,7 +566,8 @@ export class VkModel {
         });
       }
     }
-    this.#running.set(uid, { vm: vmName, pod: name, version, frozen: false });
+    this.#running.set(key, { vm: vmName, pod: name, version, frozen: false });
+    this.#lastRun.set(vmName, version);
     this.#bootedBy.set(vmName, name);
     this.#discarded.delete(vmName);
     this.log.push(`vk: ${name} ${how}`);
@@ -447,6 +625,7 @@ export class VkModel {
       if (vm.frozen || vm.version !== this.latest(vm.vm)) continue;
       vm.version = ++this.#nextVersion;
       this.#latest.set(vm.vm, vm.version);
+      this.#lastRun.set(vm.vm, vm.version);
     }
   }
 
@@ -493,6 +672,11 @@ export class VkModel {
       what: `operator deleted ${vm}:${tag}, the only copy of state v${latest}; claimant: ${claim}`,
     };
   }
+}
+
+/** vk-cocoon's key of a pod (meta.PodKey): its namespace and name. */
+function podKey(pod: Pod): string {
+  return `${pod.metadata.namespace ?? ""}/${pod.metadata.name ?? ""}`;
 }
 
 /** Where vk-cocoon's scheduler stand-in binds a pod: the required node, the preferred, node-a. */

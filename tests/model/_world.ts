@@ -46,6 +46,7 @@ import {
   readHibernateState,
   readRestoreFromHibernate,
   vmNameForDeployment,
+  vmNameForPod,
   vmUp,
 } from "../../common/meta/mod.ts";
 import { ANNOTATION_DELETE_VM_NAMES } from "../../cocoonset/teardown.ts";
@@ -81,6 +82,8 @@ export interface RunOptions {
   actingSteps?: number;
   /** Rounds the quiet part may take to converge. */
   quietRounds?: number;
+  /** How often vk-cocoon's Remove after a push fails (default 0.1). */
+  removeFailureRate?: number;
 }
 
 /** The outcome of one seed. */
@@ -98,6 +101,10 @@ export interface RunOutcome {
   convergedAfter?: number;
   /** Steady states that wait on lifecycle annotations vk-cocoon HEAD never writes. */
   contractGaps: number;
+  /** Restores of a tag a set's suspend left behind, older than the VM's last run (not judged). */
+  suspendLeftoverRestores: number;
+  /** Restores of a tag again before any pass saw the VM back from it (not judged). */
+  unseenReturnRestores: number;
 }
 
 const REQUEUE_MS = 5_000;
@@ -144,7 +151,15 @@ export class ModelRun {
       : shape < 0.97
       ? [ref("ns-a", "demo"), ref("ns-b", "demo")]
       : [ref("team", "x-prod"), ref("team-x", "prod")];
-    this.vk = new VkModel(this.mode, this.fake, this.registry, this.rng, (vm) => this.claimant(vm));
+    this.vk = new VkModel(
+      this.mode,
+      this.fake,
+      this.registry,
+      this.rng,
+      (vm) => this.claimant(vm),
+      opts.removeFailureRate ?? 0.1,
+      (vm) => this.#suspending(vm),
+    );
     this.world = {
       fake: this.fake,
       registry: this.registry,
@@ -164,20 +179,8 @@ export class ModelRun {
 
   /** Runs prelude, acting and quiet parts; stops at the first violation. */
   async run(): Promise<RunOutcome> {
-    this.trace.push(`seed ${this.seed}: vk-cocoon ${this.mode}, sets ${this.sets.map(setText)}`);
-    for (const s of this.sets) {
-      await this.fake.create(CocoonSets, newSet(s));
-    }
-    await this.#refresh();
-    const prelude = await this.quiet(40, false);
+    await this.prelude();
     let convergedAfter: number | undefined;
-    if (prelude === undefined && this.violations.length === 0) {
-      this.world.violations.push({
-        kind: "no convergence (prelude)",
-        vm: "",
-        what: this.#steadyText(),
-      });
-    }
     if (this.violations.length === 0) {
       const steps = this.opts.actingSteps ?? this.rng.int(8, 24);
       for (let i = 0; i < steps && this.violations.length === 0; i++) await this.actingStep();
@@ -196,12 +199,45 @@ export class ModelRun {
       staleReads: this.staleReads,
       convergedAfter,
       contractGaps: this.contractGaps,
+      suspendLeftoverRestores: this.vk.suspendLeftoverRestores,
+      unseenReturnRestores: this.vk.unseenReturnRestores,
     };
+  }
+
+  /** The prelude: the user creates the sets, and the world runs without faults until steady. */
+  async prelude(): Promise<void> {
+    this.trace.push(`seed ${this.seed}: vk-cocoon ${this.mode}, sets ${this.sets.map(setText)}`);
+    for (const s of this.sets) {
+      await this.fake.create(CocoonSets, newSet(s));
+    }
+    await this.#refresh();
+    const steady = await this.quiet(40, false);
+    if (steady === undefined && this.violations.length === 0) {
+      this.world.violations.push({
+        kind: "no convergence (prelude)",
+        vm: "",
+        what: this.#steadyText(),
+      });
+    }
+  }
+
+  /** A scripted user action (what the user does, then the world as it then is). */
+  async user(text: string, act: () => Promise<unknown>): Promise<void> {
+    await act();
+    await this.#refresh();
+    this.trace.push(`USER ${text}`);
+  }
+
+  /** One scripted vk-cocoon step or restart, the world refreshed after it. */
+  async vkStep(restart = false): Promise<boolean> {
+    const moved = restart ? await this.vk.restart() : await this.vk.step();
+    await this.#refresh();
+    return moved;
   }
 
   /** One random step of the acting part. */
   async actingStep(): Promise<void> {
-    const what = this.rng.weighted({ set: 30, hib: 15, vk: 30, user: 20, clock: 5 });
+    const what = this.rng.weighted({ set: 30, hib: 15, vk: 30, user: 20, clock: 5, restart: 2 });
     switch (what) {
       case "set":
       case "hib": {
@@ -227,6 +263,9 @@ export class ModelRun {
       case "clock":
         this.clock.advance(REQUEUE_MS * this.rng.int(1, 6));
         this.trace.push(`clock +${this.clock.now() - T0} ms total`);
+        break;
+      case "restart":
+        if (!await this.vk.restart()) await this.vk.step();
         break;
     }
     await this.#refresh();
@@ -282,6 +321,8 @@ export class ModelRun {
       result = r.requeueAfter ? `requeue ${r.requeueAfter} ms` : r.requeue ? "requeue" : "done";
       if (r.requeueAfter) this.#schedule(which, key, now + r.requeueAfter);
       else if (r.requeue) this.#schedule(which, key, now);
+      // A whole pass on fresh reads has seen the VM as its pod shows it now.
+      if (!proc.lag) this.#noteSeen(which, key);
     } catch (err) {
       if (proc.dead || err instanceof Killed) {
         this.kills++;
@@ -588,6 +629,27 @@ export class ModelRun {
     return parts.join(", ");
   }
 
+  /** A pass with fresh reads ran: the VM it is about has been seen as its pod shows it. */
+  #noteSeen(which: "set" | "hib", key: { ns: string; name: string }): void {
+    if (which === "set") {
+      for (const s of this.sets) if (s.ns === key.ns && s.name === key.name) this.vk.noteSeen(s.vm);
+      return;
+    }
+    const h = this.#find(CocoonHibernations, key.ns, key.name) as CocoonHibernation | undefined;
+    if (h) this.vk.noteSeen(vmNameForPod(key.ns, h.spec.podRef.name));
+  }
+
+  /** Whether the set owning vm is in its suspend (asked, or phase Suspending or Suspended). */
+  #suspending(vm: string): boolean {
+    return this.sets.some((s) => {
+      if (s.vm !== vm) return false;
+      const set = this.#find(CocoonSets, s.ns, s.name) as CocoonSet | undefined;
+      return set !== undefined &&
+        (set.spec.suspend === true ||
+          ["Suspending", "Suspended"].includes(set.status?.phase ?? ""));
+    });
+  }
+
   #find(rt: typeof Pods | typeof CocoonSets | typeof CocoonHibernations, ns: string, name: string) {
     return this.view.get(rt)?.find((o) => o.metadata.namespace === ns && o.metadata.name === name);
   }
@@ -603,6 +665,10 @@ export class ModelRun {
   async #refresh(): Promise<void> {
     const before = this.view;
     this.view = await copyStore(this.fake);
+    for (const s of this.sets) {
+      const set = this.#find(CocoonSets, s.ns, s.name) as CocoonSet | undefined;
+      if (set?.status?.phase === "Suspended") this.vk.noteSuspended(s.vm);
+    }
     this.history.push(this.view);
     if (this.history.length > 6) this.history.shift();
     this.#flushVkLog();

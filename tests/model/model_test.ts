@@ -76,6 +76,8 @@ async function runSeeds(seeds: number[]): Promise<RunOutcome[]> {
         kills: 0,
         staleReads: 0,
         contractGaps: 0,
+        suspendLeftoverRestores: 0,
+        unseenReturnRestores: 0,
       });
     }
   }
@@ -145,6 +147,8 @@ Deno.test(`model: snapshot safety, ${single !== undefined ? `seed ${single}` : `
     kills: outcomes.reduce((n, o) => n + o.kills, 0),
     staleReads: outcomes.reduce((n, o) => n + o.staleReads, 0),
     contractGaps: outcomes.filter((o) => o.contractGaps > 0).length,
+    suspendLeftoverRestores: outcomes.filter((o) => o.suspendLeftoverRestores > 0).length,
+    unseenReturnRestores: outcomes.filter((o) => o.unseenReturnRestores > 0).length,
   };
   console.log(`model: ${JSON.stringify(stats)}`);
   if (single !== undefined) console.log(outcomes[0].trace.join("\n"));

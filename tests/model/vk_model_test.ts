@@ -41,11 +41,22 @@ function pod(name: string, annotations: Record<string, string> = {}, ns = "ns"):
   };
 }
 
-/** A world with one claimed VM (unless claimed is false) and a vk model that never fails. */
-function world(mode: VkMode = "head", claimed = true) {
+/**
+ * A world with one claimed VM (unless claimed is false) and a vk model that never fails; with
+ * suspending, every push is a set suspend's.
+ */
+function world(mode: VkMode = "head", claimed = true, suspending = false) {
   const fake = new FakeClient();
   const registry = new FakeRegistry();
-  const vk = new VkModel(mode, fake, registry, new Rng(1), () => claimed ? "test" : undefined, 0);
+  const vk = new VkModel(
+    mode,
+    fake,
+    registry,
+    new Rng(1),
+    () => claimed ? "test" : undefined,
+    0,
+    () => suspending,
+  );
   return { fake, registry, vk };
 }
 
@@ -154,4 +165,99 @@ Deno.test("vk model: head writes no lifecycle annotations, contract writes the p
   assert.equal(c.metadata.annotations?.[ANNOTATION_LIFECYCLE_STATE], "hibernated");
   assert.equal(c.metadata.annotations?.[ANNOTATION_LIFECYCLE_OBSERVED_GENERATION], "2");
   assert.equal(c.metadata.annotations?.[ANNOTATION_VMID], undefined);
+});
+
+/**
+ * demo-0 hibernated and woken once: its VM runs on past the `:hibernate` it came back from, which
+ * stays in the registry (nobody dropped it). Then the user deletes the pod (vk-cocoon's DeletePod
+ * forgets the name) and a new pod of the name, asked to hibernate before its first boot, meets a
+ * vk-cocoon restart.
+ */
+async function newPodAfterRestart(suspending = false) {
+  const w = world("head", true, suspending);
+  w.fake.seed(Pods, pod("demo-0"));
+  await settle(w.vk);
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: "true" });
+  await settle(w.vk);
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: null });
+  await settle(w.vk);
+  w.vk.noteSeen(VM); // an operator pass saw the VM back: the tag's owner had its chance
+  const old = await w.fake.get(Pods, "ns", "demo-0");
+  w.vk.noteUserDelete(old);
+  await w.fake.delete(Pods, "ns", "demo-0");
+  await settle(w.vk);
+  const fresh = pod("demo-0", { [ANNOTATION_HIBERNATE]: "true" });
+  fresh.spec!.nodeName = "node-a";
+  w.fake.seed(Pods, fresh);
+  assert.equal(await w.vk.restart(), true);
+  return w;
+}
+
+Deno.test("vk model: after a restart a new pod asked to hibernate is woken from whatever :hibernate holds; a stale one is a violation", async () => {
+  const w = await newPodAfterRestart();
+  await settle(w.vk);
+  assert.equal(w.vk.runs("ns/demo-0"), false, "tracked as hibernated: no boot while asked");
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: null });
+  await settle(w.vk);
+  assert.equal(w.vk.runs("ns/demo-0"), true);
+  assert.deepEqual(w.vk.violations.map((v) => v.kind), ["stale restore"]);
+});
+
+Deno.test("vk model: with the stale tag gone the new pod boots fresh, and nothing is judged", async () => {
+  const w = await newPodAfterRestart();
+  await w.registry.deleteManifest(VM, HIBERNATE_SNAPSHOT_TAG);
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: null });
+  await settle(w.vk);
+  assert.equal(w.vk.runs("ns/demo-0"), true);
+  assert.deepEqual(w.vk.violations, []);
+});
+
+Deno.test("vk model: a stale restore of a tag a set's suspend pushed is counted, not judged", async () => {
+  const w = await newPodAfterRestart(true);
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: null });
+  await settle(w.vk);
+  assert.deepEqual(w.vk.violations, []);
+  assert.equal(w.vk.suspendLeftoverRestores, 1);
+});
+
+Deno.test("vk model: a restart is held off while a wake is owed or a hibernation is between push and removal", async () => {
+  const w = await hibernated();
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: null });
+  assert.equal(await w.vk.restart(), false, "a withdrawn hibernation's wake is owed");
+  await settle(w.vk);
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: "true" });
+  await w.vk.step(); // saved and pushed, not removed yet
+  assert.equal(w.vk.hibernating, true);
+  assert.equal(await w.vk.restart(), false);
+});
+
+Deno.test("vk model: a tag restored again before any operator pass saw its VM back is counted, not judged", async () => {
+  const w = world("head", false);
+  w.fake.seed(Pods, pod("demo-0"));
+  await settle(w.vk);
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: "true" });
+  await settle(w.vk);
+  await annotate(w.fake, "demo-0", { [ANNOTATION_HIBERNATE]: null });
+  await settle(w.vk); // back from the tag, running on past it; no pass has looked yet
+  await w.fake.delete(Pods, "ns", "demo-0");
+  await settle(w.vk);
+  w.fake.seed(Pods, pod("demo-0", { [ANNOTATION_RESTORE_FROM_HIBERNATE]: "true" }));
+  await settle(w.vk);
+  assert.equal(w.vk.unseenReturnRestores, 1);
+  assert.deepEqual(w.vk.violations, []);
+
+  // The same once a pass has seen the VM back: judged.
+  const seen = world("head", false);
+  seen.fake.seed(Pods, pod("demo-0"));
+  await settle(seen.vk);
+  await annotate(seen.fake, "demo-0", { [ANNOTATION_HIBERNATE]: "true" });
+  await settle(seen.vk);
+  await annotate(seen.fake, "demo-0", { [ANNOTATION_HIBERNATE]: null });
+  await settle(seen.vk);
+  seen.vk.noteSeen(VM);
+  await seen.fake.delete(Pods, "ns", "demo-0");
+  await settle(seen.vk);
+  seen.fake.seed(Pods, pod("demo-0", { [ANNOTATION_RESTORE_FROM_HIBERNATE]: "true" }));
+  await settle(seen.vk);
+  assert.deepEqual(seen.vk.violations.map((v) => v.kind), ["stale restore"]);
 });
