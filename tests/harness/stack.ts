@@ -72,6 +72,12 @@ export interface StackOptions {
    * `config/overlays/sharded/members` for SHARDS=auto).
    */
   extraRbac?: string[];
+  /**
+   * Install config/rbac for the operator's ServiceAccount (default true). False leaves the
+   * cluster without any of it, for a test that installs another build's RBAC and starts that
+   * build itself; only with `operators: 0`.
+   */
+  projectRbac?: boolean;
   /** The control plane's Kubernetes minor and extra kube-apiserver flags (default: 1.35, none). */
   controlPlane?: Pick<ControlPlaneOptions, "kubernetesMinor" | "apiServerFlags">;
   /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
@@ -179,7 +185,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     started.push(() => Promise.resolve(transport.close()));
     const admin = new ApiClient(transport, "e2e-test");
     await admin.create(Namespaces, { metadata: { name: OPERATOR_NAMESPACE } });
-    const kubeconfig = await operatorKubeconfig(cp, opts.extraRbac);
+    if (opts.projectRbac === false && replicas > 0) {
+      throw new Error("startStack: projectRbac: false runs no replica (operators: 0)");
+    }
+    const kubeconfig = opts.projectRbac === false
+      ? ""
+      : await operatorKubeconfig(cp, opts.extraRbac);
     let execPlugin: TokenPlugin | undefined;
     if (opts.execPlugin) {
       const dir = await Deno.makeTempDir({ prefix: "cocoon-exec-plugin-" });
