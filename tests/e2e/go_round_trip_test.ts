@@ -349,14 +349,14 @@ async function describeObjects(rt: RoundTrip, a: Allowance): Promise<string> {
   for (const name of a.sets ?? []) {
     const cs = await cocoonSet(rt, name);
     if (!cs) {
-      out.push(`set ${name}: gone`);
+      out.push(`set ${name}: absent`);
       continue;
     }
     const ann = Object.keys(cs.metadata.annotations ?? {}).map((k) => k.split("/")[1]);
     out.push(
-      `set ${name}: ${
-        cs.status?.phase ?? "-"
-      } (observed ${cs.status?.observedGeneration} of ${cs.metadata.generation}${
+      `set ${name}: ${cs.status?.phase ?? "-"} (observed ${
+        cs.status?.observedGeneration ?? "-"
+      } of ${cs.metadata.generation}${
         cs.metadata.deletionTimestamp ? ", deleting" : ""
       }; annotations ${ann.join(",") || "-"})`,
     );
@@ -368,13 +368,13 @@ async function describeObjects(rt: RoundTrip, a: Allowance): Promise<string> {
         ? `request ${name}: ${r.status?.phase ?? "-"} desire ${r.spec.desire}${
           r.metadata.deletionTimestamp ? ", deleting" : ""
         }`
-        : `request ${name}: gone`,
+        : `request ${name}: absent`,
     );
   }
   for (const name of a.pods ?? []) {
     const p = await pod(rt, name);
     if (!p) {
-      out.push(`pod ${name}: gone`);
+      out.push(`pod ${name}: absent`);
       continue;
     }
     const an = p.metadata.annotations ?? {};
