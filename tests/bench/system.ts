@@ -16,8 +16,11 @@ import { type OperatorUnderTest, startOperatorUnderTest } from "./operator_under
 import { progress } from "./load.ts";
 import { createCertificateAuthority } from "../harness/certs.ts";
 
-/** A serving certificate for the counting proxy on 127.0.0.1, and its authority. */
-async function proxyServing(): Promise<{ certPem: string; keyPem: string; caPem: string }> {
+/**
+ * A serving certificate for the counting proxy on 127.0.0.1, and its authority: client-go sends
+ * no bearer token to a plain-http server, so a Go build is counted through an HTTPS proxy.
+ */
+export async function proxyServing(): Promise<{ certPem: string; keyPem: string; caPem: string }> {
   const ca = await createCertificateAuthority("cocoon-bench-api-proxy-ca");
   const leaf = await ca.issue({
     commonName: "cocoon-bench-api-proxy",

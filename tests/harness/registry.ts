@@ -41,6 +41,11 @@ export interface TestRegistry {
   pushManifest(repo: string, tag: string, content?: string): Promise<string>;
   /** Tags of repo, sorted ([] when the repository is unknown). */
   tagsOf(repo: string): Promise<string[]>;
+  /**
+   * Every repository the registry knows, sorted (one that lost all its tags stays listed);
+   * auth modes none and basic.
+   */
+  repositories(): Promise<string[]>;
   /** The manifest digest repo:tag names (a HEAD), or undefined when the tag is absent. */
   digestOf(repo: string, tag: string): Promise<string | undefined>;
   /** Deletes the manifest repo:tag names (by digest, which drops its tags); false if absent. */
@@ -262,6 +267,20 @@ function makeRegistry(
       const body = await res.json() as { tags?: string[] | null };
       if (res.status !== 200) throw new Error(`tags/list ${repo}: ${res.status}`);
       return [...(body.tags ?? [])].sort();
+    },
+    async repositories() {
+      if (auth === "token") throw new Error("repositories(): the catalog needs a registry scope");
+      const out: string[] = [];
+      // The registry answers at most 1000 names a page and links the next one.
+      let path: string | undefined = "/v2/_catalog?n=1000";
+      while (path) {
+        const res = await call("GET", path, {}, "", "pull");
+        const body = await res.json() as { repositories?: string[] | null };
+        if (res.status !== 200) throw new Error(`_catalog: ${res.status} ${JSON.stringify(body)}`);
+        out.push(...(body.repositories ?? []));
+        path = res.headers.get("link")?.match(/^<([^>]+)>/)?.[1];
+      }
+      return out.sort();
     },
     async digestOf(repo, tag) {
       const res = await call(

@@ -27,6 +27,14 @@ export interface RegistryProxy {
   down: boolean;
   /** Milliseconds each request is held before it is forwarded. */
   delayMs: number;
+  /**
+   * Accept a manifest DELETE by tag, as registries such as Artifact Registry or Docker Hub do
+   * (the distribution spec leaves it optional; docker-registry 2.8 answers 400 DIGEST_INVALID):
+   * the proxy resolves the tag and deletes its digest, and refuses with 400 when another tag of
+   * the repository names the same digest (deleting the digest would take that tag too). A
+   * client that deletes by tag only, as the Go original's go-containerregistry does, needs it.
+   */
+  tagDeletes: boolean;
   /** Every request answered so far, in completion order. */
   readonly requests: ProxiedRequest[];
   /** Requests for repo currently in flight. */
@@ -49,7 +57,7 @@ export function startRegistryProxy(upstream: string): RegistryProxy {
   const inFlight = new Map<string, number>();
   const peaks = new Map<string, number>();
   const requests: ProxiedRequest[] = [];
-  const state = { down: false, delayMs: 0 };
+  const state = { down: false, delayMs: 0, tagDeletes: false };
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
     const at = Date.now();
     const url = new URL(req.url);
@@ -66,6 +74,12 @@ export function startRegistryProxy(upstream: string): RegistryProxy {
       }
       const headers = new Headers(req.headers);
       headers.delete("host");
+      const tag = url.pathname.match(/^\/v2\/(.+)\/manifests\/([^/:]+)$/);
+      if (state.tagDeletes && req.method === "DELETE" && tag) {
+        const res = await deleteTag(upstream, tag[1], tag[2], headers);
+        status = res.status;
+        return res;
+      }
       const res = await fetch(`${upstream}${url.pathname}${url.search}`, {
         method: req.method,
         headers,
@@ -92,6 +106,12 @@ export function startRegistryProxy(upstream: string): RegistryProxy {
     get delayMs() {
       return state.delayMs;
     },
+    get tagDeletes() {
+      return state.tagDeletes;
+    },
+    set tagDeletes(v: boolean) {
+      state.tagDeletes = v;
+    },
     set delayMs(v: number) {
       state.delayMs = v;
     },
@@ -104,4 +124,53 @@ export function startRegistryProxy(upstream: string): RegistryProxy {
       await server.shutdown();
     },
   };
+}
+
+/** What a manifest HEAD accepts, so the registry answers with the stored manifest's digest. */
+const MANIFEST_TYPES = [
+  "application/vnd.oci.image.manifest.v1+json",
+  "application/vnd.oci.image.index.v1+json",
+  "application/vnd.docker.distribution.manifest.v2+json",
+  "application/vnd.docker.distribution.manifest.list.v2+json",
+].join(", ");
+
+/** A distribution error answer. */
+function registryError(status: number, code: string, message: string): Response {
+  return Response.json({ errors: [{ code, message }] }, { status });
+}
+
+/** DELETE repo:tag on a registry that deletes only by digest (see RegistryProxy.tagDeletes). */
+async function deleteTag(
+  upstream: string,
+  repo: string,
+  tag: string,
+  headers: Headers,
+): Promise<Response> {
+  const digestOf = async (t: string) => {
+    const res = await fetch(`${upstream}/v2/${repo}/manifests/${t}`, {
+      method: "HEAD",
+      headers: { ...Object.fromEntries(headers), accept: MANIFEST_TYPES },
+    });
+    await res.body?.cancel();
+    return res.ok ? res.headers.get("docker-content-digest") ?? undefined : undefined;
+  };
+  const digest = await digestOf(tag);
+  if (!digest) return registryError(404, "MANIFEST_UNKNOWN", `manifest unknown: ${repo}:${tag}`);
+  const list = await fetch(`${upstream}/v2/${repo}/tags/list`, { headers });
+  const others = list.ok ? ((await list.json()) as { tags?: string[] | null }).tags ?? [] : [];
+  if (!list.ok) await list.body?.cancel();
+  for (const other of others.filter((t) => t !== tag)) {
+    if (await digestOf(other) === digest) {
+      return registryError(
+        400,
+        "UNSUPPORTED",
+        `${repo}:${tag} shares ${digest} with :${other}; the test registry cannot delete one alone`,
+      );
+    }
+  }
+  const res = await fetch(`${upstream}/v2/${repo}/manifests/${digest}`, {
+    method: "DELETE",
+    headers,
+  });
+  return new Response(await res.arrayBuffer(), { status: res.status, headers: res.headers });
 }

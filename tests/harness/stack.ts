@@ -77,6 +77,12 @@ export interface StackOptions {
    * (tests/fixtures/go_original_rbac.yaml); extraRbac is ignored then.
    */
   operatorRbac?: string;
+  /**
+   * Install config/rbac for the operator's ServiceAccount (default true). False leaves the
+   * cluster without any of it, for a test that installs another build's RBAC and starts that
+   * build itself; only with `operators: 0`.
+   */
+  projectRbac?: boolean;
   /** The control plane's Kubernetes minor and extra kube-apiserver flags (default: 1.35, none). */
   controlPlane?: Pick<ControlPlaneOptions, "kubernetesMinor" | "apiServerFlags">;
   /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
@@ -184,7 +190,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     started.push(() => Promise.resolve(transport.close()));
     const admin = new ApiClient(transport, "e2e-test");
     await admin.create(Namespaces, { metadata: { name: OPERATOR_NAMESPACE } });
-    const kubeconfig = opts.operatorRbac !== undefined
+    if (opts.projectRbac === false && replicas > 0) {
+      throw new Error("startStack: projectRbac: false runs no replica (operators: 0)");
+    }
+    const kubeconfig = opts.projectRbac === false
+      ? ""
+      : opts.operatorRbac !== undefined
       ? await operatorKubeconfigUnder(cp, opts.operatorRbac)
       : await operatorKubeconfig(cp, opts.extraRbac);
     let execPlugin: TokenPlugin | undefined;
