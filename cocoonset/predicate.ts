@@ -3,8 +3,9 @@
  * (condition heartbeats, container statuses); only changes the reconciler acts on pass.
  */
 import { jsonEqual } from "../kube/mod.ts";
-import type { CompletePredicate, Pod } from "../kube/mod.ts";
-import { isPodReady } from "../common/meta/mod.ts";
+import type { CompletePredicate, Pod, Request } from "../kube/mod.ts";
+import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
+import { cocoonSetOwnerName, isPodReady } from "../common/meta/mod.ts";
 
 /**
  * Passes creates and deletes, and updates that start a deletion, change the phase, flip
@@ -44,4 +45,24 @@ function unschedulableCondition(pod: Pod) {
   return pod.status?.conditions?.find((c) =>
     c.type === "PodScheduled" && c.status === "False" && c.reason === "Unschedulable"
   );
+}
+
+/**
+ * The set whose pod a deleted CocoonHibernation targeted, from the pod cache. A request that
+ * hibernated a pod keeps the set's unsuspend away from it while it lives; once it is gone, only a
+ * pass of the set clears the leftover ask, and a set at rest has no requeue of its own.
+ */
+export function setOfRequestTarget(
+  storedPod: (namespace: string, name: string) => Pod | undefined,
+  hib: CocoonHibernation,
+): Request[] {
+  const namespace = hib.metadata.namespace ?? "";
+  const pod = storedPod(namespace, hib.spec?.podRef?.name ?? "");
+  const owner = cocoonSetOwnerName(pod?.metadata.ownerReferences);
+  return owner === "" ? [] : [{ namespace, name: owner }];
+}
+
+/** Only a request's deletion concerns the set; its own flow handles every other change. */
+export function requestDeleted(): CompletePredicate<CocoonHibernation> {
+  return { create: () => false, update: () => false, delete: () => true, generic: () => false };
 }

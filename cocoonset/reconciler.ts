@@ -36,7 +36,8 @@ import type {
   Result,
 } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
-import { CocoonSets } from "../common/apis/v1/resources.ts";
+import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
+import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { isPodReady, parseVMSpec } from "../common/meta/mod.ts";
@@ -73,7 +74,7 @@ import {
 } from "./pass.ts";
 import { classifyPods } from "./pods.ts";
 import { replaceDriftedMain } from "./drift.ts";
-import { podRelevantChange } from "./predicate.ts";
+import { podRelevantChange, requestDeleted, setOfRequestTarget } from "./predicate.ts";
 import { newRestoreIntent } from "./restore.ts";
 import { reconcileReleasedWake, reconcileSuspendRelease } from "./seat_release.ts";
 import { syncLedger } from "./snapshot_ledger.ts";
@@ -303,8 +304,9 @@ export interface CocoonSetControllerOptions {
 
 /**
  * Registers the CocoonSet controller: For CocoonSets (spec changes only), Owns pods (changes
- * the reconciler acts on only), Watches nodes (arrival, departure and relabelling of a node a
- * set's spec.nodeName names, through a cache index on spec.nodeName).
+ * the reconciler acts on only), Watches CocoonHibernations (a deleted one wakes the set owning
+ * its target pod) and nodes (arrival, departure and relabelling of a node a set's spec.nodeName
+ * names, through a cache index on spec.nodeName).
  */
 export function setupCocoonSetController(
   mgr: Manager,
@@ -326,6 +328,7 @@ export function setupCocoonSetController(
   });
   registerVMNameIndex(mgr);
   const sets = mgr.cache.informerFor(CocoonSets);
+  const pods = mgr.cache.informerFor(Pods);
   if (!sets.hasIndex(NODE_NAME_INDEX)) {
     mgr.indexField(CocoonSets, NODE_NAME_INDEX, nodeNameIndexValues);
   }
@@ -336,7 +339,14 @@ export function setupCocoonSetController(
   const builder = controllerManagedBy(mgr)
     .named("cocoonset")
     .for(CocoonSets, { predicates: [generationChanged()] })
-    .owns(Pods, { predicates: [podRelevantChange()] });
+    .owns(Pods, { predicates: [podRelevantChange()] })
+    .watches(
+      CocoonHibernations,
+      enqueueFromMap<CocoonHibernation>((h) =>
+        setOfRequestTarget((ns, name) => pods.getStored(ns, name), h)
+      ),
+      { predicates: [requestDeleted()] },
+    );
   const watchNodesNow = !nodeChecks || nodeChecks.enabled();
   if (watchNodesNow) builder.watches(Nodes, nodeEvents, { predicates: [nodePlacementEvents()] });
   const ctrl = builder.withOptions({ maxConcurrentReconciles: opts.concurrency }).build(r);

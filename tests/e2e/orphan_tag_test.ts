@@ -44,12 +44,21 @@ async function silence(stack: Stack, pod: string): Promise<void> {
   });
 }
 
-/** Hibernates set-0 through a request, deletes the request, and follows the tag to its end. */
-async function deletedRequestsTag(stack: Stack, set: string, silent: boolean): Promise<void> {
-  let cs = await createSet(stack, NS, set, {});
+/**
+ * Hibernates slot `slot` of a new set through a request, deletes the request, and follows the tag
+ * to its end. A sub-agent matters apart: with its main Ready the set has no look-again of its own,
+ * so only the request's deletion brings its pass.
+ */
+async function deletedRequestsTag(
+  stack: Stack,
+  set: string,
+  silent: boolean,
+  slot = 0,
+): Promise<void> {
+  let cs = await createSet(stack, NS, set, { agent: { replicas: slot } });
   cs = await waitSet(stack, cs, "Running", inPhase("Running"));
-  const pod = `${set}-0`;
-  const vm = vmOf(NS, set, 0);
+  const pod = `${set}-${slot}`;
+  const vm = vmOf(NS, set, slot);
   if (silent) await silence(stack, pod);
   await stack.admin.create(CocoonHibernations, {
     apiVersion: "cocoonset.cocoonstack.io/v1",
@@ -114,6 +123,10 @@ e2eSuite(
     await step(
       "vk-cocoon with lifecycle annotations: the same",
       () => deletedRequestsTag(stack, "contract", false),
+    );
+    await step(
+      "a sub-agent of a set at rest: woken once the request is gone, then its tag dropped",
+      () => deletedRequestsTag(stack, "sub", true, 1),
     );
   },
 );
