@@ -30,6 +30,7 @@ import type { SimNode } from "../../sim/nodes.ts";
 import { registryAvailable } from "../harness/registry.ts";
 import { OPERATOR_NAMESPACE, type Stack, startStack } from "../harness/stack.ts";
 import { waitUntil } from "../harness/wait.ts";
+import { GO_ORIGINAL_RBAC_PATH } from "../fixtures/go_original_rbac.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
@@ -136,7 +137,7 @@ export async function startRoundTrip(nodes: SimNode[]): Promise<RoundTrip> {
       if (res.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${res.stderr}`);
       return res.stdout;
     };
-    await kubectl(["apply", "-f", `${repoRoot}tests/e2e/go_original_rbac.yaml`]);
+    await kubectl(["apply", "-f", GO_ORIGINAL_RBAC_PATH]);
     const token = await stack.cp.serviceAccountKubeconfig(OPERATOR_NAMESPACE, "cocoon-operator");
     api = startApiProxy(stack.cp.server, stack.cp.caCertPem, undefined, await proxyServing());
     const kubeconfig = await api.rewriteKubeconfig(token);

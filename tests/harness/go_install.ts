@@ -12,6 +12,7 @@
  * @module
  */
 import { dump } from "js-yaml";
+import { GO_ORIGINAL_RULES } from "../fixtures/go_original_rbac.ts";
 
 /** One RBAC rule of a ClusterRole. */
 export interface PolicyRule {
@@ -20,28 +21,8 @@ export interface PolicyRule {
   verbs: string[];
 }
 
-const ALL_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete"];
-const GROUP = "cocoonset.cocoonstack.io";
-
-/** The Go original's ClusterRole rules (every verb it may send, by group and resource). */
-export const GO_CLUSTER_ROLE_RULES: readonly PolicyRule[] = [
-  { apiGroups: [GROUP], resources: ["cocoonsets", "cocoonhibernations"], verbs: ALL_VERBS },
-  {
-    apiGroups: [GROUP],
-    resources: ["cocoonsets/status", "cocoonhibernations/status"],
-    verbs: ["get", "update", "patch"],
-  },
-  {
-    apiGroups: [GROUP],
-    resources: ["cocoonsets/finalizers", "cocoonhibernations/finalizers"],
-    verbs: ["update"],
-  },
-  { apiGroups: [""], resources: ["pods"], verbs: ALL_VERBS },
-  { apiGroups: [""], resources: ["pods/status"], verbs: ["get"] },
-  { apiGroups: [""], resources: ["configmaps"], verbs: ALL_VERBS },
-  { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ALL_VERBS },
-  { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
-];
+/** The Go original's ClusterRole rules (tests/fixtures/go_original_rbac.yaml). */
+export const GO_CLUSTER_ROLE_RULES = GO_ORIGINAL_RULES as readonly PolicyRule[];
 
 /** The name of the Go original's ClusterRole and of its binding. */
 export const GO_RBAC_NAME = "cocoon-operator";
