@@ -452,17 +452,22 @@ Deno.test({
       );
 
       await t.step("helm upgrade leaves the CRDs; the documented step updates them", async () => {
-        // A newer chart whose CRD changed (a label stands in for a schema change).
+        // A newer chart whose CRD changed: a field's description (an existing value, as a
+        // schema change rewrites values Helm's install applied) and a new label.
         const next = await Deno.makeTempDir({ prefix: "chart-next-" });
         try {
           const copy = await new Deno.Command("cp", { args: ["-r", CHART_DIR, next] }).output();
           assert.ok(copy.success);
           const crdFile = `${next}/cocoon-operator/crds/cocoonset.cocoonstack.io_cocoonsets.yaml`;
           const text = await Deno.readTextFile(crdFile);
-          await Deno.writeTextFile(
-            crdFile,
-            text.replace(/^metadata:\n/m, 'metadata:\n  labels:\n    chart-next: "true"\n'),
-          );
+          const changed = text
+            .replace(/^metadata:\n/m, 'metadata:\n  labels:\n    chart-next: "true"\n')
+            .replace(
+              "description: Kind of this object.",
+              "description: Kind of this object, next.",
+            );
+          assert.notEqual(changed, text);
+          await Deno.writeTextFile(crdFile, changed);
           const label = async () =>
             (await kubectlOk(cp, [
               "get",
@@ -484,8 +489,21 @@ Deno.test({
           );
           assert.equal(await label(), "", "helm upgrade changed a CRD");
           const crds = await helmOk(["show", "crds", `${next}/cocoon-operator`]);
-          await kubectlOk(cp, ["apply", "--server-side", "-f", "-"], crds);
+          // Helm applied the CRDs as its own field manager; without --force-conflicts kubectl
+          // stops at the changed schema.
+          const plain = await cp.kubectl(["apply", "--server-side", "-f", "-"], { stdin: crds });
+          assert.notEqual(plain.code, 0);
+          assert.match(plain.stderr, /conflict with "helm"/);
+          await kubectlOk(cp, ["apply", "--server-side", "--force-conflicts", "-f", "-"], crds);
           assert.equal(await label(), "true");
+          const description = await kubectlOk(cp, [
+            "get",
+            "crd",
+            "cocoonsets.cocoonset.cocoonstack.io",
+            "-o",
+            "jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.kind.description}",
+          ]);
+          assert.equal(description.trim(), "Kind of this object, next.");
         } finally {
           await Deno.remove(next, { recursive: true });
         }
