@@ -1,9 +1,10 @@
 /**
- * Writes the CRD manifests in config/crd/bases from the TypeScript schema in common/apis/v1.
+ * Writes the CRD manifests from the TypeScript schema in common/apis/v1 into config/crd/bases
+ * (kustomize) and charts/cocoon-operator/crds (Helm), the same files in both.
  *
  *   deno task crds            regenerate the files
  *   deno task crds --check    exit 1 (and name the files) when the committed files are stale
- *   --dir <path>              use another folder than config/crd/bases (tests)
+ *   --dir <path>              use one other folder instead (tests)
  */
 import { allCRDs } from "../common/apis/v1/crd.ts";
 import { toYamlDocument } from "../common/k8s/yaml.ts";
@@ -11,6 +12,8 @@ import { parseArgsOrExit } from "./cli.ts";
 
 /** Where the generated manifests live, relative to the repository root. */
 export const CRD_DIR = new URL("../config/crd/bases/", import.meta.url);
+/** The chart's copy: Helm installs the files in crds/ before the rest of a first install. */
+export const CHART_CRD_DIR = new URL("../charts/cocoon-operator/crds/", import.meta.url);
 
 /** The generated manifests: file name → YAML text. Pure; touches no files. */
 export function generateCrdFiles(): Map<string, string> {
@@ -49,11 +52,14 @@ async function main(args: string[]): Promise<number> {
     "usage: deno task crds [--check] [--dir <path>]",
     { args, options: { check: { type: "boolean", default: false }, dir: { type: "string" } } },
   );
-  const dir = values.dir === undefined
-    ? CRD_DIR
-    : new URL(`file://${Deno.realPathSync(values.dir).replace(/\/?$/, "/")}`);
+  const dirs = values.dir === undefined
+    ? [CRD_DIR, CHART_CRD_DIR]
+    : [new URL(`file://${Deno.realPathSync(values.dir).replace(/\/?$/, "/")}`)];
   if (values.check) {
-    const stale = await staleCrdFiles(dir);
+    const stale: string[] = [];
+    for (const dir of dirs) {
+      stale.push(...(await staleCrdFiles(dir)).map((file) => new URL(file, dir).pathname));
+    }
     if (stale.length > 0) {
       console.error(`CRDs are out of date (run \`deno task crds\`): ${stale.join(", ")}`);
       return 1;
@@ -61,7 +67,11 @@ async function main(args: string[]): Promise<number> {
     console.log("CRDs are up to date");
     return 0;
   }
-  for (const file of await writeCrdFiles(dir)) console.log(`wrote ${new URL(file, dir).pathname}`);
+  for (const dir of dirs) {
+    for (const file of await writeCrdFiles(dir)) {
+      console.log(`wrote ${new URL(file, dir).pathname}`);
+    }
+  }
   return 0;
 }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import * as yaml from "js-yaml";
-import { CRD_DIR, generateCrdFiles, staleCrdFiles } from "./crds.ts";
+import { CHART_CRD_DIR, CRD_DIR, generateCrdFiles, staleCrdFiles } from "./crds.ts";
 
 /**
  * cocoon-common v0.3.0's CRDs (controller-gen output), the contract ours must match. They are not
@@ -74,6 +74,10 @@ async function readReference(file: string): Promise<string> {
 
 Deno.test("committed config/crd/bases match the generator (run `deno task crds` if this fails)", async () => {
   assert.deepEqual(await staleCrdFiles(CRD_DIR), []);
+});
+
+Deno.test("the chart's crds/ match the generator (run `deno task crds` if this fails)", async () => {
+  assert.deepEqual(await staleCrdFiles(CHART_CRD_DIR), []);
 });
 
 Deno.test("staleCrdFiles reports a missing or edited manifest", async () => {

@@ -1,6 +1,5 @@
 import type { ControlPlane } from "./control_plane.ts";
-
-const repoRoot = new URL("../../", import.meta.url).pathname;
+import { isComponent, writeOverlay } from "./kustomize.ts";
 
 /**
  * Installs config/rbac exactly as kustomize builds it (`kubectl apply -k`: the ServiceAccount,
@@ -8,10 +7,16 @@ const repoRoot = new URL("../../", import.meta.url).pathname;
  * RoleBinding in cocoon-system, the metrics-auth and metrics-reader ClusterRoles) and returns a
  * kubeconfig for the operator's ServiceAccount (cocoon-system/cocoon-operator), so a test runs
  * the operator with exactly the permissions a deployment grants it rather than as cluster admin.
+ * config/rbac names no namespace (config/default does): it is built in cocoon-system here, as
+ * config/default builds it.
  */
 export async function operatorKubeconfig(
   cp: ControlPlane,
-  /** More kustomize folders (from the repository root) applied after config/rbac. */
+  /**
+   * More kustomize folders (from the repository root) granting more, applied with config/rbac:
+   * a component (config/overlays/sharded/members) takes its namespace from config/rbac's
+   * ServiceAccount.
+   */
   extraRbac: readonly string[] = [],
 ): Promise<string> {
   // The kustomization's namespaced objects need their namespace (created here if missing, with
@@ -24,11 +29,19 @@ export async function operatorKubeconfig(
     }),
   });
   if (ns.code !== 0) throw new Error(`creating namespace cocoon-system failed: ${ns.stderr}`);
-  const applied = await cp.kubectl(["apply", "-k", `${repoRoot}config/rbac`]);
-  if (applied.code !== 0) throw new Error(`applying config/rbac failed: ${applied.stderr}`);
-  for (const dir of extraRbac) {
-    const more = await cp.kubectl(["apply", "-k", `${repoRoot}${dir}`]);
-    if (more.code !== 0) throw new Error(`applying ${dir} failed: ${more.stderr}`);
+  const resources = ["config/rbac"];
+  const components: string[] = [];
+  for (const dir of extraRbac) (await isComponent(dir) ? components : resources).push(dir);
+  const overlay = await writeOverlay({ namespace: "cocoon-system", resources, components });
+  try {
+    const applied = await cp.kubectl(["apply", "-k", overlay]);
+    if (applied.code !== 0) {
+      throw new Error(
+        `applying ${[...resources, ...components].join(", ")} failed: ${applied.stderr}`,
+      );
+    }
+  } finally {
+    await Deno.remove(overlay, { recursive: true }).catch(() => {});
   }
   return await cp.serviceAccountKubeconfig("cocoon-system", "cocoon-operator");
 }

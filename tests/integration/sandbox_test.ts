@@ -163,7 +163,10 @@ Deno.test({
             role,
             "the leases rule in leader_election_role.yaml changed shape",
           );
-          const applied = await cp.kubectl(["apply", "-f", "-"], { stdin: weakened });
+          // config/rbac names no namespace: config/default puts it in cocoon-system.
+          const applied = await cp.kubectl(["apply", "-n", "cocoon-system", "-f", "-"], {
+            stdin: weakened,
+          });
           assert.equal(applied.code, 0, applied.stderr);
           const op = await startSandboxedOperator({ cp, ociRegistry, kubeconfig });
           try {
@@ -179,6 +182,8 @@ Deno.test({
             await op.stop(5_000).catch(() => {});
             const restored = await cp.kubectl([
               "apply",
+              "-n",
+              "cocoon-system",
               "-f",
               `${repoRoot}config/rbac/leader_election_role.yaml`,
             ]);
