@@ -132,7 +132,7 @@ export async function runOperator(
   let metricsSecurity: ManagerOptions["metricsSecurity"];
   if (secureMetrics) {
     try {
-      const tls = await metricsTls(config.metricsCertDir);
+      const tls = await metricsTls(config.metricsCertDir, config.leaderElectionNamespace);
       log.info(
         "metrics served over https ({source} certificate), callers reviewed by the API server",
         {

@@ -106,11 +106,26 @@ Deno.test("metrics TLS: files from the folder, else self-signed; half a pair is 
   const files: Record<string, string> = { "/c/tls.crt": "CERT", "/c/tls.key": "KEY" };
   const read = (p: string) =>
     p in files ? Promise.resolve(files[p]) : Promise.reject(new Deno.errors.NotFound(p));
-  assert.deepEqual(await metricsTls("/c/", read), { cert: "CERT", key: "KEY", source: "files" });
+  assert.deepEqual(await metricsTls("/c/", "cocoon-system", read), {
+    cert: "CERT",
+    key: "KEY",
+    source: "files",
+  });
   // The optional Secret is not installed: an empty folder means self-signed.
-  assert.equal((await metricsTls("/empty", read)).source, "self-signed");
+  assert.equal((await metricsTls("/empty", "cocoon-system", read)).source, "self-signed");
   delete files["/c/tls.key"];
-  await assert.rejects(() => metricsTls("/c", read), /holds tls\.crt but not tls\.key/);
+  await assert.rejects(
+    () => metricsTls("/c", "cocoon-system", read),
+    /holds tls\.crt but not tls\.key/,
+  );
+});
+
+Deno.test("metrics TLS: the self-signed certificate names the metrics Service of the operator's namespace", async () => {
+  const tls = await metricsTls(undefined, "team-ops");
+  const leafPem = tls.cert.slice(0, tls.cert.indexOf("-----END CERTIFICATE-----"));
+  const der = atob(leafPem.replace(/-----BEGIN CERTIFICATE-----|\s/g, ""));
+  assert.ok(der.includes("cocoon-operator-metrics.team-ops.svc"));
+  assert.ok(!der.includes("cocoon-system"));
 });
 
 Deno.test("metrics TLS: a self-signed certificate serves https", async () => {

@@ -17,8 +17,13 @@ export interface TlsMaterial {
   source: "files" | "self-signed";
 }
 
-/** Names the self-signed certificate carries (a scraper that checks them still needs its CA). */
-const SELF_SIGNED_NAMES = ["localhost", "cocoon-operator-metrics.cocoon-system.svc"];
+/**
+ * Names the self-signed certificate carries (a scraper that checks them still needs its CA): the
+ * metrics Service in the operator's namespace.
+ */
+function selfSignedNames(namespace: string): string[] {
+  return ["localhost", `cocoon-operator-metrics.${namespace}.svc`];
+}
 
 /** How long the self-signed certificate is valid (the process is replaced well before). */
 const SELF_SIGNED_VALIDITY_DAYS = 365;
@@ -30,6 +35,7 @@ const SELF_SIGNED_VALIDITY_DAYS = 365;
  */
 export async function metricsTls(
   certDir: string | undefined,
+  namespace = "cocoon-system",
   read: (path: string) => Promise<string> = Deno.readTextFile,
 ): Promise<TlsMaterial> {
   if (certDir) {
@@ -50,7 +56,7 @@ export async function metricsTls(
   });
   const leaf = await ca.issue({
     commonName: "cocoon-operator-metrics",
-    dnsNames: SELF_SIGNED_NAMES,
+    dnsNames: selfSignedNames(namespace),
     ipAddresses: ["127.0.0.1"],
     usage: "server",
   });
