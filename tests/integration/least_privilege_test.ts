@@ -19,7 +19,7 @@ import { load as loadYaml } from "js-yaml";
 import { ApiClient } from "../../kube/api_client.ts";
 import { Leases, Namespaces } from "../../kube/core.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
-import { createCertificateAuthority } from "../harness/certs.ts";
+import { createCertificateAuthority } from "../../kube/x509.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { operatorKubeconfig } from "../harness/operator_identity.ts";
 import { type ProcessHandle, runProcess } from "../harness/process.ts";
