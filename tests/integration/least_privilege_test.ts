@@ -1,5 +1,5 @@
 /**
- * Least privilege on the real control plane (issue 20): main.ts under the in-cluster permission
+ * Least privilege on the real control plane: main.ts under the in-cluster permission
  * set and config/rbac as kustomize builds it (tests/harness/sandboxed_operator.ts), and the
  * `deno task start` launcher with its own flags.
  *
