@@ -223,8 +223,7 @@ export async function runOperator(
     log.info("manager stopped cleanly");
     return 0;
   } catch (err) {
-    // String(err), not errorMessage: this line has always carried the error's name too
-    // ("ApiError: …"), and issue 22 changes no visible text.
+    // String(err), not errorMessage: the line carries the error's name ("ApiError: …").
     log.error("manager failed: {error}", { error: String(err) });
     return 1;
   } finally {

@@ -24,6 +24,7 @@ import {
   isGoogleHost,
 } from "./snapshot/auth/google_endpoints.ts";
 import { parseRegistryBase } from "./snapshot/reference.ts";
+import { LOCAL_ONLY_ENV, OPERATOR_ENV, PROXY_VARIABLES } from "./operator_env.ts";
 
 /** One flag's worth of grants. */
 export interface PermissionSet {
@@ -39,9 +40,6 @@ export interface PermissionSet {
    */
   run?: string[];
 }
-
-export { LOCAL_ONLY_ENV, OPERATOR_ENV, PROXY_VARIABLES } from "./operator_env.ts";
-import { LOCAL_ONLY_ENV, OPERATOR_ENV, PROXY_VARIABLES } from "./operator_env.ts";
 
 /**
  * Registry hosts baked in by default: Google Artifact Registry over https. A build argument

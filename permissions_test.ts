@@ -5,16 +5,15 @@ import {
   describeMissing,
   extraPermissions,
   inClusterPermissionSet,
-  LOCAL_ONLY_ENV,
   localPermissionSet,
   missingPermissions,
   type NeedsInput,
   netAllowEntries,
-  OPERATOR_ENV,
   operatorNeeds,
   permissionFlags,
   ProxyVariableError,
 } from "./permissions.ts";
+import { LOCAL_ONLY_ENV, OPERATOR_ENV } from "./operator_env.ts";
 
 const IN_CLUSTER = {
   kind: "in-cluster",

@@ -25,10 +25,10 @@ import {
   missingPermissions,
   type Need,
   netAllowEntries,
-  OPERATOR_ENV,
   operatorNeeds,
   ProxyVariableError,
 } from "./permissions.ts";
+import { OPERATOR_ENV } from "./operator_env.ts";
 import { installNetGuard, NetAllowList } from "./kube/net_guard.ts";
 import { isLoopbackHost } from "./kube/loopback.ts";
 

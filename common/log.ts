@@ -13,8 +13,6 @@ import {
 } from "@logtape/logtape";
 import { LogConfigError, type LogLevelName, parseLogLevelName } from "./log_level.ts";
 
-export { LogConfigError, type LogLevelName, parseLogLevelName } from "./log_level.ts";
-
 /** "json" = one JSON object per line (production); "text" = human-readable lines. */
 export type LogFormat = "json" | "text";
 

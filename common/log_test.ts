@@ -1,13 +1,7 @@
 import assert from "node:assert/strict";
 import { getLogger } from "@logtape/logtape";
-import {
-  LogConfigError,
-  parseLogFormat,
-  parseLogLevelName,
-  renderMessage,
-  resetLogging,
-  setupLogging,
-} from "./log.ts";
+import { parseLogFormat, renderMessage, resetLogging, setupLogging } from "./log.ts";
+import { LogConfigError, parseLogLevelName } from "./log_level.ts";
 
 /** Collects the lines the sink would print. */
 function capture(): { lines: string[]; write: (line: string) => void } {

@@ -323,7 +323,7 @@ Deno.test("api client: aborting a watch ends it even when fetch's own abort does
     assert.deepEqual(seen, ["ADDED"], "the half event is dropped, not parsed");
     await waitFor("the server saw the stream cancelled", () => cancelled, 5_000);
   } finally {
-    // Without the fix the stream is still open; end it so the server can shut down.
+    // Should the watch not end, the stream is still open; end it so the server can shut down.
     for (const ctrl of open) {
       try {
         ctrl.close();

@@ -19,7 +19,7 @@
  *   {@link containsFinalizer}), owner references ({@link setControllerReference},
  *   {@link isControlledBy}) and {@link ignoreNotFound};
  * - wiring: {@link controllerManagedBy}, handlers, predicates, the {@link Manager} and its
- *   cache scope ({@link byObject}); {@link lowPriority} for a result's priority;
+ *   cache scope ({@link byObject}); {@link LOW_PRIORITY} for a result's priority;
  * - Events ({@link EventRecorder}) and time ({@link Clock}, {@link sleep}, {@link rfc3339}).
  *
  * Test doubles (an in-memory API server, a fake clock, waits) are not part of this surface:

@@ -8,8 +8,6 @@ import { registry as defaultRegistry } from "./metrics.ts";
 import { type BindAddress, parseBindAddress } from "./bind_address.ts";
 import { errorMessage } from "./errors.ts";
 
-export { type BindAddress, BindAddressError, parseBindAddress } from "./bind_address.ts";
-
 /** A health check: returning means healthy, throwing (or rejecting) means unhealthy. */
 export type Checker = (req: Request) => void | Promise<void>;
 

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { Counter, Registry } from "./prom_client.ts";
-import { BindAddressError, parseBindAddress, ping, Servers } from "./servers.ts";
+import { BindAddressError, parseBindAddress } from "./bind_address.ts";
+import { ping, Servers } from "./servers.ts";
 
 Deno.test("parseBindAddress accepts Go listen addresses", () => {
   assert.deepEqual(parseBindAddress(":8081"), { hostname: undefined, port: 8081 });

@@ -8,8 +8,8 @@ function serve(handler: (req: Request) => Response | Promise<Response>) {
   return { server, url: `http://127.0.0.1:${server.addr.port}` };
 }
 
-// A request's timeout used to be AbortSignal.timeout's, which cannot be cleared: every request
-// of a burst left a timer that fired 30 s later, on an idle operator.
+// An uncleared timeout (AbortSignal.timeout's) would leave one timer per request of a burst,
+// each firing 30 s later on an idle operator.
 Deno.test("transport: a request's timeout is cleared once its answer is read", async () => {
   const clock = new FakeClock();
   const timedInFlight: number[] = [];

@@ -2,8 +2,8 @@
  * Issues X.509 certificates (ECDSA P-256) with WebCrypto: a CA and server or client leaf
  * certificates. The metrics server's self-signed certificate comes from here
  * (kube/metrics_serving.ts), and so do the test control plane's CA, kube-apiserver serving
- * certificate and client certificates (tests/harness/certs.ts re-exports this module). Doing it
- * in TypeScript needs no `openssl` and costs a few milliseconds.
+ * certificate and client certificates. Doing it in TypeScript needs no `openssl` and costs a few
+ * milliseconds.
  *
  * @module
  */

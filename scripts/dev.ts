@@ -26,7 +26,7 @@ import { isAbsolute, relative, resolve } from "node:path";
 import { type Config, parseConfig } from "../config.ts";
 import { describeSource } from "../kube/kubeconfig.ts";
 import { errorMessage } from "../kube/errors.ts";
-import { parseBindAddress } from "../kube/servers.ts";
+import { parseBindAddress } from "../kube/bind_address.ts";
 import { connect, PreflightError } from "../preflight.ts";
 import { type ControlPlane, startControlPlane } from "../tests/harness/control_plane.ts";
 import { REGISTRY_BIN, registryAvailable, startRegistry } from "../tests/harness/registry.ts";

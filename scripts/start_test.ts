@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { createCertificateAuthority } from "../tests/harness/certs.ts";
+import { createCertificateAuthority } from "../kube/x509.ts";
 import { launchPlan } from "./start.ts";
 import { v8FlagsArg } from "./runtime_flags.ts";
-import { LOCAL_ONLY_ENV, OPERATOR_ENV, PROXY_VARIABLES } from "../permissions.ts";
+import { LOCAL_ONLY_ENV, OPERATOR_ENV, PROXY_VARIABLES } from "../operator_env.ts";
 
 const repoRoot = new URL("../", import.meta.url).pathname;
 

@@ -6,16 +6,12 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import {
-  type LogFormat,
-  type LogLevelName,
-  parseLogFormat,
-  parseLogLevelName,
-} from "../common/log.ts";
+import { type LogFormat, parseLogFormat } from "../common/log.ts";
+import { type LogLevelName, parseLogLevelName } from "../common/log_level.ts";
 import { type FailMode, parseFailMode } from "./knobs.ts";
 import { DEFAULT_LATENCIES, type Latencies } from "./kubelet.ts";
 import type { SimNode } from "./nodes.ts";
-import { type BindAddress, parseBindAddress } from "../kube/servers.ts";
+import { type BindAddress, parseBindAddress } from "../kube/bind_address.ts";
 import { errorMessage } from "../kube/errors.ts";
 
 /** Everything sim/main.ts needs. */

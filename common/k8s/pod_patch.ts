@@ -1,8 +1,7 @@
 /**
  * The cocoon-specific patch helpers (cocoon-common's k8s/clientpatch.go): each writes one
  * annotation of the pod contract and makes no API call when the pod already says so. The generic
- * merge-from helpers they build on live in kube/client_patch.ts; this file was
- * common/k8s/client_patch.ts, a name that read as a second copy of those.
+ * merge-from helpers they build on live in kube/client_patch.ts.
  *
  * @module
  */

@@ -11,7 +11,7 @@
  * Two kinds of Lease are dead and may be deleted ({@linkcode MemberView.dead}, carried out by
  * membership.ts with the observed resourceVersion as a precondition):
  * - "expired": unchanged for its lease duration, the safety margin and the retention on top,
- *   all on this member's clock. It blocks nothing any more; deleting it only spares members that
+ *   all on this member's clock. It blocks nothing; deleting it only spares members that
  *   start later (and have never seen it) from counting it live for a lease duration.
  * - "predecessor": with POD_NAME known, a Lease whose identity is `<POD_NAME>_<other suffix>` is
  *   this pod's previous operator process (a container restart): pod names are unique and a pod

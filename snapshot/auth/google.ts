@@ -19,8 +19,6 @@ import { getLogger } from "@logtape/logtape";
 import { isRecord } from "../errors.ts";
 import { errorMessage } from "../../kube/errors.ts";
 import { GOOGLE_TOKEN_URL, isGoogleHost } from "./google_endpoints.ts";
-
-export { credentialsTokenEndpoint, GOOGLE_TOKEN_URL, isGoogleHost } from "./google_endpoints.ts";
 import { abortable, withDeadline } from "../deadline.ts";
 import { type EnvGetter, processEnv, readFile, readIfExists, type TextFileReader } from "./env.ts";
 import { importRs256Key, signRs256 } from "./jwt.ts";

@@ -8,8 +8,8 @@ import {
   detectGce,
   findDefaultCredentials,
   googleKeychain,
-  isGoogleHost,
 } from "./google.ts";
+import { isGoogleHost } from "./google_endpoints.ts";
 
 const NOW_MS = 1_800_000_000_000;
 

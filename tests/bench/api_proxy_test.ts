@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../harness/wait.ts";
 import { startApiProxy } from "./api_proxy.ts";
-import { createCertificateAuthority } from "../harness/certs.ts";
+import { createCertificateAuthority } from "../../kube/x509.ts";
 
 /** An upstream that echoes what reached it, and streams a watch until the client leaves. */
 function startUpstream() {

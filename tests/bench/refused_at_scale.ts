@@ -1,5 +1,5 @@
 /**
- * What a set above the per-set limit costs the operator (issue 19): its resident memory while a
+ * What a set above the per-set limit costs the operator: its resident memory while a
  * set with limit + 1 replicas is refused and while one with `replicas: 2147483647` is, next to
  * idle; and, to show what the default limit buys, a set at the limit converging (memory, time and
  * the size of its status, which must fit in one etcd object).

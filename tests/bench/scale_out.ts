@@ -1,5 +1,5 @@
 /**
- * Scale-out (issue 24): the same load converged by 1 and by 2 sharded replicas (SHARDS=auto both
+ * Scale-out: the same load converged by 1 and by 2 sharded replicas (SHARDS=auto both
  * times, so the code path is the same) on a Kubernetes 1.36 control plane with the
  * ShardedListAndWatch gate on, so the API server filters each replica's lists by its range.
  *
@@ -16,7 +16,7 @@
  *   TCP forwarder per replica in front of the API server (TLS passes through it untouched; it
  *   counts the encrypted stream, so headers and TLS framing are included, as on the wire).
  *
- * Goals (issue 24): 2 replicas ≥ 1.6× faster than 1; each replica's RSS and received bytes
+ * Goals: 2 replicas ≥ 1.6× faster than 1; each replica's RSS and received bytes
  * ≤ 0.6× of the single replica's. Progress and the setup (control plane, whether each replica's
  * lists came back server-filtered, the machine's load) go to stderr.
  *
@@ -286,7 +286,7 @@ export async function benchScaleOut(opts: ScaleOutOptions): Promise<ScaleOutRepo
   return { replicas1, replicas2 };
 }
 
-/** The goals of issue 24 against a report, for the log (the report itself stays as specified). */
+/** The goals above against a report, for the log (the report itself stays as specified). */
 export function scaleOutGoals(r: ScaleOutReport): Record<string, boolean | number> {
   const one = r.replicas1.perReplica[0];
   const speedup = r.replicas1.secondsToAllRunning / r.replicas2.secondsToAllRunning;

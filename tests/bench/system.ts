@@ -14,7 +14,7 @@ import type { SimNode } from "../../sim/nodes.ts";
 import { type ApiProxy, startApiProxy } from "./api_proxy.ts";
 import { type OperatorUnderTest, startOperatorUnderTest } from "./operator_under_test.ts";
 import { progress } from "./load.ts";
-import { createCertificateAuthority } from "../harness/certs.ts";
+import { createCertificateAuthority } from "../../kube/x509.ts";
 
 /**
  * A serving certificate for the counting proxy on 127.0.0.1, and its authority: client-go sends

@@ -1,5 +1,5 @@
 /**
- * Issue 24's proof on the real control plane: sharded replicas (SHARDS=auto) with the simulator.
+ * Sharded replicas (SHARDS=auto) on the real control plane with the simulator.
  *
  * 300 CocoonSets over 60 namespaces converge on 3 replicas; one replica is SIGKILLed while sets
  * are still being created and scaled and 20 of them are suspending (retain: their `:hibernate`

@@ -1,9 +1,9 @@
 /**
- * Issue 18 "snapshot safety" on the real system (operator, simulator, registry and control plane
- * as separate processes): a CocoonHibernation deleted while its pod is gone keeps the tag a
- * released seat needs, a finished Wake request yields to a suspend instead of fighting it, a
- * released-seat wake withdraws a hibernate request nobody owns, and teardown deletes no tag under
- * a name the set does not derive or another namespace shares.
+ * Snapshot safety on the real system (operator, simulator, registry and control plane as separate
+ * processes): a CocoonHibernation deleted while its pod is gone keeps the tag a released seat
+ * needs, a finished Wake request yields to a suspend instead of fighting it, a released-seat wake
+ * withdraws a hibernate request nobody owns, and teardown deletes no tag under a name the set does
+ * not derive or another namespace shares. tests/PARITY.md maps each step to the finding it pins.
  */
 import assert from "node:assert/strict";
 import { type CocoonHibernation, CocoonHibernations } from "../../common/apis/v1/mod.ts";
@@ -68,9 +68,9 @@ async function waitRequest(
 }
 
 /**
- * Turns the pod's VM into one run by vk-cocoon as it is today: no lifecycle annotations (the ones
- * the boot wrote are dropped), and a hibernation as save → push → remove with the VM up for a
- * while after the push.
+ * Turns the pod's VM into one run by a vk-cocoon that writes no lifecycle annotations (the ones
+ * the boot wrote are dropped) and hibernates as save → push → remove, the VM up for a while after
+ * the push.
  */
 async function silence(stack: Stack, namespace: string, pod: string): Promise<void> {
   await stack.admin.patch(Pods, namespace, pod, "merge", {
@@ -90,11 +90,11 @@ function deleteRequests(stack: Stack, vm: string) {
   return stack.proxy.requestsFor(`${stack.prefix}/${vm}`, "DELETE");
 }
 
-e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (stack, step) => {
+e2eSuite("snapshot safety", { latencies: { bootMs: 1_500 } }, async (stack, step) => {
   await stack.namespace(NS);
 
   await step(
-    "finding 1: a request deleted while its pod is gone keeps the released seat's :hibernate",
+    "a request deleted while its pod is gone keeps the released seat's :hibernate",
     async () => {
       let cs = await createSet(stack, NS, "rel", { hibernatePolicy: "release" });
       cs = await waitSet(stack, cs, "Running", inPhase("Running"));
@@ -128,7 +128,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
   );
 
   await step(
-    "finding 2: a finished Wake request yields to a retain suspend (one Warning, Blocked, Suspended)",
+    "a finished Wake request yields to a retain suspend (one Warning, Blocked, Suspended)",
     async () => {
       let cs = await createSet(stack, NS, "ret", {});
       cs = await waitSet(stack, cs, "Running", inPhase("Running"));
@@ -159,7 +159,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
   );
 
   await step(
-    "finding 3: a released-seat wake withdraws a hibernate request nobody owns and finishes",
+    "a released-seat wake withdraws a hibernate request nobody owns and finishes",
     async () => {
       let cs = await createSet(stack, NS, "orph", { hibernatePolicy: "release" });
       cs = await waitSet(stack, cs, "Running", inPhase("Running"));
@@ -179,7 +179,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
   );
 
   await step(
-    "model seed 241: a migration ends past a Hibernate request that yields to it, which then hibernates",
+    "a migration ends past a Hibernate request that yields to it, which then hibernates",
     async () => {
       let cs = await createSet(stack, NS, "mv", {});
       cs = await waitSet(stack, cs, "Running", inPhase("Running"));
@@ -326,7 +326,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
   );
 
   await step(
-    "follow-up 1: with vk-cocoon of today a retain suspend, a release suspend and a Hibernate request end",
+    "with a vk-cocoon that writes no lifecycle annotations a retain suspend, a release suspend and a Hibernate request end",
     async () => {
       let retain = await createSet(stack, NS, "quiet", {});
       let release = await createSet(stack, NS, "quietrel", { hibernatePolicy: "release" });
@@ -364,7 +364,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
   );
 
   await step(
-    "follow-up 3: a suspend does not hibernate a VM whose name another namespace derives",
+    "a suspend does not hibernate a VM whose name another namespace derives",
     async () => {
       // e2e-team / x-late-0 and e2e-team-x / late-0 both derive vk-e2e-team-x-late-0.
       await stack.namespace("e2e-team");
@@ -398,7 +398,7 @@ e2eSuite("snapshot safety (issue 18)", { latencies: { bootMs: 1_500 } }, async (
   );
 
   await step(
-    "follow-up 3 x first comer: a first comer suspends although a later set of the other namespace derives its name",
+    "a first comer suspends although a later set of the other namespace derives its name",
     async () => {
       // e2e-fc-x / early came first; e2e-fc / x-early, created later, derives the same VM name,
       // creates no pod (VMNameConflict) and so holds nothing under it.

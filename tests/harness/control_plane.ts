@@ -30,7 +30,7 @@ import {
   generateKeyPair,
   type IssuedCertificate,
   type LeafOptions,
-} from "./certs.ts";
+} from "../../kube/x509.ts";
 import { auditFlags } from "./behaviour_recording.ts";
 import { freePort, waitUntil } from "./wait.ts";
 import { errorMessage } from "../../kube/errors.ts";

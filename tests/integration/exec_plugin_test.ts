@@ -299,7 +299,7 @@ Deno.test({
         }),
       );
       // And the Lease's namespaced Role (config/rbac/leader_election_role.yaml), which the
-      // ClusterRole no longer covers.
+      // ClusterRole does not cover.
       await kubectlOk(
         cp,
         ["apply", "-f", "-"],

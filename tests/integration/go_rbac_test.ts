@@ -21,7 +21,7 @@ import { ApiClient } from "../../kube/api_client.ts";
 import { Namespaces } from "../../kube/core.ts";
 import { isAlreadyExists } from "../../kube/errors.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
-import { createCertificateAuthority } from "../harness/certs.ts";
+import { createCertificateAuthority } from "../../kube/x509.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { operatorKubeconfigUnder } from "../harness/operator_identity.ts";
 import type { ProcessHandle } from "../harness/process.ts";

@@ -1,11 +1,11 @@
 /**
- * Hardening II (issue 19) on a real kube-apiserver + etcd, a real registry and the VM simulator,
+ * Bounds and isolation on a real kube-apiserver + etcd, a real registry and the VM simulator,
  * with main.ts as a sandboxed process (`--max-replicas-per-set=20`): one object never hurts the
- * others, and a bad part of a spec blocks only itself. Each step fails on the code before it:
+ * others, and a bad part of a spec blocks only itself.
  *
  * - bounds: `replicas: 2147483647` and `replicas: 21` get Ready=False InvalidSpec naming the
- *   limit and no sub-agent (the old pass built an array of every missing slot and ran the process
- *   out of memory);
+ *   limit and no sub-agent, and the operator stays up (a pass that built every missing slot
+ *   would run it out of memory);
  * - isolation: a toolbox the server refuses (negative storage) leaves the main, the sub-agent and
  *   the valid toolbox running, the status names the toolbox, and a deleted main is recreated;
  * - quota: a real ResourceQuota at its limit refuses the dry-run of a drift replacement with 403;
@@ -14,8 +14,8 @@
  * - one pass, consistent writes: after the pass's own rebuild-history write, its status write is
  *   not refused with 409 (run in-process against the same API server, before the operator starts);
  * - backoff: a lasting NameConflict does not stretch the rebuild backoff of a failing sub-agent;
- *   its four rebuilds and the dead letter come in well under two minutes (the old error backoff
- *   stretched them towards 16 minutes);
+ *   its four rebuilds and the dead letter come in well under two minutes (an error backoff
+ *   would stretch them towards 16 minutes);
  * - conditions: Progressing=False SubAgentDeadLetter only once the other slot is Ready, and
  *   Ready/Progressing clear once the dead-lettered VM recovers (last: the simulator is stopped
  *   and the test reports the recovery itself).
@@ -70,7 +70,7 @@ const condition = (cs: CocoonSet, type: string) =>
 
 Deno.test({
   name:
-    "Hardening II on a real control plane: bounds, isolation, quota, one-pass writes, conditions, backoff",
+    "one object never hurts the others on a real control plane: bounds, isolation, quota, one-pass writes, conditions, backoff",
   ignore: !registryAvailable(),
   sanitizeResources: false,
   sanitizeOps: false,

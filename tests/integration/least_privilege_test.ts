@@ -1,5 +1,5 @@
 /**
- * Least privilege on the real control plane (issue 20): main.ts under the in-cluster permission
+ * Least privilege on the real control plane: main.ts under the in-cluster permission
  * set and config/rbac as kustomize builds it (tests/harness/sandboxed_operator.ts), and the
  * `deno task start` launcher with its own flags.
  *
@@ -19,7 +19,7 @@ import { load as loadYaml } from "js-yaml";
 import { ApiClient } from "../../kube/api_client.ts";
 import { Leases, Namespaces } from "../../kube/core.ts";
 import { loadRestConfig, Transport } from "../../kube/transport.ts";
-import { createCertificateAuthority } from "../harness/certs.ts";
+import { createCertificateAuthority } from "../../kube/x509.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { operatorKubeconfig } from "../harness/operator_identity.ts";
 import { type ProcessHandle, runProcess } from "../harness/process.ts";

@@ -1,5 +1,5 @@
 /**
- * Issue 23 item 3 on a real control plane: the spec check (dry-run creates) runs only when a pod
+ * On a real control plane: the spec check (dry-run creates) runs only when a pod
  * is about to be created or replaced, so a restarted operator, whose in-process memory of
  * verified shapes is empty, sends no dry-run for sets that converged under its predecessor and
  * whose spec did not change. The operator is the real process (`deno task start`), its requests

@@ -1,8 +1,8 @@
 /**
- * The model-based test of snapshot safety (issue 18, deliverable 6): both reconcilers against the
- * fake API with a model of vk-cocoon (today's HEAD, and one that writes the lifecycle
- * annotations), random interleavings of passes, random cache lag, random user actions and random
- * crash points, all drawn from one seed. See _world.ts for what a run does and checks.
+ * The model-based test of snapshot safety: both reconcilers against the fake API with a model of
+ * vk-cocoon (as its HEAD runs, without lifecycle annotations, and one that writes them), random
+ * interleavings of passes, random cache lag, random user actions and random crash points, all
+ * drawn from one seed. See _world.ts for what a run does and checks.
  *
  * Knobs (environment, or arguments after `--`):
  *

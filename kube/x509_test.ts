@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
-import { createCertificateAuthority, generateKeyPair } from "./certs.ts";
+import { createCertificateAuthority, generateKeyPair } from "./x509.ts";
 
 Deno.test("issued certificates chain to the CA and carry the requested names", async () => {
   const ca = await createCertificateAuthority("test-ca");
