@@ -76,9 +76,11 @@ export async function runOperator(
     try {
       const tls = await metricsTls(config.metricsCertDir);
       log.info(
-        "metrics served over https ({source} certificate), callers reviewed by the API server",
+        "metrics served over https ({source} certificate, {protocols}), callers reviewed by " +
+          "the API server",
         {
           source: tls.source,
+          protocols: config.enableHttp2 ? "HTTP/2 and HTTP/1.1" : "HTTP/1.1 only",
         },
       );
       metricsSecurity = {
@@ -96,6 +98,7 @@ export async function runOperator(
     client: new ApiClient(transport),
     metricsBindAddress: config.metricsBindAddress,
     metricsSecurity,
+    metricsHttp2: config.enableHttp2,
     healthProbeBindAddress: config.healthProbeBindAddress,
     leaderElection: config.leaderElect,
     leaderElectionId: LEADER_ELECTION_ID,
