@@ -27,7 +27,18 @@ export interface Http1ServerOptions {
   port: number;
   /** PEM certificate chain and key: serve HTTPS, offering only `http/1.1` by ALPN. */
   tls?: { cert: string; key: string };
+  /**
+   * How long a connection may take to complete its TLS handshake and send a request's headers,
+   * and stay silent otherwise (controller-runtime's ReadHeaderTimeout: 32 s).
+   */
+  headerTimeoutMs?: number;
+  /** How long a kept-alive connection may wait for its next request (IdleTimeout: 90 s). */
+  idleTimeoutMs?: number;
 }
+
+/** controller-runtime's metrics server (its internal httpserver.New). */
+const HEADER_TIMEOUT_MS = 32_000;
+const IDLE_TIMEOUT_MS = 90_000;
 
 /** A listening HTTP/1.1 server (the part of `Deno.HttpServer` the servers use). */
 export interface Http1Server {
@@ -75,9 +86,20 @@ export async function serveHttp1(
     });
     respond(scheme, req, res, handler).catch(() => res.destroy());
   };
+  const headerTimeoutMs = opts.headerTimeoutMs ?? HEADER_TIMEOUT_MS;
   const server: Server = opts.tls
-    ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key, ALPNProtocols: ["http/1.1"] })
+    ? createHttpsServer({
+      cert: opts.tls.cert,
+      key: opts.tls.key,
+      ALPNProtocols: ["http/1.1"],
+      handshakeTimeout: headerTimeoutMs,
+    })
     : createHttpServer();
+  // A connection that says nothing is closed (Deno.serve keeps such connections open): no
+  // activity for headerTimeoutMs, no next request within idleTimeoutMs of the last answer.
+  server.setTimeout(headerTimeoutMs);
+  server.headersTimeout = headerTimeoutMs;
+  server.keepAliveTimeout = opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
   server.on("request", onRequest);
   server.on("connection", (socket: Socket) => {
     connections.add(socket);
