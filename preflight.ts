@@ -43,9 +43,9 @@ import {
 const log = getLogger(["cocoon-operator", "main"]);
 
 /**
- * The Kubernetes releases the operator is tested on: CI runs the full suites on 1.35 and 1.36 and
- * a smoke suite on the two ends (scripts/envtest.ts KUBERNETES_RELEASES). README.md, "Kubernetes
- * versions", says what is known of others.
+ * The Kubernetes releases the operator is tested on: CI runs every suite on 1.35 (the sharding
+ * ones on 1.36 too) and a smoke suite on the two ends (scripts/envtest.ts KUBERNETES_RELEASES).
+ * README.md, "Kubernetes versions", says what is known of others.
  */
 export const TESTED_KUBERNETES: { oldest: MinorVersion; newest: MinorVersion } = {
   oldest: { major: 1, minor: 33 },
