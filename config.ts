@@ -76,6 +76,11 @@ export interface Config {
   metricsSecure: boolean;
   /** --metrics-cert-dir: tls.crt and tls.key for the metrics server (default: self-signed). */
   metricsCertDir?: string;
+  /**
+   * --enable-http2: serve HTTP/2 on the metrics listener as well. Default false, as kubebuilder's
+   * scaffold: HTTP/1.1 only, out of reach of the HTTP/2 rapid-reset attack (CVE-2023-44487).
+   */
+  enableHttp2: boolean;
 }
 
 /** How the replicas share the work: "off" = one elected leader, "auto" = namespace shards. */
@@ -131,7 +136,12 @@ const OPTIONS = {
 } as const;
 
 /** Boolean flags that also take "=value" as Go's flag package allows. */
-const boolFlags = new Set(["leader-elect", "allow-extra-permissions", "metrics-secure"]);
+const boolFlags = new Set([
+  "leader-elect",
+  "allow-extra-permissions",
+  "metrics-secure",
+  "enable-http2",
+]);
 
 /** Parses argv (without the program name) and the environment into a validated Config. */
 export function parseConfig(args: string[], env: Env): Config {
@@ -170,6 +180,7 @@ export function parseConfig(args: string[], env: Env): Config {
       allowExtraPermissions: false,
       plainHttpHosts: [],
       metricsSecure: true,
+      enableHttp2: false,
     };
   }
 
@@ -290,6 +301,7 @@ export function parseConfig(args: string[], env: Env): Config {
     plainHttpHosts: plainHttpHosts(str("allow-plain-http"), env),
     metricsSecure: bools.get("metrics-secure") ?? envBool(env, "METRICS_SECURE", true),
     metricsCertDir: str("metrics-cert-dir") || envValue(env, "METRICS_CERT_DIR"),
+    enableHttp2: bools.get("enable-http2") ?? envBool(env, "ENABLE_HTTP2", false),
   };
 }
 
@@ -344,6 +356,9 @@ Flags (a flag overrides its environment variable):
                                      env METRICS_SECURE, default true
   --metrics-cert-dir DIR             tls.crt and tls.key for /metrics, default self-signed
                                      env METRICS_CERT_DIR
+  --enable-http2[=BOOL]              serve HTTP/2 on the metrics listener too; off, it speaks
+                                     HTTP/1.1 only (HTTP/2 rapid reset, CVE-2023-44487)
+                                     env ENABLE_HTTP2, default false
   --allow-plain-http HOSTS           hosts (host or host:port, comma-separated) reached over
                                      plain http; credentials only ever go to loopback so
                                      env OPERATOR_ALLOW_PLAIN_HTTP
@@ -487,7 +502,7 @@ function seconds(
  * for long options. Rewrite single-dash long flags so manifests written for the Go binary work.
  */
 function goStyleFlag(arg: string): string {
-  return /^-[a-z][a-z-]+(=.*)?$/.test(arg) ? `-${arg}` : arg;
+  return /^-[a-z][a-z0-9-]+(=.*)?$/.test(arg) ? `-${arg}` : arg;
 }
 
 /**
@@ -503,7 +518,7 @@ function extractBoolFlags(args: string[]): { rest: string[]; bools: Map<string, 
       rest.push(...args.slice(i));
       break;
     }
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    const m = /^--([a-z][a-z0-9-]*)(?:=(.*))?$/.exec(arg);
     if (!m || !boolFlags.has(m[1])) {
       rest.push(arg);
       continue;

@@ -35,7 +35,19 @@ Deno.test("defaults match the Go operator", () => {
     plainHttpHosts: [],
     metricsSecure: true,
     metricsCertDir: undefined,
+    enableHttp2: false,
   });
+});
+
+Deno.test("--enable-http2: off by default, on by flag or ENABLE_HTTP2, the flag winning", () => {
+  assert.equal(parse([]).enableHttp2, false);
+  assert.equal(parse(["--enable-http2"]).enableHttp2, true);
+  assert.equal(parse(["-enable-http2=true"]).enableHttp2, true);
+  assert.equal(parse([], { ENABLE_HTTP2: "true" }).enableHttp2, true);
+  assert.equal(parse(["--enable-http2=false"], { ENABLE_HTTP2: "1" }).enableHttp2, false);
+  rejects([], { ...BASE, ENABLE_HTTP2: "yes" }, /ENABLE_HTTP2="yes" is not a boolean/);
+  rejects(["--enable-http2=on"], BASE, /invalid value "on" for --enable-http2/);
+  assert.match(usage(), /--enable-http2\[=BOOL\][^\n]*\n[^\n]*HTTP\/1\.1 only/);
 });
 
 Deno.test("least-privilege settings: extra permissions, plain http hosts, metrics security", () => {

@@ -134,9 +134,11 @@ export async function runOperator(
     try {
       const tls = await metricsTls(config.metricsCertDir, config.leaderElectionNamespace);
       log.info(
-        "metrics served over https ({source} certificate), callers reviewed by the API server",
+        "metrics served over https ({source} certificate, {protocols}), callers reviewed by " +
+          "the API server",
         {
           source: tls.source,
+          protocols: config.enableHttp2 ? "HTTP/2 and HTTP/1.1" : "HTTP/1.1 only",
         },
       );
       metricsSecurity = {
@@ -157,6 +159,7 @@ export async function runOperator(
     client,
     metricsBindAddress: config.metricsBindAddress,
     metricsSecurity,
+    metricsHttp2: config.enableHttp2,
     healthProbeBindAddress: config.healthProbeBindAddress,
     leaderElection: config.leaderElect,
     leaderElectionId: LEADER_ELECTION_ID,

@@ -51,6 +51,7 @@ export const OPERATOR_ENV: readonly string[] = [
   "OPERATOR_ALLOW_NET",
   "METRICS_SECURE",
   "METRICS_CERT_DIR",
+  "ENABLE_HTTP2",
   // Read only to refuse them unless their proxy was granted (proxyNeeds): Deno routes requests
   // through these proxies without checking the proxy against --allow-net.
   ...PROXY_VARIABLES,

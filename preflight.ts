@@ -6,6 +6,7 @@
  * API server are set-up mistakes, not crashes.
  */
 import { basename } from "node:path";
+import { getLogger } from "@logtape/logtape";
 import type { Config } from "./config.ts";
 import {
   type ClusterAccess,
@@ -31,6 +32,25 @@ import {
 import { OPERATOR_ENV } from "./operator_env.ts";
 import { installNetGuard, NetAllowList } from "./kube/net_guard.ts";
 import { isLoopbackHost } from "./kube/loopback.ts";
+import {
+  compareMinor,
+  formatMinor,
+  type MinorVersion,
+  parseServerVersion,
+  type ServerVersion,
+} from "./kube/server_version.ts";
+
+const log = getLogger(["cocoon-operator", "main"]);
+
+/**
+ * The Kubernetes releases the operator is tested on: CI runs every suite on 1.35 (the sharding
+ * ones on 1.36 too) and a smoke suite on the two ends (scripts/envtest.ts KUBERNETES_RELEASES).
+ * README.md, "Kubernetes versions", says what is known of others.
+ */
+export const TESTED_KUBERNETES: { oldest: MinorVersion; newest: MinorVersion } = {
+  oldest: { major: 1, minor: 33 },
+  newest: { major: 1, minor: 37 },
+};
 
 /** A set-up problem; the message is one line. */
 export class PreflightError extends Error {
@@ -127,7 +147,10 @@ export async function connect(
     );
   }
   try {
-    await checkReachable(transport, access, opts.unreachableHint ?? DEV_HINT);
+    const version = await checkReachable(transport, access, opts.unreachableHint ?? DEV_HINT);
+    const notice = serverVersionNotice(version, access.server);
+    if (notice.level === "warning") log.warn(notice.message, notice.properties);
+    else log.info(notice.message, notice.properties);
     // After the reachability check, so a run under `-A` still learns first whether its cluster
     // is there; before anything is reconciled.
     if (!config.allowExtraPermissions && opts.checkExtraPermissions !== false) {
@@ -192,12 +215,18 @@ export function checkApiServerScheme(
   }
 }
 
-/** GET /version: any answer but 401 means the server is there and takes our credentials. */
+/** What GET /version told about the server: its release, or the status that said nothing. */
+export type VersionAnswer = { version: ServerVersion } | { status: number };
+
+/**
+ * GET /version: any answer but 401 means the server is there and takes our credentials. Its
+ * body names the server's release (logged by connect; no second request).
+ */
 async function checkReachable(
   transport: Transport,
   access: ClusterAccess,
   hint: string,
-): Promise<void> {
+): Promise<VersionAnswer> {
   const where = `${access.server} (from ${describeSource(access.source)})`;
   let res: Response;
   try {
@@ -211,10 +240,52 @@ async function checkReachable(
       `cannot reach the Kubernetes API server ${where}: ${reason(err)}; ${hint}`,
     );
   }
-  await res.body?.cancel();
   if (res.status === 401) {
+    await res.body?.cancel();
     throw new PreflightError(`the Kubernetes API server ${where} rejected the credentials (401)`);
   }
+  if (!res.ok) {
+    await res.body?.cancel();
+    return { status: res.status };
+  }
+  // A body that is not the version document leaves the release unknown, not the start failed.
+  const version = parseServerVersion(await res.json().catch(() => undefined));
+  return version ? { version } : { status: res.status };
+}
+
+/** The start-up log line about the server's release: a warning outside the tested range. */
+export function serverVersionNotice(
+  answer: VersionAnswer,
+  server: string,
+): { level: "info" | "warning"; message: string; properties: Record<string, unknown> } {
+  const range = `${formatMinor(TESTED_KUBERNETES.oldest)}–${formatMinor(TESTED_KUBERNETES.newest)}`;
+  if (!("version" in answer)) {
+    return {
+      level: "warning",
+      message: "Kubernetes API server {server} did not name its release (GET /version answered " +
+        "{status}); the operator is tested on Kubernetes {range}",
+      properties: { server, status: answer.status, range },
+    };
+  }
+  const { version } = answer;
+  const properties = { server, version: version.gitVersion, range };
+  if (compareMinor(version, TESTED_KUBERNETES.oldest) < 0) {
+    return {
+      level: "warning",
+      message: "Kubernetes API server {server} runs {version}, older than the tested range " +
+        '{range}; README.md "Kubernetes versions" lists what needs a newer server',
+      properties,
+    };
+  }
+  if (compareMinor(version, TESTED_KUBERNETES.newest) > 0) {
+    return {
+      level: "warning",
+      message: "Kubernetes API server {server} runs {version}, newer than the tested range " +
+        "{range}",
+      properties,
+    };
+  }
+  return { level: "info", message: "Kubernetes API server {server} runs {version}", properties };
 }
 
 function reason(err: unknown): string {

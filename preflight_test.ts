@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { parseConfig } from "./config.ts";
-import { checkApiServerScheme, connect, PreflightError } from "./preflight.ts";
+import { configure, type LogRecord, reset } from "@logtape/logtape";
+import {
+  checkApiServerScheme,
+  connect,
+  PreflightError,
+  serverVersionNotice,
+  TESTED_KUBERNETES,
+} from "./preflight.ts";
+import { KUBERNETES_RELEASES } from "./scripts/envtest.ts";
 
 import type { ClusterSource } from "./kube/kubeconfig.ts";
 import { NetRefusedError, removeNetGuard } from "./kube/net_guard.ts";
@@ -52,11 +60,11 @@ Deno.test("preflight: an exec plugin's credentials never go to a plain-http API 
 });
 
 /** A loopback API server answering GET /version, and a kubeconfig for it. */
-async function withApiServer(fn: (kubeconfig: string) => Promise<void>): Promise<void> {
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    () => Response.json({ major: "1", minor: "31" }),
-  );
+async function withApiServer(
+  fn: (kubeconfig: string) => Promise<void>,
+  version: () => Response = () => Response.json({ major: "1", minor: "31" }),
+): Promise<void> {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, version);
   const dir = await Deno.makeTempDir();
   try {
     const kubeconfig = `${dir}/config`;
@@ -219,4 +227,80 @@ Deno.test("preflight: guardNet puts the operator's allow-list in front of every 
       removeNetGuard();
     }
   });
+});
+
+Deno.test("preflight: the server's release is logged, with a warning outside the tested range", () => {
+  const at = "https://api.example.com";
+  const notice = (gitVersion: string, major: number, minor: number) =>
+    serverVersionNotice({ version: { gitVersion, major, minor } }, at);
+  for (const [git, minor] of [["v1.33.13", 33], ["v1.35.4", 35], ["v1.37.2", 37]] as const) {
+    const n = notice(git, 1, minor);
+    assert.equal(n.level, "info", git);
+    assert.equal(n.message, "Kubernetes API server {server} runs {version}");
+    assert.deepEqual(n.properties, { server: at, version: git, range: "1.33–1.37" });
+  }
+  const old = notice("v1.32.9-eks-1a2b3c", 1, 32);
+  assert.equal(old.level, "warning");
+  assert.match(
+    old.message,
+    /older than the tested range \{range\}; README\.md "Kubernetes versions"/,
+  );
+  const newer = notice("v1.38.0", 1, 38);
+  assert.equal(newer.level, "warning");
+  assert.match(newer.message, /newer than the tested range/);
+  const unknown = serverVersionNotice({ status: 403 }, at);
+  assert.equal(unknown.level, "warning");
+  assert.deepEqual(unknown.properties, { server: at, status: 403, range: "1.33–1.37" });
+});
+
+Deno.test("preflight: the tested range is the oldest and newest release envtest builds", () => {
+  const minors = Object.keys(KUBERNETES_RELEASES).map((m) => Number(m.split(".")[1])).sort(
+    (a, b) => a - b,
+  );
+  assert.equal(TESTED_KUBERNETES.oldest.minor, minors[0]);
+  assert.equal(TESTED_KUBERNETES.newest.minor, minors[minors.length - 1]);
+});
+
+Deno.test("preflight: connect logs the release GET /version named, without a second request", async () => {
+  const records: LogRecord[] = [];
+  await configure({
+    sinks: { capture: (r: LogRecord) => records.push(r) },
+    loggers: [
+      { category: ["cocoon-operator"], lowestLevel: "debug", sinks: ["capture"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: [] },
+    ],
+    reset: true,
+  });
+  try {
+    for (
+      const [answer, level, text] of [
+        [{ major: "1", minor: "31", gitVersion: "v1.31.4" }, "warning", /runs v1\.31\.4, older/],
+        [{ major: "1", minor: "36", gitVersion: "v1.36.3" }, "info", /runs v1\.36\.3$/],
+      ] as const
+    ) {
+      records.length = 0;
+      let requests = 0;
+      await withApiServer(async (kubeconfig) => {
+        const env: Record<string, string> = {
+          KUBECONFIG: kubeconfig,
+          OCI_REGISTRY: "127.0.0.1:5000/c",
+        };
+        const transport = await connect(parseConfig(["--leader-elect=false"], env), (n) => env[n], {
+          queryExtra: () => "prompt",
+        });
+        transport.close();
+      }, () => {
+        requests++;
+        return Response.json(answer);
+      });
+      assert.equal(requests, 1);
+      const lines = records.filter((r) => r.rawMessage.toString().includes("Kubernetes API server"))
+        .map((r) => ({ level: r.level, text: r.message.join("") }));
+      assert.equal(lines.length, 1, JSON.stringify(lines));
+      assert.equal(lines[0].level, level);
+      assert.match(lines[0].text, text);
+    }
+  } finally {
+    await reset();
+  }
 });

@@ -85,6 +85,76 @@ Deno.test("informer watch-list: a server that refuses it gets LIST then WATCH", 
   });
 });
 
+/** Drops the informers' watches and compacts meanwhile, so resuming answers 410 and they relist. */
+async function forceRelist(fake: FakeClient, change: () => Promise<void>): Promise<void> {
+  const gate = fake.addReactor((a) =>
+    a.verb === "watch" ? new Error("connection refused") : undefined
+  );
+  fake.closeWatches();
+  await change();
+  fake.compact();
+  gate();
+}
+
+const watchListRequests = (fake: FakeClient) =>
+  watchActions(fake).filter((a) => a.sendInitialEvents).length;
+
+Deno.test("informer watch-list: a refusal is remembered for the server; relists and other informers list at once", async () => {
+  const fake = new FakeClient({ refuseWatchList: true });
+  await fake.create(Pods, pod("a"));
+  const inf = new SharedInformer({ client: fake, rt: Pods, watchList: true, minBackoffMs: 5 });
+  const seen = recorded(inf);
+  await running(inf, async () => {
+    await inf.waitForSync(AbortSignal.timeout(5000));
+    assert.equal(watchListRequests(fake), 1);
+    await forceRelist(fake, () => fake.create(Pods, pod("b")).then(() => {}));
+    await waitFor("relisted", () => inf.stats.lists === 2, 5000);
+    await waitFor("b added", () => seen.includes("add:b"));
+    assert.equal(inf.stats.relistsAfterGone, 1);
+    assert.equal(watchListRequests(fake), 1, "the relist asked for a watch-list again");
+    assert.equal(inf.stats.watchListFallbacks, 1);
+    assert.equal(inf.stats.watchListSkips, 1);
+    // Another informer of the same server (client) does not ask either.
+    const other = new SharedInformer({ client: fake, rt: Pods, namespace: "ns", watchList: true });
+    await running(other, async () => {
+      await other.waitForSync(AbortSignal.timeout(5000));
+      assert.equal(watchListRequests(fake), 1);
+      assert.equal(other.stats.watchListSkips, 1);
+      assert.equal(other.size, 2);
+    });
+  });
+  // A different server (its own client) is asked.
+  const served = new FakeClient();
+  const fresh = new SharedInformer({ client: served, rt: Pods, watchList: true });
+  await running(fresh, async () => {
+    await fresh.waitForSync(AbortSignal.timeout(5000));
+    assert.equal(fresh.stats.watchListSyncs, 1);
+  });
+});
+
+Deno.test("informer watch-list: a stream that broke off is no refusal; the next relist streams again", async () => {
+  const fake = new FakeClient();
+  await fake.create(Pods, pod("a"));
+  // The first watch-list request fails on the way (a dropped connection, not an answer).
+  let failed = false;
+  const drop = fake.addReactor((a) => {
+    if (a.verb !== "watch" || !a.sendInitialEvents || failed) return undefined;
+    failed = true;
+    return new Error("connection reset by peer");
+  });
+  const inf = new SharedInformer({ client: fake, rt: Pods, watchList: true, minBackoffMs: 5 });
+  await running(inf, async () => {
+    await inf.waitForSync(AbortSignal.timeout(5000));
+    drop();
+    assert.equal(inf.stats.watchListFallbacks, 1);
+    assert.equal(inf.stats.lists, 1);
+    await forceRelist(fake, () => fake.create(Pods, pod("b")).then(() => {}));
+    await waitFor("streamed again", () => inf.stats.watchListSyncs === 1, 5000);
+    assert.equal(watchListRequests(fake), 2);
+    assert.equal(inf.stats.watchListSkips, 0);
+  });
+});
+
 Deno.test("informer watch-list: after 410 Gone it streams the state again and reports only the gap", async () => {
   const fake = new FakeClient();
   await fake.create(Pods, pod("keep"));

@@ -20,6 +20,8 @@ export interface ManagerOptions {
   metricsBindAddress: string;
   /** TLS and the authentication filter for /metrics (servers.ts); plain http when unset. */
   metricsSecurity?: ServersOptions["metricsSecurity"];
+  /** HTTP/2 on the metrics listener as well (servers.ts); default HTTP/1.1 only. */
+  metricsHttp2?: boolean;
   healthProbeBindAddress: string;
   leaderElection: boolean;
   /** Lease name (the Go operator's LeaderElectionID). */
@@ -133,6 +135,7 @@ export class Manager implements ControllerHost {
       healthProbeBindAddress: opts.healthProbeBindAddress,
       metricsBindAddress: opts.metricsBindAddress,
       metricsSecurity: opts.metricsSecurity,
+      metricsHttp2: opts.metricsHttp2,
     });
     // Ready only once every informer has synced, so a rollout waits for a warm cache.
     this.servers.addReadyzCheck("cache-sync", () => {
@@ -202,16 +205,16 @@ export class Manager implements ControllerHost {
       failure = { err };
       stopAll.abort(err);
     };
-    try {
-      this.servers.start();
-    } catch (err) {
-      signal.removeEventListener("abort", onAbort);
-      throw err;
-    }
+    // The probe listener is bound at once; the metrics listener may first load its HTTP/1.1
+    // server (kube/servers.ts), which then overlaps the caches' first requests. A listener that
+    // cannot bind stops everything and fails the start.
+    const listening = this.servers.start();
+    listening.catch(() => {});
     const running: Promise<void>[] = [];
     let outcome: ManagerOutcome;
     try {
       this.cache.start(stopAll.signal);
+      await listening;
       for (const r of this.#otherRunnables) running.push(runLogged(r, stopAll.signal, fail));
       outcome = await this.#run(stopAll, namespace, fail);
     } finally {

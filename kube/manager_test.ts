@@ -440,3 +440,21 @@ Deno.test("manager: byObject scopes what the cached client sees; apiReader still
     assert.equal(await run, "stopped");
   }
 });
+
+Deno.test("manager: a metrics port in use fails the start, and nothing is left running", async () => {
+  const blocker = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const fake = new FakeClient();
+    const port = (blocker.addr as Deno.NetAddr).port;
+    const mgr = manager(fake, { metricsBindAddress: `127.0.0.1:${port}` });
+    setupDemoController(mgr, "me");
+    await assert.rejects(
+      () => mgr.start(new AbortController().signal),
+      /metrics server: cannot listen on 127\.0\.0\.1:\d+/,
+    );
+    // The informers it had started are stopped: no watch stays open.
+    assert.equal(fake.openWatches, 0);
+  } finally {
+    blocker.close();
+  }
+});

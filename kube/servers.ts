@@ -2,6 +2,10 @@
  * The manager's two side listeners, as controller-runtime runs them: a health-probe server with
  * /healthz and /readyz (pkg/healthz response format, sub-paths per check) and a metrics server
  * with /metrics from the shared registry (kube/metrics.ts). Either is disabled by the address "0".
+ *
+ * The metrics listener speaks HTTP/1.1 only unless `metricsHttp2` is set, as controller-runtime's
+ * with kubebuilder's `--enable-http2=false` default (CVE-2023-44487, HTTP/2 rapid reset): then it
+ * runs on kube/http1_server.ts instead of `Deno.serve`, which always offers HTTP/2.
  */
 import type { Registry } from "./prom_client.ts";
 import { registry as defaultRegistry } from "./metrics.ts";
@@ -29,6 +33,17 @@ export interface ServersOptions {
     tls: { cert: string; key: string };
     filter: (handler: (req: Request) => Promise<Response>) => (req: Request) => Promise<Response>;
   };
+  /**
+   * Serve HTTP/2 on the metrics listener as well (`--enable-http2`): negotiated by ALPN over
+   * TLS, with prior knowledge over plain http. Default false: HTTP/1.1 only.
+   */
+  metricsHttp2?: boolean;
+}
+
+/** A listener the servers can stop: `Deno.HttpServer` or kube/http1_server.ts's server. */
+interface Listening {
+  readonly addr: Deno.NetAddr;
+  shutdown(): Promise<void>;
 }
 
 /** The probe and metrics HTTP servers of one operator process. */
@@ -36,7 +51,7 @@ export class Servers {
   readonly #opts: ServersOptions;
   readonly #healthz = new Map<string, Checker>();
   readonly #readyz = new Map<string, Checker>();
-  readonly #servers: Deno.HttpServer<Deno.NetAddr>[] = [];
+  readonly #servers: Listening[] = [];
   #probeAddr?: Deno.NetAddr;
   #metricsAddr?: Deno.NetAddr;
   #started = false;
@@ -68,8 +83,8 @@ export class Servers {
     return this.#metricsAddr;
   }
 
-  /** Binds both listeners; throws a clear error when a port cannot be bound. */
-  start(): void {
+  /** Binds both listeners; rejects with a clear error when a port cannot be bound. */
+  async start(): Promise<void> {
     if (this.#started) throw new Error("servers already started");
     this.#started = true;
     try {
@@ -89,13 +104,12 @@ export class Servers {
         const reg = this.#opts.registry ?? defaultRegistry;
         const security = this.#opts.metricsSecurity;
         const plain = (req: Request) => serveMetrics(reg, req);
-        const server = listen(
-          "metrics",
-          this.#opts.metricsBindAddress,
-          metrics,
-          security ? security.filter(plain) : plain,
-          security?.tls,
-        );
+        const handler = security ? security.filter(plain) : plain;
+        const server = this.#opts.metricsHttp2
+          ? listen("metrics", this.#opts.metricsBindAddress, metrics, handler, security?.tls)
+          : await listenHttp1("metrics", this.#opts.metricsBindAddress, metrics, handler, {
+            tls: security?.tls,
+          });
         this.#servers.push(server);
         this.#metricsAddr = server.addr;
       }
@@ -134,6 +148,7 @@ export class Servers {
   }
 }
 
+/** `Deno.serve` on a bind address (HTTP/1.1 and HTTP/2). */
 function listen(
   what: string,
   raw: string,
@@ -154,6 +169,37 @@ function listen(
         throw err;
       }
       return serve("0.0.0.0");
+    }
+  } catch (err) {
+    const msg = errorMessage(err);
+    throw new Error(`${what} server: cannot listen on ${raw}: ${msg}`, { cause: err });
+  }
+}
+
+/** kube/http1_server.ts on a bind address (HTTP/1.1 only), with `listen`'s fallbacks. */
+async function listenHttp1(
+  what: string,
+  raw: string,
+  addr: BindAddress,
+  handler: (req: Request) => Response | Promise<Response>,
+  opts: { tls?: { cert: string; key: string } },
+): Promise<Listening> {
+  const { serveHttp1, listenErrorCode } = await import("./http1_server.ts");
+  const serve = (hostname: string) =>
+    serveHttp1({ hostname, port: addr.port, tls: opts.tls }, handler);
+  try {
+    if (addr.hostname !== undefined) return await serve(addr.hostname);
+    try {
+      return await serve("::");
+    } catch (err) {
+      const code = listenErrorCode(err);
+      if (
+        code === "EADDRINUSE" || code === "EACCES" || err instanceof Deno.errors.NotCapable ||
+        err instanceof Deno.errors.PermissionDenied
+      ) {
+        throw err;
+      }
+      return await serve("0.0.0.0");
     }
   } catch (err) {
     const msg = errorMessage(err);

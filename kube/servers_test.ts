@@ -56,7 +56,7 @@ Deno.test("probe server: aggregated, verbose, excluded and per-check endpoints",
   servers.addReadyzCheck("informers", () => {
     if (!ready) throw new Error("caches not synced");
   });
-  servers.start();
+  await servers.start();
   try {
     assert.equal(servers.metricsAddr, undefined);
     assert.notEqual(servers.probeAddr?.port, 0);
@@ -112,7 +112,7 @@ Deno.test("probe server: aggregated, verbose, excluded and per-check endpoints",
 
 Deno.test("probe server with no checks answers ping", async () => {
   const servers = new Servers({ healthProbeBindAddress: "127.0.0.1:0", metricsBindAddress: "0" });
-  servers.start();
+  await servers.start();
   try {
     assert.equal(
       (await get(servers.probeAddr, "/healthz?verbose")).body,
@@ -139,7 +139,7 @@ Deno.test("metrics server serves the registry in the Prometheus text format", as
     registry,
   });
   try {
-    servers.start();
+    await servers.start();
   } catch (err) {
     // Hosts without IPv6 loopback: the same path over IPv4.
     if (!String(err).includes("cannot listen")) throw err;
@@ -160,7 +160,7 @@ Deno.test("metrics server serves the registry in the Prometheus text format", as
 
 Deno.test("wildcard ':0' listens on all interfaces, reachable over IPv4 loopback", async () => {
   const servers = new Servers({ healthProbeBindAddress: ":0", metricsBindAddress: ":0" });
-  servers.start();
+  await servers.start();
   try {
     for (const addr of [servers.probeAddr, servers.metricsAddr]) {
       assert.ok(addr);
@@ -183,7 +183,10 @@ Deno.test("a port in use fails start with a clear error and leaves nothing open"
       healthProbeBindAddress: "127.0.0.1:0",
       metricsBindAddress: `127.0.0.1:${port}`,
     });
-    assert.throws(() => servers.start(), /metrics server: cannot listen on 127\.0\.0\.1:\d+/);
+    await assert.rejects(
+      () => servers.start(),
+      /metrics server: cannot listen on 127\.0\.0\.1:\d+/,
+    );
     await servers.close();
   } finally {
     blocker.close();

@@ -7,7 +7,9 @@
  * the counters and the liveness clock.
  *
  * A complete state is taken with a watch-list stream (sendInitialEvents) when enabled, else, or
- * when the server refuses it, with a paged LIST then a WATCH.
+ * when the server refuses it, with a paged LIST then a WATCH. A refusal is remembered for the
+ * client's server (kube/watch_list_support.ts): later relists of every watcher on that client go
+ * straight to LIST then WATCH.
  *
  * Sharded (a {@link ShardFilter}, namespaced kinds only): each complete state is taken for the
  * filter's ranges at that moment, sent as `shardSelector` with the list and every watch, and
@@ -39,6 +41,11 @@ import {
   serverAppliedShard,
   type ShardSelector,
 } from "./sharding/selector.ts";
+import {
+  isWatchListRefusal,
+  type WatchListSupport,
+  watchListSupportOf,
+} from "./watch_list_support.ts";
 
 const log = getLogger(["cocoon-operator", "cache"]);
 
@@ -112,6 +119,11 @@ export interface WatcherOptions<T extends KubeObject> extends ListWatchScope {
    * lists regardless (see #sync).
    */
   watchList?: boolean;
+  /**
+   * Where a server's refusal of watch-list streams is remembered; default: the record shared by
+   * every watcher on `client` (watchListSupportOf).
+   */
+  watchListSupport?: WatchListSupport;
   /** Time source of the backoff pauses (tests). */
   clock?: Clock;
   /**
@@ -131,6 +143,8 @@ export interface WatcherStats {
   watchListSyncs: number;
   /** Watch-list attempts that fell back to LIST + WATCH. */
   watchListFallbacks: number;
+  /** Complete states listed without a watch-list attempt because the server had refused one. */
+  watchListSkips: number;
   /** Watches this side ended because they outlived their deadline (a half-open connection). */
   watchDeadlinesHit: number;
   /** Sharded: list items and watch events dropped here because their namespace is out of range. */
@@ -167,6 +181,7 @@ export class ListWatcher<T extends KubeObject> {
   /** Sent with every list and watch; its shardSelector is the one of the current state. */
   #scope: ListWatchScope;
   readonly #clock: Clock;
+  readonly #watchListSupport: WatchListSupport;
   /** The filter this watcher applies: the options' one for a namespaced kind, else none. */
   readonly #shard: ShardFilter | undefined;
   /** The ranges of the current complete state (what is sent and what passes the filter). */
@@ -192,6 +207,7 @@ export class ListWatcher<T extends KubeObject> {
     lastResourceVersion: "",
     watchListSyncs: 0,
     watchListFallbacks: 0,
+    watchListSkips: 0,
     watchDeadlinesHit: 0,
     shardFilteredObjects: 0,
     shardServerFiltered: undefined,
@@ -203,6 +219,7 @@ export class ListWatcher<T extends KubeObject> {
     this.rt = opts.rt;
     this.#scope = scopeOf(opts);
     this.#clock = opts.clock ?? realClock;
+    this.#watchListSupport = opts.watchListSupport ?? watchListSupportOf(opts.client);
     this.#lastProgressAt = this.#clock.now();
     this.#shard = opts.rt.namespaced ? opts.shard : undefined;
   }
@@ -272,6 +289,13 @@ export class ListWatcher<T extends KubeObject> {
           // Abandoned because the ranges changed: the next round relists at once.
           if (attempt.signal.aborted) continue;
           if (isGone(err)) {
+            log.debug(
+              "resourceVersion {rv} of {resource} expired (410 Gone): taking its state again",
+              {
+                rv: this.#rv,
+                resource: resourceId(this.rt),
+              },
+            );
             this.#rv = "";
             this.stats.relistsAfterGone++;
             continue;
@@ -379,21 +403,47 @@ export class ListWatcher<T extends KubeObject> {
     // stream's closing bookmark has none, seen on 1.36.3), and without it this side cannot
     // tell whether the server applied the selector.
     if (this.#opts.watchList && !this.#ranges) {
-      try {
-        return await this.#watchOnce(signal, true, emit);
-      } catch (err) {
-        // Past the initial-events-end bookmark the stream is an ordinary watch and its errors
-        // are handled as such; before it, nothing was stored, and a LIST is tried at once.
-        if (signal.aborted || this.#rv) throw err;
-        this.stats.watchListFallbacks++;
-        log.info("watch-list of {resource} not available, using list+watch: {error}", {
-          resource: resourceId(this.rt),
-          error: errorMessage(err),
-        });
+      if (this.#watchListSupport.refusal !== undefined) {
+        this.stats.watchListSkips++;
+      } else {
+        try {
+          return await this.#watchOnce(signal, true, emit);
+        } catch (err) {
+          // Past the initial-events-end bookmark the stream is an ordinary watch and its errors
+          // are handled as such; before it, nothing was stored, and a LIST is tried at once.
+          if (signal.aborted || this.#rv) throw err;
+          this.stats.watchListFallbacks++;
+          this.#watchListFailed(err);
+        }
       }
     }
     await this.#list(signal, emit);
     return await this.#watchOnce(signal, false, emit);
+  }
+
+  /** Logs a failed watch-list attempt; a refusal is remembered for the client's server. */
+  #watchListFailed(err: unknown): void {
+    const resource = resourceId(this.rt);
+    const error = errorMessage(err);
+    if (!isWatchListRefusal(err)) {
+      log.info("watch-list of {resource} broke off, using list+watch this time: {error}", {
+        resource,
+        error,
+      });
+      return;
+    }
+    if (this.#watchListSupport.refuse(error)) {
+      log.info(
+        "the API server refused a watch-list stream of {resource}: {error}; every informer on it " +
+          "lists and watches from now on (a restart asks again)",
+        { resource, error },
+      );
+    } else {
+      log.debug("watch-list of {resource} refused too, using list+watch: {error}", {
+        resource,
+        error,
+      });
+    }
   }
 
   /** Lists everything, page by page, as one complete state. */

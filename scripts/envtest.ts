@@ -16,17 +16,25 @@ import { errorMessage } from "../kube/errors.ts";
 import { rfc3339 } from "../kube/time.ts";
 
 /**
- * Kubernetes releases the tests run against, by minor version. 1.35 is the default control
- * plane; 1.36 is built beside it for the features that first ship there (server-side sharded
- * list and watch, behind the alpha `ShardedListAndWatch` gate).
+ * Kubernetes releases the tests run against, by minor version, each with the etcd it is built
+ * beside. 1.35 is the default control plane; 1.36 is built beside it for the features that first
+ * ship there (server-side sharded list and watch, behind the alpha `ShardedListAndWatch` gate);
+ * 1.33 and 1.37, the oldest and newest releases of the tested range, run the smoke suite
+ * (tests/integration/kubernetes_versions_test.ts).
+ *
+ * etcd: the newest patch on the Go module proxy of the etcd minor the release pins in its go.mod
+ * (1.33: 3.5, 1.35 and 1.36: 3.6, 1.37: 3.7), as a cluster of that release runs it.
  */
-export const KUBERNETES_RELEASES = { "1.35": "1.35.4", "1.36": "1.36.3" } as const;
+export const KUBERNETES_RELEASES = {
+  "1.33": { kubernetes: "1.33.13", etcd: "3.5.36" },
+  "1.35": { kubernetes: "1.35.4", etcd: "3.6.16" },
+  "1.36": { kubernetes: "1.36.3", etcd: "3.6.16" },
+  "1.37": { kubernetes: "1.37.2", etcd: "3.7.3" },
+} as const;
 /** A minor version the envtest task knows how to build. */
 export type KubernetesMinor = keyof typeof KUBERNETES_RELEASES;
 /** The minor version every test uses unless it asks for another. */
 export const DEFAULT_KUBERNETES_MINOR: KubernetesMinor = "1.35";
-/** etcd release (newest v3.6.x on the module proxy when this was written; 1.35 and 1.36 both use it). */
-const ETCD_VERSION = "3.6.16";
 /** Names of the binaries a usable bin folder must contain. */
 const ENVTEST_BINARIES = ["etcd", "kube-apiserver", "kubectl"] as const;
 
@@ -50,8 +58,8 @@ export function parseKubernetesMinor(text: string): KubernetesMinor {
 export function envtestCacheDir(minor: KubernetesMinor = DEFAULT_KUBERNETES_MINOR): string {
   const home = Deno.env.get("HOME") ?? "/tmp";
   const cache = Deno.env.get("XDG_CACHE_HOME") || `${home}/.cache`;
-  const release = KUBERNETES_RELEASES[minor];
-  return `${cache}/cocoon-operator/envtest/k8s-${release}_etcd-${ETCD_VERSION}/bin`;
+  const { kubernetes, etcd } = KUBERNETES_RELEASES[minor];
+  return `${cache}/cocoon-operator/envtest/k8s-${kubernetes}_etcd-${etcd}/bin`;
 }
 
 /**
@@ -75,7 +83,8 @@ export async function envtestBinDir(
   const found = await existingEnvtestBinDir(minor);
   if (found) return found;
   const dir = envtestCacheDir(minor);
-  await buildInto(dir, KUBERNETES_RELEASES[minor]);
+  const { kubernetes, etcd } = KUBERNETES_RELEASES[minor];
+  await buildInto(dir, kubernetes, etcd);
   return dir;
 }
 
@@ -241,7 +250,7 @@ function kubernetesVersionStamp(release: string): Record<string, string> {
 }
 
 /** Builds all binaries into a scratch folder beside `dir`, then renames it into place. */
-async function buildInto(dir: string, release: string): Promise<void> {
+async function buildInto(dir: string, release: string, etcdVersion: string): Promise<void> {
   const parent = dir.slice(0, dir.lastIndexOf("/"));
   const root = parent.slice(0, parent.lastIndexOf("/"));
   await Deno.mkdir(root, { recursive: true });
@@ -276,13 +285,13 @@ async function buildInto(dir: string, release: string): Promise<void> {
     const k8sMod = await downloadGoMod("k8s.io/kubernetes", `v${release}`, work);
     const staging = localReplacements(k8sMod).filter((m) => m.startsWith("k8s.io/"));
     if (staging.length === 0) throw new Error("k8s.io/kubernetes go.mod has no staging replaces");
-    const etcdMod = await downloadGoMod("go.etcd.io/etcd/server/v3", `v${ETCD_VERSION}`, work);
+    const etcdMod = await downloadGoMod("go.etcd.io/etcd/server/v3", `v${etcdVersion}`, work);
 
     await buildWrapper(
       {
         name: "etcd",
         module: "go.etcd.io/etcd/server/v3",
-        version: `v${ETCD_VERSION}`,
+        version: `v${etcdVersion}`,
         replace: {},
         languageFrom: etcdMod,
         // The etcd server module's root package is the `etcd` main program.

@@ -24,7 +24,11 @@
  * @module
  */
 
-import { envtestBinDir, type KubernetesMinor } from "../../scripts/envtest.ts";
+import {
+  DEFAULT_KUBERNETES_MINOR,
+  envtestBinDir,
+  type KubernetesMinor,
+} from "../../scripts/envtest.ts";
 import {
   createCertificateAuthority,
   generateKeyPair,
@@ -128,6 +132,16 @@ globalThis.addEventListener("unload", () => {
 
 /** The project's generated CRDs: what the operator is deployed with. */
 const PROJECT_CRD_DIR = `${REPO_ROOT}/config/crd/bases`;
+
+/**
+ * From 1.37 kube-apiserver refuses a loopback `--advertise-address` while it reconciles the
+ * `kubernetes` Service's endpoints to that address (the default `lease` reconciler); with no
+ * kubelet or Service network here nothing reads those endpoints, so it is turned off there.
+ * Older releases keep their default.
+ */
+function endpointReconcilerFlags(minor: KubernetesMinor): string[] {
+  return Number(minor.split(".")[1]) >= 37 ? ["--endpoint-reconciler-type=none"] : [];
+}
 
 /** A server process whose stdout and stderr go straight to a log file (no pipes to drain). */
 interface ServerProcess {
@@ -320,6 +334,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     "--allow-privileged=true",
     "--profiling=false",
     `--watch-cache=${opts.watchCache ?? false}`,
+    ...endpointReconcilerFlags(opts.kubernetesMinor ?? DEFAULT_KUBERNETES_MINOR),
     // Only with COCOON_BEHAVIOUR_DIGEST_DIR set (tests/harness/behaviour_recording.ts).
     ...await auditFlags(dataDir),
     ...opts.apiServerFlags ?? [],

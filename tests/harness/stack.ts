@@ -344,13 +344,20 @@ export function stackTest(
   name: string,
   opts: StackOptions,
   body: (stack: Stack, t: Deno.TestContext) => Promise<void>,
+  test: {
+    /** Skip it anyway (the name says why). */
+    ignore?: boolean;
+    /** Fail at once with this message, starting nothing (a prerequisite CI must have). */
+    failWith?: string;
+  } = {},
 ): void {
   Deno.test({
     name,
-    ignore: !registryAvailable(),
+    ignore: !registryAvailable() || test.ignore === true,
     sanitizeResources: false,
     sanitizeOps: false,
     async fn(t) {
+      if (test.failWith) throw new Error(test.failWith);
       const stack = await startStack(opts);
       try {
         await body(stack, t);

@@ -4,7 +4,8 @@
  * `deno task start` launcher with its own flags.
  *
  * - /metrics over HTTPS: no token 401, a token without the metrics-reader role 403, a token of a
- *   ServiceAccount bound to it 200 (real TokenReview and SubjectAccessReview);
+ *   ServiceAccount bound to it 200 (real TokenReview and SubjectAccessReview); HTTP/1.1 only
+ *   (ALPN never settles on h2);
  * - a proxy variable whose proxy the sandbox does not grant stops the operator at start with one
  *   line naming the variable, and the proxy never sees a connection;
  * - the launcher started with HTTP_PROXY / HTTPS_PROXY set runs the operator without them: it
@@ -123,6 +124,18 @@ Deno.test({
           };
           assert.equal((await scrape()).status, 401);
           assert.equal((await scrape("not-a-token")).status, 401);
+          // HTTP/1.1 only without --enable-http2: offered h2 first, ALPN still settles on http/1.1.
+          const conn = await Deno.connectTls({
+            hostname: "127.0.0.1",
+            port: op.metricsPort,
+            caCerts: [ca.certPem],
+            alpnProtocols: ["h2", "http/1.1"],
+          });
+          try {
+            assert.equal((await conn.handshake()).alpnProtocol, "http/1.1");
+          } finally {
+            conn.close();
+          }
           const forbidden = await scrape(nobody);
           assert.equal(forbidden.status, 403, forbidden.body);
           assert.match(forbidden.body, /system:serviceaccount:monitoring:nobody/);

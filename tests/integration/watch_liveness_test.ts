@@ -1,7 +1,8 @@
 /**
  * Informers against a real kube-apiserver: the initial state streamed with watch-list
  * (sendInitialEvents) where the server serves it, LIST + WATCH where it refuses it (the WatchList
- * feature gate off), and watch liveness: a watch whose connection goes half-open (a proxy that
+ * feature gate off), a refusal remembered so that later relists do not ask again, and watch
+ * liveness: a watch whose connection goes half-open (a proxy that
  * stops forwarding without closing) is ended by its client-side deadline and resumed, and the
  * manager's /healthz fails while an informer hears nothing, then recovers.
  */
@@ -13,6 +14,8 @@ import { Manager } from "../../kube/manager.ts";
 import { type RestConfig, Transport } from "../../kube/transport.ts";
 import { type ApiProxy, startApiProxy } from "../bench/api_proxy.ts";
 import { type ControlPlane, startControlPlane } from "../harness/control_plane.ts";
+import { releaseAvailability } from "../harness/kubernetes_versions.ts";
+import type { KubernetesMinor } from "../../scripts/envtest.ts";
 import { waitFor } from "../harness/wait.ts";
 
 /** A client that reaches cp through a counting (and stallable) proxy, as the admin user. */
@@ -164,34 +167,82 @@ Deno.test({
   },
 });
 
-Deno.test({
-  name: "informers on a real API server with the WatchList feature off: LIST then WATCH",
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn() {
-    const cp = await startControlPlane({ apiServerFlags: ["--feature-gates=WatchList=false"] });
-    const { proxy, client, close } = viaProxy(cp);
-    try {
-      await client.create(Namespaces, { metadata: { name: "nowl" } });
-      await client.create(Pods, pod("nowl", "a"));
-      const from = proxy.requests.length;
-      await informerRun(client, "nowl", async (inf, seen) => {
-        assert.deepEqual(seen, ["add*:a"]);
-        await client.create(Pods, pod("nowl", "b"));
-        await waitFor("b added", () => seen.includes("add:b"), 30_000);
-        assert.equal(inf.stats.watchListFallbacks, 1);
-        assert.equal(inf.stats.watchListSyncs, 0);
-        assert.equal(inf.stats.lists, 1);
-        assert.deepEqual(podReads({ ...proxy, requests: proxy.requests.slice(from) }), [
-          "watch-list:422",
-          "list:200",
-          "watch:200",
-        ]);
-      });
-    } finally {
-      close();
-      await proxy.close();
-      await cp.stop();
-    }
+/**
+ * Servers that refuse watch-list streams: 1.35 with the gate turned off, and 1.33, where it is
+ * off by default (run when its binaries are there; tests/harness/kubernetes_versions.ts).
+ */
+const REFUSING_SERVERS: { name: string; minor: KubernetesMinor; flags: string[] }[] = [
+  {
+    name: "1.35 with the WatchList feature off",
+    minor: "1.35",
+    flags: ["--feature-gates=WatchList=false"],
   },
-});
+  { name: "1.33, WatchList off by default", minor: "1.33", flags: [] },
+];
+
+for (const server of REFUSING_SERVERS) {
+  const availability = await releaseAvailability(server.minor);
+  Deno.test({
+    name: `informers on a real API server refusing watch-list (${server.name}): LIST then WATCH, ` +
+      `and no watch-list asked again${availability.nameSuffix}`,
+    ignore: availability.ignore,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn() {
+      if (availability.missing) throw new Error(availability.missing);
+      const cp = await startControlPlane({
+        kubernetesMinor: server.minor,
+        apiServerFlags: server.flags,
+      });
+      const { proxy, client, close } = viaProxy(cp);
+      const watchLists = () =>
+        proxy.requests.filter((r) => r.verb === "watch" && /sendInitialEvents=true/.test(r.query))
+          .length;
+      try {
+        await client.create(Namespaces, { metadata: { name: "nowl" } });
+        await client.create(Pods, pod("nowl", "a"));
+        const from = proxy.requests.length;
+        await informerRun(client, "nowl", async (inf, seen) => {
+          assert.deepEqual(seen, ["add*:a"]);
+          await client.create(Pods, pod("nowl", "b"));
+          await waitFor("b added", () => seen.includes("add:b"), 30_000);
+          assert.equal(inf.stats.watchListFallbacks, 1);
+          assert.equal(inf.stats.watchListSyncs, 0);
+          assert.equal(inf.stats.lists, 1);
+          assert.deepEqual(podReads({ ...proxy, requests: proxy.requests.slice(from) }), [
+            "watch-list:422",
+            "list:200",
+            "watch:200",
+          ]);
+          // Writes the informer does not watch move etcd past its resourceVersion; the API server
+          // restarts on an etcd compacted since, so the watch resumes into 410 Gone and the
+          // informer takes the state again: LIST then WATCH, and no watch-list attempt.
+          await client.create(Namespaces, { metadata: { name: "elsewhere" } });
+          await client.create(Pods, pod("elsewhere", "x"));
+          await client.create(Pods, pod("elsewhere", "y"));
+          await cp.stopApiServer();
+          await cp.compactEtcd();
+          await cp.startApiServer();
+          await client.create(Pods, pod("nowl", "d"));
+          await waitFor("relisted", () => inf.stats.lists === 2, 60_000);
+          await waitFor("d added", () => seen.includes("add:d"), 30_000);
+          assert.equal(watchLists(), 1, "the relist asked for a watch-list again");
+          assert.equal(inf.stats.relistsAfterGone, 1);
+          assert.equal(inf.stats.watchListSkips, 1);
+        });
+        // Another informer of the same client (the operator shares one) lists at once too.
+        await informerRun(client, "nowl", (inf) => {
+          assert.equal(inf.stats.watchListSkips, 1);
+          assert.equal(inf.stats.lists, 1);
+          assert.equal(inf.size, 3, "a, b and d");
+          return Promise.resolve();
+        });
+        assert.equal(watchLists(), 1);
+      } finally {
+        close();
+        await proxy.close();
+        await cp.stop();
+      }
+    },
+  });
+}
