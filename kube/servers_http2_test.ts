@@ -5,7 +5,7 @@
  * (prior knowledge), the way the rapid-reset attack of CVE-2023-44487 would open.
  */
 import assert from "node:assert/strict";
-import { Counter, Registry } from "./prometheus/mod.ts";
+import { Counter, Registry } from "./prom_client.ts";
 import { Servers } from "./servers.ts";
 import { createCertificateAuthority } from "./x509.ts";
 

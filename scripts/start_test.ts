@@ -487,6 +487,7 @@ Deno.test("start: each operator variable that is set reaches the operator and it
       MAX_TOOLBOXES_PER_SET: "10",
       INFORMER_STALL_SECONDS: "60",
       RBAC_RECHECK_SECONDS: "60",
+      ENABLE_HTTP2: "false",
       SHARDS: "off",
       OPERATOR_LOG_LEVEL: "info",
       OPERATOR_LOG_FORMAT: "text",

@@ -20,7 +20,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { Counter, Registry } from "../../kube/prometheus/mod.ts";
+import { Counter, Registry } from "../../kube/prom_client.ts";
 import { metricsTls } from "../../kube/metrics_serving.ts";
 import { Servers } from "../../kube/servers.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
