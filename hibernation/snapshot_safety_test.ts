@@ -23,7 +23,7 @@ import type { Pod } from "../kube/mod.ts";
 import { staleCache } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
-import { REASON_YIELDED_TO_COCOON_SET } from "./events.ts";
+import { REASON_YIELDED_TO_COCOON_SET } from "./precedence.ts";
 import { CONDITION_TYPE_BLOCKED } from "./precedence.ts";
 
 function set(name: string, mod: (cs: CocoonSet) => void, namespace = NS): CocoonSet {
