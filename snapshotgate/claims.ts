@@ -1,9 +1,7 @@
 /**
- * Who still needs a VM's registry tag (the claimant table of docs/cocoonset.md, "Snapshot
- * safety"), and who in another namespace derives the same VM name (a collision, reported as a
- * claim). The objects of every namespace that name a VM are found through the cache's VM-name
- * index; past the cache only right before a tag delete (tagClaims) and at a VM-name decision
- * (collisionClaims).
+ * Who still needs a VM's registry tag (docs/cocoonset.md, "Snapshot safety"), and who in another
+ * namespace derives the same VM name (a collision). Found through the cache's VM-name index;
+ * read past the cache only right before a tag delete and at a VM-name decision.
  *
  * @module
  */
@@ -77,19 +75,17 @@ export interface SetAge {
 }
 
 /**
- * Whether set a came before set b (common/meta/creation_order.ts). Of two sets of different
- * namespaces deriving one VM name, the second comer never creates a pod under it, so it holds
- * nothing there.
+ * Whether set a came before set b (common/meta/creation_order.ts): of two namespaces' sets
+ * deriving one VM name, the second comer never creates a pod under it and holds nothing there.
  */
 export function cameFirst(a: SetAge, b: SetAge): boolean {
   return compareCreation(a, b) < 0;
 }
 
 /**
- * What cs's own flow does with vmName that no request may cross ("" for nothing): teardown, a
- * migration of its main, a released seat and its wake. A request yields to such a flow
- * (hibernation/precedence.ts) and so holds no claim on the tag the flow drops at its end: one
- * rule for both, so neither waits for the other.
+ * What cs's own flow does with vmName that no request may cross ("" for nothing). A request
+ * yields to it (hibernation/precedence.ts) and so holds no claim on the tag the flow drops at
+ * its end: one rule for both, so neither waits for the other.
  */
 export function setFlowOnVM(cs: CocoonSet, vmName: string): string {
   const main = extractAgentSlot(cs.metadata.namespace ?? "", cs.metadata.name ?? "", vmName) === 0;
@@ -103,12 +99,8 @@ export function setFlowOnVM(cs: CocoonSet, vmName: string): string {
   return "";
 }
 
-const setPhasesHoldingTag: ReadonlySet<string> = new Set(["Suspending", "Suspended", "Waking"]);
-const requestPhasesHoldingTag: ReadonlySet<string> = new Set([
-  "Hibernating",
-  "Hibernated",
-  "Waking",
-]);
+const setPhasesHoldingTag = new Set<string>(["Suspending", "Suspended", "Waking"]);
+const requestPhasesHoldingTag = new Set<string>(["Hibernating", "Hibernated", "Waking"]);
 
 function podClaims(pod: Pod, tag: string): string[] {
   // vk-cocoon writes `:latest` when a pod of the VM goes: any pod of it keeps it.
@@ -147,7 +139,7 @@ function requestClaims(h: CocoonHibernation, tag: string): string[] {
   return out;
 }
 
-/** A VM name's pods, sets and requests, by namespace. */
+/** A VM name's objects by namespace. */
 type VMView = Map<string, { pods: Pod[]; sets: CocoonSet[]; requests: CocoonHibernation[] }>;
 
 function viewOf(view: VMView, ns: string) {
@@ -359,11 +351,9 @@ export async function tagClaims(
 }
 
 /**
- * How far past the cache a collision check reads. `poll` (already acting under the name): the
- * index decides, and a collision it shows is confirmed past the cache. `create` (a pod is about
- * to be created): the namespaces the index names. `act` (first action under the name): those,
- * and the pod the name derives in every other namespace it splits into. A namespace the cache
- * does not hold is read at every moment.
+ * How far past the cache a collision check reads (docs/cocoonset.md, "Where the checks read"):
+ * `poll` confirms only a collision the cache shows, `create` reads the namespaces the index
+ * names, `act` also the pod the name derives in every other namespace.
  */
 export type CollisionMoment = "poll" | "create" | "act";
 
