@@ -1,9 +1,9 @@
 /**
  * The wake step (docs/hibernation.md, "What a request does"): withdraw the hibernate request,
  * wait until vk-cocoon runs the VM again (common/meta vmLive), then drop the `:hibernate` tag.
- * The tag goes only when this wake saw the VM down first (it was Waking): vk-cocoon of today
- * writes no lifecycle annotations, so a VM pushed and about to be removed and restored from that
- * tag shows live until its removal. A wake that finds the VM live from the start drops only a
+ * The tag goes only when this wake saw the VM down first (it was Waking): without lifecycle
+ * annotations, a VM pushed and about to be removed and restored from that tag shows live until
+ * its removal. A wake that finds the VM live from the start drops only a
  * tag the pod's orphan mark says its VM came back from since.
  *
  * @module
