@@ -15,7 +15,7 @@ import { parseVMSpec } from "../common/meta/vmspec.ts";
 import { isNotFound, Pods, wrapError } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import { actingRefusal, type Actor } from "../snapshotgate/mod.ts";
-import type { Pass } from "./status.ts";
+import type { Pass, TargetPass } from "./status.ts";
 
 /** Why a pass stops before the hibernate or wake step; the reconciler records it. */
 export interface RequestProblem {
@@ -78,8 +78,9 @@ export async function readTargetPod(pass: Pass): Promise<Pod | undefined> {
   return undefined;
 }
 
-/** pod as stored, past the cache, while it is the same pod (uid); undefined otherwise. */
-export async function readStoredPod(pass: Pass, pod: Pod): Promise<Pod | undefined> {
+/** The target pod as stored, past the cache, while it is the same pod (uid). */
+export async function readStoredPod(pass: TargetPass): Promise<Pod | undefined> {
+  const { pod } = pass;
   const namespace = pod.metadata.namespace ?? "";
   const name = pod.metadata.name ?? "";
   try {

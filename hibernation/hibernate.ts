@@ -78,9 +78,8 @@ export async function reconcileHibernate(pass: TargetPass): Promise<Result> {
  * too: that signal carries no round, and a lagging cache can show an earlier round's.
  */
 async function vmHibernationConfirmedStored(pass: TargetPass): Promise<boolean> {
-  const { pod } = pass;
-  if (!vmHibernationConfirmed(pod)) return false;
-  if (readLifecycleState(pod) !== "") return true;
-  const stored = await readStoredPod(pass, pod);
+  if (!vmHibernationConfirmed(pass.pod)) return false;
+  if (readLifecycleState(pass.pod) !== "") return true;
+  const stored = await readStoredPod(pass);
   return stored !== undefined && vmHibernationConfirmed(stored);
 }

@@ -67,8 +67,9 @@ export interface TargetPass extends Pass {
 
 /** How often a request that waits on something is looked at again. */
 export const REQUEUE_INTERVAL_MS = 5_000;
-/** How long Hibernating, and Waking, may last before the request fails. */
+/** How long Hibernating may last before the request fails. */
 export const HIBERNATE_TIMEOUT_MS = 3 * 60_000;
+/** How long Waking may last before the request fails. */
 export const WAKE_TIMEOUT_MS = 5 * 60_000;
 
 // Event reasons (docs/hibernation.md, "Events"): API, never renamed.

@@ -86,7 +86,7 @@ export async function reconcileWake(pass: TargetPass): Promise<Result> {
 async function dropOrphanedTag(pass: TargetPass): Promise<void> {
   const { pod, vmName } = pass;
   if (!orphanTagDropDue(pod)) return;
-  const stored = await readStoredPod(pass, pod);
+  const stored = await readStoredPod(pass);
   if (!stored || !orphanTagDropDue(stored)) return;
   await settleOrphanMark(pass, stored, await dropHibernateTag(pass, vmName));
 }
