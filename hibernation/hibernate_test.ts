@@ -28,7 +28,7 @@ import {
   VM,
   vmPod,
 } from "./_fixtures.ts";
-import { HIBERNATE_TIMEOUT_MS, REQUEUE_INTERVAL_MS } from "./timers.ts";
+import { HIBERNATE_TIMEOUT_MS, REQUEUE_INTERVAL_MS } from "./status.ts";
 
 // --- hibernate -------------------------------------------------------------------------------
 

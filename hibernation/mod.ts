@@ -8,8 +8,12 @@ export { HibernationReconciler, type HibernationReconcilerDeps } from "./reconci
 export {
   HIBERNATION_CONTROLLER,
   type HibernationSetupDeps,
+  POD_REF_INDEX,
   setupHibernationController,
 } from "./setup.ts";
-export { REASON_HIBERNATION_CONFLICT } from "./events.ts";
-export { HIBERNATE_TIMEOUT_MS, REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./timers.ts";
-export { POD_REF_INDEX } from "./watch.ts";
+export {
+  HIBERNATE_TIMEOUT_MS,
+  REASON_HIBERNATION_CONFLICT,
+  REQUEUE_INTERVAL_MS,
+  WAKE_TIMEOUT_MS,
+} from "./status.ts";

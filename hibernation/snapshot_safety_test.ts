@@ -1,5 +1,5 @@
 /**
- * Issue 18 on the fake API: a CocoonHibernation never drops a tag a CocoonSet still needs, yields
+ * Snapshot safety on the fake API: a CocoonHibernation never drops a tag a CocoonSet still needs, yields
  * to the set that drives the VM, and acts only under a name it derives from its own namespace.
  */
 import assert from "node:assert/strict";
@@ -23,7 +23,7 @@ import type { Pod } from "../kube/mod.ts";
 import { staleCache } from "../kube/testing/mod.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { at, Harness, NS, request, VM, vmPod } from "./_fixtures.ts";
-import { REASON_YIELDED_TO_COCOON_SET } from "./events.ts";
+import { REASON_YIELDED_TO_COCOON_SET } from "./precedence.ts";
 import { CONDITION_TYPE_BLOCKED } from "./precedence.ts";
 
 function set(name: string, mod: (cs: CocoonSet) => void, namespace = NS): CocoonSet {
@@ -54,7 +54,7 @@ const livePod = (hibernate: boolean) =>
     "demo",
   );
 
-Deno.test("finding 1: a request deleted while its pod is gone keeps the tag a CocoonSet needs", async (t) => {
+Deno.test("a request deleted while its pod is gone keeps the tag a CocoonSet needs", async (t) => {
   for (
     const [name, mod] of [
       ["released seat (node hint)", (cs: CocoonSet) => {
@@ -86,7 +86,7 @@ Deno.test("finding 1: a request deleted while its pod is gone keeps the tag a Co
   }
 });
 
-Deno.test("finding 2: a finished Wake request yields to a retain suspend, once, without a loop", async () => {
+Deno.test("a finished Wake request yields to a retain suspend, once, without a loop", async () => {
   const registry = new FakeRegistry();
   registry.put(VM, "hibernate");
   const h = Harness.create([
@@ -119,7 +119,7 @@ Deno.test("finding 2: a finished Wake request yields to a retain suspend, once, 
   await h.close();
 });
 
-Deno.test("finding 2: a live Hibernate request does not drive a main the set migrates", async () => {
+Deno.test("a live Hibernate request does not drive a main the set migrates", async () => {
   const registry = new FakeRegistry();
   registry.put(VM, "hibernate");
   const h = Harness.create([request("hib", "Hibernate"), livePod(false)], { registry });
@@ -183,7 +183,7 @@ Deno.test("tenancy: team / x-prod-0 and team-x / prod-0 share a VM name; the req
   await h.close();
 });
 
-Deno.test("follow-up 1: with vk-cocoon of today (no lifecycle annotations) Hibernate ends once the VM id is cleared", async () => {
+Deno.test("on a pod without lifecycle annotations, Hibernate ends once vk-cocoon clears the VM id", async () => {
   const registry = new FakeRegistry();
   const live = vmPod({ vmID: "vmid-1", running: true });
   live.spec!.nodeName = "node-a";
@@ -204,7 +204,7 @@ Deno.test("follow-up 1: with vk-cocoon of today (no lifecycle annotations) Hiber
   await h.close();
 });
 
-Deno.test("follow-up 2: the time a Hibernating request yields to its CocoonSet does not count toward its deadline", async () => {
+Deno.test("the time a Hibernating request yields to its CocoonSet does not count toward its deadline", async () => {
   const h = Harness.create([request("hib", "Hibernate"), livePod(false)]);
   const demo = h.api.seed(
     CocoonSets,
@@ -237,7 +237,7 @@ Deno.test("follow-up 2: the time a Hibernating request yields to its CocoonSet d
   await h.close();
 });
 
-Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does not end a silent Hibernate", async () => {
+Deno.test("a lagging cache showing an earlier round's hibernated pod does not end a silent Hibernate", async () => {
   const registry = new FakeRegistry();
   registry.put(VM, "hibernate"); // the earlier round's
   // Stored: woken since (VM vmid-2) and asked to hibernate again; the VM still runs.
@@ -294,7 +294,7 @@ Deno.test("audit: a lagging cache showing an earlier round's hibernated pod does
   await h.close();
 });
 
-Deno.test("follow-up 2: the time a Waking request yields to its CocoonSet does not count toward its deadline", async () => {
+Deno.test("the time a Waking request yields to its CocoonSet does not count toward its deadline", async () => {
   const h = Harness.create([
     request("hib", "Wake", {
       status: {
@@ -334,7 +334,7 @@ Deno.test("follow-up 2: the time a Waking request yields to its CocoonSet does n
   await h.close();
 });
 
-Deno.test("model seed 5931 (vk-cocoon HEAD): a Wake request that never saw the VM down keeps the tag its push just wrote", async () => {
+Deno.test("a Wake request that never saw the VM down keeps the tag its push just wrote (no lifecycle annotations)", async () => {
   // An unsuspend withdrew the set's hibernate request after vk-cocoon pushed the tag but before
   // it removed the VM: the pod still shows the old VM live and no lifecycle annotation at all.
   const registry = new FakeRegistry();

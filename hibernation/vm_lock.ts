@@ -1,9 +1,7 @@
 /**
- * A striped async mutex keyed by VM name. Several CocoonHibernations can reach one VM (duplicates,
- * opposite requests, a deleting CR next to a live one); holding the VM's stripe while a pass
- * touches the pod's hibernate annotation and the VM's `:hibernate` tag keeps two passes from
- * interleaving those steps. Striping bounds memory as VM names come and go; a collision only makes
- * two unrelated VMs take turns.
+ * A striped async mutex keyed by VM name (docs/hibernation.md, "Concurrency"). Requests that
+ * reach one VM take turns on its stripe, so at most one pass touches its pod annotation or
+ * registry tag at a time; striping bounds memory, and a collision only makes two VMs take turns.
  *
  * @module
  */
@@ -38,10 +36,7 @@ export class StripedLock {
     return h % this.stripes;
   }
 
-  /**
-   * Waits for key's stripe and returns its release. Rejects with the signal's reason if the
-   * signal aborts first; the stripe is then passed on as if this waiter had run instantly.
-   */
+  /** Waits for key's stripe; an aborted waiter passes it on as if it had run at once. */
   async lock(key: string, signal?: AbortSignal): Promise<Release> {
     signal?.throwIfAborted();
     const i = this.stripeOf(key);

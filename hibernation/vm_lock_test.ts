@@ -143,8 +143,8 @@ Deno.test("a retargeted request is serialized against a live one on its recorded
     vmPod({ hibernate: true, lifecycle: HIBERNATED_LIFECYCLE }),
   ], { registry });
   await reconcileTogether(h, ["a", "b"]);
-  // Issue 18: the snapshot gate refuses a's delete (demo-0's VM is not the name a derives from
-  // its target demo-1, and b's hibernation holds the tag); before the gate it was deleted here.
+  // The snapshot gate refuses a's delete: demo-0's VM is not the name a derives from its target
+  // demo-1, and b's hibernation holds the tag.
   assert.equal(registry.callsOf("deleteManifest", VM).length, 0);
   assert.equal(registry.contains(VM, "hibernate"), true);
   assert.equal(registry.callsOf("hasManifest", VM).length, 1);

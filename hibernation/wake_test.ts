@@ -29,7 +29,7 @@ import {
   VM,
   vmPod,
 } from "./_fixtures.ts";
-import { REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./timers.ts";
+import { REQUEUE_INTERVAL_MS, WAKE_TIMEOUT_MS } from "./status.ts";
 
 // --- wake ------------------------------------------------------------------------------------
 

@@ -1,11 +1,7 @@
 /**
- * Steps 2 and 3 of the gate (docs/cocoonset.md, "Snapshot safety"): who still needs a VM's
- * registry tag — the claimant table — and who in another namespace derives the same name (a
- * collision, reported as a claim). A VM name `vk-<ns>-<rest>` can have been built from several
- * (namespace, rest) pairs (common/meta vmNameSplits); the objects of every namespace that name
- * it are found through the cache's VM-name index (vm_index.ts), never by reading each namespace
- * the name could be split into. Past the cache, only at the moment that needs it: right before a
- * tag delete (tagClaims) and at a VM-name decision (collisionClaims).
+ * Who still needs a VM's registry tag (docs/cocoonset.md, "Snapshot safety"), and who in another
+ * namespace derives the same VM name (a collision). Found through the cache's VM-name index;
+ * read past the cache only right before a tag delete and at a VM-name decision.
  *
  * @module
  */
@@ -25,11 +21,30 @@ import {
   vmNameForPod,
   vmNameSplits,
 } from "../common/meta/mod.ts";
-import { type Actor, isActor } from "./actor.ts";
-import { cameFirst } from "./first_comer.ts";
-import { setFlowOnVM } from "./set_flow.ts";
+import { compareCreation } from "../common/meta/creation_order.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 import { setToolboxNames, type VMNameIndex, vmNameLookupKeys } from "./vm_index.ts";
+
+/** The object a tag is deleted (or a VM hibernated or woken) for. */
+export type Actor =
+  | {
+    kind: "CocoonSet";
+    namespace: string;
+    name: string;
+    uid?: string;
+    /** Toolbox names of the set (spec and status): toolbox VMs are derived from them. */
+    toolboxNames: readonly string[];
+    /** A set of another namespace created later is no claimant. */
+    creationTimestamp?: string;
+  }
+  | {
+    kind: "CocoonHibernation";
+    namespace: string;
+    name: string;
+    uid?: string;
+    /** spec.podRef.name. */
+    podName: string;
+  };
 
 /** The kind of object that holds a claim on a tag. */
 export type ClaimHolder = "Pod" | "CocoonSet" | "CocoonHibernation";
@@ -45,43 +60,58 @@ export interface Claim {
   collision?: boolean;
 }
 
-/** Set phases in which the set's own flow still reads the VM's `:hibernate` tag. */
-const setPhasesHoldingTag: ReadonlySet<string> = new Set(["Suspending", "Suspended", "Waking"]);
-/** Request phases in which the request's VM state is, or is being restored from, the tag. */
-const requestPhasesHoldingTag: ReadonlySet<string> = new Set([
-  "Hibernating",
-  "Hibernated",
-  "Waking",
-]);
-
-/**
- * Whether cs, of another namespace than the acting set, came after it: it never created a pod
- * under the shared name (cocoonset/vm_collision.ts), so it holds nothing there.
- */
-function secondComer(cs: CocoonSet, actor: Actor & { kind: "CocoonSet" }): boolean {
-  const age = {
-    namespace: cs.metadata.namespace ?? "",
-    name: cs.metadata.name ?? "",
-    creationTimestamp: cs.metadata.creationTimestamp,
-  };
-  return cameFirst(actor, age);
+/** Where claims are read from. */
+export interface ClaimSources {
+  /** Uncached reads: a stale cache could hide a claimant, or show one that is gone. */
+  reader: Reader;
+  index: VMNameIndex;
 }
 
-/** A pod's claims on vmName's tag (the pod already derives or names vmName). */
-function podClaims(pod: Pod, tag: string): string[] {
-  const out: string[] = [];
-  if (tag !== HIBERNATE_SNAPSHOT_TAG) {
-    // `:latest` is written by vk-cocoon when a pod of the VM goes: any pod of it needs it kept.
-    out.push("a pod of the VM exists");
-    return out;
+/** What the creation-order rule reads of a set. */
+export interface SetAge {
+  namespace: string;
+  name: string;
+  creationTimestamp?: string;
+}
+
+/**
+ * Whether set a came before set b (common/meta/creation_order.ts): of two namespaces' sets
+ * deriving one VM name, the second comer never creates a pod under it and holds nothing there.
+ */
+export function cameFirst(a: SetAge, b: SetAge): boolean {
+  return compareCreation(a, b) < 0;
+}
+
+/**
+ * What cs's own flow does with vmName that no request may cross ("" for nothing). A request
+ * yields to it (hibernation/precedence.ts) and so holds no claim on the tag the flow drops at
+ * its end: one rule for both, so neither waits for the other.
+ */
+export function setFlowOnVM(cs: CocoonSet, vmName: string): string {
+  const main = extractAgentSlot(cs.metadata.namespace ?? "", cs.metadata.name ?? "", vmName) === 0;
+  const phase = cs.status?.phase ?? "";
+  if (cs.metadata.deletionTimestamp) return "is being deleted";
+  if (phase === "Migrating") return "is migrating its main";
+  if (phase === "Waking") return "is waking its released seat";
+  if (main && (cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "") !== "") {
+    return "has released its seat";
   }
+  return "";
+}
+
+const setPhasesHoldingTag = new Set<string>(["Suspending", "Suspended", "Waking"]);
+const requestPhasesHoldingTag = new Set<string>(["Hibernating", "Hibernated", "Waking"]);
+
+function podClaims(pod: Pod, tag: string): string[] {
+  // vk-cocoon writes `:latest` when a pod of the VM goes: any pod of it keeps it.
+  if (tag !== HIBERNATE_SNAPSHOT_TAG) return ["a pod of the VM exists"];
+  const out: string[] = [];
   if (pod.metadata.deletionTimestamp) out.push("terminating (vk-cocoon may still push)");
   if (readHibernateState(pod)) out.push("asked to hibernate");
   if (readRestoreFromHibernate(pod) && !vmLive(pod)) out.push("restoring from the tag");
   return out;
 }
 
-/** A set's claims on vmName's tag (the set derives vmName). */
 function setClaims(cs: CocoonSet, vmName: string, tag: string): string[] {
   const out: string[] = [];
   if (cs.metadata.deletionTimestamp) out.push("being torn down (its teardown decides)");
@@ -100,7 +130,6 @@ function setClaims(cs: CocoonSet, vmName: string, tag: string): string[] {
   return out;
 }
 
-/** A request's claims on vmName's tag (the request targets or recorded vmName). */
 function requestClaims(h: CocoonHibernation, tag: string): string[] {
   if (h.metadata.deletionTimestamp || tag !== HIBERNATE_SNAPSHOT_TAG) return [];
   const out: string[] = [];
@@ -110,37 +139,18 @@ function requestClaims(h: CocoonHibernation, tag: string): string[] {
   return out;
 }
 
-/** Where claims are read from. */
-export interface ClaimSources {
-  /**
-   * Uncached reads: the state a tag delete or a VM-name decision is made on (a stale cache could
-   * hide a claimant, or show one that is gone).
-   */
-  reader: Reader;
-  /** The cache's VM-name index: which objects of any namespace name the VM (vm_index.ts). */
-  index: VMNameIndex;
-}
-
-/** What one namespace shows about a VM name: its pods, sets and requests that name it. */
-interface NamespaceView {
-  pods: Pod[];
-  sets: CocoonSet[];
-  requests: CocoonHibernation[];
-}
-
 /** A VM name's objects by namespace. */
-type VMView = Map<string, NamespaceView>;
+type VMView = Map<string, { pods: Pod[]; sets: CocoonSet[]; requests: CocoonHibernation[] }>;
 
-function viewOf(view: VMView, ns: string): NamespaceView {
+function viewOf(view: VMView, ns: string) {
   let v = view.get(ns);
   if (!v) view.set(ns, v = { pods: [], sets: [], requests: [] });
   return v;
 }
 
 /**
- * Whether pod runs vmName: it derives the name and names no other VM (vk-cocoon wrote the
- * annotation), or its annotation names vmName. A request's own target counts too: a request
- * never owns the VM, it only asks.
+ * Whether pod runs vmName: its annotation names it, or it derives it and names no other VM. A
+ * request's own target counts too: a request never owns the VM, it only asks.
  */
 function podOfVM(pod: Pod, vmName: string): boolean {
   const named = parseVMSpec(pod).vmName;
@@ -149,23 +159,17 @@ function podOfVM(pod: Pod, vmName: string): boolean {
   return derived === vmName && named === "";
 }
 
-/** Whether cs derives vmName from its namespace, name and toolboxes. */
 function setOfVM(cs: CocoonSet, vmName: string): boolean {
-  return setDerivesVMName(
-    cs.metadata.namespace ?? "",
-    cs.metadata.name ?? "",
-    setToolboxNames(cs),
-    vmName,
-  );
+  const ns = cs.metadata.namespace ?? "";
+  return setDerivesVMName(ns, cs.metadata.name ?? "", setToolboxNames(cs), vmName);
 }
 
-/** Whether h targets vmName, by pod reference or by the VM name its status recorded. */
 function requestOfVM(h: CocoonHibernation, vmName: string): boolean {
   return vmNameForPod(h.metadata.namespace ?? "", h.spec?.podRef?.name ?? "") === vmName ||
     (h.status?.vmName ?? "") === vmName;
 }
 
-/** Every cached object of any namespace that names vmName, by namespace (no API request). */
+/** Every cached object of any namespace that names vmName (no API request). */
 async function indexedView(index: VMNameIndex, vmName: string, signal?: AbortSignal) {
   const view: VMView = new Map();
   const seen = new Set<string>();
@@ -195,30 +199,22 @@ async function indexedView(index: VMNameIndex, vmName: string, signal?: AbortSig
   return view;
 }
 
-/** The namespaces vmName could have been built from (common/meta vmNameSplits). */
 function splitNamespaces(vmName: string): string[] {
   return [...new Set(vmNameSplits(vmName).map((s) => s.namespace))];
 }
 
-/** What to read of one namespace past the cache. */
-interface NamespaceRead {
-  /** Pods to GET besides the one vmName derives there (those the index named). */
-  pods: Set<string>;
-  /** Also LIST its CocoonSets and CocoonHibernations; false: only its pods. */
-  all: boolean;
-}
-
-/** Which namespaces to read past the cache, and how much of each. */
+/**
+ * Which namespaces to read past the cache: in each, the pod vmName derives there and the pods
+ * named; for one read in full (`all`), every set and request too.
+ */
 class ReadPlan {
-  readonly namespaces = new Map<string, NamespaceRead>();
+  readonly namespaces = new Map<string, { pods: Set<string>; all: boolean }>();
 
-  /** Every namespace of view, in full, with the pods the view holds there. */
   view(view: VMView): this {
     for (const [ns, v] of view) this.full(ns, v.pods.map((p) => p.metadata.name ?? ""));
     return this;
   }
 
-  /** ns in full: the pods, every set and every request. */
   full(ns: string, pods: readonly string[] = []): this {
     const read = this.namespaces.get(ns) ?? { pods: new Set<string>(), all: true };
     read.all = true;
@@ -227,14 +223,9 @@ class ReadPlan {
     return this;
   }
 
-  /** Only the pod vmName derives in ns (kept when ns is read in full anyway). */
   podOnly(ns: string): this {
     if (!this.namespaces.has(ns)) this.namespaces.set(ns, { pods: new Set(), all: false });
     return this;
-  }
-
-  get empty(): boolean {
-    return this.namespaces.size === 0;
   }
 }
 
@@ -242,17 +233,13 @@ async function getOrUndefined<T>(read: () => Promise<T>, what: string): Promise<
   try {
     return await read();
   } catch (err) {
-    // Forbidden: a namespace this operator may not read holds nothing it could act on either.
+    // A namespace this operator may not read holds nothing it could act on either.
     if (isNotFound(err) || isForbidden(err)) return undefined;
     throw wrapError(what, err);
   }
 }
 
-/**
- * The namespaces of plan, past the cache: in each, the pod the VM name derives there and the
- * pods the index named there (a GET each) and, for a namespace read in full, every CocoonSet and
- * CocoonHibernation (one LIST each), kept when they name vmName.
- */
+/** The namespaces of plan read past the cache: a GET per pod, a LIST per kind in full ones. */
 async function freshView(
   reader: Reader,
   vmName: string,
@@ -290,26 +277,29 @@ async function freshView(
   return view;
 }
 
+function isActor(actor: Actor | undefined, kind: Actor["kind"], ns: string, name: string) {
+  return actor?.kind === kind && actor.namespace === ns && actor.name === name;
+}
+
 /**
- * Every claim view shows on `<vmName>:<tag>` except the actor's own, and, as a claim with
- * `collision`, every object of another namespace that derives the same VM name.
+ * Every claim view shows on `<vmName>:<tag>` except the actor's own, and every object of another
+ * namespace deriving the same name as a claim with `collision`.
  */
 function claimsIn(view: VMView, vmName: string, tag: string, actor: Actor | undefined): Claim[] {
   const claims: Claim[] = [];
   const add = (holder: ClaimHolder, ns: string, name: string, reasons: string[]) => {
     const collision = actor !== undefined && ns !== actor.namespace;
-    if (collision) reasons = reasons.length > 0 ? reasons : ["derives the same VM name"];
+    if (collision && reasons.length === 0) reasons = ["derives the same VM name"];
     for (const reason of reasons) {
       claims.push({ holder, namespace: ns, name, reason, ...(collision ? { collision } : {}) });
     }
   };
   for (const [ns, { pods, sets, requests }] of view) {
-    // Whether this namespace holds the name at all: a pod of it, or a set that is no second
-    // comer. A request there whose namespace holds nothing asks about a VM that never ran.
     for (const pod of pods) add("Pod", ns, pod.metadata.name ?? "", podClaims(pod, tag));
+    // A request of a namespace holding neither a pod of the VM nor a first comer set asks
+    // about a VM that never ran there.
     let holds = pods.length > 0;
-    // The acting set's own flow on the VM, read as fresh as every claim: a request that yields
-    // to that flow does not hold its tag (set_flow.ts).
+    // A request yielding to the acting set's own flow holds no claim on its tag.
     let actorFlow = "";
     for (const cs of sets) {
       const name = cs.metadata.name ?? "";
@@ -317,7 +307,10 @@ function claimsIn(view: VMView, vmName: string, tag: string, actor: Actor | unde
         actorFlow = setFlowOnVM(cs, vmName);
         continue;
       }
-      if (actor?.kind === "CocoonSet" && ns !== actor.namespace && secondComer(cs, actor)) continue;
+      if (actor?.kind === "CocoonSet" && ns !== actor.namespace) {
+        const age = { namespace: ns, name, creationTimestamp: cs.metadata.creationTimestamp };
+        if (cameFirst(actor, age)) continue;
+      }
       holds = true;
       add("CocoonSet", ns, name, setClaims(cs, vmName, tag));
     }
@@ -325,9 +318,7 @@ function claimsIn(view: VMView, vmName: string, tag: string, actor: Actor | unde
       const name = h.metadata.name ?? "";
       if (isActor(actor, "CocoonHibernation", ns, name)) continue;
       if (actor?.uid && h.metadata.uid === actor.uid) continue;
-      // Only a live request of another namespace is a collision; a deleted one claims nothing.
-      if (h.metadata.deletionTimestamp) continue;
-      if (actorFlow !== "") continue;
+      if (h.metadata.deletionTimestamp || actorFlow !== "") continue;
       if (actor?.kind === "CocoonSet" && ns !== actor.namespace && !holds) continue;
       add("CocoonHibernation", ns, name, requestClaims(h, tag));
     }
@@ -337,19 +328,10 @@ function claimsIn(view: VMView, vmName: string, tag: string, actor: Actor | unde
 
 /**
  * Every claim on `<vmName>:<tag>` except the actor's own, read past the cache right before the
- * tag goes. Also reports, as a claim with `collision`, any object in another namespace that
- * derives the same VM name.
- *
- * Read past the cache: the actor's own namespace in full (the pod the name derives there, every
- * set and every request), so a claimant created a moment ago, which the cache may not show yet,
- * still stops the delete; every other namespace the cache's VM-name index names, or the cache
- * does not hold, in full, so what the delete is decided on is current there too; and in the
- * remaining namespaces the name could be split into, only the pod it derives there (a pod no
- * CocoonSet owns lies outside the pod cache, and its VM's tags live in the same repository).
- * Their sets and requests are not listed: every set and request is in the cache, and the check
- * each of them passes before it first acts under a VM name reads the same index, in which the
- * actor already stands, so one too new for the cache has not acted under the name yet and is
- * refused it on its first pass (actingRefusal, cocoonset/vm_collision.ts).
+ * tag goes: the actor's namespace in full, so a claimant created a moment ago still stops the
+ * delete; the namespaces the index names (or the cache does not hold) in full; elsewhere only
+ * the pod the name derives, since pods no set owns are outside the cache. Sets and requests of
+ * other namespaces come from the index: each passes a name check on it before it first acts.
  */
 export async function tagClaims(
   sources: ClaimSources,
@@ -369,27 +351,13 @@ export async function tagClaims(
 }
 
 /**
- * When a collision check is made, which decides how far past the cache it reads:
- *
- * - `poll`: a pass of an actor already acting under the name. The cache's index decides; the
- *   namespaces it names are read past the cache only to confirm a collision it shows (a refusal
- *   is never made on a stale copy).
- * - `create`: a pod is about to be created under the name. The namespaces the index names are
- *   read past the cache.
- * - `act`: the actor is about to act on the VM under the name for the first time (a request
- *   recording it, a set asking the pod to hibernate, whose push lands in the shared repository).
- *   As `create`, and the pod the name derives in each other namespace it could be split into is
- *   read too: a pod no CocoonSet owns lies outside the pod cache and its index.
- *
- * A namespace the cache does not hold is read past it at every moment.
+ * How far past the cache a collision check reads (docs/cocoonset.md, "Where the checks read"):
+ * `poll` confirms only a collision the cache shows, `create` reads the namespaces the index
+ * names, `act` also the pod the name derives in every other namespace.
  */
 export type CollisionMoment = "poll" | "create" | "act";
 
-/**
- * The objects of other namespaces than the actor's that derive vmName too, as collision claims,
- * read as `moment` says (CollisionMoment). When the index names no other namespace, a `poll` or
- * a `create` costs no API request.
- */
+/** The objects of other namespaces that derive vmName too, as collision claims. */
 export async function collisionClaims(
   sources: ClaimSources,
   vmName: string,
@@ -408,7 +376,7 @@ export async function collisionClaims(
   const plan = new ReadPlan().view(indexed);
   for (const ns of unheld) plan.full(ns);
   if (moment === "act") { for (const ns of others) plan.podOnly(ns); }
-  if (plan.empty) return [];
+  if (plan.namespaces.size === 0) return [];
   const fresh = await freshView(sources.reader, vmName, plan, signal);
   return claimsIn(fresh, vmName, "latest", actor).filter((c) => c.collision);
 }

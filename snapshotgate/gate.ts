@@ -1,17 +1,16 @@
 /**
- * The one gate every registry tag delete of both reconcilers goes through: "may this tag of this
- * VM be deleted now, on behalf of this object?". Allowed only when the acting object derives the
- * VM name from its own namespace and names (never from an editable annotation alone: actor.ts),
- * no other namespace derives the same name, and no claimant still needs the tag (both claims.ts).
- *
- * A refusal is returned, never thrown: each caller logs it with the claimants and hands the tag
- * to them (their own flow drops it once done) or looks again on its next pass.
+ * The one gate every registry tag delete of both reconcilers goes through. A tag goes only when
+ * the acting object derives the VM name from its own namespace and names (never from an editable
+ * annotation alone), no other namespace derives it, and no claimant still needs the tag
+ * (claims.ts). A refusal is returned, never thrown: the caller leaves the tag to the claimants,
+ * whose own flow ends with this gate too.
  *
  * @module
  */
+import { setDerivesVMName, vmNameForPod } from "../common/meta/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
-import { type Actor, actorDerives, actorRef } from "./actor.ts";
 import {
+  type Actor,
   type Claim,
   type ClaimSources,
   collisionClaims,
@@ -27,12 +26,41 @@ export type Verdict =
   | { allowed: true }
   | { allowed: false; kind: RefusalKind; claims: Claim[]; message: string };
 
-/**
- * What the gate reads through and deletes with: uncached reads (a stale cache could hide a
- * claimant) and the cache's VM-name index (which namespaces to read), and the registry.
- */
+/** What the gate reads through and deletes with. */
 export interface GateDeps extends ClaimSources {
   registry: Registry;
+}
+
+/**
+ * Whether the actor derives vmName from its own namespace and names: a set its agent slots and
+ * toolboxes, a request `vk-<ns>-<podRef.name>`.
+ */
+export function actorDerives(actor: Actor, vmName: string): boolean {
+  if (actor.kind === "CocoonSet") {
+    return setDerivesVMName(actor.namespace, actor.name, actor.toolboxNames, vmName);
+  }
+  return vmName === vmNameForPod(actor.namespace, actor.podName);
+}
+
+function actorRef(actor: Actor): string {
+  return `${actor.kind} ${actor.namespace}/${actor.name}`;
+}
+
+function notDerived(actor: Actor, vmName: string, outcome: string): Verdict & { allowed: false } {
+  const message = `${actorRef(actor)} cannot derive VM name ${vmName} from its own namespace ` +
+    `and names: ${outcome}`;
+  return { allowed: false, kind: "not-derived", claims: [], message };
+}
+
+function collision(
+  actor: Actor,
+  vmName: string,
+  claims: Claim[],
+  outcome: string,
+): Verdict & { allowed: false } {
+  const message = `VM name ${vmName} is shared by ${actorRef(actor)} and ` +
+    `${describeClaims(claims.filter((c) => c.collision))}: ${outcome}`;
+  return { allowed: false, kind: "collision", claims, message };
 }
 
 /** Answers whether `<vmName>:<tag>` may be deleted now on behalf of actor. */
@@ -43,39 +71,16 @@ export async function mayDeleteTag(
   tag: string,
   signal?: AbortSignal,
 ): Promise<Verdict> {
-  if (!actorDerives(actor, vmName)) {
-    return {
-      allowed: false,
-      kind: "not-derived",
-      claims: [],
-      message: `${actorRef(actor)} cannot derive VM name ${vmName} from its own namespace and ` +
-        `names: ${vmName}:${tag} is not deleted`,
-    };
-  }
+  const outcome = `${vmName}:${tag} is not deleted`;
+  if (!actorDerives(actor, vmName)) return notDerived(actor, vmName, outcome);
   const claims = await tagClaims(sources, vmName, tag, actor, signal);
   if (claims.length === 0) return { allowed: true };
-  const collisions = claims.filter((c) => c.collision);
-  if (collisions.length > 0) {
-    return {
-      allowed: false,
-      kind: "collision",
-      claims,
-      message: `VM name ${vmName} is shared by ${actorRef(actor)} and ` +
-        `${describeClaims(collisions)}: ${vmName}:${tag} is not deleted`,
-    };
-  }
-  return {
-    allowed: false,
-    kind: "claimed",
-    claims,
-    message: `${vmName}:${tag} is still needed by ${describeClaims(claims)}`,
-  };
+  if (claims.some((c) => c.collision)) return collision(actor, vmName, claims, outcome);
+  const message = `${vmName}:${tag} is still needed by ${describeClaims(claims)}`;
+  return { allowed: false, kind: "claimed", claims, message };
 }
 
-/**
- * Deletes `<vmName>:<tag>` when the gate allows it; the verdict says what happened. Registry
- * errors propagate (the caller decides whether they hold its flow).
- */
+/** Deletes `<vmName>:<tag>` when the gate allows it. Registry errors propagate. */
 export async function deleteTagIfAllowed(
   deps: GateDeps,
   actor: Actor,
@@ -89,12 +94,9 @@ export async function deleteTagIfAllowed(
 }
 
 /**
- * Whether actor may hibernate or wake vmName: the actor derives it and no object of another
- * namespace derives the same name. undefined when allowed; else the refusal. `decision`: the
- * actor is about to act on the VM under the name for the first time (a request recording it, a
- * set asking a pod to hibernate), so the other namespaces are read past the cache (the `act`
- * moment of claims.ts CollisionMoment); otherwise a pass that already acts under the name is
- * answered from the cache unless it shows a collision (`poll`).
+ * The refusal of actor hibernating or waking vmName, or undefined when it may: it must derive
+ * the name and no other namespace may derive it. `decision`: the first action under the name,
+ * read past the cache (claims.ts `act`); otherwise the cache decides (`poll`).
  */
 export async function actingRefusal(
   sources: ClaimSources,
@@ -103,23 +105,9 @@ export async function actingRefusal(
   decision: boolean,
   signal?: AbortSignal,
 ): Promise<Verdict & { allowed: false } | undefined> {
-  if (!actorDerives(actor, vmName)) {
-    return {
-      allowed: false,
-      kind: "not-derived",
-      claims: [],
-      message: `${actorRef(actor)} cannot derive VM name ${vmName} from its own namespace and ` +
-        `names: it is not hibernated or woken through it`,
-    };
-  }
+  const outcome = "it is not hibernated or woken through it";
+  if (!actorDerives(actor, vmName)) return notDerived(actor, vmName, outcome);
   const moment = decision ? "act" : "poll";
   const collisions = await collisionClaims(sources, vmName, actor, moment, signal);
-  if (collisions.length === 0) return undefined;
-  return {
-    allowed: false,
-    kind: "collision",
-    claims: collisions,
-    message: `VM name ${vmName} is shared by ${actorRef(actor)} and ` +
-      `${describeClaims(collisions)}: it is not hibernated or woken through it`,
-  };
+  return collisions.length === 0 ? undefined : collision(actor, vmName, collisions, outcome);
 }

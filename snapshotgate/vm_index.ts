@@ -1,17 +1,8 @@
 /**
- * The VM-name index: which cached pods, CocoonSets and CocoonHibernations name a VM, so the gate
- * and the tenancy checks find every object of any namespace that shares a VM name with one
- * lookup in the informer cache, instead of reading each namespace the name could be split into.
- *
- * One index (VM_NAME_INDEX) on each of the three kinds, filed under:
- *
- * - a pod: the name it derives, `vk-<ns>-<pod>`, and the name its vm-name annotation shows;
- * - a CocoonSet: its agent wildcard `vk-<ns>-<set>-*` (every slot number, so a slot above
- *   replicas left by a scale-down is found too) and each toolbox VM `vk-<ns>-<set>-<toolbox>`;
- * - a CocoonHibernation: the name its target derives, `vk-<ns>-<podRef.name>`, and the one
- *   its status recorded.
- *
- * A lookup only narrows: callers keep the objects that really relate to the name (claims.ts).
+ * The VM-name index: which cached pods, CocoonSets and CocoonHibernations of any namespace name
+ * a VM, found with one cache lookup instead of reading each namespace the name could be split
+ * into (the keys: docs/cocoonset.md, "Where the checks read"). A lookup only narrows; claims.ts
+ * keeps the objects that really name the VM.
  *
  * @module
  */
@@ -25,7 +16,7 @@ import { agentVMNamePrefix, parseVMSpec, vmNameForPod } from "../common/meta/mod
 /** The cache index of pods, CocoonSets and CocoonHibernations by the VM names they name. */
 export const VM_NAME_INDEX = "vmName";
 
-/** The index key that stands for every agent slot of a set: `vk-<ns>-<set>-*`. */
+/** Stands for every agent slot of a set, above replicas too: `vk-<ns>-<set>-*`. */
 const AGENT_WILDCARD = "*";
 
 /** A slot suffix as extractAgentSlot reads it (strconv.Atoi without a sign other than "+"). */
@@ -97,18 +88,14 @@ export function registerVMNameIndex(mgr: Manager): void {
   }
 }
 
-/**
- * The index of mgr's cache (registerVMNameIndex registers it), knowing which namespaces that
- * cache holds.
- */
+/** The index of mgr's cache (registerVMNameIndex registers it). */
 export function managerVMNameIndex(mgr: Manager): VMNameIndex {
   return cachedVMNameIndex(mgr.client, (namespace) => mgr.cache.holdsNamespace(namespace));
 }
 
 /**
- * Where the gate and the tenancy checks look VM names up: the cached objects filed under a key,
- * and which namespaces the cache holds at all (a sharded replica's or a one-namespace cache
- * does not hold every namespace; objects there are read past the cache instead).
+ * Where the gate and the tenancy checks look VM names up, and which namespaces the cache holds
+ * (a sharded replica's does not hold every one; those are read past the cache).
  */
 export interface VMNameIndex {
   /** The cached objects of rt filed under key. Read-only: they may be the cache's own copies. */
@@ -121,11 +108,7 @@ export interface VMNameIndex {
   holds(namespace: string): boolean;
 }
 
-/**
- * The index as the manager's cached client answers it (list with matchingFields, which the
- * informer cache serves from VM_NAME_INDEX: registerVMNameIndex must have run). holds defaults
- * to "every namespace".
- */
+/** The index as a cached client serves it from VM_NAME_INDEX (registerVMNameIndex). */
 export function cachedVMNameIndex(
   cache: Reader,
   holds: (namespace: string) => boolean = () => true,
@@ -143,11 +126,7 @@ export function cachedVMNameIndex(
   };
 }
 
-/**
- * The index computed by listing every object of the kind from reader and keeping those filed
- * under the key: for readers without VM_NAME_INDEX (the fake API standing in for the cache in
- * unit tests, a plain API client). It holds every namespace reader can list.
- */
+/** The index computed by listing every object of the kind: for a reader without the index. */
 export function scannedVMNameIndex(reader: Reader): VMNameIndex {
   return {
     async lookup<T extends KubeObject>(rt: ResourceType<T>, key: string, signal?: AbortSignal) {

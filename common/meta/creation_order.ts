@@ -1,8 +1,8 @@
 /**
  * Which of two objects was created first: the one rule behind every "the earlier one wins" of the
  * operator, so the two places that need it cannot drift apart again — the CocoonSet that owns a
- * VM name sets of two namespaces derive (snapshotgate/first_comer.ts) and the CocoonHibernation
- * that sets the direction of a VM other requests reach (hibernation/opposing.ts).
+ * VM name sets of two namespaces derive (snapshotgate/claims.ts cameFirst) and the
+ * CocoonHibernation that sets the direction of a VM other requests reach (hibernation/checks.ts).
  *
  * Times are compared as instants, not as text. creationTimestamp has one-second resolution, so
  * equal times are common; they are broken by "namespace/name", which gives the same answer in
