@@ -14,7 +14,7 @@ import { errorMessage } from "./kube/errors.ts";
 import { Manager, type ManagerOptions } from "./kube/manager.ts";
 import { ShardedManager } from "./kube/sharding/manager.ts";
 import { withAuthenticationAndAuthorization } from "./kube/metrics_auth.ts";
-import { metricsTls } from "./kube/metrics_serving.ts";
+import { metricsTls, readCertificateFiles } from "./kube/metrics_serving.ts";
 import { byObject } from "./kube/cache.ts";
 import { type Node, Nodes, Pods } from "./kube/core.ts";
 import { LABEL_COCOON_SET, LABEL_NODE_POOL } from "./common/meta/keys.ts";
@@ -141,8 +141,13 @@ export async function runOperator(
           protocols: config.enableHttp2 ? "HTTP/2 and HTTP/1.1" : "HTTP/1.1 only",
         },
       );
+      const certDir = config.metricsCertDir;
       metricsSecurity = {
-        tls,
+        tls: { cert: tls.cert, key: tls.key },
+        // A Secret (cert-manager's) is renewed in place: read it again while running.
+        reloadTls: tls.source === "files" && certDir
+          ? () => readCertificateFiles(certDir)
+          : undefined,
         filter: (handler) =>
           withAuthenticationAndAuthorization(transport, handler, {
             unavailable: () => metricsRefusal(access),

@@ -15,6 +15,7 @@
 import { createServer as createHttpServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
+import type { Server as HttpsServer } from "node:https";
 import type { Socket } from "node:net";
 import { errorMessage } from "./errors.ts";
 
@@ -45,6 +46,11 @@ export interface Http1Server {
   readonly addr: Deno.NetAddr;
   /** Stops accepting, closes idle connections, and resolves once in-flight requests are done. */
   shutdown(): Promise<void>;
+  /**
+   * Serves new connections with another certificate and key (a rotated Secret); connections
+   * already open keep theirs. Throws when the pair cannot be used, leaving the old one.
+   */
+  setCertificate(tls: { cert: string; key: string }): void;
 }
 
 /** A listen error with the system's code (`EADDRINUSE`, `EAFNOSUPPORT`, …) when there is one. */
@@ -145,6 +151,10 @@ export async function serveHttp1(
     shutdown() {
       closed ??= stop();
       return closed;
+    },
+    setCertificate(tls) {
+      if (!opts.tls) throw new Error("a plain http listener has no certificate");
+      (server as HttpsServer).setSecureContext({ cert: tls.cert, key: tls.key });
     },
   };
 }

@@ -1,8 +1,9 @@
 /**
  * The metrics server's TLS material, as controller-runtime's metrics server gets it: tls.crt and
  * tls.key from a certificate folder (a cert-manager Secret mounted at --metrics-cert-dir), else
- * a self-signed certificate made at start and kept in memory only. The files are read once at
- * start; a rotated Secret takes effect on the next restart.
+ * a self-signed certificate made at start and kept in memory only. Files are read again while the
+ * operator runs (readCertificateFiles, polled by kube/servers.ts), so a renewed Secret is served
+ * without a restart.
  *
  * @module
  */
@@ -23,6 +24,26 @@ export interface TlsMaterial {
  */
 function selfSignedNames(namespace: string): string[] {
   return ["localhost", `cocoon-operator-metrics.${namespace}.svc`];
+}
+
+/**
+ * tls.crt and tls.key from certDir, read again to follow a rotated Secret. Throws (naming the
+ * file) when either is missing or unreadable: the pair in use then stays.
+ */
+export async function readCertificateFiles(
+  certDir: string,
+  read: (path: string) => Promise<string> = Deno.readTextFile,
+): Promise<{ cert: string; key: string }> {
+  const dir = certDir.replace(/\/+$/, "");
+  const [cert, key] = await Promise.all(
+    [`${dir}/tls.crt`, `${dir}/tls.key`].map((p) => readOptional(p, read)),
+  );
+  if (cert === undefined || key === undefined) {
+    throw new Error(
+      `metrics certificate folder ${dir} lacks ${cert === undefined ? "tls.crt" : "tls.key"}`,
+    );
+  }
+  return { cert, key };
 }
 
 /** How long the self-signed certificate is valid (the process is replaced well before). */

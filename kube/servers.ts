@@ -11,6 +11,9 @@ import type { Registry } from "./prom_client.ts";
 import { registry as defaultRegistry } from "./metrics.ts";
 import { type BindAddress, parseBindAddress } from "./bind_address.ts";
 import { errorMessage } from "./errors.ts";
+import { getLogger } from "@logtape/logtape";
+
+const log = getLogger(["cocoon-operator", "metrics"]);
 
 /** A health check: returning means healthy, throwing (or rejecting) means unhealthy. */
 export type Checker = (req: Request) => void | Promise<void>;
@@ -30,8 +33,16 @@ export interface ServersOptions {
    * this certificate and key, each request passing the filter first (kube/metrics_auth.ts).
    */
   metricsSecurity?: {
-    tls: { cert: string; key: string };
+    tls: TlsPair;
     filter: (handler: (req: Request) => Promise<Response>) => (req: Request) => Promise<Response>;
+    /**
+     * Reads the certificate and key again, as controller-runtime's certwatcher does: a Secret
+     * cert-manager renews is served without a restart. Polled every `certPollMs` while the
+     * servers run; a pair that cannot be read or used is logged and the old one kept.
+     */
+    reloadTls?: () => Promise<TlsPair>;
+    /** How often reloadTls is polled (ms); default CERT_POLL_MS. */
+    certPollMs?: number;
   };
   /**
    * Serve HTTP/2 on the metrics listener as well (`--enable-http2`): negotiated by ALPN over
@@ -39,6 +50,15 @@ export interface ServersOptions {
    */
   metricsHttp2?: boolean;
 }
+
+/** A PEM certificate chain and its key. */
+export interface TlsPair {
+  cert: string;
+  key: string;
+}
+
+/** How often a reloadable metrics certificate is read again (controller-runtime polls every 10 s). */
+export const CERT_POLL_MS = 10_000;
 
 /** A listener the servers can stop: `Deno.HttpServer` or kube/http1_server.ts's server. */
 interface Listening {
@@ -55,6 +75,9 @@ export class Servers {
   #probeAddr?: Deno.NetAddr;
   #metricsAddr?: Deno.NetAddr;
   #started = false;
+  /** Swaps the metrics certificate (set once the metrics listener serves TLS). */
+  #swapCertificate?: (tls: TlsPair) => Promise<void>;
+  #certPoll?: ReturnType<typeof setInterval>;
 
   constructor(opts: ServersOptions) {
     // Validate now so a bad address fails before anything else starts.
@@ -112,6 +135,10 @@ export class Servers {
           });
         this.#servers.push(server);
         this.#metricsAddr = server.addr;
+        if (security) {
+          this.#swapCertificate = this.#certificateSwapper(server, metrics, handler);
+          if (security.reloadTls) this.#pollCertificate(security.tls, security.reloadTls);
+        }
       }
     } catch (err) {
       // Do not leave the first listener open when the second fails.
@@ -122,8 +149,67 @@ export class Servers {
 
   /** Stops accepting connections and waits for in-flight requests. */
   async close(): Promise<void> {
+    clearInterval(this.#certPoll);
+    this.#certPoll = undefined;
     const servers = this.#servers.splice(0);
     await Promise.all(servers.map((s) => s.shutdown()));
+  }
+
+  /**
+   * How the metrics certificate is swapped: Node's HTTP/1.1 server takes a new secure context for
+   * new connections; `Deno.serve` cannot, so its listener is bound again on the same port.
+   */
+  #certificateSwapper(
+    server: Listening,
+    addr: BindAddress,
+    handler: (req: Request) => Response | Promise<Response>,
+  ): (tls: TlsPair) => Promise<void> {
+    if ("setCertificate" in server) {
+      const http1 = server as Listening & { setCertificate(tls: TlsPair): void };
+      return (tls) => Promise.resolve(http1.setCertificate(tls));
+    }
+    let current = server;
+    return async (tls) => {
+      await current.shutdown();
+      const next = listen(
+        "metrics",
+        this.#opts.metricsBindAddress,
+        {
+          ...addr,
+          hostname: current.addr.hostname,
+          port: current.addr.port,
+        },
+        handler,
+        tls,
+      );
+      this.#servers.splice(this.#servers.indexOf(current), 1, next);
+      current = next;
+    };
+  }
+
+  /** Reads the certificate every certPollMs and serves a changed one. */
+  #pollCertificate(first: TlsPair, reload: () => Promise<TlsPair>): void {
+    let served = first;
+    let busy = false;
+    this.#certPoll = setInterval(async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        const next = await reload();
+        if (next.cert === served.cert && next.key === served.key) return;
+        await checkPair(next);
+        await this.#swapCertificate!(next);
+        served = next;
+        log.info("metrics certificate reloaded");
+      } catch (err) {
+        log.warn("metrics certificate not reloaded, the one in use stays: {error}", {
+          error: errorMessage(err),
+        });
+      } finally {
+        busy = false;
+      }
+    }, this.#opts.metricsSecurity?.certPollMs ?? CERT_POLL_MS);
+    Deno.unrefTimer(this.#certPoll as unknown as number);
   }
 
   #addCheck(checks: Map<string, Checker>, name: string, check: Checker): void {
@@ -145,6 +231,17 @@ export class Servers {
       }
     }
     return notFound();
+  }
+}
+
+/**
+ * Throws unless key is the private key of cert's first certificate: a Secret caught between its
+ * two files, or a broken one, must not replace the pair that works.
+ */
+async function checkPair(tls: TlsPair): Promise<void> {
+  const { X509Certificate, createPrivateKey } = await import("node:crypto");
+  if (!new X509Certificate(tls.cert).checkPrivateKey(createPrivateKey(tls.key))) {
+    throw new Error("tls.key is not the key of tls.crt");
   }
 }
 
