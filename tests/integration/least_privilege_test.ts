@@ -157,6 +157,35 @@ Deno.test({
           await assert.rejects(() =>
             fetch(`http://127.0.0.1:${op.metricsPort}/metrics`).then((r) => r.body?.cancel())
           );
+          // cert-manager renews the Secret: the running operator serves the new certificate.
+          const renewedCa = await createCertificateAuthority("metrics-renewed-ca");
+          const renewed = await renewedCa.issue({
+            commonName: "metrics",
+            ipAddresses: ["127.0.0.1"],
+            usage: "server",
+          });
+          await Deno.writeTextFile(`${certDir}/tls.key`, renewed.keyPem);
+          await Deno.writeTextFile(`${certDir}/tls.crt`, renewed.certPem);
+          await waitFor(
+            "the renewed certificate served",
+            async () => {
+              const client = Deno.createHttpClient({ caCerts: [renewedCa.certPem] });
+              try {
+                const res = await fetch(`https://127.0.0.1:${op.metricsPort}/metrics`, {
+                  client,
+                  headers: { Authorization: `Bearer ${reader}` },
+                });
+                await res.body?.cancel();
+                return res.status === 200;
+              } catch {
+                return false;
+              } finally {
+                client.close();
+              }
+            },
+            30_000,
+            500,
+          );
           assert.equal((await op.stop()).code, 0, op.proc.output);
         } finally {
           https.close();
