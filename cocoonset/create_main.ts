@@ -3,19 +3,25 @@
  * when a CocoonHibernation says it was hibernated (restore.ts).
  */
 import { errorMessage, isAlreadyExists, Pods, wrapError } from "../kube/mod.ts";
-import type { Pod, Result } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
-import { PassStopped } from "./problem.ts";
-import { podRef, REQUEUE_WAIT_FOR_MAIN_MS, type SetPass } from "./pass.ts";
+import {
+  GO_ON,
+  podRef,
+  REQUEUE_WAIT_FOR_MAIN_MS,
+  type SetPass,
+  type Step,
+  type Stop,
+  stop,
+} from "./pass.ts";
 import { buildAgentPod } from "./pods.ts";
 import { markRestoreIfHibernated } from "./restore.ts";
-import { writeSetStatus } from "./status.ts";
 import {
   ensureSpecBuildable,
+  invalidMainCreate,
   InvalidSpecError,
   markSpecChecked,
   refusedByServer,
-  rethrowInvalidMain,
 } from "./validate.ts";
 import { settleMainCreateClash } from "./name_clash.ts";
 import { QuotaExceededError, reportQuotaRefusal } from "./quota.ts";
@@ -25,8 +31,9 @@ import { refuseCollidingCreate, REQUEUE_VM_NAME_COLLISION_MS } from "./vm_collis
  * Creates the missing main, restoring from its snapshot when a CocoonHibernation says it was
  * hibernated. Always requeues: the sub-agents fork from the new main.
  */
-export async function createMainAgent(pass: SetPass): Promise<Result> {
-  await ensureSpecBuildable(pass, { creatingMain: true });
+export async function createMainAgent(pass: SetPass): Promise<Stop> {
+  const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
+  if (buildable.stop) return buildable;
   const pod = buildAgentPod(pass.cs, 0);
   const restorable = await pass.intent();
   await markRestoreIfHibernated(
@@ -35,19 +42,19 @@ export async function createMainAgent(pass: SetPass): Promise<Result> {
     restorable.has(pod.metadata.name ?? ""),
     pass.signal,
   );
-  const ended = await createMainPod(pass, pod, {
+  const created = await createMainPod(pass, pod, {
     phase: "",
     clashWaitMs: REQUEUE_WAIT_FOR_MAIN_MS,
     context: "create main agent",
     reportQuota: true,
   });
-  if (ended) return ended;
+  if (created.stop) return created;
   pass.log.info("created main agent {pod}", { pod: podRef(pod) });
   // Other parts refused: the main still comes up; the status says which parts are invalid and
   // the pass is retried with backoff (the main's Ready flip brings it back sooner).
   const refused = refusedByServer(pass);
-  if (refused) throw new PassStopped(pass.cs.status?.phase ?? "", new InvalidSpecError(refused));
-  return { requeue: true };
+  if (refused) return stop({}, pass.cs.status?.phase ?? "", new InvalidSpecError(refused));
+  return stop({ requeue: true });
 }
 
 /** How a step creates the main (createMainPod). */
@@ -67,31 +74,23 @@ export interface MainCreate {
  * restore, a main before a suspend): refused when another namespace derives its VM name,
  * created, and the answer read — Invalid stops the pass as an invalid spec, a foreign pod under
  * the name stops it as a name clash, our terminating old main waits. A create that succeeded
- * was the main's spec check. Undefined once the main is created, else the result the pass ends
- * with.
+ * was the main's spec check. Goes on once the main is created, else stops the pass.
  */
-export async function createMainPod(
-  pass: SetPass,
-  pod: Pod,
-  opts: MainCreate,
-): Promise<Result | undefined> {
+export async function createMainPod(pass: SetPass, pod: Pod, opts: MainCreate): Promise<Step> {
   if (await refuseCollidingCreate(pass, pod, "the main agent")) {
-    await writeSetStatus(pass, opts.phase);
-    return { requeueAfter: REQUEUE_VM_NAME_COLLISION_MS };
+    return stop({ requeueAfter: REQUEUE_VM_NAME_COLLISION_MS }, opts.phase);
   }
   try {
     await pass.deps.client.create(Pods, pod, { signal: pass.signal });
   } catch (err) {
-    rethrowInvalidMain(pass, err);
+    const invalid = invalidMainCreate(pass, err);
+    if (invalid) return invalid;
     if (opts.reportQuota && reportQuotaRefusal(pass, "the main agent", err)) {
-      throw new PassStopped(
-        pass.cs.status?.phase ?? "",
-        new QuotaExceededError(errorMessage(err)),
-      );
+      return stop({}, pass.cs.status?.phase ?? "", new QuotaExceededError(errorMessage(err)));
     }
     if (!isAlreadyExists(err)) throw wrapError(opts.context, err);
     return await settleMainCreateClash(pass, opts.phase, opts.clashWaitMs);
   }
   markSpecChecked(pass);
-  return undefined;
+  return GO_ON;
 }

@@ -3,7 +3,7 @@
  * and the main-drift step of a pass, which replaces a drifted main only once its new shape
  * passes the spec check.
  */
-import type { Pod, Result } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { emptyStringAbsent, sameJson } from "../common/k8s/same_json.ts";
 import type {
   CocoonSet,
@@ -23,24 +23,24 @@ import {
   podNodePool,
   vmSpecEqual,
 } from "../common/meta/mod.ts";
-import { deletePod, podRef, type SetPass } from "./pass.ts";
+import { deletePod, GO_ON, podRef, type SetPass, type Step, stop } from "./pass.ts";
 import { isPodFailed } from "./pod_state.ts";
 import { checkSpec } from "./validate.ts";
 
 /**
  * The main-drift step: a main that no longer matches the spec is deleted (the next pass
  * recreates it), but never for a shape the server would refuse: then it keeps running and the
- * other parts of the set still reconcile. Undefined when the pass goes on.
+ * other parts of the set still reconcile.
  */
-export async function replaceDriftedMain(pass: SetPass): Promise<Result | undefined> {
+export async function replaceDriftedMain(pass: SetPass): Promise<Step> {
   const main = pass.classified.main;
-  if (!main || podSpecMatchesAgent(main, pass.cs, 0)) return undefined;
-  if ((await checkSpec(pass)).main !== undefined) return undefined;
+  if (!main || podSpecMatchesAgent(main, pass.cs, 0)) return GO_ON;
+  if ((await checkSpec(pass)).main !== undefined) return GO_ON;
   pass.log.info("main agent {pod} drifted from the spec, deleting to recreate", {
     pod: podRef(main),
   });
   await deletePod(pass, main, "drifted main agent");
-  return { requeue: true };
+  return stop({ requeue: true });
 }
 
 /**

@@ -5,7 +5,7 @@
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { ANNOTATION_LIFECYCLE_STATE_MESSAGE, isPodReady } from "../common/meta/mod.ts";
 import { lifecycleStateFailedObservedTotal } from "../metrics/metrics.ts";
-import { deletePod, emit, type PassEnd, podRef, type SetPass } from "./pass.ts";
+import { deletePod, emit, GO_ON, podRef, type SetPass, type Step, stop } from "./pass.ts";
 import { podFailedReason, REASON_POD_LIFECYCLE_FAILED } from "./pod_state.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import { ensureSpecBuildable } from "./validate.ts";
@@ -13,32 +13,30 @@ import { ensureSpecBuildable } from "./validate.ts";
 /** Normal reason: the failed main is Ready again. */
 export const REASON_RECOVERED_FROM_FAILURE = "RecoveredFromFailure";
 
-/**
- * Handles a failed main (how the pass ends), or announces a recovered one and lets the pass go
- * on (undefined).
- */
-export async function reconcileFailedMain(pass: SetPass): Promise<PassEnd | undefined> {
+/** Handles a failed main (the pass stops), or announces a recovered one and goes on. */
+export async function reconcileFailedMain(pass: SetPass): Promise<Step> {
   const main = pass.classified.main;
-  if (!main) return undefined;
+  if (!main) return GO_ON;
   const reason = podFailedReason(main);
   if (reason) return await handleFailedMain(pass, reason);
   if (pass.cs.status?.phase === "Failed" && isPodReady(main)) {
     emit(pass, "Normal", REASON_RECOVERED_FROM_FAILURE, `main pod ${podRef(main)} is Ready again`);
   }
-  return undefined;
+  return GO_ON;
 }
 
 /**
  * A failed main: recreated when it no longer matches the spec (waiting for it to turn Ready
  * would be forever), else the set is Failed with a Warning naming the cause.
  */
-async function handleFailedMain(pass: SetPass, reason: string): Promise<PassEnd> {
+async function handleFailedMain(pass: SetPass, reason: string): Promise<Step> {
   const { cs } = pass;
   const main = pass.classified.main!;
   if (!podSpecMatchesAgent(main, cs, 0)) {
-    await ensureSpecBuildable(pass);
+    const buildable = await ensureSpecBuildable(pass);
+    if (buildable.stop) return buildable;
     await deletePod(pass, main, "failed, drifted main agent");
-    return { result: { requeue: true } };
+    return stop({ requeue: true });
   }
   if (reason === REASON_POD_LIFECYCLE_FAILED) {
     lifecycleStateFailedObservedTotal.labels({ phase: cs.status?.phase || "Pending" }).inc();
@@ -49,5 +47,5 @@ async function handleFailedMain(pass: SetPass, reason: string): Promise<PassEnd>
   emit(pass, "Warning", reason, message);
   // The failure is what the Ready condition must say, ahead of any other problem.
   pass.problems.unshift({ condition: CONDITION_TYPE_READY, reason, message });
-  return { result: {}, phase: "Failed" };
+  return stop({}, "Failed");
 }

@@ -40,7 +40,8 @@ Deno.test("a failed main ends the pass in phase Failed: the step decides, it wri
 
   const end = await reconcileFailedMain(pass);
 
-  assert.deepEqual(end, { result: {}, phase: "Failed" });
+  assert.ok(end.stop && !("effect" in end));
+  assert.deepEqual([end.result, end.phase, end.error], [{}, "Failed", undefined]);
   assert.deepEqual(actionsOf(env, "patch", CocoonSets), [], "no status write by the step");
   assert.deepEqual(pass.problems.map((p) => [p.condition, p.reason]), [[
     CONDITION_TYPE_READY,
@@ -56,7 +57,7 @@ Deno.test("a healthy main lets the pass go on", async () => {
   seedSet(env, cs, [main]);
   const pass = newTestPass(depsOf(env), (await findSet(env.fake, "demo"))!, [main]);
 
-  assert.equal(await reconcileFailedMain(pass), undefined);
+  assert.equal((await reconcileFailedMain(pass)).stop, false);
   assert.deepEqual(pass.problems, []);
 });
 

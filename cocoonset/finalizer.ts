@@ -11,9 +11,8 @@ import {
   removeFinalizer,
   wrapError,
 } from "../kube/mod.ts";
-import type { Result } from "../kube/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import type { SetPass } from "./pass.ts";
+import { GO_ON, type SetPass, type Step, stop } from "./pass.ts";
 import { startLedger } from "./snapshot_ledger.ts";
 
 /** The CocoonSet's finalizer: held until its pods are gone and its registry tags cleaned. */
@@ -21,17 +20,17 @@ export const FINALIZER_NAME = "cocoonset.cocoonstack.io/finalizer";
 
 /**
  * Adds the finalizer (and starts the snapshot ledger of a new set) when the set lacks it; the
- * pass ends there and looks again at once. Undefined when the finalizer is already in place.
+ * pass ends there and looks again at once.
  */
-export async function ensureFinalizer(pass: SetPass): Promise<Result | undefined> {
+export async function ensureFinalizer(pass: SetPass): Promise<Step> {
   const { cs, deps, signal } = pass;
-  if (containsFinalizer(cs, FINALIZER_NAME)) return undefined;
+  if (containsFinalizer(cs, FINALIZER_NAME)) return GO_ON;
   await patchObject(deps.client, CocoonSets, cs, (c) => {
     addFinalizer(c, FINALIZER_NAME);
     // Before the first pod: the snapshot ledger covers every pod the set will have.
     startLedger(c);
   }, { optimisticLock: true, signal });
-  return { requeue: true };
+  return stop({ requeue: true });
 }
 
 /** Whether the set being torn down still carries the finalizer (the cached copy). */

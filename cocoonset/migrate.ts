@@ -23,12 +23,20 @@ import {
   vmUp,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import { deletePod, type Handled, podRef, type SetPass } from "./pass.ts";
+import {
+  afterStatus,
+  deletePod,
+  GO_ON,
+  podRef,
+  type SetPass,
+  type Step,
+  type Stop,
+  stop,
+} from "./pass.ts";
 import { migrationTargetProblem, reportUnknownTarget, warnIfPoolEmpty } from "./nodes.ts";
 import { buildAgentPod, LABEL_HOSTNAME } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { recordHibernation } from "./snapshot_ledger.ts";
-import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
@@ -40,11 +48,8 @@ export const REQUEUE_MIGRATE_POLL_MS = 5_000;
 /** How long to wait when the old main is still terminating (ms). */
 const REQUEUE_WAIT_FOR_OLD_MAIN_MS = 5_000;
 
-const NOT_HANDLED: Handled = { handled: false };
-
 /**
- * Runs the migration when one is wanted or in flight; handled=false hands the pass back to the
- * normal flow.
+ * Runs the migration when one is wanted or in flight; otherwise the normal flow goes on.
  *
  * A target that cannot take the main (no such node, or outside the set's pool or CPU class) is
  * treated as no target at all, after a Warning and Progressing=False MigrationTargetUnknown:
@@ -54,15 +59,15 @@ const NOT_HANDLED: Handled = { handled: false };
  * in the pool, and the snapshot is dropped once that VM is live. When the node appears (the
  * controller watches nodes), the next pass starts the migration.
  */
-export async function reconcileMigration(pass: SetPass): Promise<Handled> {
+export async function reconcileMigration(pass: SetPass): Promise<Step> {
   const { cs, classified, deps } = pass;
   const pinned = cs.spec.nodeName ?? "";
   const migrating = cs.status?.phase === "Migrating";
-  if (!deps.registry || (pinned === "" && !migrating)) return NOT_HANDLED;
+  if (!deps.registry || (pinned === "" && !migrating)) return GO_ON;
   const main = classified.main;
   // A pinned set at rest: no registry probe. Safe because Migrating is persisted before any
   // side effect, so an interrupted migration is never mistaken for this.
-  if (!migrating && podSettledOn(main, pinned)) return NOT_HANDLED;
+  if (!migrating && podSettledOn(main, pinned)) return GO_ON;
   const mainNode = main?.spec?.nodeName ?? "";
   let desired = pinned;
   let targetProblem = "";
@@ -74,7 +79,7 @@ export async function reconcileMigration(pass: SetPass): Promise<Handled> {
       desired = "";
       if (!migrating && main) {
         reportUnknownTarget(pass, targetProblem);
-        return NOT_HANDLED;
+        return GO_ON;
       }
     }
   }
@@ -92,7 +97,7 @@ export async function reconcileMigration(pass: SetPass): Promise<Handled> {
     } catch (err) {
       throw wrapError("migrate", err);
     }
-    if (ownedByCR.has(main.metadata.name ?? "")) return NOT_HANDLED;
+    if (ownedByCR.has(main.metadata.name ?? "")) return GO_ON;
   }
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
   let snapshot: boolean;
@@ -108,7 +113,7 @@ export async function reconcileMigration(pass: SetPass): Promise<Handled> {
   if (!snapshot) {
     if (desired === "" || !main || mainNode === "" || mainNode === desired) {
       // Settled, aborted, or a fresh create: the normal flow takes it from here.
-      return NOT_HANDLED;
+      return GO_ON;
     }
     return await startMigration(pass, main, desired);
   }
@@ -119,12 +124,13 @@ export async function reconcileMigration(pass: SetPass): Promise<Handled> {
  * Quiesces the main on the wrong node; Migrating is written first. Not for a spec the server
  * would refuse: the quiesced main could never be recreated.
  */
-async function startMigration(pass: SetPass, main: Pod, desired: string): Promise<Handled> {
-  await ensureSpecBuildable(pass);
+async function startMigration(pass: SetPass, main: Pod, desired: string): Promise<Stop> {
+  const buildable = await ensureSpecBuildable(pass);
+  if (buildable.stop) return buildable;
   // A VM name another namespace derives too is not hibernated (its push would land where the
   // other tenant reads): the migration does not start, and looks again later.
   if (!readHibernateState(main) && await hibernateRefused(pass, main)) {
-    return { handled: true, result: { requeueAfter: REQUEUE_MIGRATE_POLL_MS } };
+    return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS });
   }
   if (!readHibernateState(main)) {
     pass.log.info("migrating main from {from} to {to}: hibernating it", {
@@ -132,14 +138,17 @@ async function startMigration(pass: SetPass, main: Pod, desired: string): Promis
       to: desired,
     });
   }
-  await writeSetStatus(pass, "Migrating");
-  await recordHibernation(pass, [parseVMSpec(main).vmName]);
-  try {
-    await patchHibernateState(pass.deps.client, main, true, pass.signal);
-  } catch (err) {
-    throw wrapError(`migrate: set hibernate on ${podRef(main)}`, err);
-  }
-  return { handled: true, result: { requeueAfter: REQUEUE_MIGRATE_POLL_MS } };
+  // Migrating is stored before the VM is asked to hibernate: a restarted operator resumes the
+  // migration instead of reading the quiesced main as a CocoonHibernation's.
+  return afterStatus("Migrating", async () => {
+    await recordHibernation(pass, [parseVMSpec(main).vmName]);
+    try {
+      await patchHibernateState(pass.deps.client, main, true, pass.signal);
+    } catch (err) {
+      throw wrapError(`migrate: set hibernate on ${podRef(main)}`, err);
+    }
+    return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS });
+  });
 }
 
 /**
@@ -240,7 +249,7 @@ async function advanceMigration(
   pass: SetPass,
   vmName: string,
   desired: string,
-): Promise<Handled> {
+): Promise<Step> {
   const main = pass.classified.main;
   const state = decideMigration({
     main: main && migrationMainFacts(main),
@@ -251,7 +260,7 @@ async function advanceMigration(
   switch (state) {
     case "await-live-elsewhere":
     case "await-vm-down":
-      return await markMigrating(pass);
+      return migrating();
     case "ask-again":
       // The VM asked to hibernate last, still up under the same id: vk-cocoon of today may have
       // pushed this tag from it and be about to remove it (the ask withdrawn meanwhile), so the
@@ -266,12 +275,12 @@ async function advanceMigration(
       return await wakeInPlace(pass, main);
     case "not-ours":
       // Restoring without the persisted Migrating phase: a CocoonHibernation wake in flight.
-      return NOT_HANDLED;
+      return GO_ON;
     case "replace-restore-pod":
       return await replaceRestorePod(pass, main, desired);
     case "await-restore":
       await warnIfPoolEmpty(pass, main);
-      return await markMigrating(pass);
+      return migrating();
     case "drop-tag":
       return await dropMigrationTag(pass, main, vmName);
   }
@@ -281,7 +290,7 @@ async function advanceMigration(
  * A tag this controller never asked for is a leftover (suspend/unsuspend keep tags); restoring
  * it would roll the VM back. Drop it, keep the live pod.
  */
-async function dropStaleTag(pass: SetPass, vmName: string): Promise<Handled> {
+async function dropStaleTag(pass: SetPass, vmName: string): Promise<Stop> {
   pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {
     vm: vmName,
   });
@@ -290,44 +299,46 @@ async function dropStaleTag(pass: SetPass, vmName: string): Promise<Handled> {
   } catch (err) {
     throw wrapError(`migrate: drop stale hibernate snapshot ${vmName}`, err);
   }
-  return await markMigrating(pass);
+  return migrating();
 }
 
 /** Deletes the old main once its VM confirmed the hibernation, else waits. */
-async function releaseOldMain(pass: SetPass, main: Pod): Promise<Handled> {
+async function releaseOldMain(pass: SetPass, main: Pod): Promise<Stop> {
   // The tag alone is no proof: vk-cocoon pushes it before it removes the VM, and rolls it back
   // when the removal fails. Only the VM's own confirmation makes it final.
-  if (!await vmHibernationConfirmedStored(pass, main)) return await markMigrating(pass);
+  if (!await vmHibernationConfirmedStored(pass, main)) return migrating();
   // The snapshot landed: tear down the old pod. The node check spares a restore pod that is
   // not scheduled yet, which would otherwise be deleted and recreated in a loop.
   pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
     node: main.spec?.nodeName ?? "",
   });
   await deletePod(pass, main, "old main after migration snapshot");
-  return await markMigrating(pass);
+  return migrating();
 }
 
 /** Recreates the main on the target (or anywhere in the pool), restoring from the snapshot. */
-async function recreateOnTarget(pass: SetPass, desired: string): Promise<Handled> {
+async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
   const { cs } = pass;
   // Recreating also finishes an aborted migration: the snapshot is never stranded.
-  await ensureSpecBuildable(pass, { creatingMain: true });
-  // Migrating is durable before the restore pod exists (unlike Go, which wrote it after the
-  // create): a pass that finds a restoring main without it leaves it alone as a
-  // CocoonHibernation wake, and the snapshot would never be dropped.
-  await writeSetStatus(pass, "Migrating");
-  const pod = buildAgentPod(withTarget(cs, desired), 0);
-  markRestoreFromHibernate(pod);
-  const ended = await createMainPod(pass, pod, {
-    phase: "Migrating",
-    clashWaitMs: REQUEUE_WAIT_FOR_OLD_MAIN_MS,
-    context: `migrate: recreate main on ${desired || "any node"}`,
+  const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
+  if (buildable.stop) return buildable;
+  // Migrating is stored before the restore pod exists (Go wrote it after the create): a pass
+  // that finds a restoring main without it leaves it alone as a CocoonHibernation wake, and the
+  // snapshot would never be dropped.
+  return afterStatus("Migrating", async () => {
+    const pod = buildAgentPod(withTarget(cs, desired), 0);
+    markRestoreFromHibernate(pod);
+    const created = await createMainPod(pass, pod, {
+      phase: "Migrating",
+      clashWaitMs: REQUEUE_WAIT_FOR_OLD_MAIN_MS,
+      context: `migrate: recreate main on ${desired || "any node"}`,
+    });
+    if (created.stop) return created;
+    pass.log.info("migration recreated the main on {node} from its snapshot", {
+      node: desired || "any node",
+    });
+    return migrating();
   });
-  if (ended) return { handled: true, result: ended };
-  pass.log.info("migration recreated the main on {node} from its snapshot", {
-    node: desired || "any node",
-  });
-  return await markMigrating(pass);
 }
 
 /**
@@ -337,14 +348,14 @@ async function recreateOnTarget(pass: SetPass, desired: string): Promise<Handled
  * then the pod still shows that VM live, which after a wake would pass for the restored one and
  * drop the snapshot.
  */
-async function wakeInPlace(pass: SetPass, main: Pod): Promise<Handled> {
+async function wakeInPlace(pass: SetPass, main: Pod): Promise<Stop> {
   pass.log.info("waking {pod} in place", { pod: podRef(main) });
   try {
     await patchHibernateState(pass.deps.client, main, false, pass.signal);
   } catch (err) {
     throw wrapError(`migrate: clear hibernate on ${podRef(main)}`, err);
   }
-  return await markMigrating(pass);
+  return migrating();
 }
 
 /**
@@ -352,18 +363,18 @@ async function wakeInPlace(pass: SetPass, main: Pod): Promise<Handled> {
  * left the pool). It was never bound, so no VM ran from it and the snapshot is intact: replaced,
  * or it would wait forever.
  */
-async function replaceRestorePod(pass: SetPass, main: Pod, desired: string): Promise<Handled> {
+async function replaceRestorePod(pass: SetPass, main: Pod, desired: string): Promise<Stop> {
   pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
     pod: podRef(main),
     old: requiredNodeOf(main),
     node: desired || "any node",
   });
   await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
-  return await markMigrating(pass);
+  return migrating();
 }
 
 /** The restored VM is live: the snapshot has done its job. */
-async function dropMigrationTag(pass: SetPass, main: Pod, vmName: string): Promise<Handled> {
+async function dropMigrationTag(pass: SetPass, main: Pod, vmName: string): Promise<Stop> {
   pass.log.info("main restored on {node}, dropping the migration snapshot", {
     node: main.spec?.nodeName ?? "",
   });
@@ -372,12 +383,12 @@ async function dropMigrationTag(pass: SetPass, main: Pod, vmName: string): Promi
   } catch (err) {
     throw wrapError(`migrate: drop hibernate snapshot ${vmName}`, err);
   }
-  return await markMigrating(pass);
+  return migrating();
 }
 
-async function markMigrating(pass: SetPass): Promise<Handled> {
-  await writeSetStatus(pass, "Migrating");
-  return { handled: true, result: { requeueAfter: REQUEUE_MIGRATE_POLL_MS } };
+/** A migration in flight: Migrating, and a look again after the poll interval. */
+function migrating(): Stop {
+  return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS }, "Migrating");
 }
 
 /**

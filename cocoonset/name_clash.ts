@@ -5,13 +5,13 @@
  * The Go operator instead waited forever for the pod to "finish terminating".
  */
 import { isControlledBy } from "../kube/mod.ts";
-import type { Pod, Result } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { LABEL_ROLE } from "../common/meta/mod.ts";
-import { emit, podRef, readStoredPod, type SetPass } from "./pass.ts";
+import { emit, podRef, readStoredPod, type SetPass, type Stop, stop } from "./pass.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { agentPodName } from "./pods.ts";
-import { PassStopped, type StatusProblem } from "./problem.ts";
+import type { StatusProblem } from "./problem.ts";
 
 /** Reason when a pod name the set needs belongs to something else. */
 export const REASON_NAME_CONFLICT = "NameConflict";
@@ -59,19 +59,19 @@ export class NameConflictError extends Error {
 /**
  * A create of the main answered AlreadyExists: gone meanwhile → look again at once; our old main
  * still terminating → look again after waitMs; someone else's pod → a name clash: the pass
- * stops (PassStopped: the status gets the phase given, the pass fails with NameConflictError).
+ * stops with the phase given and fails with NameConflictError.
  */
 export async function settleMainCreateClash(
   pass: SetPass,
   phase: CocoonSetPhase | "",
   waitMs: number,
-): Promise<Result> {
+): Promise<Stop> {
   const name = agentPodName(pass.cs.metadata.name ?? "", 0);
   const clash = await classifyNameClash(pass, name);
-  if (clash.kind === "gone") return { requeue: true };
-  if (clash.kind === "ours") return { requeueAfter: waitMs };
+  if (clash.kind === "gone") return stop({ requeue: true });
+  if (clash.kind === "ours") return stop({ requeueAfter: waitMs });
   const problem = reportNameClash(pass, "the main agent", clash.pod);
-  throw new PassStopped(phase, new NameConflictError([problem]));
+  return stop({}, phase, new NameConflictError([problem]));
 }
 
 /** "pod ns/name (controlled by Kind name, role r)" or "(not controlled by any CocoonSet)". */

@@ -23,6 +23,7 @@ import {
   newTestPass,
   poolNode,
   reconcileSet,
+  runStep,
   type TestEnv,
   withFinalizer,
 } from "./_test_support.ts";
@@ -115,7 +116,7 @@ Deno.test("a released wake into an empty pool reports NoNodesInPool next to Wake
   markRestoreFromHibernate(pending);
   const main = env.fake.seed(Pods, pending);
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
   assert.deepEqual(env.recorder.events.map((e) => e.reason), [
     REASON_WAKE_NO_CAPACITY,

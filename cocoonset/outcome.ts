@@ -12,11 +12,10 @@
  * also has a timed look-again of its own (a rebuild's backoff), which then stands unchanged: the
  * problems are looked at again with it, and one problem's backoff never delays another's retry.
  */
-import type { Result } from "../kube/mod.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { isPodReady } from "../common/meta/mod.ts";
-import type { SetPass } from "./pass.ts";
+import { type SetPass, type Stop, stop } from "./pass.ts";
 import { MAX_REBUILD_ATTEMPTS } from "./rebuild.ts";
 import { REASON_SUB_AGENT_DEAD_LETTER } from "./agents.ts";
 import { NameConflictError, REASON_NAME_CONFLICT } from "./name_clash.ts";
@@ -69,16 +68,17 @@ function onlyDeadLettersLeft(pass: SetPass, dead: ReadonlySet<number>): boolean 
 }
 
 /**
- * The pass's result after its status was written: requeueAfterMs (> 0) when the pass has a
- * timed look-again of its own; otherwise the first retry problem is thrown for the error backoff.
+ * How a pass whose pods are reconciled ends, with the status derived: requeueAfterMs (> 0) when
+ * the pass has a timed look-again of its own; otherwise the first retry problem fails the pass
+ * for the error backoff.
  */
-export function passResult(pass: SetPass, requeueAfterMs: number): Result {
-  if (requeueAfterMs > 0) return { requeueAfter: requeueAfterMs };
+export function passEnd(pass: SetPass, requeueAfterMs: number): Stop {
+  if (requeueAfterMs > 0) return stop({ requeueAfter: requeueAfterMs }, "");
   const conflicts = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
-  if (conflicts.length > 0) throw new NameConflictError(conflicts);
+  if (conflicts.length > 0) return stop({}, "", new NameConflictError(conflicts));
   const refused = refusedByServer(pass);
-  if (refused) throw new InvalidSpecError(refused);
+  if (refused) return stop({}, "", new InvalidSpecError(refused));
   const quota = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
-  if (quota) throw new QuotaExceededError(quota.message);
-  return {};
+  if (quota) return stop({}, "", new QuotaExceededError(quota.message));
+  return stop({}, "");
 }

@@ -69,19 +69,30 @@ export interface CocoonSetDeps {
 export const REQUEUE_WAIT_FOR_MAIN_MS = 5_000;
 
 /**
- * What a step that ends the pass decided: its result and, when set, the phase the pass writes
- * the status with before it returns (reconciler.ts endPass). A step that returns this writes no
- * status itself.
+ * What a step decides: go on with the pass, or stop it. A stop says when to look again, the phase
+ * the status is written with ("" derives it; absent: no status write) and the error the pass then
+ * fails with (retried with backoff). A stop with an `effect` stores its phase first and runs the
+ * effect only once that status write succeeded: the effect depends on the phase being stored.
  */
-export interface PassEnd {
-  result: Result;
-  phase?: CocoonSetPhase | "";
+export type Step =
+  | { stop: false }
+  | { stop: true; result: Result; phase?: CocoonSetPhase | ""; error?: Error }
+  | { stop: true; phase: CocoonSetPhase; effect: () => Promise<Stop> };
+
+/** A step's decision to end the pass. */
+export type Stop = Exclude<Step, { stop: false }>;
+
+/** The pass goes on. */
+export const GO_ON: Step = { stop: false };
+
+/** Ends the pass with result, writing the status when phase is given, then failing with error. */
+export function stop(result: Result, phase?: CocoonSetPhase | "", error?: Error): Stop {
+  return { stop: true, result, phase, error };
 }
 
-/** What a step that may own the pass returns: handled=false hands back to the normal flow. */
-export interface Handled {
-  handled: boolean;
-  result?: Result;
+/** Ends the pass: the status with phase is written first, and only then effect runs. */
+export function afterStatus(phase: CocoonSetPhase, effect: () => Promise<Stop>): Stop {
+  return { stop: true, phase, effect };
 }
 
 /** Pod names that must restore when recreated; resolved at most once per pass. */

@@ -68,9 +68,10 @@ import {
   type CocoonSetDeps,
   emit,
   logFor,
-  type PassEnd,
   REQUEUE_WAIT_FOR_MAIN_MS,
   type SetPass,
+  type Stop,
+  stop,
 } from "./pass.ts";
 import { classifyPods } from "./pods.ts";
 import { replaceDriftedMain } from "./drift.ts";
@@ -78,13 +79,12 @@ import { podRelevantChange, requestDeleted, setOfRequestTarget } from "./predica
 import { newRestoreIntent } from "./restore.ts";
 import { reconcileReleasedWake, reconcileSuspendRelease } from "./seat_release.ts";
 import { syncLedger } from "./snapshot_ledger.ts";
-import { PassStopped } from "./problem.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
 import { addInvalidSpecProblem, REASON_INVALID_SPEC, rememberInvalidSpec } from "./validate.ts";
 import { DEFAULT_SET_LIMITS, type OverLimit, overLimit, type SetLimits } from "./limits.ts";
-import { passResult, reportDeadLetters } from "./outcome.ts";
+import { passEnd, reportDeadLetters } from "./outcome.ts";
 
 const log = getLogger(["cocoon-operator", "cocoonset"]);
 
@@ -161,30 +161,38 @@ export class CocoonSetReconciler implements Reconciler {
       log: logFor(cs),
       problems: [],
     };
-    try {
-      return await runPass(pass);
-    } catch (err) {
-      // A check stopped the pass: its problems are on the pass; the status says them once.
-      if (!(err instanceof PassStopped)) throw err;
-      await writeSetStatus(pass, err.phase);
-      throw err.error;
-    }
+    return await finishPass(pass, await runSteps(pass));
   }
 }
 
+/**
+ * Ends the pass as its step decided: the status is written (once, unless an effect that runs
+ * after it stops with a phase of its own), then the result is returned or the error thrown. An
+ * effect runs only after the status before it was stored: a failed or conflicting write throws
+ * first, and the effect waits for a pass that stores it.
+ */
+export async function finishPass(pass: SetPass, end: Stop): Promise<Result> {
+  for (;;) {
+    if (end.phase !== undefined) await writeSetStatus(pass, end.phase);
+    if (!("effect" in end)) break;
+    end = await end.effect();
+  }
+  if (end.error) throw end.error;
+  return end.result;
+}
+
 /** The steps of one pass, in the order of docs/cocoonset.md's "One reconcile pass". */
-async function runPass(pass: SetPass): Promise<Result> {
+async function runSteps(pass: SetPass): Promise<Stop> {
   const { cs } = pass;
   if (cs.metadata.deletionTimestamp) return await reconcileTeardown(pass);
-  const finalizing = await ensureFinalizer(pass);
-  if (finalizing) return finalizing;
+  let step = await ensureFinalizer(pass);
+  if (step.stop) return step;
 
   await listStampAndRecord(pass);
   await settleOrphanTags(pass);
   const bounds = recordSpecBounds(pass);
 
-  const failed = await reconcileFailedMain(pass);
-  if (failed) return await endPass(pass, failed);
+  if ((step = await reconcileFailedMain(pass)).stop) return step;
   const main = pass.classified.main;
 
   if (cs.spec.suspend) {
@@ -194,32 +202,22 @@ async function runPass(pass: SetPass): Promise<Result> {
   }
   // A migration in flight owns the pass; it runs before the unsuspend below so its own
   // hibernate request is not cleared.
-  const migration = await reconcileMigration(pass);
-  if (migration.handled) return migration.result ?? {};
+  if ((step = await reconcileMigration(pass)).stop) return step;
   // The released-seat wake runs before the normal main create, which would boot the main
   // fresh over its snapshot.
-  const wake = await reconcileReleasedWake(pass);
-  if (wake.handled) return wake.result ?? {};
+  if ((step = await reconcileReleasedWake(pass)).stop) return step;
   await applyUnsuspend(pass);
 
-  const drifted = await replaceDriftedMain(pass);
-  if (drifted) return drifted;
+  if ((step = await replaceDriftedMain(pass)).stop) return step;
   if (!main) return await createMainAgent(pass);
   // Sub-agents fork from the main's VM: they need it live first.
   if (!isPodReady(main)) {
     await warnIfPoolEmpty(pass, main);
     rememberInvalidSpec(pass);
-    await writeSetStatus(pass, "Pending");
-    return { requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS };
+    return stop({ requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS }, "Pending");
   }
 
   return await reconcileParts(pass, main, bounds);
-}
-
-/** Ends the pass as a step decided: the status written with its phase, if it names one. */
-async function endPass(pass: SetPass, end: PassEnd): Promise<Result> {
-  if (end.phase !== undefined) await writeSetStatus(pass, end.phase);
-  return end.result;
 }
 
 /**
@@ -267,7 +265,7 @@ function recordSpecBounds(pass: SetPass): SpecBounds {
 }
 
 /** The Sub-agents, Toolboxes and Status steps, once the main is Ready. */
-async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Promise<Result> {
+async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Promise<Stop> {
   const { nameProblem, over } = bounds;
   const subs: SubAgentOutcome = over.agents
     ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
@@ -279,11 +277,10 @@ async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Pro
   }
   const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
   const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
-  if (subs.changed || toolboxesChanged) return { requeue: true };
+  if (subs.changed || toolboxesChanged) return stop({ requeue: true });
 
   reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
-  await writeSetStatus(pass, "");
-  return passResult(pass, subs.requeueAfterMs);
+  return passEnd(pass, subs.requeueAfterMs);
 }
 
 /** How the CocoonSet controller is set up. */

@@ -9,7 +9,7 @@
  * writes resumes the flow instead of fresh-booting over a snapshot.
  */
 import { errorText, patchAnnotations, wrapError } from "../kube/mod.ts";
-import type { Pod, Reader, Result } from "../kube/mod.ts";
+import type { Pod, Reader } from "../kube/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
 import {
@@ -31,18 +31,21 @@ import { stashDeleteVMNames } from "./teardown.ts";
 import { isPodFailed } from "./pod_state.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
 import {
+  afterStatus,
   deletePod,
   emit,
-  type Handled,
+  GO_ON,
   podRef,
   readStoredPod,
   REQUEUE_WAIT_FOR_MAIN_MS,
   type SetPass,
+  type Step,
+  type Stop,
+  stop,
 } from "./pass.ts";
 import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, REQUEUE_SUSPEND_POLL_MS } from "./suspend.ts";
-import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
 import { dropTag } from "./tag_gate.ts";
@@ -53,7 +56,7 @@ import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 export const REASON_WAKE_NO_CAPACITY = "WakeNoCapacity";
 
 /** Drives a release-policy suspend. */
-export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
+export async function reconcileSuspendRelease(pass: SetPass): Promise<Stop> {
   const { cs, classified, deps } = pass;
   if (!deps.registry) {
     throw new Error(
@@ -62,13 +65,11 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
   }
   if (classified.allByName.size === 0) {
     // Seat already released, or suspended before the first boot: nothing to snapshot.
-    await writeSetStatus(pass, "Suspended");
-    return {};
+    return stop({}, "Suspended");
   }
   await applySuspend(pass);
   if (!await allOwnedPodsHibernated(pass)) {
-    await writeSetStatus(pass, "Suspending");
-    return { requeueAfter: REQUEUE_SUSPEND_POLL_MS };
+    return stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Suspending");
   }
   const generation = cs.metadata.generation;
   // Stash before the first delete: teardown needs the VM names once the status is empty, and the
@@ -87,7 +88,7 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
   // The writes above answer with the stored set. An edit this pass did not see (an unsuspend)
   // may not show the hint to a cache that shows the edit, and a pass that sees no hint and no
   // main boots it fresh: release only for the spec that was checked, else look again.
-  if (cs.metadata.generation !== generation) return { requeue: true };
+  if (cs.metadata.generation !== generation) return stop({ requeue: true });
   for (const pod of podsByName(classified)) {
     pass.signal.throwIfAborted();
     // A failed pod has no VM state to keep; it stays for triage after the wake.
@@ -113,11 +114,8 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Result> {
     }).inc();
   }
   // Suspended is written with the deletes: the wake's stale-cache check relies on it.
-  await writeSetStatus(pass, "Suspended");
-  return { requeueAfter: REQUEUE_SUSPEND_POLL_MS };
+  return stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Suspended");
 }
-
-const NOT_HANDLED: Handled = { handled: false };
 
 /**
  * Where a released-seat wake stands (docs/cocoonset.md, "Release"), one state per pass:
@@ -197,19 +195,19 @@ export function decideReleasedWake(f: ReleasedWakeFacts): ReleasedWakeState {
  * cleared first (then the normal flow owns the pass), then the executor of the state the wake
  * is in runs.
  */
-export async function reconcileReleasedWake(pass: SetPass): Promise<Handled> {
+export async function reconcileReleasedWake(pass: SetPass): Promise<Step> {
   const main = pass.classified.main;
   const hint = pass.cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "";
-  if (hint !== "" && main && await clearStaleHint(pass, main)) return NOT_HANDLED;
+  if (hint !== "" && main && await clearStaleHint(pass, main)) return GO_ON;
   const state = decideReleasedWake(releasedWakeFacts(pass));
   if (state === "start" || !main) {
-    return state === "idle" ? NOT_HANDLED : await startReleasedWake(pass);
+    return state === "idle" ? GO_ON : await startReleasedWake(pass);
   }
   switch (state) {
     case "idle":
     case "leave":
       // A retain-policy placeholder or a kept failed pod: the normal flow owns these.
-      return NOT_HANDLED;
+      return GO_ON;
     case "restoring":
       return await awaitRestore(pass, main);
     case "complete":
@@ -220,7 +218,7 @@ export async function reconcileReleasedWake(pass: SetPass): Promise<Handled> {
 }
 
 /** The restore pod's VM is not live yet: Waking, with WakeNoCapacity while it cannot schedule. */
-async function awaitRestore(pass: SetPass, main: Pod): Promise<Handled> {
+async function awaitRestore(pass: SetPass, main: Pod): Promise<Stop> {
   const { cs } = pass;
   // A hibernate request on the restore pod that nobody owns (its CocoonHibernation deleted, a
   // suspend pass from a stale copy that lost its status write) would keep the VM down and the
@@ -240,12 +238,11 @@ async function awaitRestore(pass: SetPass, main: Pod): Promise<Handled> {
     );
     await warnIfPoolEmpty(pass, main);
   }
-  await writeSetStatus(pass, "Waking");
-  return { handled: true, result: { requeueAfter: REQUEUE_SUSPEND_POLL_MS } };
+  return stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Waking");
 }
 
 /** The restored VM is live: drop the snapshot and the hint, score the landing once. */
-async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Handled> {
+async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Stop> {
   const { cs, deps } = pass;
   // Live: the snapshot has done its job — unless the VM was asked to hibernate again (a
   // CocoonHibernation, a person): vk-cocoon pushes that round's tag before it removes the VM,
@@ -273,15 +270,14 @@ async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Han
     });
   }
   // The phase derives from the pods now; the requeued pass settles Running or Scaling.
-  await writeSetStatus(pass, "");
-  return { handled: true, result: { requeue: true } };
+  return stop({ requeue: true }, "");
 }
 
 /**
  * Probes for the snapshot and recreates the main from it. Without a snapshot (suspended before
  * the first boot, or the tag was lost) the normal flow boots it fresh.
  */
-async function startReleasedWake(pass: SetPass): Promise<Handled> {
+async function startReleasedWake(pass: SetPass): Promise<Step> {
   const { cs, deps } = pass;
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
   let present: boolean;
@@ -291,25 +287,28 @@ async function startReleasedWake(pass: SetPass): Promise<Handled> {
     // Fail closed: falling through would fresh-boot over a real snapshot.
     throw wrapError("wake", err);
   }
-  if (!present) return NOT_HANDLED;
-  await ensureSpecBuildable(pass, { creatingMain: true });
-  // Persist Waking before the create: a crash in between resumes here, never fresh-boots.
-  await writeSetStatus(pass, "Waking");
-  const pod = buildAgentPod(cs, 0);
-  markRestoreFromHibernate(pod);
-  const hint = cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "";
-  // A spec.nodeName pin already gave the pod a required affinity; it wins over the hint.
-  if (hint && !pod.spec!.affinity) pod.spec!.affinity = preferredHostnameAffinity(hint);
-  const ended = await createMainPod(pass, pod, {
-    phase: "Waking",
-    clashWaitMs: REQUEUE_WAIT_FOR_MAIN_MS,
-    context: "wake: create main",
+  if (!present) return GO_ON;
+  const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
+  if (buildable.stop) return buildable;
+  // Waking is stored before the restore pod exists: a crash in between resumes the wake, and a
+  // pass never boots the main fresh over its snapshot.
+  return afterStatus("Waking", async () => {
+    const pod = buildAgentPod(cs, 0);
+    markRestoreFromHibernate(pod);
+    const hint = cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "";
+    // A spec.nodeName pin already gave the pod a required affinity; it wins over the hint.
+    if (hint && !pod.spec!.affinity) pod.spec!.affinity = preferredHostnameAffinity(hint);
+    const created = await createMainPod(pass, pod, {
+      phase: "Waking",
+      clashWaitMs: REQUEUE_WAIT_FOR_MAIN_MS,
+      context: "wake: create main",
+    });
+    if (created.stop) return created;
+    pass.log.info("wake recreated the main from its snapshot, preferring node {node}", {
+      node: hint,
+    });
+    return stop({ requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS });
   });
-  if (ended) return { handled: true, result: ended };
-  pass.log.info("wake recreated the main from its snapshot, preferring node {node}", {
-    node: hint,
-  });
-  return { handled: true, result: { requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS } };
 }
 
 /**
@@ -327,12 +326,12 @@ async function hibernateRequested(pass: SetPass, main: Pod): Promise<boolean> {
  * or a delete that never ran. Only an uncached read can tell; a live pod is woken in place by
  * the normal flow.
  */
-async function confirmReleasedDelete(pass: SetPass, main: Pod): Promise<Handled> {
+async function confirmReleasedDelete(pass: SetPass, main: Pod): Promise<Step> {
   const live = await readStoredMain(pass, main, "wake: confirm delete of");
   if (live === undefined || live.metadata.deletionTimestamp) {
-    return { handled: true, result: { requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS } };
+    return stop({ requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS });
   }
-  return NOT_HANDLED;
+  return GO_ON;
 }
 
 /** The stored copy of main (past the cache), or undefined when it is gone. */

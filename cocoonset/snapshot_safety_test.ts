@@ -42,6 +42,7 @@ import {
   newTestEnv,
   newTestPass,
   reconcileSet,
+  runStep,
   seedSet,
   TEST_NAMESPACE,
   withFinalizer,
@@ -74,7 +75,7 @@ Deno.test("finding 3: a released-seat wake withdraws a hibernate request nobody 
   // The restore pod carries a hibernate request whose CocoonHibernation is gone.
   const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
   assert.equal(env.recorder.withReason(REASON_ORPHAN_HIBERNATE_WITHDRAWN).length, 1);
@@ -91,7 +92,7 @@ Deno.test("finding 3: a hibernate request a CocoonHibernation owns is left on th
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
   const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true);
   assert.equal(env.recorder.withReason(REASON_ORPHAN_HIBERNATE_WITHDRAWN).length, 0);
@@ -106,7 +107,7 @@ Deno.test("finding 4: a stale node hint is cleared once the main runs in place; 
     Pods,
     mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }),
   );
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
   let stored = await getSet(env.fake, SEAT_SET_NAME);
   assert.equal(stored.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "", "");
 
@@ -115,8 +116,8 @@ Deno.test("finding 4: a stale node hint is cleared once the main runs in place; 
   stored = await getSet(env.fake, SEAT_SET_NAME);
   stored.status = { phase: "Failed" } as CocoonSet["status"];
   stored = await env.fake.updateStatus(CocoonSets, stored);
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), stored, []));
-  assert.equal(got.handled, false);
+  const got = await runStep(newTestPass(depsOf(env), stored, []), reconcileReleasedWake);
+  assert.equal(got, undefined);
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "no restore pod from the stale tag");
 });
 
@@ -182,7 +183,7 @@ async function migrationStep(
   if (!main) return true;
   edit(main);
   main = await env.fake.update(Pods, main);
-  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
   const after = await getPod(env.fake, "demo-0");
   return after === undefined || after.metadata.deletionTimestamp !== undefined;
 }
@@ -385,7 +386,7 @@ Deno.test("audit: a lagging cache does not make a release delete a silent main t
     c.spec.suspend = true;
     c.spec.hibernatePolicy = "release";
   });
-  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [cached]));
+  await runStep(newTestPass(depsOf(env), cs, [cached]), reconcileSuspendRelease);
   const main = await getPod(env.fake, "demo-0");
   assert.equal(main?.metadata.deletionTimestamp, undefined, "the running VM's pod stays");
   assert.equal(env.fake.actions.filter((a) => a.verb === "delete").length, 0);
@@ -396,7 +397,7 @@ Deno.test("audit: a lagging cache does not make a migration delete a silent main
     c.spec.nodeName = "node-b";
     c.status = { phase: "Migrating" } as CocoonSet["status"];
   });
-  await reconcileMigration(newTestPass(depsOf(env), cs, [cached]));
+  await runStep(newTestPass(depsOf(env), cs, [cached]), reconcileMigration);
   const main = await getPod(env.fake, "demo-0");
   assert.equal(main?.metadata.deletionTimestamp, undefined, "the running VM's pod stays");
   assert.equal(env.fake.actions.filter((a) => a.verb === "delete").length, 0);
@@ -420,7 +421,7 @@ function hibernatedByUnseenRequest(mod: (cs: CocoonSet) => void) {
 Deno.test("audit: a migration pass does not wake a main a request hibernated that its cache does not show", async () => {
   // Pinned to the node it is on: a hibernated main there reads as "quiesced where it should be".
   const { env, cs, main } = hibernatedByUnseenRequest((c) => c.spec.nodeName = "node-a");
-  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "still hibernated");
   assert.notEqual((await getSet(env.fake, SEAT_SET_NAME)).status?.phase, "Migrating");
 });
@@ -497,7 +498,7 @@ Deno.test("model seed 3093 (vk-cocoon HEAD): a migration keeps a tag the VM aske
     [ANNOTATION_HIBERNATE_ASKED_VMID]: "vmid-1",
   };
   env.fake.seed(Pods, main);
-  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
   assert.ok(
     env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG),
     "the tag may be the only copy",

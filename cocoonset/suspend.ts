@@ -5,7 +5,7 @@
  * on pods a CocoonHibernation is hibernating.
  */
 import { wrapError } from "../kube/mod.ts";
-import type { Pod, Result } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { patchHibernateAsk, patchHibernateState } from "../common/k8s/pod_patch.ts";
 import {
   parseVMSpec,
@@ -15,11 +15,10 @@ import {
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import { isPodFailed } from "./pod_state.ts";
-import { podRef, readStoredPod, type SetPass } from "./pass.ts";
+import { podRef, readStoredPod, type SetPass, type Stop, stop } from "./pass.ts";
 import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EVERY_VM, recordHibernation } from "./snapshot_ledger.ts";
-import { writeSetStatus } from "./status.ts";
 import { hibernateRefused } from "./tag_gate.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
@@ -29,12 +28,12 @@ import { SUSPEND_PHASES, withdrawUnownedAsk } from "./orphan_tags.ts";
 export const REQUEUE_SUSPEND_POLL_MS = 5_000;
 
 /** Drives a retain-policy suspend. */
-export async function reconcileSuspend(pass: SetPass): Promise<Result> {
+export async function reconcileSuspend(pass: SetPass): Promise<Stop> {
   if (!pass.classified.main) return await createMainBeforeSuspend(pass);
   await applySuspend(pass);
-  const done = await allOwnedPodsHibernated(pass);
-  await writeSetStatus(pass, done ? "Suspended" : "Suspending");
-  return done ? {} : { requeueAfter: REQUEUE_SUSPEND_POLL_MS };
+  return await allOwnedPodsHibernated(pass)
+    ? stop({}, "Suspended")
+    : stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Suspending");
 }
 
 /**
@@ -42,19 +41,20 @@ export async function reconcileSuspend(pass: SetPass): Promise<Result> {
  * restoring from its snapshot when there is one, and is hibernated on the next pass. A pod of
  * another owner holding the main's name is a name clash (status, Warning, retry with backoff).
  */
-async function createMainBeforeSuspend(pass: SetPass): Promise<Result> {
-  await ensureSpecBuildable(pass, { creatingMain: true });
+async function createMainBeforeSuspend(pass: SetPass): Promise<Stop> {
+  const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
+  if (buildable.stop) return buildable;
   const pod = buildAgentPod(pass.cs, 0);
   // Suspend means the VM's state matters: restore whenever a snapshot exists.
   await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
-  const ended = await createMainPod(pass, pod, {
+  const created = await createMainPod(pass, pod, {
     phase: "Suspending",
     clashWaitMs: REQUEUE_SUSPEND_POLL_MS,
     context: "create main agent before suspend",
   });
-  if (ended) return ended;
+  if (created.stop) return created;
   pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
-  return { requeue: true };
+  return stop({ requeue: true });
 }
 
 /**

@@ -5,11 +5,11 @@
  * exist and the snapshot policy does not keep (snapshot_ledger.ts), and release the finalizer.
  */
 import { errorText, patchObject, wrapError } from "../kube/mod.ts";
-import type { Pod, Result } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";
-import { deletePod, type SetPass } from "./pass.ts";
+import { deletePod, type SetPass, type Stop, stop } from "./pass.ts";
 import { holdsFinalizer, releaseFinalizer, stillFinalizing } from "./finalizer.ts";
 import { listOwnedPods } from "./ownership.ts";
 import { hibernationPodNames } from "./restore.ts";
@@ -34,13 +34,13 @@ export const ANNOTATION_DELETE_VM_NAMES = "cocoonset.cocoonstack.io/delete-vm-na
 export const REQUEUE_TEARDOWN_MS = 5_000;
 
 /** Runs one teardown pass of a CocoonSet that has a deletionTimestamp. */
-export async function reconcileTeardown(pass: SetPass): Promise<Result> {
+export async function reconcileTeardown(pass: SetPass): Promise<Stop> {
   const { cs, deps, signal } = pass;
   // A set being deleted gets no more status writes.
   deps.writtenStatuses.delete(cs.metadata.uid ?? "");
   if (!holdsFinalizer(pass)) {
     forgetTeardown(pass);
-    return {};
+    return stop({});
   }
   pass.log.info("tearing down cocoonset");
   let owned: Pod[];
@@ -76,19 +76,19 @@ export async function reconcileTeardown(pass: SetPass): Promise<Result> {
     pass.log.info("waiting for {count} pods to terminate before registry cleanup", {
       count: remaining.length,
     });
-    return { requeueAfter: REQUEUE_TEARDOWN_MS };
+    return stop({ requeueAfter: REQUEUE_TEARDOWN_MS });
   }
   // A cached copy can still show the finalizer after another pass removed it; clean the registry
   // only when the live object still holds it, so each VM's tags are dropped once.
   if (!await stillFinalizing(pass)) {
     forgetTeardown(pass);
-    return {};
+    return stop({});
   }
   await cleanRegistry(pass);
   await releaseFinalizer(pass);
   forgetSpecCheck(pass);
   forgetTeardown(pass);
-  return {};
+  return stop({});
 }
 
 /** UIDs of the pods this process deleted while tearing the pass's CocoonSet down. */

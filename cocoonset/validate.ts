@@ -26,9 +26,8 @@ import { apiErrorOf, errorMessage, isAlreadyExists, isInvalid, Pods } from "../k
 import type { Pod } from "../kube/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { forEachLimited } from "./_fanout.ts";
-import { emit, type SetPass, type SpecVerdict } from "./pass.ts";
+import { emit, GO_ON, type SetPass, type SpecVerdict, type Step, type Stop, stop } from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
-import { PassStopped } from "./problem.ts";
 import { overLimit } from "./limits.ts";
 import { rememberShape, shapeKey } from "./shape_key.ts";
 
@@ -52,7 +51,7 @@ const clean = (): SpecVerdict => ({ toolboxes: new Map() });
  * The verdict on the spec's pod shapes, checked once per pass (and not at all once the
  * generation passed). Each refused part is recorded on the pass (one InvalidSpec problem naming
  * every part, a Warning per part) the first time it is seen. With `skipMain` the caller is about
- * to create the main for real: that create is the main's check (rethrowInvalidMain).
+ * to create the main for real: that create is the main's check (invalidMainCreate).
  */
 export async function checkSpec(
   pass: SetPass,
@@ -77,15 +76,15 @@ export async function checkSpec(
 
 /**
  * Before the main is created, replaced or quiesced: its shape must be buildable, else the pass
- * stops (PassStopped: the status keeps its phase, the pass fails with InvalidSpecError). Problems of the other
+ * stops (the status keeps its phase, the pass fails with InvalidSpecError). Problems of the other
  * parts are recorded on the pass and do not stop it. `creatingMain` as checkSpec's skipMain.
  */
 export async function ensureSpecBuildable(
   pass: SetPass,
   opts: { creatingMain?: boolean } = {},
-): Promise<void> {
+): Promise<Step> {
   const verdict = await checkSpec(pass, { skipMain: opts.creatingMain });
-  if (verdict.main !== undefined) stopOnInvalidSpec(pass, verdict.main);
+  return verdict.main === undefined ? GO_ON : stopOnInvalidSpec(pass, verdict.main);
 }
 
 /** Whether sub-agent pods can be built from the spec (checked before any create or delete). */
@@ -110,14 +109,14 @@ export function markSpecChecked(pass: SetPass): void {
 
 /**
  * A real create of the main answered Invalid: reported exactly like a dry-run refusal (Warning,
- * PassStopped with InvalidSpecError). Any other error returns for the caller to handle.
+ * a stop with InvalidSpecError). Undefined for any other error, which the caller handles.
  */
-export function rethrowInvalidMain(pass: SetPass, err: unknown): void {
-  if (!isInvalid(err)) return;
+export function invalidMainCreate(pass: SetPass, err: unknown): Stop | undefined {
+  if (!isInvalid(err)) return undefined;
   const problem = `main agent: ${serverMessage(err)}`;
   addInvalidSpecProblem(pass, problem);
   emit(pass, "Warning", REASON_INVALID_SPEC, problem);
-  stopOnInvalidSpec(pass, problem);
+  return stopOnInvalidSpec(pass, problem);
 }
 
 /** Forgets what was checked for a CocoonSet (it was deleted). */
@@ -155,13 +154,11 @@ export function addInvalidSpecProblem(pass: SetPass, message: string): void {
   pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_INVALID_SPEC, message });
 }
 
-function stopOnInvalidSpec(pass: SetPass, problem: string): never {
+function stopOnInvalidSpec(pass: SetPass, problem: string): Stop {
   // The phase stays as it was: a released or migrating set must not lose the phase its next
   // steps depend on because the spec was edited into something unbuildable.
-  throw new PassStopped(
-    pass.cs.status?.phase ?? "",
-    new InvalidSpecError(invalidSpecMessage(pass) ?? problem),
-  );
+  const error = new InvalidSpecError(invalidSpecMessage(pass) ?? problem);
+  return stop({}, pass.cs.status?.phase ?? "", error);
 }
 
 function isClean(v: SpecVerdict): boolean {

@@ -23,7 +23,6 @@ import { confirmDeletes, livePodNames, liveSet, makeAllLive } from "./_hardening
 import { ANNOTATION_REBUILD_HISTORY } from "./rebuild.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import { ensureSpecBuildable, InvalidSpecError, REASON_INVALID_SPEC } from "./validate.ts";
-import { PassStopped } from "./problem.ts";
 import { depsOf, newTestPass } from "./_test_support.ts";
 
 const REFUSAL = 'Pod "demo-0" is invalid: spec.containers[0].resources.limits: Invalid value';
@@ -288,9 +287,9 @@ Deno.test("the spec check reports an unbuildable main and writes nothing: the pa
   env.fake.actions.length = 0;
   const pass = newTestPass(depsOf(env), (await findSet(env.fake, "demo"))!);
 
-  const stopped = await ensureSpecBuildable(pass).then(() => undefined, (err: unknown) => err);
+  const stopped = await ensureSpecBuildable(pass);
 
-  assert.ok(stopped instanceof PassStopped, "a typed stop, not a bare error");
+  assert.ok(stopped.stop && "error" in stopped, "a stop with an error, not a thrown one");
   assert.equal(stopped.phase, "Migrating", "the phase the status keeps");
   assert.ok(stopped.error instanceof InvalidSpecError);
   assert.equal(stopped.error.message, `main agent: ${REFUSAL}`);
