@@ -14,7 +14,7 @@ import { classifyNameClash, reportNameClash } from "./name_clash.ts";
 import { subAgentsBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
 import { isPodFailed } from "./pod_state.ts";
-import { deletePod, emit, followOwnWrite, podRef, readStoredPod, type SetPass } from "./pass.ts";
+import { deletePod, emit, podRef, readStoredPod, type SetPass } from "./pass.ts";
 import { buildAgentPod } from "./pods.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import {
@@ -293,22 +293,18 @@ async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Tri
 
 /**
  * Writes the history annotation (slots above replicas dropped; an empty history removes the
- * annotation) and mirrors it on the pass's CocoonSet so later slots of this pass see it. Only the
- * annotation and the resourceVersion are taken from the answer (followOwnWrite): the rest of the
- * pass keeps acting on the spec it started with, and its status write is not refused for the
- * pass's own write.
+ * annotation) and mirrors it on the pass's CocoonSet so later slots of this pass see it. The
+ * patch goes out from a copy: the rest of the pass acts on the set it read.
  */
 async function writeRebuildHistory(pass: SetPass, history: RebuildHistory): Promise<void> {
   const { cs } = pass;
   const value = encodeRebuildHistory(cs.spec.agent.replicas ?? 0, history);
   if ((cs.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY] ?? "") === value) return;
-  const answer = deepCopy(cs);
-  await patchAnnotations(pass.deps.client, CocoonSets, answer, {
+  await patchAnnotations(pass.deps.client, CocoonSets, deepCopy(cs), {
     [ANNOTATION_REBUILD_HISTORY]: value,
   }, { signal: pass.signal });
   const annotations = { ...cs.metadata.annotations };
   if (value) annotations[ANNOTATION_REBUILD_HISTORY] = value;
   else delete annotations[ANNOTATION_REBUILD_HISTORY];
   cs.metadata.annotations = annotations;
-  followOwnWrite(pass, answer);
 }

@@ -43,6 +43,8 @@ import { buildAgentPod } from "./pods.ts";
 import { ensureSubAgents } from "./agents.ts";
 import { writeSetStatus } from "./status.ts";
 import { ANNOTATION_DEAD_LETTER, ANNOTATION_REBUILD_HISTORY } from "./rebuild.ts";
+import { InvalidSpecError, REASON_INVALID_SPEC } from "./validate.ts";
+import { refuseCreates } from "./_hardening_test_support.ts";
 
 const NODE = "node-a";
 
@@ -481,21 +483,24 @@ Deno.test("a failed sub-agent create fails the pass before extra slots, toolboxe
   assert.ok(!env.fake.actions.some((a) => a.subresource === "status"), "no status write");
 });
 
-Deno.test("a rebuild-history write leaves the pass's copy at the server's new resourceVersion: the pass's locked status write goes through", async () => {
-  const { cs, pods } = runningSet("rv", 1, [1]);
+Deno.test("a sub-agent rebuilt while a toolbox is refused: the next pass's status names the refused toolbox", async () => {
+  const { cs, pods } = runningSet("rv", 1, [1], (c) => {
+    c.spec.toolboxes = [{ name: "bad", image: "img" }];
+  });
   const env = envFor(cs, pods);
+  refuseCreates(env, "rv-bad", "invalid");
   await failPod(env, "rv-1", "phase");
-  const stored = await getSet(env.fake, "rv");
-  const live = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
-  const pass = newTestPass(env.reconciler.deps, stored, live);
 
-  const out = await ensureSubAgents(pass, "vk-ns-rv-0", NODE);
-  assert.equal(out.changed, true, "deleted for its rebuild, history written first");
-  const after = await getSet(env.fake, "rv");
-  assert.equal(pass.cs.metadata.resourceVersion, after.metadata.resourceVersion);
-  pass.problems.push({ condition: "Ready", reason: "InvalidSpec", message: "toolbox x: refused" });
-  assert.equal(await writeSetStatus(pass, ""), true, "not refused with Conflict");
-  assert.equal(conditionOf(await getSet(env.fake, "rv"), "Ready")?.reason, "InvalidSpec");
+  assert.deepEqual(await reconcileSet(env, "rv"), { requeue: true }, "deleted for its rebuild");
+  assert.ok((await getSet(env.fake, "rv")).metadata.annotations?.[ANNOTATION_REBUILD_HISTORY]);
+  await confirmDeletes(env);
+  assert.deepEqual(await reconcileSet(env, "rv"), { requeue: true }, "recreated");
+  await env.fake.seed(Pods, livePod((await getPod(env.fake, "rv-1"))!, NODE));
+
+  await assert.rejects(reconcileSet(env, "rv"), InvalidSpecError);
+  const ready = conditionOf(await getSet(env.fake, "rv"), "Ready");
+  assert.equal(ready?.reason, REASON_INVALID_SPEC);
+  assert.match(ready?.message ?? "", /^toolbox bad: /);
 });
 
 Deno.test("a rebuild-history write does not paper over a status another writer changed: that status write is still refused", async () => {

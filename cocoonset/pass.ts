@@ -5,7 +5,7 @@
  * each file of this folder reads as a function of "this pass".
  */
 import { getLogger, type Logger } from "@logtape/logtape";
-import { isNotFound, jsonEqual, Pods, wrapError } from "../kube/mod.ts";
+import { isNotFound, Pods, wrapError } from "../kube/mod.ts";
 import type { Client, Clock, EventRecorder, EventType, Pod, Reader, Result } from "../kube/mod.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
@@ -133,21 +133,6 @@ const baseLog = getLogger(["cocoon-operator", "cocoonset"]);
 /** A logger that names the CocoonSet on every line. */
 export function logFor(cs: CocoonSet): Logger {
   return baseLog.with({ namespace: cs.metadata.namespace, cocoonset: cs.metadata.name });
-}
-
-/**
- * After a write of the pass's own CocoonSet that did not replace pass.cs (a metadata patch on a
- * copy): pass.cs takes the answer's resourceVersion, so the pass's later optimistically locked
- * writes (the status) are not refused for its own write. Only when the answer shows nothing else
- * moved (same generation, same status): then the later writes, computed from pass.cs, are as
- * right at the new version as at the old one. Otherwise pass.cs keeps its version and such a
- * write is refused and retried from fresh data, as it must be.
- */
-export function followOwnWrite(pass: SetPass, answer: CocoonSet): void {
-  const { cs } = pass;
-  if (answer.metadata.generation !== cs.metadata.generation) return;
-  if (!jsonEqual(answer.status ?? {}, cs.status ?? {})) return;
-  cs.metadata.resourceVersion = answer.metadata.resourceVersion;
 }
 
 /** Where the snapshot gate and the name checks of a pass read: the index, and past the cache. */
