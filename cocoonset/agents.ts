@@ -4,8 +4,16 @@
  * replaced — a failed one only within its rebuild budget, after which it is dead-lettered and
  * left in place for a person to look at until the spec changes.
  */
-import { deepCopy, isAlreadyExists, patchAnnotations, Pods, wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
+import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
+import {
+  deepCopy,
+  isAlreadyExists,
+  patchAnnotations,
+  type Pod,
+  Pods,
+  wrapError,
+} from "../kube/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { isPodReady, readLifecycleState } from "../common/meta/mod.ts";
 import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
@@ -13,9 +21,8 @@ import { forEachLimited } from "./_fanout.ts";
 import { classifyNameClash, reportNameClash } from "./name_clash.ts";
 import { subAgentsBuildable } from "./validate.ts";
 import { reportQuotaRefusal } from "./quota.ts";
-import { isPodFailed } from "./pod_state.ts";
+import { buildAgentPod, isPodFailed } from "./pods.ts";
 import { deletePod, emit, podRef, readStoredPod, type SetPass } from "./pass.ts";
-import { buildAgentPod } from "./pods.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import {
   ANNOTATION_DEAD_LETTER,
@@ -307,4 +314,50 @@ async function writeRebuildHistory(pass: SetPass, history: RebuildHistory): Prom
   if (value) annotations[ANNOTATION_REBUILD_HISTORY] = value;
   else delete annotations[ANNOTATION_REBUILD_HISTORY];
   cs.metadata.annotations = annotations;
+}
+
+/**
+ * Records dead-lettered slots on the pass: always on Ready, and on Progressing only once nothing
+ * else moves (every other slot and toolbox exists and is Ready, no rebuild waits), so the
+ * condition can be waited on. pendingRebuild: some slot waits for its rebuild backoff.
+ */
+export function reportDeadLetters(
+  pass: SetPass,
+  deadLettered: readonly number[],
+  pendingRebuild: boolean,
+): void {
+  if (deadLettered.length === 0) return;
+  const message = `sub-agent slots ${deadLettered.join(", ")} exhausted ` +
+    `${MAX_REBUILD_ATTEMPTS} rebuilds; edit the agent spec to retry them`;
+  pass.problems.push({
+    condition: CONDITION_TYPE_READY,
+    reason: REASON_SUB_AGENT_DEAD_LETTER,
+    message,
+  });
+  if (!pendingRebuild && onlyDeadLettersLeft(pass, new Set(deadLettered))) {
+    pass.problems.push({
+      condition: CONDITION_TYPE_PROGRESSING,
+      reason: REASON_SUB_AGENT_DEAD_LETTER,
+      message,
+    });
+  }
+}
+
+/** Every wanted pod exists and every one but the dead-lettered is Ready. */
+function onlyDeadLettersLeft(pass: SetPass, dead: ReadonlySet<number>): boolean {
+  const { cs, classified } = pass;
+  if (!classified.main || !isPodReady(classified.main)) return false;
+  const replicas = cs.spec.agent.replicas ?? 0;
+  let present = 0;
+  for (const [slot, pod] of classified.sub) {
+    if (slot < 1 || slot > replicas) return false; // an extra slot is still being removed
+    present++;
+    if (!dead.has(slot) && !isPodReady(pod)) return false;
+  }
+  if (present !== replicas) return false;
+  for (const tb of cs.spec.toolboxes ?? []) {
+    const pod = classified.toolbox.get(tb.name);
+    if (!pod || !isPodReady(pod)) return false;
+  }
+  return classified.toolbox.size === (cs.spec.toolboxes?.length ?? 0);
 }

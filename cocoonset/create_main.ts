@@ -2,8 +2,7 @@
  * The create-the-main step: the missing main is created, restored from its `:hibernate` snapshot
  * when a CocoonHibernation says it was hibernated (restore.ts).
  */
-import { errorMessage, isAlreadyExists, Pods, wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { errorMessage, isAlreadyExists, type Pod, Pods, wrapError } from "../kube/mod.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import {
   GO_ON,

@@ -24,7 +24,7 @@ import {
   vmSpecEqual,
 } from "../common/meta/mod.ts";
 import { deletePod, GO_ON, podRef, type SetPass, type Step, stop } from "./pass.ts";
-import { isPodFailed } from "./pod_state.ts";
+import { isPodFailed } from "./pods.ts";
 import { checkSpec } from "./validate.ts";
 
 /**

@@ -2,13 +2,34 @@
  * The failed-main step: a main whose VM failed (lifecycle `failed`) or whose pod phase is Failed
  * owns the pass; a main Ready again after a Failed phase is announced.
  */
+import type { Pod } from "../kube/mod.ts";
+import {
+  ANNOTATION_LIFECYCLE_STATE_MESSAGE,
+  isPodPhaseFailed,
+  isPodReady,
+  LIFECYCLE_STATE_FAILED,
+  readLifecycleState,
+} from "../common/meta/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
-import { ANNOTATION_LIFECYCLE_STATE_MESSAGE, isPodReady } from "../common/meta/mod.ts";
 import { lifecycleStateFailedObservedTotal } from "../metrics/metrics.ts";
 import { deletePod, emit, GO_ON, podRef, type SetPass, type Step, stop } from "./pass.ts";
-import { podFailedReason, REASON_POD_LIFECYCLE_FAILED } from "./pod_state.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import { ensureSpecBuildable } from "./validate.ts";
+
+/** Warning reason when vk-cocoon reports the main VM's lifecycle as failed. */
+export const REASON_POD_LIFECYCLE_FAILED = "PodLifecycleFailed";
+/** Warning reason when the main pod's phase is Failed. */
+export const REASON_MAIN_AGENT_FAILED = "MainAgentFailed";
+
+/**
+ * The Event reason for a failed main pod, or "" when it is not failed. The lifecycle signal wins
+ * when both are present.
+ */
+export function podFailedReason(pod: Pod): string {
+  if (readLifecycleState(pod) === LIFECYCLE_STATE_FAILED) return REASON_POD_LIFECYCLE_FAILED;
+  if (isPodPhaseFailed(pod)) return REASON_MAIN_AGENT_FAILED;
+  return "";
+}
 
 /** Normal reason: the failed main is Ready again. */
 export const REASON_RECOVERED_FROM_FAILURE = "RecoveredFromFailure";

@@ -19,15 +19,15 @@ import {
   seedSet,
   withFinalizer,
 } from "./_test_support.ts";
-import { REASON_RECOVERED_FROM_FAILURE, reconcileFailedMain } from "./failed_main.ts";
 import {
   podFailedReason,
   REASON_MAIN_AGENT_FAILED,
   REASON_POD_LIFECYCLE_FAILED,
-} from "./pod_state.ts";
+  REASON_RECOVERED_FROM_FAILURE,
+  reconcileFailedMain,
+} from "./failed_main.ts";
 import { buildAgentPod } from "./pods.ts";
-import { Pods } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { type Pod, Pods } from "../kube/mod.ts";
 import { ANNOTATION_LIFECYCLE_STATE, readHibernateState } from "../common/meta/mod.ts";
 
 Deno.test("a failed main ends the pass in phase Failed: the step decides, it writes no status", async () => {

@@ -8,8 +8,7 @@
  * this controller asked that pod to hibernate; the snapshot is dropped only after the new VM
  * runs; Migrating is persisted before the first side effect, so a restarted operator resumes.
  */
-import { wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { type Pod, wrapError } from "../kube/mod.ts";
 import { patchHibernateState } from "../common/k8s/pod_patch.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
@@ -22,7 +21,7 @@ import {
   vmNameForDeployment,
   vmUp,
 } from "../common/meta/mod.ts";
-import { hasHibernateSnapshot } from "../snapshot/registry.ts";
+import { hasHibernateSnapshot, HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 import {
   afterStatus,
   deletePod,
@@ -41,7 +40,6 @@ import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
-import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const REQUEUE_MIGRATE_POLL_MS = 5_000;

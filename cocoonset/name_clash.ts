@@ -4,14 +4,20 @@
  * reason NameConflict, a Warning naming the other object) and keeps reconciling everything else.
  * The Go operator instead waited forever for the pod to "finish terminating".
  */
-import { isControlledBy } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { isControlledBy, type Pod } from "../kube/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { LABEL_ROLE } from "../common/meta/mod.ts";
-import { emit, podRef, readStoredPod, type SetPass, type Stop, stop } from "./pass.ts";
+import {
+  emit,
+  podRef,
+  readStoredPod,
+  type SetPass,
+  type StatusProblem,
+  type Stop,
+  stop,
+} from "./pass.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { agentPodName } from "./pods.ts";
-import type { StatusProblem } from "./problem.ts";
 
 /** Reason when a pod name the set needs belongs to something else. */
 export const REASON_NAME_CONFLICT = "NameConflict";

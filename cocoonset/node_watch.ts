@@ -11,8 +11,7 @@
  *
  * @module
  */
-import { labelChanged } from "../kube/mod.ts";
-import type { CompletePredicate, Node, Request } from "../kube/mod.ts";
+import { type CompletePredicate, labelChanged, type Node, type Request } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 
 /** Cache index of CocoonSets by the node spec.nodeName pins their main to. */

@@ -14,8 +14,7 @@
  * Without them (NodeChecks off, rbac_check.ts) no node is read: a named node is taken as given
  * and an empty pool goes unremarked, as in the Go original, until the role allows it.
  */
-import { isNotFound, Nodes, wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { isNotFound, Nodes, type Pod, wrapError } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import {

@@ -13,8 +13,7 @@
  *
  * @module
  */
-import { isNotFound, wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { isNotFound, type Pod, wrapError } from "../kube/mod.ts";
 import { patchClearOrphanTag, patchOrphanTag } from "../common/k8s/pod_patch.ts";
 import {
   orphanTagDropDue,

@@ -1,6 +1,5 @@
 /** Which pods belong to a CocoonSet: labelled with its name AND controlled by it (by UID). */
-import { isControlledBy, isValidLabelValue, Pods } from "../kube/mod.ts";
-import type { Pod, Reader } from "../kube/mod.ts";
+import { isControlledBy, isValidLabelValue, type Pod, Pods, type Reader } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { LABEL_COCOON_SET } from "../common/meta/mod.ts";
 

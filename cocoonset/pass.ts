@@ -4,16 +4,27 @@
  * classified pods, the pass's abort signal and logger. Every step of the loop takes a SetPass, so
  * each file of this folder reads as a function of "this pass".
  */
+import type { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
+import type { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { getLogger, type Logger } from "@logtape/logtape";
-import { isNotFound, Pods, wrapError } from "../kube/mod.ts";
-import type { Client, Clock, EventRecorder, EventType, Pod, Reader, Result } from "../kube/mod.ts";
+import {
+  type Client,
+  type Clock,
+  type EventRecorder,
+  type EventType,
+  isNotFound,
+  type Pod,
+  Pods,
+  type Reader,
+  type Result,
+  wrapError,
+} from "../kube/mod.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import type { ClaimSources, VMNameIndex } from "../snapshotgate/mod.ts";
 import type { ClassifiedPods } from "./pods.ts";
-import type { StatusProblem } from "./problem.ts";
 import type { SetLimits } from "./limits.ts";
 
 /** The reconciler's collaborators. */
@@ -187,4 +198,15 @@ export async function deletePod(pass: SetPass, pod: Pod, what: string): Promise<
     if (isNotFound(err)) return false;
     throw wrapError(`delete ${what} ${podRef(pod)}`, err);
   }
+}
+
+/**
+ * Something that keeps the set from converging and that the status must say: the condition it
+ * turns False, with a reason and a message naming the cause (InvalidSpec, NameConflict, a
+ * failed main, a dead-lettered sub-agent).
+ */
+export interface StatusProblem {
+  condition: typeof CONDITION_TYPE_READY | typeof CONDITION_TYPE_PROGRESSING;
+  reason: string;
+  message: string;
 }

@@ -6,8 +6,36 @@
  * pods built in one pass can be serialised concurrently and the CocoonSet is never mutated (the
  * Go builder shared the limits map between sibling pods and crashed under parallel creates).
  */
-import { deepCopy, setControllerReference } from "../kube/mod.ts";
-import type { Affinity, NodeSelectorTerm, Pod, ResourceRequirements } from "../kube/mod.ts";
+import {
+  ANNOTATION_COCOON_SET_GENERATION,
+  applyVMRuntime,
+  applyVMSpec,
+  DEFAULT_NODE_POOL,
+  fromAgentSpec,
+  fromToolboxSpec,
+  isPodPhaseFailed,
+  LABEL_COCOON_SET,
+  LABEL_NODE_POOL,
+  LABEL_ROLE,
+  LABEL_SLOT,
+  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
+  LIFECYCLE_STATE_FAILED,
+  readLifecycleState,
+  ROLE_MAIN,
+  ROLE_SUB_AGENT,
+  ROLE_TOOLBOX,
+  TOLERATION_KEY,
+  vmNameForDeployment,
+  vmNameForPod,
+} from "../common/meta/mod.ts";
+import {
+  type Affinity,
+  deepCopy,
+  type NodeSelectorTerm,
+  type Pod,
+  type ResourceRequirements,
+  setControllerReference,
+} from "../kube/mod.ts";
 import type {
   CocoonSet,
   QuantityValue,
@@ -17,25 +45,6 @@ import type {
 import { TOOLBOX_MODE_STATIC } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { canonicalResourceList, parseQuantity } from "../common/k8s/quantity.ts";
-import {
-  ANNOTATION_COCOON_SET_GENERATION,
-  applyVMRuntime,
-  applyVMSpec,
-  DEFAULT_NODE_POOL,
-  fromAgentSpec,
-  fromToolboxSpec,
-  LABEL_COCOON_SET,
-  LABEL_NODE_POOL,
-  LABEL_ROLE,
-  LABEL_SLOT,
-  LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
-  ROLE_MAIN,
-  ROLE_SUB_AGENT,
-  ROLE_TOOLBOX,
-  TOLERATION_KEY,
-  vmNameForDeployment,
-  vmNameForPod,
-} from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 
 /** Name of the single container of every managed pod. */
@@ -246,4 +255,12 @@ export function preferredHostnameAffinity(nodeName: string): Affinity {
 
 function hostnameTerm(nodeName: string): NodeSelectorTerm {
   return { matchExpressions: [{ key: LABEL_HOSTNAME, operator: "In", values: [nodeName] }] };
+}
+
+/**
+ * Whether a managed pod failed, by either signal: vk-cocoon's lifecycle annotation (`failed`,
+ * usually seen first) or the pod phase the kubelet reports.
+ */
+export function isPodFailed(pod: Pod): boolean {
+  return readLifecycleState(pod) === LIFECYCLE_STATE_FAILED || isPodPhaseFailed(pod);
 }

@@ -2,8 +2,7 @@
  * Which owned-pod updates wake the CocoonSet reconciler. vk-cocoon rewrites pod status often
  * (condition heartbeats, container statuses); only changes the reconciler acts on pass.
  */
-import { jsonEqual } from "../kube/mod.ts";
-import type { CompletePredicate, Pod, Request } from "../kube/mod.ts";
+import { type CompletePredicate, jsonEqual, type Pod, type Request } from "../kube/mod.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { cocoonSetOwnerName, isPodReady } from "../common/meta/mod.ts";
 

@@ -10,30 +10,37 @@
  * (release or retain) → migration → released-seat wake → clear leftover hibernate requests →
  * main drift → create main → wait for the main to be Ready → sub-agents → toolboxes → status.
  */
+import { NameConflictError, REASON_NAME_CONFLICT } from "./name_clash.ts";
+import {
+  addInvalidSpecProblem,
+  InvalidSpecError,
+  REASON_INVALID_SPEC,
+  refusedByServer,
+  rememberInvalidSpec,
+} from "./validate.ts";
+import { QuotaExceededError, REASON_QUOTA_EXCEEDED } from "./quota.ts";
 import { getLogger } from "@logtape/logtape";
 import {
+  type Client,
+  type Clock,
   controllerManagedBy,
   enqueueFromMap,
   errorMessage,
+  type EventRecorder,
   generationChanged,
   isConflict,
   isNotFound,
+  type Manager,
+  type Node,
   Nodes,
+  type Pod,
   Pods,
+  type Reader,
   realClock,
+  type Reconciler,
+  type Request,
+  type Result,
   wrapError,
-} from "../kube/mod.ts";
-import type {
-  Client,
-  Clock,
-  EventRecorder,
-  Manager,
-  Node,
-  Pod,
-  Reader,
-  Reconciler,
-  Request,
-  Result,
 } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
@@ -48,7 +55,7 @@ import {
   scannedVMNameIndex,
   type VMNameIndex,
 } from "../snapshotgate/mod.ts";
-import { ensureSubAgents, type SubAgentOutcome } from "./agents.ts";
+import { ensureSubAgents, reportDeadLetters, type SubAgentOutcome } from "./agents.ts";
 import { ensureFinalizer } from "./finalizer.ts";
 import { reconcileFailedMain } from "./failed_main.ts";
 import { createMainAgent } from "./create_main.ts";
@@ -82,9 +89,7 @@ import { syncLedger } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { addInvalidSpecProblem, REASON_INVALID_SPEC, rememberInvalidSpec } from "./validate.ts";
 import { DEFAULT_SET_LIMITS, type OverLimit, overLimit, type SetLimits } from "./limits.ts";
-import { passEnd, reportDeadLetters } from "./outcome.ts";
 
 const log = getLogger(["cocoon-operator", "cocoonset"]);
 
@@ -281,6 +286,23 @@ async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Pro
 
   reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
   return passEnd(pass, subs.requeueAfterMs);
+}
+
+/**
+ * How a pass whose pods are reconciled ends, with the status derived: requeueAfterMs (> 0) when
+ * the pass has a timed look-again of its own (a rebuild's backoff), which then stands; otherwise
+ * a problem only a person or another object can fix (NameConflict, a part the server refused,
+ * QuotaExceeded) fails the pass for the error backoff.
+ */
+export function passEnd(pass: SetPass, requeueAfterMs: number): Stop {
+  if (requeueAfterMs > 0) return stop({ requeueAfter: requeueAfterMs }, "");
+  const conflicts = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
+  if (conflicts.length > 0) return stop({}, "", new NameConflictError(conflicts));
+  const refused = refusedByServer(pass);
+  if (refused) return stop({}, "", new InvalidSpecError(refused));
+  const quota = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
+  if (quota) return stop({}, "", new QuotaExceededError(quota.message));
+  return stop({}, "");
 }
 
 /** How the CocoonSet controller is set up. */

@@ -3,8 +3,7 @@
  * the new pod must restore from the `:hibernate` snapshot instead of booting the image afresh —
  * a fresh boot that is later re-hibernated would overwrite the real snapshot.
  */
-import { wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { type Pod, wrapError } from "../kube/mod.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { CocoonHibernations } from "../common/apis/v1/resources.ts";
 import { markRestoreFromHibernate, parseVMSpec } from "../common/meta/mod.ts";

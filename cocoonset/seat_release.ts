@@ -8,8 +8,7 @@
  * deletes, Waking before the restore pod is created), so an operator restarted between any two
  * writes resumes the flow instead of fresh-booting over a snapshot.
  */
-import { errorText, patchAnnotations, wrapError } from "../kube/mod.ts";
-import type { Pod, Reader } from "../kube/mod.ts";
+import { errorText, patchAnnotations, type Pod, type Reader, wrapError } from "../kube/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
 import {
@@ -21,14 +20,14 @@ import {
   vmLive,
   vmNameForDeployment,
 } from "../common/meta/mod.ts";
-import { hasHibernateSnapshot } from "../snapshot/registry.ts";
+import { hasHibernateSnapshot, HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 import {
   slotReleasePodsDeletedTotal,
   slotReleaseWakeTotal,
   slotReleaseWakeUnschedulableTotal,
 } from "../metrics/metrics.ts";
 import { stashDeleteVMNames } from "./teardown.ts";
-import { isPodFailed } from "./pod_state.ts";
+import { buildAgentPod, isPodFailed, podsByName, preferredHostnameAffinity } from "./pods.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
 import {
   afterStatus,
@@ -43,14 +42,12 @@ import {
   type Stop,
   stop,
 } from "./pass.ts";
-import { buildAgentPod, podsByName, preferredHostnameAffinity } from "./pods.ts";
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, REQUEUE_SUSPEND_POLL_MS } from "./suspend.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create_main.ts";
 import { dropTag } from "./tag_gate.ts";
 import { withdrawUnownedAsk } from "./orphan_tags.ts";
-import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
 export const REASON_WAKE_NO_CAPACITY = "WakeNoCapacity";

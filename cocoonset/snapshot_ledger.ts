@@ -37,8 +37,7 @@
  *
  * @module
  */
-import { patchObject, wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { patchObject, type Pod, wrapError } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
@@ -60,8 +59,7 @@ import {
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
 import type { SetPass } from "./pass.ts";
-import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
-import { DEFAULT_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import { DEFAULT_SNAPSHOT_TAG, HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** CocoonSet annotation holding the ledger as JSON: `{"policies":[…],"hibernated":[…]}`. */
 export const ANNOTATION_SNAPSHOT_LEDGER = "cocoonset.cocoonstack.io/snapshot-ledger";

@@ -8,8 +8,7 @@
  * toward its spec (Pending, Scaling, Suspending, Waking, Migrating) and False once it is settled,
  * failed, or stuck on something only a person can fix.
  */
-import { deepCopy, updateStatusLocked } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { deepCopy, type Pod, updateStatusLocked } from "../kube/mod.ts";
 import type {
   AgentStatus,
   CocoonSet,
@@ -40,8 +39,7 @@ import {
   ROLE_MAIN,
   ROLE_SUB_AGENT,
 } from "../common/meta/mod.ts";
-import { nowOf, type SetPass } from "./pass.ts";
-import type { StatusProblem } from "./problem.ts";
+import { nowOf, type SetPass, type StatusProblem } from "./pass.ts";
 import type { ClassifiedPods } from "./pods.ts";
 
 /** Progressing=False reason when the set is in phase Failed. */

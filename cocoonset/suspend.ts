@@ -4,8 +4,7 @@
  * it hibernated and its snapshot is in the registry. Unsuspend clears the request again, except
  * on pods a CocoonHibernation is hibernating.
  */
-import { wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { type Pod, wrapError } from "../kube/mod.ts";
 import { patchHibernateAsk, patchHibernateState } from "../common/k8s/pod_patch.ts";
 import {
   parseVMSpec,
@@ -14,9 +13,8 @@ import {
   vmHibernationConfirmed,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import { isPodFailed } from "./pod_state.ts";
+import { buildAgentPod, isPodFailed, podsByName } from "./pods.ts";
 import { podRef, readStoredPod, type SetPass, type Stop, stop } from "./pass.ts";
-import { buildAgentPod, podsByName } from "./pods.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EVERY_VM, recordHibernation } from "./snapshot_ledger.ts";
 import { hibernateRefused } from "./tag_gate.ts";

@@ -4,8 +4,7 @@
  * still be pushing a final snapshot while a pod terminates), then drop the registry tags that may
  * exist and the snapshot policy does not keep (snapshot_ledger.ts), and release the finalizer.
  */
-import { errorText, patchObject, wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { errorText, patchObject, type Pod, wrapError } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";

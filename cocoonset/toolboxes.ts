@@ -3,14 +3,12 @@
  * toolboxes are replaced at once (no backoff), removed entries deleted, and a pod of that name
  * that is not this set's toolbox is never touched: it is reported as a name clash.
  */
-import { isAlreadyExists, Pods, wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { isAlreadyExists, type Pod, Pods, wrapError } from "../kube/mod.ts";
 import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
 import { LABEL_ROLE, readLifecycleState, ROLE_TOOLBOX } from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
-import { isPodFailed } from "./pod_state.ts";
+import { buildToolboxPod, isPodFailed, toolboxPodName } from "./pods.ts";
 import { deletePod, podRef, type SetPass } from "./pass.ts";
-import { buildToolboxPod, toolboxPodName } from "./pods.ts";
 import { podSpecMatchesToolbox } from "./drift.ts";
 import { markRestoreIfHibernated } from "./restore.ts";
 import { classifyNameClash, reportNameClash } from "./name_clash.ts";

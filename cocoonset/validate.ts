@@ -22,8 +22,14 @@
  * shape_key.ts) is not dry-run again, nor one whose dry-run another worker has in flight (its
  * acceptance is borrowed; any other answer is not).
  */
-import { apiErrorOf, errorMessage, isAlreadyExists, isInvalid, Pods } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import {
+  apiErrorOf,
+  errorMessage,
+  isAlreadyExists,
+  isInvalid,
+  type Pod,
+  Pods,
+} from "../kube/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { forEachLimited } from "./_fanout.ts";
 import { emit, GO_ON, type SetPass, type SpecVerdict, type Step, type Stop, stop } from "./pass.ts";

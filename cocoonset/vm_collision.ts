@@ -21,9 +21,8 @@ import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { parseVMSpec } from "../common/meta/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import { collisionClaims } from "../snapshotgate/mod.ts";
-import { claimSources, emit, podRef, type SetPass } from "./pass.ts";
+import { claimSources, emit, podRef, type SetPass, type StatusProblem } from "./pass.ts";
 import { setActor } from "./tag_gate.ts";
-import type { StatusProblem } from "./problem.ts";
 
 /** Ready=False reason and Warning reason: another namespace already holds the slot's VM name. */
 export const REASON_VM_NAME_CONFLICT = "VMNameConflict";
