@@ -110,7 +110,7 @@ export const OPERATOR_RBAC: readonly RbacPermission[] = [
     scope: "cluster",
     when: "always",
     feature: "node-checks",
-    why: "the node cache of cocoonset/nodes.ts and the node watch of cocoonset/node_watch.ts",
+    why: "the node cache of cocoonset/nodes.ts and the node watch of cocoonset/predicate.ts",
   },
   {
     group: "",

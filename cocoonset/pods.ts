@@ -7,6 +7,24 @@
  * Go builder shared the limits map between sibling pods and crashed under parallel creates).
  */
 import {
+  type Affinity,
+  deepCopy,
+  isControlledBy,
+  isValidLabelValue,
+  type NodeSelectorTerm,
+  type Pod,
+  Pods,
+  type Reader,
+  type ResourceRequirements,
+  setControllerReference,
+} from "../kube/mod.ts";
+import type {
+  CocoonSet,
+  QuantityValue,
+  ToolboxSpec,
+  VMResourceRequirements,
+} from "../common/apis/v1/cocoonset_types.ts";
+import {
   ANNOTATION_COCOON_SET_GENERATION,
   applyVMRuntime,
   applyVMSpec,
@@ -28,20 +46,6 @@ import {
   vmNameForDeployment,
   vmNameForPod,
 } from "../common/meta/mod.ts";
-import {
-  type Affinity,
-  deepCopy,
-  type NodeSelectorTerm,
-  type Pod,
-  type ResourceRequirements,
-  setControllerReference,
-} from "../kube/mod.ts";
-import type {
-  CocoonSet,
-  QuantityValue,
-  ToolboxSpec,
-  VMResourceRequirements,
-} from "../common/apis/v1/cocoonset_types.ts";
 import { TOOLBOX_MODE_STATIC } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { canonicalResourceList, parseQuantity } from "../common/k8s/quantity.ts";
@@ -263,4 +267,42 @@ function hostnameTerm(nodeName: string): NodeSelectorTerm {
  */
 export function isPodFailed(pod: Pod): boolean {
   return readLifecycleState(pod) === LIFECYCLE_STATE_FAILED || isPodPhaseFailed(pod);
+}
+
+/** How owned pods are read. */
+export interface ListOwnedOptions {
+  /**
+   * Return the cache's own objects instead of copies (the cached reader's
+   * unsafeDisableDeepCopy): only for callers that never mutate them.
+   */
+  unsafeDisableDeepCopy?: boolean;
+}
+
+/**
+ * The pods labelled for cs that cs controls (by UID). A stale label alone (a pod left by an earlier set of
+ * the same name, or a hand-made one) never makes a pod count, get suspended or get deleted.
+ */
+export async function listOwnedPods(
+  reader: Reader,
+  cs: CocoonSet,
+  signal?: AbortSignal,
+  opts: ListOwnedOptions = {},
+): Promise<Pod[]> {
+  const name = cs.metadata.name ?? "";
+  // A set name over 63 characters is a valid object name but no label value: no pod carries it
+  // (the API server refuses such a label), and a selector on it is refused. Listing would fail
+  // every pass, teardown included, and the set could never be deleted.
+  if (!isValidLabelValue(name)) return [];
+  const list = await reader.list(Pods, {
+    namespace: cs.metadata.namespace,
+    labelSelector: { [LABEL_COCOON_SET]: name },
+    signal,
+    ...(opts.unsafeDisableDeepCopy ? { unsafeDisableDeepCopy: true } : {}),
+  });
+  return filterOwnedPods(list.items, cs);
+}
+
+/** The pods cs controls. */
+export function filterOwnedPods(pods: readonly Pod[], cs: CocoonSet): Pod[] {
+  return pods.filter((p) => isControlledBy(p, cs));
 }

@@ -2,7 +2,15 @@
  * Which owned-pod updates wake the CocoonSet reconciler. vk-cocoon rewrites pod status often
  * (condition heartbeats, container statuses); only changes the reconciler acts on pass.
  */
-import { type CompletePredicate, jsonEqual, type Pod, type Request } from "../kube/mod.ts";
+import {
+  type CompletePredicate,
+  jsonEqual,
+  labelChanged,
+  type Node,
+  type Pod,
+  type Request,
+} from "../kube/mod.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { cocoonSetOwnerName, isPodReady } from "../common/meta/mod.ts";
 
@@ -64,4 +72,34 @@ export function setOfRequestTarget(
 /** Only a request's deletion concerns the set; its own flow handles every other change. */
 export function requestDeleted(): CompletePredicate<CocoonHibernation> {
   return { create: () => false, update: () => false, delete: () => true, generic: () => false };
+}
+
+/** Cache index of CocoonSets by the node spec.nodeName pins their main to. */
+export const NODE_NAME_INDEX = "spec.nodeName";
+
+/** The index values of a set: its spec.nodeName, none when unpinned. */
+export function nodeNameIndexValues(cs: CocoonSet): string[] {
+  return cs.spec?.nodeName ? [cs.spec.nodeName] : [];
+}
+
+/** Looks up stored sets under an index value (the informer's byIndex). */
+export type SetIndexLookup = (index: string, value: string) => CocoonSet[];
+
+/** Requests for every CocoonSet whose spec.nodeName names node. */
+export function setsTargetingNode(lookup: SetIndexLookup, node: Node): Request[] {
+  return lookup(NODE_NAME_INDEX, node.metadata.name ?? "").map((cs) => ({
+    namespace: cs.metadata.namespace ?? "",
+    name: cs.metadata.name ?? "",
+  }));
+}
+
+/** Node events that can change whether a node fits a set: create, delete, label changes. */
+export function nodePlacementEvents(): CompletePredicate<Node> {
+  const labels = labelChanged<Node>();
+  return {
+    create: () => true,
+    delete: () => true,
+    update: (oldNode, newNode) => labels.update(oldNode, newNode),
+    generic: () => false,
+  };
 }

@@ -10,16 +10,6 @@
  * (release or retain) → migration → released-seat wake → clear leftover hibernate requests →
  * main drift → create main → wait for the main to be Ready → sub-agents → toolboxes → status.
  */
-import { NameConflictError, REASON_NAME_CONFLICT } from "./name_clash.ts";
-import {
-  addInvalidSpecProblem,
-  InvalidSpecError,
-  REASON_INVALID_SPEC,
-  refusedByServer,
-  rememberInvalidSpec,
-} from "./validate.ts";
-import { QuotaExceededError, REASON_QUOTA_EXCEEDED } from "./quota.ts";
-import { getLogger } from "@logtape/logtape";
 import {
   type Client,
   type Clock,
@@ -42,6 +32,28 @@ import {
   type Result,
   wrapError,
 } from "../kube/mod.ts";
+import { patchCocoonSetGeneration } from "../common/k8s/pod_patch.ts";
+import {
+  type CocoonSetDeps,
+  emit,
+  logFor,
+  podRef,
+  REQUEUE_WAIT_FOR_MAIN_MS,
+  type SetPass,
+  type Stop,
+  stop,
+} from "./pass.ts";
+import { classifyPods, listOwnedPods, podsByName } from "./pods.ts";
+import { NameConflictError, REASON_NAME_CONFLICT } from "./name_clash.ts";
+import {
+  addInvalidSpecProblem,
+  InvalidSpecError,
+  REASON_INVALID_SPEC,
+  refusedByServer,
+  rememberInvalidSpec,
+} from "./validate.ts";
+import { QuotaExceededError, REASON_QUOTA_EXCEEDED } from "./quota.ts";
+import { getLogger } from "@logtape/logtape";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
@@ -60,29 +72,19 @@ import { ensureFinalizer } from "./finalizer.ts";
 import { reconcileFailedMain } from "./failed_main.ts";
 import { createMainAgent } from "./create_main.ts";
 import { reconcileTeardown } from "./teardown.ts";
-import { syncCocoonSetGeneration } from "./generation_stamp.ts";
 import { reconcileMigration } from "./migrate.ts";
 import { type NodeChecks, warnIfPoolEmpty } from "./nodes.ts";
 import {
   NODE_NAME_INDEX,
   nodeNameIndexValues,
   nodePlacementEvents,
+  podRelevantChange,
+  requestDeleted,
+  setOfRequestTarget,
   setsTargetingNode,
-} from "./node_watch.ts";
-import { listOwnedPods } from "./ownership.ts";
+} from "./predicate.ts";
 import { settleOrphanTags } from "./orphan_tags.ts";
-import {
-  type CocoonSetDeps,
-  emit,
-  logFor,
-  REQUEUE_WAIT_FOR_MAIN_MS,
-  type SetPass,
-  type Stop,
-  stop,
-} from "./pass.ts";
-import { classifyPods } from "./pods.ts";
 import { replaceDriftedMain } from "./drift.ts";
-import { podRelevantChange, requestDeleted, setOfRequestTarget } from "./predicate.ts";
 import { newRestoreIntent } from "./restore.ts";
 import { reconcileReleasedWake, reconcileSuspendRelease } from "./seat_release.ts";
 import { syncLedger } from "./snapshot_ledger.ts";
@@ -242,6 +244,22 @@ async function listStampAndRecord(pass: SetPass): Promise<void> {
   // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
   // seen on a pod (terminating ones too) is cleared.
   await syncLedger(pass, owned);
+}
+
+/**
+ * Stamps the current generation on every owned pod that does not carry it yet: vk-cocoon echoes
+ * it back as the lifecycle observed generation, a completion signal immune to clock skew.
+ */
+export async function syncCocoonSetGeneration(pass: SetPass): Promise<void> {
+  const generation = pass.cs.metadata.generation ?? 0;
+  for (const pod of podsByName(pass.classified)) {
+    pass.signal.throwIfAborted();
+    try {
+      await patchCocoonSetGeneration(pass.deps.client, pod, generation, pass.signal);
+    } catch (err) {
+      throw wrapError(`stamp cocoonset generation on ${podRef(pod)}`, err);
+    }
+  }
 }
 
 /** Problems of the spec found without the server: bad toolbox names, parts over their bound. */

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { Manager, newApiError, Pods, setControllerReference } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { Manager, newApiError, type Pod, Pods, setControllerReference } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
@@ -18,6 +17,7 @@ import {
   actionsOf,
   conditionOf,
   counterValue,
+  depsOf,
   editPod,
   findSet,
   getPod,
@@ -29,6 +29,7 @@ import {
   newHibernation,
   newTestEnv,
   newTestPass,
+  podSeed,
   readyPod,
   reconcileSet,
   seedDeletingSet,
@@ -47,13 +48,12 @@ import {
   MAX_REBUILD_ATTEMPTS,
   readRebuildHistory,
 } from "./rebuild.ts";
-import { setupCocoonSetController } from "./reconciler.ts";
+import { setupCocoonSetController, syncCocoonSetGeneration } from "./reconciler.ts";
 import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
 import { REASON_NAME_CONFLICT } from "./name_clash.ts";
 import { REASON_INVALID_SPEC } from "./validate.ts";
-import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
-import { DEFAULT_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import { DEFAULT_SNAPSHOT_TAG, HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 const REBUILD_METRIC = "cocoon_operator_subagent_rebuild_total";
 
@@ -1041,4 +1041,63 @@ Deno.test("C16: a terminating owned pod is not stamped, counted or deleted again
   const out = await findSet(env.fake, "demo");
   assert.deepEqual(out?.status?.agents?.map((a) => a.podName), ["demo-0"]);
   assert.equal(out?.status?.readyAgents, 1);
+});
+
+function bare(name: string, generation?: string): Pod {
+  return {
+    metadata: {
+      name,
+      namespace: TEST_NAMESPACE,
+      ...(generation ? { annotations: { [ANNOTATION_COCOON_SET_GENERATION]: generation } } : {}),
+    },
+  };
+}
+
+Deno.test("the generation is stamped on every owned pod that lacks it or carries an older one", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 7;
+  });
+  const env = newTestEnv([podSeed(bare("demo-0")), podSeed(bare("demo-1", "5"))]);
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
+  await syncCocoonSetGeneration(newTestPass(depsOf(env), cs, pods));
+  for (const name of ["demo-0", "demo-1"]) {
+    const pod = await getPod(env.fake, name);
+    assert.equal(pod?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "7", name);
+  }
+  const patches = env.fake.actions.filter((a) => a.verb === "patch");
+  assert.deepEqual(patches.map((a) => a.name), ["demo-0", "demo-1"], "one patch per pod, by name");
+  assert.deepEqual(patches[0].patch, {
+    metadata: { annotations: { [ANNOTATION_COCOON_SET_GENERATION]: "7" } },
+  });
+});
+
+Deno.test("a pod already stamped with the current generation is not patched", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 3;
+  });
+  const env = newTestEnv([podSeed(bare("demo-0", "3"))]);
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
+  await syncCocoonSetGeneration(newTestPass(depsOf(env), cs, pods));
+  assert.equal(env.fake.actions.filter((a) => a.verb === "patch").length, 0);
+  const pod = await getPod(env.fake, "demo-0");
+  assert.equal(pod?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "3");
+});
+
+Deno.test("a terminating pod is not stamped", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 2;
+  });
+  const going = bare("demo-1", "1");
+  going.metadata.finalizers = ["test/hold"];
+  const env = newTestEnv([podSeed(bare("demo-0", "1")), podSeed(going)]);
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-1");
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
+  assert.ok(pods.find((p) => p.metadata.name === "demo-1")?.metadata.deletionTimestamp);
+  await syncCocoonSetGeneration(newTestPass(depsOf(env), cs, pods));
+  assert.deepEqual(
+    env.fake.actions.filter((a) => a.verb === "patch").map((a) => a.name),
+    ["demo-0"],
+  );
+  const stale = await getPod(env.fake, "demo-1");
+  assert.equal(stale?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "1");
 });

@@ -10,7 +10,7 @@ import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";
 import { deletePod, type SetPass, type Stop, stop } from "./pass.ts";
 import { holdsFinalizer, releaseFinalizer, stillFinalizing } from "./finalizer.ts";
-import { listOwnedPods } from "./ownership.ts";
+import { listOwnedPods } from "./pods.ts";
 import { hibernationPodNames } from "./restore.ts";
 import {
   addToLedger,

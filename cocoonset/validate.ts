@@ -30,12 +30,12 @@ import {
   type Pod,
   Pods,
 } from "../kube/mod.ts";
+import { ANNOTATION_COCOON_SET_GENERATION } from "../common/meta/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { forEachLimited } from "./_fanout.ts";
 import { emit, GO_ON, type SetPass, type SpecVerdict, type Step, type Stop, stop } from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
 import { overLimit } from "./limits.ts";
-import { rememberShape, shapeKey } from "./shape_key.ts";
 
 /** Reason of problems with the spec itself (Ready=False, Warning Event). */
 export const REASON_INVALID_SPEC = "InvalidSpec";
@@ -336,4 +336,39 @@ function isAdmissionRefusal(err: unknown): boolean {
 /** The API server's message without our "resource name: Reason:" prefix. */
 export function serverMessage(err: unknown): string {
   return apiErrorOf(err)?.status?.message ?? errorMessage(err);
+}
+
+/** Verified shapes kept per process before the set is cleared (a bound, not a cache policy). */
+export const MAX_VERIFIED_SHAPES = 10_000;
+
+/**
+ * The key of pod (built for the set named setName) for sharing dry-run verdicts. The server checks
+ * a name only for its length and characters, so the set's name in metadata is masked by one of the
+ * same length; owner references and the generation stamp are left out, and the spec is kept whole.
+ */
+export function shapeKey(setName: string, pod: Pod): string {
+  const mask = setName === ""
+    ? (v: string) => v
+    : (v: string) => v.split(setName).join("\u0000".repeat(setName.length));
+  const maskAll = (m: Record<string, string> | undefined) => {
+    const out: Record<string, string> = {};
+    for (const k of Object.keys(m ?? {}).sort()) {
+      if (k === ANNOTATION_COCOON_SET_GENERATION) continue;
+      out[k] = mask(m![k]);
+    }
+    return out;
+  };
+  return JSON.stringify({
+    namespace: pod.metadata.namespace ?? "",
+    name: mask(pod.metadata.name ?? ""),
+    labels: maskAll(pod.metadata.labels),
+    annotations: maskAll(pod.metadata.annotations),
+    spec: pod.spec,
+  });
+}
+
+/** Remembers a verified key, keeping the set bounded. */
+export function rememberShape(verified: Set<string>, key: string): void {
+  if (verified.size >= MAX_VERIFIED_SHAPES) verified.clear();
+  verified.add(key);
 }
