@@ -1,6 +1,6 @@
 /**
- * The create-the-main step: the missing main is created, restored from its `:hibernate` snapshot
- * when a CocoonHibernation says it was hibernated (restore.ts).
+ * The Create the main step, and createMainPod: the one way every step creates the main (a first
+ * boot, a released-seat wake, a migration's restore, a main before a suspend).
  */
 import { errorMessage, isAlreadyExists, type Pod, Pods, wrapError } from "../kube/mod.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
@@ -28,19 +28,14 @@ import { refuseCollidingCreate, REQUEUE_VM_NAME_COLLISION_MS } from "./vm_collis
 
 /**
  * Creates the missing main, restoring from its snapshot when a CocoonHibernation says it was
- * hibernated. Always requeues: the sub-agents fork from the new main.
+ * hibernated, and looks again at once: the sub-agents fork from it.
  */
 export async function createMainAgent(pass: SetPass): Promise<Stop> {
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
   const pod = buildAgentPod(pass.cs, 0);
-  const restorable = await pass.intent();
-  await markRestoreIfHibernated(
-    pass.deps,
-    pod,
-    restorable.has(pod.metadata.name ?? ""),
-    pass.signal,
-  );
+  const intent = (await pass.intent()).has(pod.metadata.name ?? "");
+  await markRestoreIfHibernated(pass.deps, pod, intent, pass.signal);
   const created = await createMainPod(pass, pod, {
     phase: "",
     clashWaitMs: REQUEUE_WAIT_FOR_MAIN_MS,
@@ -49,18 +44,18 @@ export async function createMainAgent(pass: SetPass): Promise<Stop> {
   });
   if (created.stop) return created;
   pass.log.info("created main agent {pod}", { pod: podRef(pod) });
-  // Other parts refused: the main still comes up; the status says which parts are invalid and
-  // the pass is retried with backoff (the main's Ready flip brings it back sooner).
+  // Other parts refused: the main still comes up, the status names them, and the pass is retried
+  // with backoff (the main's Ready flip brings it back sooner).
   const refused = refusedByServer(pass);
   if (refused) return stop({}, pass.cs.status?.phase ?? "", new InvalidSpecError(refused));
   return stop({ requeue: true });
 }
 
-/** How a step creates the main (createMainPod). */
+/** How a step creates the main. */
 export interface MainCreate {
   /** The phase the status shows when a VM-name collision or a name clash holds the create. */
   phase: CocoonSetPhase | "";
-  /** How long to wait when the name is held by our old main, still terminating (ms). */
+  /** How long to wait while our old main still holds the name (ms). */
   clashWaitMs: number;
   /** What the error of a failed create names. */
   context: string;
@@ -69,11 +64,9 @@ export interface MainCreate {
 }
 
 /**
- * The one way every step creates the main (a first boot, a released-seat wake, a migration's
- * restore, a main before a suspend): refused when another namespace derives its VM name,
- * created, and the answer read — Invalid stops the pass as an invalid spec, a foreign pod under
- * the name stops it as a name clash, our terminating old main waits. A create that succeeded
- * was the main's spec check. Goes on once the main is created, else stops the pass.
+ * Creates the main unless another namespace holds its VM name. Invalid stops the pass as an
+ * invalid spec, a foreign pod under the name as a name clash; our terminating old main is waited
+ * for. A create that succeeded was the main's spec check. Goes on once the main is created.
  */
 export async function createMainPod(pass: SetPass, pod: Pod, opts: MainCreate): Promise<Step> {
   if (await refuseCollidingCreate(pass, pod, "the main agent")) {

@@ -1,10 +1,10 @@
 /**
- * Name clashes: a pod the set needs (an agent slot or a toolbox) is named like a pod the set
- * does not control. Such a pod is never modified or deleted; the set reports it (Ready=False,
- * reason NameConflict, a Warning naming the other object) and keeps reconciling everything else.
- * The Go operator instead waited forever for the pod to "finish terminating".
+ * Name clashes: a pod the set needs (an agent slot or a toolbox) is named like a pod the set does
+ * not control. That pod is never touched; the set reports it (Ready=False `NameConflict`, a
+ * Warning naming the other pod) and reconciles everything else.
  */
 import { isControlledBy, type Pod } from "../kube/mod.ts";
+import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { LABEL_ROLE } from "../common/meta/mod.ts";
 import {
@@ -16,7 +16,6 @@ import {
   type Stop,
   stop,
 } from "./pass.ts";
-import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { agentPodName } from "./pods.ts";
 
 /** Reason when a pod name the set needs belongs to something else. */
@@ -29,20 +28,19 @@ export type NameClash =
   | { kind: "foreign"; pod: Pod };
 
 /**
- * Reads the live pod behind an AlreadyExists, uncached (a foreign pod need not carry our label
- * and so is not in the cache): gone meanwhile, ours (terminating, or not yet in the cache), or
- * someone else's.
+ * Reads the pod behind an AlreadyExists past the cache (a foreign pod need not carry our label):
+ * gone meanwhile, ours (terminating, or not in the cache yet), or someone else's.
  */
 export async function classifyNameClash(pass: SetPass, podName: string): Promise<NameClash> {
-  const ns = pass.cs.metadata.namespace ?? "";
-  const live = await readStoredPod(pass, ns, podName, "get existing pod");
+  const ref = { metadata: { namespace: pass.cs.metadata.namespace, name: podName } };
+  const live = await readStoredPod(pass, ref, "get existing pod");
   if (!live) return { kind: "gone" };
   return isControlledBy(live, pass.cs)
     ? { kind: "ours", pod: live }
     : { kind: "foreign", pod: live };
 }
 
-/** Records a name clash on the pass (status problem + Warning Event) and returns the problem. */
+/** Records a name clash on the pass (problem and Warning) and returns the problem. */
 export function reportNameClash(pass: SetPass, what: string, other: Pod): StatusProblem {
   const problem: StatusProblem = {
     condition: CONDITION_TYPE_READY,
@@ -54,7 +52,7 @@ export function reportNameClash(pass: SetPass, what: string, other: Pod): Status
   return problem;
 }
 
-/** Thrown after a pass reported name clashes, so the set is retried with backoff. */
+/** The error of a pass that met name clashes: retried with backoff. */
 export class NameConflictError extends Error {
   constructor(problems: readonly StatusProblem[]) {
     super(problems.map((p) => p.message).join("; "));
@@ -63,17 +61,16 @@ export class NameConflictError extends Error {
 }
 
 /**
- * A create of the main answered AlreadyExists: gone meanwhile → look again at once; our old main
- * still terminating → look again after waitMs; someone else's pod → a name clash: the pass
- * stops with the phase given and fails with NameConflictError.
+ * A create of the main answered AlreadyExists: gone meanwhile, look again at once; our old main
+ * still terminating, look again after waitMs; someone else's pod, stop with phase and a name
+ * clash.
  */
 export async function settleMainCreateClash(
   pass: SetPass,
   phase: CocoonSetPhase | "",
   waitMs: number,
 ): Promise<Stop> {
-  const name = agentPodName(pass.cs.metadata.name ?? "", 0);
-  const clash = await classifyNameClash(pass, name);
+  const clash = await classifyNameClash(pass, agentPodName(pass.cs.metadata.name ?? "", 0));
   if (clash.kind === "gone") return stop({ requeue: true });
   if (clash.kind === "ours") return stop({ requeueAfter: waitMs });
   const problem = reportNameClash(pass, "the main agent", clash.pod);

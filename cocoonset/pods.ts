@@ -1,10 +1,7 @@
 /**
- * Pod shapes of a CocoonSet: how owned pods are classified by role, how agent and toolbox pods
- * are built from the spec, and when a live pod has drifted from what the spec would build now.
- *
- * Every builder works on fresh objects: nothing read from the CocoonSet is shared with a pod, so
- * pods built in one pass can be serialised concurrently and the CocoonSet is never mutated (the
- * Go builder shared the limits map between sibling pods and crashed under parallel creates).
+ * A CocoonSet's pods: which it owns (the List step), how they are classified by role, and how
+ * agent and toolbox pods are built from the spec. Builders work on fresh objects: nothing read
+ * from the set is shared with a pod, so pods built in one pass can be serialised concurrently.
  */
 import {
   type Affinity,
@@ -53,7 +50,7 @@ import { parseGoInt } from "../common/meta/annotations.ts";
 
 /** Name of the single container of every managed pod. */
 export const AGENT_CONTAINER_NAME = "agent";
-/** Never pulled: vk-cocoon runs a VM instead. It only satisfies pod validation. */
+/** Never pulled (vk-cocoon runs a VM instead); it satisfies pod validation. */
 export const PLACEHOLDER_IMAGE = "ghcr.io/cocoonstack/placeholder:latest";
 /** Label every managed pod carries besides the cocoon ones (app.kubernetes.io/name). */
 export const LABEL_APP_NAME = "app.kubernetes.io/name";
@@ -79,8 +76,8 @@ export function podsByName(c: ClassifiedPods): Pod[] {
 }
 
 /**
- * Groups pods by their role label. Terminating pods are skipped (acting on them again would
- * loop deletes); pods with an unknown role or an unparsable slot only appear in allByName.
+ * Groups pods by their role label. Terminating pods are skipped (acting on them would loop
+ * deletes); an unknown role or an unparsable slot appears only in allByName.
  */
 export function classifyPods(pods: readonly Pod[]): ClassifiedPods {
   const out: ClassifiedPods = { sub: new Map(), toolbox: new Map(), allByName: new Map() };
@@ -117,10 +114,8 @@ export function toolboxPodName(csName: string, tbName: string): string {
 }
 
 /**
- * The desired pod of an agent slot. Slot 0 is the main agent; slots ≥ 1 are sub-agents forked
- * from mainVMName and hard-bound to bindNodeName (the main's node). A main of a set with
- * spec.nodeName gets a required hostname affinity instead of a bind, so it only lands there if
- * the scheduler agrees.
+ * The desired pod of an agent slot: slot 0 is the main; slots ≥ 1 fork from mainVMName, bound to
+ * bindNodeName. A main of a set with spec.nodeName gets a required hostname affinity instead.
  */
 export function buildAgentPod(
   cs: CocoonSet,
@@ -209,9 +204,8 @@ function newManagedPod(cs: CocoonSet, podName: string, role: string, slotLabel: 
 }
 
 /**
- * Container resources from a VM's requirements: quantities in canonical form, plus the VM's
- * storage as ephemeral-storage in both requests and limits (both, so Guaranteed-QoS defaulting
- * keeps it) for the scheduler to account the disk. Always fresh maps.
+ * Container resources from a VM's requirements, in canonical form, with the VM's storage as
+ * ephemeral-storage in both requests and limits (so Guaranteed-QoS defaulting keeps it).
  */
 export function podResources(
   spec: VMResourceRequirements | undefined,
@@ -269,29 +263,20 @@ export function isPodFailed(pod: Pod): boolean {
   return readLifecycleState(pod) === LIFECYCLE_STATE_FAILED || isPodPhaseFailed(pod);
 }
 
-/** How owned pods are read. */
-export interface ListOwnedOptions {
-  /**
-   * Return the cache's own objects instead of copies (the cached reader's
-   * unsafeDisableDeepCopy): only for callers that never mutate them.
-   */
-  unsafeDisableDeepCopy?: boolean;
-}
-
 /**
- * The pods labelled for cs that cs controls (by UID). A stale label alone (a pod left by an earlier set of
- * the same name, or a hand-made one) never makes a pod count, get suspended or get deleted.
+ * The List step: the pods labelled for cs that cs controls (by UID), so a stale label alone
+ * never makes a pod count. unsafeDisableDeepCopy: the cache's own objects, for callers that never
+ * mutate them.
  */
 export async function listOwnedPods(
   reader: Reader,
   cs: CocoonSet,
   signal?: AbortSignal,
-  opts: ListOwnedOptions = {},
+  opts: { unsafeDisableDeepCopy?: boolean } = {},
 ): Promise<Pod[]> {
   const name = cs.metadata.name ?? "";
-  // A set name over 63 characters is a valid object name but no label value: no pod carries it
-  // (the API server refuses such a label), and a selector on it is refused. Listing would fail
-  // every pass, teardown included, and the set could never be deleted.
+  // A name over 63 characters is no label value: no pod carries it, a selector on it is refused,
+  // and listing would fail every pass, teardown included.
   if (!isValidLabelValue(name)) return [];
   const list = await reader.list(Pods, {
     namespace: cs.metadata.namespace,
@@ -299,10 +284,5 @@ export async function listOwnedPods(
     signal,
     ...(opts.unsafeDisableDeepCopy ? { unsafeDisableDeepCopy: true } : {}),
   });
-  return filterOwnedPods(list.items, cs);
-}
-
-/** The pods cs controls. */
-export function filterOwnedPods(pods: readonly Pod[], cs: CocoonSet): Pod[] {
-  return pods.filter((p) => isControlledBy(p, cs));
+  return list.items.filter((p) => isControlledBy(p, cs));
 }

@@ -1,8 +1,7 @@
 /**
- * Creates a ResourceQuota refuses. The namespace is full, not the spec wrong: the pod is not
- * created this pass, Ready=False `QuotaExceeded` and a Warning name the quota and the server's
- * words, and the pass is retried with backoff (a pod freed elsewhere in the namespace wakes no
- * pass of this set). The other pods of the pass carry on; a refusal never stops the pass.
+ * Creates a ResourceQuota refuses: the namespace is full, not the spec wrong. The pod is not
+ * created, Ready=False `QuotaExceeded` and a Warning name the quota, the other pods carry on, and
+ * the pass is retried with backoff (a pod freed elsewhere wakes no pass of this set).
  */
 import { apiErrorOf } from "../kube/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
@@ -12,7 +11,7 @@ import { serverMessage } from "./validate.ts";
 /** Ready=False reason (and Warning reason) of a create a ResourceQuota refused. */
 export const REASON_QUOTA_EXCEEDED = "QuotaExceeded";
 
-/** Thrown after a pass met a quota refusal, so the set is retried with backoff. */
+/** The error of a pass that met a quota refusal: retried with backoff. */
 export class QuotaExceededError extends Error {
   constructor(message: string) {
     super(message);
@@ -21,9 +20,8 @@ export class QuotaExceededError extends Error {
 }
 
 /**
- * The quota names in a refusal, or undefined when err is not a quota refusal. The API server
- * answers 403 with "exceeded quota: <name>, requested: …" (one quota) and names each quota it
- * checked that way.
+ * The quotas a refusal names ("exceeded quota: <name>, requested: …" in a 403), or undefined
+ * when err is not a quota refusal.
  */
 export function quotaRefusal(err: unknown): { quotas: string[]; message: string } | undefined {
   const status = apiErrorOf(err)?.status;
@@ -35,9 +33,8 @@ export function quotaRefusal(err: unknown): { quotas: string[]; message: string 
 }
 
 /**
- * When err is a quota refusal of the create of `what`: records it on the pass (one
- * QuotaExceeded problem naming every refused pod's quota, a Warning per quota and pass) and
- * returns true. Otherwise false, for the caller to handle err.
+ * Records a quota refusal of the create of `what` on the pass (one QuotaExceeded problem naming
+ * every refused pod's quota, a Warning per quota and pass); false when err is something else.
  */
 export function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean {
   const refusal = quotaRefusal(err);
@@ -52,7 +49,6 @@ export function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): b
   });
   const existing = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
   if (existing) {
-    // One Warning per quota and pass: a scale-up of many slots meets the same quota many times.
     if (!existing.message.includes(`ResourceQuota ${names} `)) {
       existing.message += `; ${message}`;
       emit(pass, "Warning", REASON_QUOTA_EXCEEDED, message);

@@ -1,14 +1,8 @@
 /**
- * The CocoonSet reconciler: drives one CocoonSet toward its spec — a main agent (slot 0),
- * `replicas` sub-agents forked from it and one pod per toolbox — through suspend and wake, seat
- * release, migration, rebuilds and teardown.
- *
- * One pass, in order (the first step that owns the pass returns):
- * get → teardown (deleting) → finalizer (and snapshot ledger) → list and classify owned pods →
- * stamp the generation on every pod → record the snapshot ledger → settle orphaned `:hibernate`
- * tags → failed main → suspend
- * (release or retain) → migration → released-seat wake → clear leftover hibernate requests →
- * main drift → create main → wait for the main to be Ready → sub-agents → toolboxes → status.
+ * The CocoonSet reconciler: drives a set toward its spec (a main agent, `replicas` sub-agents
+ * forked from it, one pod per toolbox) through suspend and wake, seat release, migration, rebuilds
+ * and teardown. runSteps runs the steps of docs/cocoonset.md's "One reconcile pass" in order;
+ * finishPass ends the pass as the step that stopped it decided.
  */
 import {
   type Client,
@@ -35,6 +29,7 @@ import {
 import { patchCocoonSetGeneration } from "../common/k8s/pod_patch.ts";
 import {
   type CocoonSetDeps,
+  doing,
   emit,
   logFor,
   podRef,
@@ -99,10 +94,7 @@ const log = getLogger(["cocoon-operator", "cocoonset"]);
 export interface CocoonSetReconcilerOptions {
   client: Client;
   apiReader: Reader;
-  /**
-   * The cache's VM-name index; default: computed by listing through client (for a client
-   * without the index, as in unit tests).
-   */
+  /** The cache's VM-name index; default: a scan through client (unit tests). */
   vmNameIndex?: VMNameIndex;
   registry?: Registry;
   recorder: EventRecorder;
@@ -113,7 +105,7 @@ export interface CocoonSetReconcilerOptions {
   nodeChecks?: () => boolean;
 }
 
-/** Reconciles CocoonSets; see the module doc for the order of a pass. */
+/** Reconciles CocoonSets. */
 export class CocoonSetReconciler implements Reconciler {
   readonly deps: CocoonSetDeps;
 
@@ -124,8 +116,9 @@ export class CocoonSetReconciler implements Reconciler {
       vmNameIndex: opts.vmNameIndex ?? scannedVMNameIndex(opts.client),
       clock: opts.clock ?? realClock,
       limits: opts.limits ?? DEFAULT_SET_LIMITS,
-      validGenerations: new Map(),
+      specChecks: new Map(),
       verifiedShapes: new Set(),
+      dryRunsInFlight: new Map(),
       teardownDeletes: new Map(),
       writtenStatuses: new Map(),
       deferredDropEvents: new Map(),
@@ -136,8 +129,7 @@ export class CocoonSetReconciler implements Reconciler {
     try {
       return await this.#reconcile(req, signal);
     } catch (err) {
-      // A write computed from a cached copy that has since moved on (the status write and the
-      // finalizer carry the resourceVersion they were computed from): look again at once.
+      // A locked write computed from a copy that has since moved on: the pass runs again.
       if (isConflict(err)) {
         log.debug("conflict on {namespace}/{cocoonset}, retrying the pass: {error}", {
           namespace: req.namespace,
@@ -173,10 +165,10 @@ export class CocoonSetReconciler implements Reconciler {
 }
 
 /**
- * Ends the pass as its step decided: the status is written (once, unless an effect that runs
- * after it stops with a phase of its own), then the result is returned or the error thrown. An
- * effect runs only after the status before it was stored: a failed or conflicting write throws
- * first, and the effect waits for a pass that stores it.
+ * Ends the pass as its step decided: writes the status (again only when an effect stops with a
+ * phase of its own), then returns the result or throws the error. An effect runs only once the
+ * status before it is stored: a failed or conflicting write throws first, and the effect waits
+ * for a pass that stores it.
  */
 export async function finishPass(pass: SetPass, end: Stop): Promise<Result> {
   for (;;) {
@@ -228,21 +220,16 @@ async function runSteps(pass: SetPass): Promise<Stop> {
 }
 
 /**
- * The List and Stamp steps: the owned pods, classified on the pass; the generation stamped on
- * each; the snapshot ledger updated from what they show.
+ * The List and Stamp steps: the owned pods classified, the generation stamped on each (so what
+ * they report next is tied to the spec this pass acts on), then the snapshot ledger recorded.
  */
 async function listStampAndRecord(pass: SetPass): Promise<void> {
-  let owned;
-  try {
-    owned = await listOwnedPods(pass.deps.client, pass.cs, pass.signal);
-  } catch (err) {
-    throw wrapError("list owned pods", err);
-  }
+  const owned = await doing(
+    "list owned pods",
+    listOwnedPods(pass.deps.client, pass.cs, pass.signal),
+  );
   pass.classified = classifyPods(owned);
-  // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
   await syncCocoonSetGeneration(pass);
-  // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
-  // seen on a pod (terminating ones too) is cleared.
   await syncLedger(pass, owned);
 }
 
@@ -254,11 +241,10 @@ export async function syncCocoonSetGeneration(pass: SetPass): Promise<void> {
   const generation = pass.cs.metadata.generation ?? 0;
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();
-    try {
-      await patchCocoonSetGeneration(pass.deps.client, pod, generation, pass.signal);
-    } catch (err) {
-      throw wrapError(`stamp cocoonset generation on ${podRef(pod)}`, err);
-    }
+    await doing(
+      `stamp cocoonset generation on ${podRef(pod)}`,
+      patchCocoonSetGeneration(pass.deps.client, pod, generation, pass.signal),
+    );
   }
 }
 
@@ -268,18 +254,14 @@ interface SpecBounds {
   over: OverLimit;
 }
 
-/** Checks the spec's bounds and records each problem on the pass (its status says them). */
+/** Records the spec's bound problems on the pass: such a part builds nothing, the rest goes on. */
 function recordSpecBounds(pass: SetPass): SpecBounds {
   const { cs, deps } = pass;
   const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
   if (nameProblem) {
-    pass.problems.push({
-      condition: CONDITION_TYPE_READY,
-      reason: REASON_INVALID_SPEC,
-      message: nameProblem,
-    });
+    const reason = REASON_INVALID_SPEC;
+    pass.problems.push({ condition: CONDITION_TYPE_READY, reason, message: nameProblem });
   }
-  // A part above its bound builds nothing; the rest of the set reconciles.
   const over = overLimit(cs.spec, deps.limits);
   for (const problem of [over.agents, over.toolboxes]) {
     if (problem) addInvalidSpecProblem(pass, problem);
@@ -293,8 +275,7 @@ async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Pro
   const subs: SubAgentOutcome = over.agents
     ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
     : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
-  // Bad toolbox names or counts: no toolbox is created or deleted; the Warning is given where
-  // the part would have been reconciled (the status says it on every pass).
+  // A blocked part gets its Warning where it would have been reconciled.
   for (const problem of [nameProblem, over.agents, over.toolboxes]) {
     if (problem) emit(pass, "Warning", REASON_INVALID_SPEC, problem);
   }
@@ -332,18 +313,15 @@ export interface CocoonSetControllerOptions {
   /** Per-set bounds (--max-replicas-per-set, --max-toolboxes-per-set); DEFAULT_SET_LIMITS. */
   limits?: SetLimits;
   /**
-   * Whether the operator's role lets it read nodes (nodes.ts). Absent: always. While off, the
-   * node informer is never started (no node watch, no node check); once on, the node watch is
-   * added and every set that names a node is looked at again.
+   * Whether the operator's role lets it read nodes (absent: always). While off, no node informer
+   * runs; once on, the node watch starts and every set that names a node is looked at again.
    */
   nodeChecks?: NodeChecks;
 }
 
 /**
- * Registers the CocoonSet controller: For CocoonSets (spec changes only), Owns pods (changes
- * the reconciler acts on only), Watches CocoonHibernations (a deleted one wakes the set owning
- * its target pod) and nodes (arrival, departure and relabelling of a node a set's spec.nodeName
- * names, through a cache index on spec.nodeName).
+ * Registers the CocoonSet controller: For CocoonSets (spec changes), Owns pods, Watches
+ * CocoonHibernations and nodes (predicate.ts).
  */
 export function setupCocoonSetController(
   mgr: Manager,
@@ -369,7 +347,6 @@ export function setupCocoonSetController(
   if (!sets.hasIndex(NODE_NAME_INDEX)) {
     mgr.indexField(CocoonSets, NODE_NAME_INDEX, nodeNameIndexValues);
   }
-  // A set pinned to a node that is missing or outside its pool waits for that node.
   const nodeEvents = enqueueFromMap<Node>((node) =>
     setsTargetingNode((index, value) => sets.byIndex(index, value), node)
   );

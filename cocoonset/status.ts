@@ -1,11 +1,7 @@
 /**
- * CocoonSet status: rebuilt from the classified pods on every pass, written through the status
- * subresource only when it differs from what is stored.
- *
- * Conditions follow the phase (unlike the Go operator, whose Ready could read True next to phase
- * Failed and whose Progressing said Stable while Waking or Migrating): Ready is False whenever the
- * phase is Failed or a problem blocks the set; Progressing is True while the set is moving
- * toward its spec (Pending, Scaling, Suspending, Waking, Migrating) and False once it is settled,
+ * The Status step: rebuilt from the classified pods on every pass, written only when it differs
+ * from what is stored. Conditions follow the phase: Ready is False while Failed or blocked by a
+ * problem; Progressing is True while the set moves toward its spec and False once it is settled,
  * failed, or stuck on something only a person can fix.
  */
 import { deepCopy, type Pod, updateStatusLocked } from "../kube/mod.ts";
@@ -57,8 +53,8 @@ const movingPhases: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The status this pass observes. phase "" (or absent) derives it: no main → Pending, fewer ready
- * agents or toolboxes than desired → Scaling, else Running. problems turn their condition False.
+ * The status this pass observes: phase "" derives it (no main: Pending, fewer ready than desired:
+ * Scaling, else Running); each problem turns its condition False.
  */
 export function buildStatus(
   cs: CocoonSet,
@@ -67,7 +63,7 @@ export function buildStatus(
   problems: readonly StatusProblem[] = [],
 ): CocoonSetStatus {
   const generation = cs.metadata.generation ?? 0;
-  // The field is an int32: replicas at the CRD's maximum must not overflow it (and be refused).
+  // An int32: replicas at the CRD's maximum must not overflow it.
   const desired = Math.min(1 + (cs.spec.agent.replicas ?? 0), INT32_MAX);
   let ready = 0;
   const agents: AgentStatus[] = [];
@@ -167,10 +163,7 @@ interface Counts {
   tbDesired: number;
 }
 
-/**
- * Ready and Progressing, with empty lastTransitionTime so that merging them into the stored
- * conditions keeps the stored timestamps unless the status flips.
- */
+/** Ready and Progressing, without transition times: merged, a stored time stays until a flip. */
 export function buildConditions(
   generation: number,
   counts: Counts,

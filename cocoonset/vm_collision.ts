@@ -1,21 +1,13 @@
 /**
- * VM names that two namespaces share: `vk-<ns>-<pod>` reads the same for `team` / `x-prod-0`
- * and `team-x` / `prod-0`, and vk-cocoon keeps one VM (and one set of tags) per name. Before any
- * create, a pod whose VM name another namespace already holds is refused: the first comer keeps
- * the name, the second gets Ready=False (VMNameConflict) and a Warning naming both objects, and
- * nothing is created for that slot; the rest of the set goes on.
+ * VM names two namespaces share: `vk-<ns>-<pod>` reads the same for `team` / `x-prod-0` and
+ * `team-x` / `prod-0`, and vk-cocoon keeps one VM (and one set of tags) per name. A pod whose VM
+ * name another namespace holds is not created: the first comer keeps the name, the second gets
+ * Ready=False `VMNameConflict` and a Warning naming both, and the rest of the set goes on.
  *
- * Who holds a name: a pod of another namespace that derives it (or runs it, as vk-cocoon wrote
- * it), in any state; or a CocoonSet of another namespace that derives it and came first (older
- * creationTimestamp, ties broken by "namespace/name": snapshotgate/first_comer.ts), so a first comer that has no pod right
- * now (suspended with its seat released, between a migration's delete and recreate) keeps its
- * name too, and two sets created together never both lose.
- *
- * Cheap on the common path: the cache's VM-name index (every labelled pod, every CocoonSet and
- * CocoonHibernation of all namespaces) is asked first; only the namespaces it names are read past
- * the cache.
- *
- * @module
+ * A name is held by a pod of another namespace that derives or runs it, or by a CocoonSet of
+ * another namespace that derives it and came first (snapshotgate first_comer.ts), so a set with
+ * no pod right now (a released seat, a migration between delete and create) keeps its names.
+ * The cache's VM-name index names the candidates; only their namespaces are read past the cache.
  */
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { parseVMSpec } from "../common/meta/mod.ts";
@@ -31,36 +23,8 @@ export const REASON_VM_NAME_CONFLICT = "VMNameConflict";
 export const REQUEUE_VM_NAME_COLLISION_MS = 30_000;
 
 /**
- * Who of another namespace already holds vmName; [] when nobody does. The cache's VM-name index
- * names the candidates, so a name nobody else derives costs no API request; the namespaces it
- * names are read past the cache before the answer (snapshotgate collisionClaims at the `create`
- * moment, with this set as the actor: a set of another namespace holds the name only when it
- * came first). A pod outside the pod cache (one no CocoonSet owns) is not looked for here; the
- * set's first hibernate ask under the name is (tag_gate.ts hibernateRefused). Requests there hold nothing of their own: a request
- * counts only in a namespace whose pod or first-comer set is already named.
- */
-export async function vmNameHolders(pass: SetPass, vmName: string): Promise<string[]> {
-  const claims = await collisionClaims(
-    claimSources(pass),
-    vmName,
-    setActor(pass.cs),
-    "create",
-    pass.signal,
-  );
-  const holders = claims.flatMap((c) =>
-    c.holder === "Pod"
-      ? [`pod ${c.namespace}/${c.name}`]
-      : c.holder === "CocoonSet"
-      ? [`CocoonSet ${c.namespace}/${c.name}`]
-      : []
-  );
-  return [...new Set(holders)];
-}
-
-/**
- * Checks pod (about to be created as `what`) against the VM names of other namespaces. When its
- * name is held, records the problem (Ready=False, a Warning naming both) and returns it: the
- * caller creates nothing. undefined when the create may go ahead.
+ * Checks pod (about to be created as `what`) against other namespaces' VM names. When its name is
+ * held, records the problem and its Warning and returns it: the caller creates nothing.
  */
 export async function refuseCollidingCreate(
   pass: SetPass,
@@ -69,7 +33,22 @@ export async function refuseCollidingCreate(
 ): Promise<StatusProblem | undefined> {
   const vmName = parseVMSpec(pod).vmName;
   if (vmName === "") return undefined;
-  const holders = await vmNameHolders(pass, vmName);
+  const claims = await collisionClaims(
+    claimSources(pass),
+    vmName,
+    setActor(pass.cs),
+    "create",
+    pass.signal,
+  );
+  const holders = [
+    ...new Set(
+      claims.flatMap((c) =>
+        c.holder === "Pod" || c.holder === "CocoonSet"
+          ? [`${c.holder === "Pod" ? "pod" : "CocoonSet"} ${c.namespace}/${c.name}`]
+          : []
+      ),
+    ),
+  ];
   if (holders.length === 0) return undefined;
   const problem: StatusProblem = {
     condition: CONDITION_TYPE_READY,
