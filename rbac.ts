@@ -100,7 +100,7 @@ export const OPERATOR_RBAC: readonly RbacPermission[] = [
     scope: "cluster",
     when: "always",
     why: "the set's pods: the label-scoped cache, creates (dry runs too), deletes, merge " +
-      "patches; live gets in cocoonset/name_clash.ts, cocoonset/seat_release.ts and the " +
+      "patches; live gets in cocoonset/create.ts, cocoonset/seat_release.ts and the " +
       "hibernation reconciler",
   },
   {

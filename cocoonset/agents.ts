@@ -4,23 +4,15 @@
  * rebuilt within their budget (rebuild.ts), after which they are dead-lettered: left in place for
  * a person until the agent spec changes.
  */
-import {
-  deepCopy,
-  isAlreadyExists,
-  patchAnnotations,
-  type Pod,
-  Pods,
-  wrapError,
-} from "../kube/mod.ts";
+import { deepCopy, patchAnnotations, type Pod, Pods } from "../kube/mod.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { isPodReady, readLifecycleState } from "../common/meta/mod.ts";
 import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
 import { forEachLimited } from "./_fanout.ts";
-import { classifyNameClash, reportNameClash } from "./name_clash.ts";
+import { createPart } from "./create.ts";
 import { subAgentsBuildable } from "./validate.ts";
-import { reportQuotaRefusal } from "./quota.ts";
 import { buildAgentPod, isPodFailed } from "./pods.ts";
 import { deletePod, doing, emit, podRef, readSamePod, type SetPass } from "./pass.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
@@ -33,8 +25,6 @@ import {
   readRebuildHistory,
   type RebuildHistory,
 } from "./rebuild.ts";
-import { markRestoreIfHibernated } from "./restore.ts";
-import { refuseCollidingCreate } from "./vm_collision.ts";
 
 /** Sub-agent creates in flight at once during a scale-up. */
 export const SUB_AGENT_CREATE_CONCURRENCY = 8;
@@ -111,32 +101,14 @@ async function createSubAgents(
     for (let slot = 1; slot <= replicas; slot++) if (!pass.classified.sub.has(slot)) yield slot;
   }
   let created = false;
-  await forEachLimited(
-    missing(),
-    SUB_AGENT_CREATE_CONCURRENCY,
-    pass.signal,
-    async (slot, signal) => {
-      const pod = buildAgentPod(pass.cs, slot, mainVMName, mainNodeName);
-      const intent = restorable.has(pod.metadata.name ?? "");
-      await doing(
-        `mark restore on sub-agent slot ${slot}`,
-        markRestoreIfHibernated(pass.deps, pod, intent, signal),
-      );
-      if (await refuseCollidingCreate(pass, pod, `sub-agent slot ${slot}`)) return;
-      try {
-        await pass.deps.client.create(Pods, pod, { signal });
-      } catch (err) {
-        if (reportQuotaRefusal(pass, `sub-agent slot ${slot}`, err)) return;
-        if (!isAlreadyExists(err)) throw wrapError(`create sub-agent slot ${slot}`, err);
-        // Usually the slot's old pod still terminating, whose delete event brings the set back.
-        const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
-        if (clash.kind === "foreign") reportNameClash(pass, `sub-agent slot ${slot}`, clash.pod);
-        return;
-      }
-      pass.log.info("created sub-agent {pod}", { pod: podRef(pod), slot });
-      created = true;
-    },
-  );
+  const limit = SUB_AGENT_CREATE_CONCURRENCY;
+  await forEachLimited(missing(), limit, pass.signal, async (slot, signal) => {
+    const pod = buildAgentPod(pass.cs, slot, mainVMName, mainNodeName);
+    const intent = restorable.has(pod.metadata.name ?? "");
+    if (!await createPart(pass, pod, `sub-agent slot ${slot}`, intent, signal)) return;
+    pass.log.info("created sub-agent {pod}", { pod: podRef(pod), slot });
+    created = true;
+  });
   return created;
 }
 

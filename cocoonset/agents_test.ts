@@ -53,7 +53,7 @@ import {
 } from "./rebuild.ts";
 import { InvalidSpecError, REASON_INVALID_SPEC } from "./validate.ts";
 import { liveSet, refuseCreates } from "./_hardening_test_support.ts";
-import { REASON_NAME_CONFLICT } from "./name_clash.ts";
+import { REASON_NAME_CONFLICT } from "./create.ts";
 
 const NODE = "node-a";
 

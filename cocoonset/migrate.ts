@@ -34,7 +34,7 @@ import { buildAgentPod, LABEL_HOSTNAME } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { recordHibernation } from "./snapshot_ledger.ts";
 import { ensureSpecBuildable } from "./validate.ts";
-import { createMainPod } from "./create_main.ts";
+import { createMainPod } from "./create.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
 

@@ -39,7 +39,13 @@ import {
   stop,
 } from "./pass.ts";
 import { classifyPods, listOwnedPods, podsByName } from "./pods.ts";
-import { NameConflictError, REASON_NAME_CONFLICT } from "./name_clash.ts";
+import {
+  createMainAgent,
+  NameConflictError,
+  QuotaExceededError,
+  REASON_NAME_CONFLICT,
+  REASON_QUOTA_EXCEEDED,
+} from "./create.ts";
 import {
   addInvalidSpecProblem,
   InvalidSpecError,
@@ -47,7 +53,6 @@ import {
   refusedByServer,
   rememberInvalidSpec,
 } from "./validate.ts";
-import { QuotaExceededError, REASON_QUOTA_EXCEEDED } from "./quota.ts";
 import { getLogger } from "@logtape/logtape";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
@@ -65,7 +70,6 @@ import {
 import { ensureSubAgents, reportDeadLetters, type SubAgentOutcome } from "./agents.ts";
 import { ensureFinalizer } from "./finalizer.ts";
 import { reconcileFailedMain } from "./failed_main.ts";
-import { createMainAgent } from "./create_main.ts";
 import { reconcileTeardown } from "./teardown.ts";
 import { reconcileMigration } from "./migrate.ts";
 import { type NodeChecks, warnIfPoolEmpty } from "./nodes.ts";

@@ -51,7 +51,7 @@ import {
 import { setupCocoonSetController, syncCocoonSetGeneration } from "./reconciler.ts";
 import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { REASON_NAME_CONFLICT } from "./name_clash.ts";
+import { REASON_NAME_CONFLICT } from "./create.ts";
 import { REASON_INVALID_SPEC } from "./validate.ts";
 import { DEFAULT_SNAPSHOT_TAG, HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 

@@ -44,7 +44,7 @@ import {
 import { unschedulableMessage } from "./predicate.ts";
 import { allOwnedPodsHibernated, applySuspend, REQUEUE_SUSPEND_POLL_MS } from "./suspend.ts";
 import { ensureSpecBuildable } from "./validate.ts";
-import { createMainPod } from "./create_main.ts";
+import { createMainPod } from "./create.ts";
 import { dropTag } from "./tag_gate.ts";
 import { withdrawUnownedAsk } from "./orphan_tags.ts";
 

@@ -18,7 +18,7 @@ import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EVERY_VM, recordHibernation } from "./snapshot_ledger.ts";
 import { hibernateRefused } from "./tag_gate.ts";
 import { ensureSpecBuildable } from "./validate.ts";
-import { createMainPod } from "./create_main.ts";
+import { createMainPod } from "./create.ts";
 import { SUSPEND_PHASES, withdrawUnownedAsk } from "./orphan_tags.ts";
 
 /** How often a suspending set looks again (ms). */

@@ -3,18 +3,15 @@
  * toolboxes are replaced at once (no backoff), removed entries deleted; a pod of that name that is
  * not this set's toolbox is never touched but reported as a name clash.
  */
-import { isAlreadyExists, type Pod, Pods, wrapError } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
-import { LABEL_ROLE, readLifecycleState, ROLE_TOOLBOX } from "../common/meta/mod.ts";
+import { readLifecycleState } from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 import { buildToolboxPod, isPodFailed, toolboxPodName } from "./pods.ts";
-import { deletePod, doing, podRef, type SetPass } from "./pass.ts";
+import { deletePod, podRef, type SetPass } from "./pass.ts";
 import { podSpecMatchesToolbox } from "./drift.ts";
-import { markRestoreIfHibernated } from "./restore.ts";
-import { classifyNameClash, reportNameClash } from "./name_clash.ts";
+import { createPart, reportNameClash } from "./create.ts";
 import { toolboxBuildable } from "./validate.ts";
-import { reportQuotaRefusal } from "./quota.ts";
-import { refuseCollidingCreate } from "./vm_collision.ts";
 
 /**
  * What is wrong with the toolbox names (the webhook refuses both, but may be bypassed): a
@@ -83,26 +80,7 @@ async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
   if (!await toolboxBuildable(pass, tb.name)) return false;
   const pod = buildToolboxPod(pass.cs, tb);
   const intent = (await pass.intent()).has(pod.metadata.name ?? "");
-  await doing(
-    `mark restore on toolbox ${tb.name}`,
-    markRestoreIfHibernated(pass.deps, pod, intent, pass.signal),
-  );
-  if (await refuseCollidingCreate(pass, pod, `toolbox ${tb.name}`)) return false;
-  try {
-    await pass.deps.client.create(Pods, pod, { signal: pass.signal });
-  } catch (err) {
-    if (reportQuotaRefusal(pass, `toolbox ${tb.name}`, err)) return false;
-    if (!isAlreadyExists(err)) throw wrapError(`create toolbox ${tb.name}`, err);
-    // This set's toolbox still terminating (or not in the cache yet) is fine.
-    const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
-    if (
-      clash.kind === "foreign" ||
-      (clash.kind === "ours" && clash.pod.metadata.labels?.[LABEL_ROLE] !== ROLE_TOOLBOX)
-    ) {
-      reportNameClash(pass, `toolbox ${tb.name}`, clash.pod);
-    }
-    return false;
-  }
+  if (!await createPart(pass, pod, `toolbox ${tb.name}`, intent, pass.signal)) return false;
   pass.log.info("created toolbox {pod}", { pod: podRef(pod) });
   return true;
 }

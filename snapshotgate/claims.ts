@@ -56,7 +56,7 @@ const requestPhasesHoldingTag: ReadonlySet<string> = new Set([
 
 /**
  * Whether cs, of another namespace than the acting set, came after it: it never created a pod
- * under the shared name (cocoonset/vm_collision.ts), so it holds nothing there.
+ * under the shared name (cocoonset/create.ts), so it holds nothing there.
  */
 function secondComer(cs: CocoonSet, actor: Actor & { kind: "CocoonSet" }): boolean {
   const age = {
@@ -349,7 +349,7 @@ function claimsIn(view: VMView, vmName: string, tag: string, actor: Actor | unde
  * Their sets and requests are not listed: every set and request is in the cache, and the check
  * each of them passes before it first acts under a VM name reads the same index, in which the
  * actor already stands, so one too new for the cache has not acted under the name yet and is
- * refused it on its first pass (actingRefusal, cocoonset/vm_collision.ts).
+ * refused it on its first pass (actingRefusal, cocoonset/create.ts).
  */
 export async function tagClaims(
   sources: ClaimSources,

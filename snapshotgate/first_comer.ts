@@ -3,7 +3,7 @@
  * first, by the operator's one creation order (common/meta/creation_order.ts: the older
  * creationTimestamp; equal times broken by "namespace/name", so the answer is the same in every
  * process; a missing time last). The second comer never creates a pod under the name
- * (cocoonset/vm_collision.ts), so it holds no VM state there, and the gate does not let it hold
+ * (cocoonset/create.ts), so it holds no VM state there, and the gate does not let it hold
  * the first comer's own flows hostage either.
  *
  * @module
