@@ -110,7 +110,7 @@ Deno.test("a failed main that drifted from the spec is deleted for recreate inst
   assert.equal(env.recorder.events.length, 0);
 });
 
-Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase before the pass, Ready=False, subs untouched", async () => {
+Deno.test("a failed main: Warning each pass, metric labelled with the phase before the pass, Ready=False, subs untouched", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -150,7 +150,7 @@ Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase 
   assert.equal(out?.status?.phase, "Failed");
 });
 
-Deno.test("C8: a failed main on a set with no status counts under Pending", async () => {
+Deno.test("a failed main on a set with no status counts under Pending", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", withFinalizer);
   seedSet(env, cs, [lifecycleFailed(buildAgentPod(cs, 0))]);
@@ -161,7 +161,7 @@ Deno.test("C8: a failed main on a set with no status counts under Pending", asyn
   assert.equal(await counterValue(FAILED_METRIC, { phase: "Pending" }), pending + 1);
 });
 
-Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as text and no metric", async () => {
+Deno.test("a main in pod phase Failed is MainAgentFailed with the phase as text and no metric", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", withFinalizer);
   const main = buildAgentPod(cs, 0);
@@ -183,7 +183,7 @@ Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as t
   assert.deepEqual(after, before);
 });
 
-Deno.test("C8: a failed main blocks suspend: the set reads Failed and no pod is asked to hibernate", async () => {
+Deno.test("a failed main blocks suspend: the set reads Failed and no pod is asked to hibernate", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -197,7 +197,7 @@ Deno.test("C8: a failed main blocks suspend: the set reads Failed and no pod is 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
 });
 
-Deno.test("C8: a Failed set whose main is Ready again records RecoveredFromFailure and reads Running in the same pass", async () => {
+Deno.test("a Failed set whose main is Ready again records RecoveredFromFailure and reads Running in the same pass", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);

@@ -110,8 +110,8 @@ Deno.test("migration deletes the quiesced old main once its snapshot landed, kee
   const env = newTestEnv();
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
-  // Issue 18: the VM confirmed its hibernation the way vk-cocoon of today does (it cleared the
-  // VM id after push and removal); before the gate a running VM with the tag was deleted too.
+  // The VM confirmed its hibernation the way a vk-cocoon without lifecycle annotations does: it
+  // cleared the VM id after the push and the removal.
   const main = env.fake.seed(
     Pods,
     withHibernate(mainPod(cs, { node: "node-a" })),
@@ -288,7 +288,7 @@ Deno.test("migration disengages from a CocoonHibernation wake in flight (no Migr
   assert.deepEqual(writeActions(env.fake), [], "not repainted as Migrating");
 });
 
-// Not asserted by the Go tests: Migrating is durable before the hibernate patch (digest §5.6).
+// Not asserted by the Go tests: Migrating is stored before the hibernate patch.
 Deno.test("migration persists Migrating before it patches hibernate onto the old main", async () => {
   const env = newTestEnv();
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
@@ -309,7 +309,7 @@ Deno.test("migration persists Migrating before it patches hibernate onto the old
   ]);
 });
 
-// Digest §5.6: the restore create of a pinned set that lost its main is a migration side effect
+// The restore create of a pinned set that lost its main is a migration side effect
 // too. The Go original created first and wrote Migrating after; a kill in between left a restore
 // that no pass recognised as a migration, and its snapshot was never dropped.
 Deno.test("migration persists Migrating before it recreates a missing main", async () => {

@@ -237,7 +237,7 @@ Deno.test("release suspend frees the seat even when the keep-snapshot patch is r
   assert.equal((await storedSet(env)).status?.phase, "Suspended");
 });
 
-// Not asserted by the Go tests: the order of the writes (digest C12) and the deletes metric.
+// Not asserted by the Go tests: the order of the writes and the deletes metric.
 Deno.test("release suspend writes stash, hint, keep-snapshot, DELETE, Suspended in that order and counts the delete", async () => {
   const env = newTestEnv();
   putHibernateTag(env);
@@ -572,7 +572,7 @@ Deno.test("wake scores its placement once even when a stale Waking status re-ent
   assert.equal(await score("pool") - pool0, 0, "nor as pool");
 });
 
-// Not asserted by the Go tests: the Waking write precedes the create (digest §5.6).
+// Not asserted by the Go tests: the Waking write precedes the create.
 Deno.test("wake persists Waking before it creates the restore pod", async () => {
   const env = newTestEnv();
   putHibernateTag(env);
@@ -590,7 +590,7 @@ Deno.test("wake persists Waking before it creates the restore pod", async () => 
   assert.ok(waking < create, "Waking is durable before the pod exists");
 });
 
-// Not asserted by the Go tests (digest C13 step 2a): no capacity is reported on every pass.
+// Not asserted by the Go tests: no capacity is reported on every pass.
 Deno.test("wake reports WakeNoCapacity with the scheduler's message on every pass while Unschedulable", async () => {
   const env = newTestEnv();
   putHibernateTag(env);

@@ -88,7 +88,7 @@ Deno.test("a sub-agent shape the server refuses blocks only the sub-agents: the 
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
 
   assert.deepEqual(dryRuns(env).map((a) => a.name), ["demo-2"], "the highest slot is checked");
-  // Issue 19: a refused part blocks only the pods built from it (it used to stop the main too).
+  // A refused part blocks only the pods built from it: the main is created.
   assert.deepEqual(
     actionsOf(env, "create", Pods).filter((a) => !a.dryRun).map((a) => a.name),
     ["demo-0"],
@@ -109,7 +109,7 @@ Deno.test("a generation is dry-run checked once; a spec edit is checked again an
   );
   const allow = refuseCreatesOf(env, "demo-1");
   await assert.rejects(reconcileSet(env, "demo"), InvalidSpecError);
-  // The refused sub-agent shape no longer holds the main back (issue 19); start from no main.
+  // The refused sub-agent shape does not hold the main back; start from no main.
   await env.fake.delete(Pods, TEST_NAMESPACE, "demo-0");
 
   // The person fixes the spec: a new generation.
