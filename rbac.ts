@@ -100,7 +100,7 @@ export const OPERATOR_RBAC: readonly RbacPermission[] = [
     scope: "cluster",
     when: "always",
     why: "the set's pods: the label-scoped cache, creates (dry runs too), deletes, merge " +
-      "patches; live gets in cocoonset/name_clash.ts, cocoonset/seat_release.ts and the " +
+      "patches; live gets in cocoonset/create.ts, cocoonset/seat_release.ts and the " +
       "hibernation reconciler",
   },
   {
@@ -110,7 +110,7 @@ export const OPERATOR_RBAC: readonly RbacPermission[] = [
     scope: "cluster",
     when: "always",
     feature: "node-checks",
-    why: "the node cache of cocoonset/nodes.ts and the node watch of cocoonset/node_watch.ts",
+    why: "the node cache of cocoonset/nodes.ts and the node watch of cocoonset/predicate.ts",
   },
   {
     group: "",

@@ -6,7 +6,7 @@
  * @module
  */
 import { isNotFound, Nodes, Pods } from "../kube/mod.ts";
-import type { Client, KubeObject, Node, Pod, Reader, ResourceType } from "../kube/mod.ts";
+import type { Client, KubeObject, Node, Pod, Reader, ResourceType, Result } from "../kube/mod.ts";
 import {
   FakeClient,
   FakeClock,
@@ -35,9 +35,9 @@ import {
 import { register as registerOperatorMetrics } from "../metrics/metrics.ts";
 import { FakeRegistry } from "../snapshot/testing/fake.ts";
 import { FINALIZER_NAME } from "./finalizer.ts";
-import { type CocoonSetDeps, logFor, type SetPass } from "./pass.ts";
+import { type CocoonSetDeps, logFor, type SetPass, type Step } from "./pass.ts";
 import { classifyPods } from "./pods.ts";
-import { CocoonSetReconciler } from "./reconciler.ts";
+import { CocoonSetReconciler, finishPass } from "./reconciler.ts";
 import { newRestoreIntent } from "./restore.ts";
 
 /** Namespace of every fixture. */
@@ -207,6 +207,18 @@ export function newTestPass(
     log: logFor(cs),
     problems: [],
   };
+}
+
+/**
+ * Runs one step of the loop on pass and, when it stops the pass, ends the pass as the reconciler
+ * does (status, then any effect, then the error is thrown); undefined when the pass goes on.
+ */
+export async function runStep(
+  pass: SetPass,
+  step: (pass: SetPass) => Promise<Step>,
+): Promise<Result | undefined> {
+  const decided = await step(pass);
+  return decided.stop ? await finishPass(pass, decided) : undefined;
 }
 
 /** What a lagging cache still shows: a stale copy of the set, the pods as they were. */

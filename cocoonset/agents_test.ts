@@ -4,11 +4,10 @@
  * and a create that finds the old pod still there. Each test drives the reconciler on the fake
  * API and reads the outcome off the stored objects, the recorded requests, Events and metrics.
  */
+
 import assert from "node:assert/strict";
-import { isConflict, newApiError, Pods, rfc3339Nano } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
-import { flushMicrotasks, waitFor } from "../kube/testing/mod.ts";
-import type { FakeAction } from "../kube/testing/mod.ts";
+import { isConflict, newApiError, type Pod, Pods, rfc3339Nano } from "../kube/mod.ts";
+import { type FakeAction, flushMicrotasks, waitFor } from "../kube/testing/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
@@ -20,14 +19,18 @@ import {
 import {
   conditionOf,
   counterValue,
+  editPod,
+  findSet,
   getPod,
   getSet,
   laggingCache,
+  lifecycleFailed,
   livePod,
   newCocoonSet,
   newTestEnv,
   newTestPass,
   podSeed,
+  readyPod,
   reconcilerWith,
   reconcileSet,
   setSeed,
@@ -35,14 +38,22 @@ import {
   type TestEnv,
 } from "./_test_support.ts";
 import {
+  ensureSubAgents,
   REASON_SUB_AGENT_DEAD_LETTER,
   REASON_SUB_AGENT_REBUILDING,
   SUB_AGENT_CREATE_CONCURRENCY,
 } from "./agents.ts";
 import { buildAgentPod } from "./pods.ts";
-import { ensureSubAgents } from "./agents.ts";
 import { writeSetStatus } from "./status.ts";
-import { ANNOTATION_DEAD_LETTER, ANNOTATION_REBUILD_HISTORY } from "./rebuild.ts";
+import {
+  ANNOTATION_DEAD_LETTER,
+  ANNOTATION_REBUILD_HISTORY,
+  encodeRebuildHistory,
+  MAX_REBUILD_ATTEMPTS,
+} from "./rebuild.ts";
+import { InvalidSpecError, REASON_INVALID_SPEC } from "./validate.ts";
+import { liveSet, refuseCreates } from "./_hardening_test_support.ts";
+import { REASON_NAME_CONFLICT } from "./create.ts";
 
 const NODE = "node-a";
 
@@ -481,21 +492,24 @@ Deno.test("a failed sub-agent create fails the pass before extra slots, toolboxe
   assert.ok(!env.fake.actions.some((a) => a.subresource === "status"), "no status write");
 });
 
-Deno.test("a rebuild-history write leaves the pass's copy at the server's new resourceVersion: the pass's locked status write goes through", async () => {
-  const { cs, pods } = runningSet("rv", 1, [1]);
+Deno.test("a sub-agent rebuilt while a toolbox is refused: the next pass's status names the refused toolbox", async () => {
+  const { cs, pods } = runningSet("rv", 1, [1], (c) => {
+    c.spec.toolboxes = [{ name: "bad", image: "img" }];
+  });
   const env = envFor(cs, pods);
+  refuseCreates(env, "rv-bad", "invalid");
   await failPod(env, "rv-1", "phase");
-  const stored = await getSet(env.fake, "rv");
-  const live = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
-  const pass = newTestPass(env.reconciler.deps, stored, live);
 
-  const out = await ensureSubAgents(pass, "vk-ns-rv-0", NODE);
-  assert.equal(out.changed, true, "deleted for its rebuild, history written first");
-  const after = await getSet(env.fake, "rv");
-  assert.equal(pass.cs.metadata.resourceVersion, after.metadata.resourceVersion);
-  pass.problems.push({ condition: "Ready", reason: "InvalidSpec", message: "toolbox x: refused" });
-  assert.equal(await writeSetStatus(pass, ""), true, "not refused with Conflict");
-  assert.equal(conditionOf(await getSet(env.fake, "rv"), "Ready")?.reason, "InvalidSpec");
+  assert.deepEqual(await reconcileSet(env, "rv"), { requeue: true }, "deleted for its rebuild");
+  assert.ok((await getSet(env.fake, "rv")).metadata.annotations?.[ANNOTATION_REBUILD_HISTORY]);
+  await confirmDeletes(env);
+  assert.deepEqual(await reconcileSet(env, "rv"), { requeue: true }, "recreated");
+  await env.fake.seed(Pods, livePod((await getPod(env.fake, "rv-1"))!, NODE));
+
+  await assert.rejects(reconcileSet(env, "rv"), InvalidSpecError);
+  const ready = conditionOf(await getSet(env.fake, "rv"), "Ready");
+  assert.equal(ready?.reason, REASON_INVALID_SPEC);
+  assert.match(ready?.message ?? "", /^toolbox bad: /);
 });
 
 Deno.test("a rebuild-history write does not paper over a status another writer changed: that status write is still refused", async () => {
@@ -582,4 +596,90 @@ Deno.test("a pass whose cache still shows a failed pod the slot has since replac
   );
   assert.deepEqual(env.recorder.withReason(REASON_SUB_AGENT_DEAD_LETTER), []);
   assert.equal(await counterValue(DEAD_LETTER_TOTAL, setLabels(name)), 0);
+});
+
+const pair = (c?: { status: string; reason: string }) => [c?.status, c?.reason];
+
+Deno.test("a dead letter: Progressing stays True while another slot is not Ready, False once only it is left, clear once it recovers", async () => {
+  const { cs, pods } = liveSet("dl", { replicas: 2, liveSlots: [1] }, (c) => {
+    c.metadata.annotations = {
+      [ANNOTATION_REBUILD_HISTORY]: encodeRebuildHistory(
+        2,
+        new Map([[1, { count: MAX_REBUILD_ATTEMPTS, lastDeleted: 0 }]]),
+      ),
+    };
+  });
+  const dead = lifecycleFailed(pods[1]);
+  dead.metadata.annotations![ANNOTATION_DEAD_LETTER] = "true";
+  const env = newTestEnv([setSeed(cs), ...pods.map(podSeed)]);
+
+  // Slot 2 is still being created.
+  assert.deepEqual(await reconcileSet(env, "dl"), { requeue: true });
+  assert.deepEqual(await reconcileSet(env, "dl"), {});
+  let stored = await findSet(env.fake, "dl");
+  assert.deepEqual(pair(conditionOf(stored, CONDITION_TYPE_PROGRESSING)), ["True", "Reconciling"]);
+  assert.deepEqual(pair(conditionOf(stored, "Ready")), ["False", REASON_SUB_AGENT_DEAD_LETTER]);
+  assert.match(conditionOf(stored, "Ready")?.message ?? "", /slots 1 exhausted 4 rebuilds/);
+
+  // Slot 2 is Ready: only the dead letter is left.
+  await editPod(env, "dl-2", (p) => readyPod(p));
+  assert.deepEqual(await reconcileSet(env, "dl"), {});
+  stored = await findSet(env.fake, "dl");
+  assert.deepEqual(pair(conditionOf(stored, CONDITION_TYPE_PROGRESSING)), [
+    "False",
+    REASON_SUB_AGENT_DEAD_LETTER,
+  ]);
+
+  // The dead-lettered VM recovers by itself.
+  await editPod(env, "dl-1", (p) => {
+    delete p.metadata.annotations![ANNOTATION_LIFECYCLE_STATE];
+  });
+  assert.deepEqual(await reconcileSet(env, "dl"), {});
+  stored = await findSet(env.fake, "dl");
+  assert.deepEqual(pair(conditionOf(stored, CONDITION_TYPE_PROGRESSING)), ["False", "Stable"]);
+  assert.deepEqual(pair(conditionOf(stored, "Ready")), ["True", "AllAgentsReady"]);
+  assert.equal(stored?.status?.phase, "Running");
+});
+
+Deno.test("a lasting NameConflict does not stretch a rebuild's backoff: the pass comes back when the backoff ends", async () => {
+  const now = Date.UTC(2026, 4, 14, 12);
+  const { cs, pods } = liveSet("nc", { replicas: 1, liveSlots: [1], toolboxes: ["tb"] }, (c) => {
+    c.metadata.annotations = {
+      // One rebuild so far: the next waits 1 s, 200 ms of which have passed.
+      [ANNOTATION_REBUILD_HISTORY]: JSON.stringify({
+        "1": { count: 1, lastDeleted: new Date(now - 200).toISOString() },
+      }),
+    };
+  });
+  lifecycleFailed(pods[1]);
+  const foreign = {
+    metadata: { name: "nc-tb", namespace: TEST_NAMESPACE },
+    spec: { containers: [{ name: "c", image: "x" }] },
+  };
+  const env = newTestEnv([setSeed(cs), ...pods.map(podSeed), podSeed(foreign)], now);
+
+  assert.deepEqual(await reconcileSet(env, "nc"), { requeueAfter: 800 });
+  const stored = await findSet(env.fake, "nc");
+  assert.equal(conditionOf(stored, "Ready")?.reason, REASON_NAME_CONFLICT, "still reported");
+  assert.equal(env.recorder.withReason(REASON_NAME_CONFLICT).length, 1);
+  assert.ok(await env.fake.get(Pods, TEST_NAMESPACE, "nc-1"), "not rebuilt before its time");
+});
+
+Deno.test("a refused toolbox does not stretch a rebuild's backoff either", async () => {
+  const now = Date.UTC(2026, 4, 14, 12);
+  const { cs, pods } = liveSet("is", { replicas: 1, liveSlots: [1], toolboxes: ["tb"] }, (c) => {
+    c.metadata.annotations = {
+      [ANNOTATION_REBUILD_HISTORY]: JSON.stringify({
+        "1": { count: 2, lastDeleted: new Date(now - 1_000).toISOString() },
+      }),
+    };
+  });
+  lifecycleFailed(pods[1]);
+  const env = newTestEnv([setSeed(cs), ...pods.map(podSeed)], now);
+  refuseCreates(env, "is-tb", "invalid");
+
+  assert.deepEqual(await reconcileSet(env, "is"), { requeueAfter: 4_000 });
+  const ready = conditionOf(await findSet(env.fake, "is"), "Ready");
+  assert.equal(ready?.reason, REASON_INVALID_SPEC);
+  assert.match(ready?.message ?? "", /^toolbox tb: /);
 });

@@ -20,7 +20,7 @@
  * failed pass, on a spec change of the set, and on the owned-pod changes the real predicate lets
  * through. A flow that waits for a trigger that never comes stalls and fails.
  *
- * The stand-in for vk-cocoon (digest §0) binds pods (to the required, else the preferred node,
+ * The stand-in for vk-cocoon binds pods (to the required, else the preferred node,
  * else node-a), boots them with fresh VM ids (restoring from `:hibernate` when the pod asks or
  * when its VM hibernated in place), pushes `:hibernate` and writes lifecycle `hibernated` with
  * the observed generation when asked to hibernate (clearing the VM id), and finalizes deleted

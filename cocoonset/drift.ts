@@ -1,9 +1,9 @@
 /**
- * Drift: when a live pod no longer matches what the spec would build now (pods.ts builds them),
- * and the main-drift step of a pass, which replaces a drifted main only once its new shape
- * passes the spec check.
+ * Drift: whether a live pod still matches what the spec would build now (pods.ts), and the Main
+ * drift step. Affinity, node and runtime annotations are never compared: migration and waking own
+ * them.
  */
-import type { Pod, Result } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { emptyStringAbsent, sameJson } from "../common/k8s/same_json.ts";
 import type {
   CocoonSet,
@@ -23,31 +23,28 @@ import {
   podNodePool,
   vmSpecEqual,
 } from "../common/meta/mod.ts";
-import { deletePod, podRef, type SetPass } from "./pass.ts";
-import { isPodFailed } from "./pod_state.ts";
+import { deletePod, GO_ON, podRef, type SetPass, type Step, stop } from "./pass.ts";
+import { isPodFailed } from "./pods.ts";
 import { checkSpec } from "./validate.ts";
 
 /**
- * The main-drift step: a main that no longer matches the spec is deleted (the next pass
- * recreates it), but never for a shape the server would refuse: then it keeps running and the
- * other parts of the set still reconcile. Undefined when the pass goes on.
+ * The Main drift step: a main that no longer matches the spec is deleted for the next pass to
+ * recreate, never for a shape the server would refuse (then it keeps running).
  */
-export async function replaceDriftedMain(pass: SetPass): Promise<Result | undefined> {
+export async function replaceDriftedMain(pass: SetPass): Promise<Step> {
   const main = pass.classified.main;
-  if (!main || podSpecMatchesAgent(main, pass.cs, 0)) return undefined;
-  if ((await checkSpec(pass)).main !== undefined) return undefined;
+  if (!main || podSpecMatchesAgent(main, pass.cs, 0)) return GO_ON;
+  if ((await checkSpec(pass)).main !== undefined) return GO_ON;
   pass.log.info("main agent {pod} drifted from the spec, deleting to recreate", {
     pod: podRef(main),
   });
   await deletePod(pass, main, "drifted main agent");
-  return { requeue: true };
+  return stop({ requeue: true });
 }
 
 /**
- * Whether a live agent pod still matches what buildAgentPod would make from the spec now. The
- * VM name is taken from the pod; a sub-agent keeps whatever fork-from it has, while a main must
- * have none (so a manual fork-from on the main counts as drift). Affinity, node name and the
- * runtime annotations are not compared: migration and waking own those.
+ * Whether a live agent pod matches what buildAgentPod would make now. The VM name is the pod's;
+ * a sub-agent keeps its fork-from, a main must have none.
  */
 export function podSpecMatchesAgent(pod: Pod, cs: CocoonSet, slot: number): boolean {
   const agent = cs.spec.agent;
@@ -84,13 +81,9 @@ export function podSpecMatchesToolbox(pod: Pod, cs: CocoonSet, tb: ToolboxSpec):
 }
 
 /**
- * CPU and memory by value, as far as the spec names them. ephemeral-storage is left out (it
- * comes from storage, and defaulting copies it around). A request the spec leaves out is compared
- * with its limit: the server defaults each missing request to the limit of that resource, also
- * when other requests are set. A value the spec names neither way is not compared at all: a
- * namespace's LimitRange fills it in at admission (a default limit, a default request), and
- * comparing it with "none" would replace the pod on every pass, forever. The price: removing a
- * limit or request from the spec alone is not drift; the pods pick it up when they are next made.
+ * CPU and memory by value, as far as the spec names them (ephemeral-storage comes from storage).
+ * A missing request is compared with its limit, as the server defaults it; a value the spec names
+ * neither way is not compared, as a namespace LimitRange fills it in at admission.
  */
 function resourcesMatch(pod: Pod, want: VMResourceRequirements | undefined): boolean {
   const got = pod.spec?.containers?.[0]?.resources ?? {};
@@ -116,9 +109,8 @@ function quantityEqual(a: QuantityValue | undefined, b: QuantityValue | undefine
 }
 
 /**
- * Pool and snapshot CPU class. A live pod created before the class selector existed has none and
- * is adopted (node selectors are immutable; it gets the class when next recreated); a terminal
- * one is recreated with it.
+ * Pool and snapshot CPU class. A live pod without the class selector is adopted (node selectors
+ * are immutable; it gets the class when next made); a failed one is recreated with it.
  */
 function schedulingMatches(pod: Pod, cs: CocoonSet): boolean {
   if (podNodePool(pod) !== (cs.spec.nodePool || DEFAULT_NODE_POOL)) return false;
@@ -128,10 +120,8 @@ function schedulingMatches(pod: Pod, cs: CocoonSet): boolean {
 }
 
 /**
- * Semantic equality of two lists where absent and empty are the same, and so are an empty
- * string and a missing one: the server's encoder leaves empty strings out of a pod (an envFrom
- * `prefix: ""` from the spec is gone from the stored pod), where Go's typed comparison sees ""
- * on both sides.
+ * Equality of two lists where absent equals empty, and an empty string a missing one: the server
+ * leaves empty strings out of a stored pod (an envFrom `prefix: ""`).
  */
 function sameList(a: readonly unknown[] | undefined, b: readonly unknown[] | undefined): boolean {
   if ((a?.length ?? 0) === 0 && (b?.length ?? 0) === 0) return true;

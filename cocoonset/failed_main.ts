@@ -1,44 +1,60 @@
 /**
- * The failed-main step: a main whose VM failed (lifecycle `failed`) or whose pod phase is Failed
- * owns the pass; a main Ready again after a Failed phase is announced.
+ * The Failed main step: a main whose VM failed (lifecycle `failed`, usually seen first) or whose
+ * pod phase is Failed ends the pass; a main Ready again after phase Failed is announced.
  */
+import type { Pod } from "../kube/mod.ts";
+import {
+  ANNOTATION_LIFECYCLE_STATE_MESSAGE,
+  isPodPhaseFailed,
+  isPodReady,
+  LIFECYCLE_STATE_FAILED,
+  readLifecycleState,
+} from "../common/meta/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
-import { ANNOTATION_LIFECYCLE_STATE_MESSAGE, isPodReady } from "../common/meta/mod.ts";
 import { lifecycleStateFailedObservedTotal } from "../metrics/metrics.ts";
-import { deletePod, emit, type PassEnd, podRef, type SetPass } from "./pass.ts";
-import { podFailedReason, REASON_POD_LIFECYCLE_FAILED } from "./pod_state.ts";
+import { deletePod, emit, GO_ON, podRef, type SetPass, type Step, stop } from "./pass.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 
+/** Warning reason: vk-cocoon reports the main VM's lifecycle as failed. */
+export const REASON_POD_LIFECYCLE_FAILED = "PodLifecycleFailed";
+/** Warning reason: the main pod's phase is Failed. */
+export const REASON_MAIN_AGENT_FAILED = "MainAgentFailed";
 /** Normal reason: the failed main is Ready again. */
 export const REASON_RECOVERED_FROM_FAILURE = "RecoveredFromFailure";
 
-/**
- * Handles a failed main (how the pass ends), or announces a recovered one and lets the pass go
- * on (undefined).
- */
-export async function reconcileFailedMain(pass: SetPass): Promise<PassEnd | undefined> {
-  const main = pass.classified.main;
-  if (!main) return undefined;
-  const reason = podFailedReason(main);
-  if (reason) return await handleFailedMain(pass, reason);
-  if (pass.cs.status?.phase === "Failed" && isPodReady(main)) {
-    emit(pass, "Normal", REASON_RECOVERED_FROM_FAILURE, `main pod ${podRef(main)} is Ready again`);
-  }
-  return undefined;
+/** The Warning reason of a failed main pod (the lifecycle signal first), "" when not failed. */
+export function podFailedReason(pod: Pod): string {
+  if (readLifecycleState(pod) === LIFECYCLE_STATE_FAILED) return REASON_POD_LIFECYCLE_FAILED;
+  if (isPodPhaseFailed(pod)) return REASON_MAIN_AGENT_FAILED;
+  return "";
 }
 
 /**
- * A failed main: recreated when it no longer matches the spec (waiting for it to turn Ready
- * would be forever), else the set is Failed with a Warning naming the cause.
+ * A failed main that no longer matches the spec is recreated (it would never turn Ready);
+ * otherwise the set is Failed with a Warning naming the cause.
  */
-async function handleFailedMain(pass: SetPass, reason: string): Promise<PassEnd> {
+export async function reconcileFailedMain(pass: SetPass): Promise<Step> {
   const { cs } = pass;
-  const main = pass.classified.main!;
+  const main = pass.classified.main;
+  if (!main) return GO_ON;
+  const reason = podFailedReason(main);
+  if (!reason) {
+    if (cs.status?.phase === "Failed" && isPodReady(main)) {
+      emit(
+        pass,
+        "Normal",
+        REASON_RECOVERED_FROM_FAILURE,
+        `main pod ${podRef(main)} is Ready again`,
+      );
+    }
+    return GO_ON;
+  }
   if (!podSpecMatchesAgent(main, cs, 0)) {
-    await ensureSpecBuildable(pass);
+    const buildable = await ensureSpecBuildable(pass);
+    if (buildable.stop) return buildable;
     await deletePod(pass, main, "failed, drifted main agent");
-    return { result: { requeue: true } };
+    return stop({ requeue: true });
   }
   if (reason === REASON_POD_LIFECYCLE_FAILED) {
     lifecycleStateFailedObservedTotal.labels({ phase: cs.status?.phase || "Pending" }).inc();
@@ -47,7 +63,7 @@ async function handleFailedMain(pass: SetPass, reason: string): Promise<PassEnd>
     (main.status?.phase ?? "");
   const message = `main pod ${podRef(main)}: ${detail}`;
   emit(pass, "Warning", reason, message);
-  // The failure is what the Ready condition must say, ahead of any other problem.
+  // The failure is what Ready says, ahead of any other problem.
   pass.problems.unshift({ condition: CONDITION_TYPE_READY, reason, message });
-  return { result: {}, phase: "Failed" };
+  return stop({}, "Failed");
 }

@@ -19,15 +19,15 @@ import {
   seedSet,
   withFinalizer,
 } from "./_test_support.ts";
-import { REASON_RECOVERED_FROM_FAILURE, reconcileFailedMain } from "./failed_main.ts";
 import {
   podFailedReason,
   REASON_MAIN_AGENT_FAILED,
   REASON_POD_LIFECYCLE_FAILED,
-} from "./pod_state.ts";
+  REASON_RECOVERED_FROM_FAILURE,
+  reconcileFailedMain,
+} from "./failed_main.ts";
 import { buildAgentPod } from "./pods.ts";
-import { Pods } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { type Pod, Pods } from "../kube/mod.ts";
 import { ANNOTATION_LIFECYCLE_STATE, readHibernateState } from "../common/meta/mod.ts";
 
 Deno.test("a failed main ends the pass in phase Failed: the step decides, it writes no status", async () => {
@@ -40,7 +40,8 @@ Deno.test("a failed main ends the pass in phase Failed: the step decides, it wri
 
   const end = await reconcileFailedMain(pass);
 
-  assert.deepEqual(end, { result: {}, phase: "Failed" });
+  assert.ok(end.stop && !("effect" in end));
+  assert.deepEqual([end.result, end.phase, end.error], [{}, "Failed", undefined]);
   assert.deepEqual(actionsOf(env, "patch", CocoonSets), [], "no status write by the step");
   assert.deepEqual(pass.problems.map((p) => [p.condition, p.reason]), [[
     CONDITION_TYPE_READY,
@@ -56,7 +57,7 @@ Deno.test("a healthy main lets the pass go on", async () => {
   seedSet(env, cs, [main]);
   const pass = newTestPass(depsOf(env), (await findSet(env.fake, "demo"))!, [main]);
 
-  assert.equal(await reconcileFailedMain(pass), undefined);
+  assert.equal((await reconcileFailedMain(pass)).stop, false);
   assert.deepEqual(pass.problems, []);
 });
 
@@ -109,7 +110,7 @@ Deno.test("a failed main that drifted from the spec is deleted for recreate inst
   assert.equal(env.recorder.events.length, 0);
 });
 
-Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase before the pass, Ready=False, subs untouched", async () => {
+Deno.test("a failed main: Warning each pass, metric labelled with the phase before the pass, Ready=False, subs untouched", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -149,7 +150,7 @@ Deno.test("C8: a failed main: Warning each pass, metric labelled with the phase 
   assert.equal(out?.status?.phase, "Failed");
 });
 
-Deno.test("C8: a failed main on a set with no status counts under Pending", async () => {
+Deno.test("a failed main on a set with no status counts under Pending", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", withFinalizer);
   seedSet(env, cs, [lifecycleFailed(buildAgentPod(cs, 0))]);
@@ -160,7 +161,7 @@ Deno.test("C8: a failed main on a set with no status counts under Pending", asyn
   assert.equal(await counterValue(FAILED_METRIC, { phase: "Pending" }), pending + 1);
 });
 
-Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as text and no metric", async () => {
+Deno.test("a main in pod phase Failed is MainAgentFailed with the phase as text and no metric", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", withFinalizer);
   const main = buildAgentPod(cs, 0);
@@ -182,7 +183,7 @@ Deno.test("C8: a main in pod phase Failed is MainAgentFailed with the phase as t
   assert.deepEqual(after, before);
 });
 
-Deno.test("C8: a failed main blocks suspend: the set reads Failed and no pod is asked to hibernate", async () => {
+Deno.test("a failed main blocks suspend: the set reads Failed and no pod is asked to hibernate", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -196,7 +197,7 @@ Deno.test("C8: a failed main blocks suspend: the set reads Failed and no pod is 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
 });
 
-Deno.test("C8: a Failed set whose main is Ready again records RecoveredFromFailure and reads Running in the same pass", async () => {
+Deno.test("a Failed set whose main is Ready again records RecoveredFromFailure and reads Running in the same pass", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);

@@ -1,7 +1,7 @@
 /**
- * The CocoonSet's finalizer: added in a pass of its own before the set gets any pod (together
- * with the snapshot ledger, which must cover every pod the set will have), and released by the
- * last step of teardown, once the pods are gone and the registry is cleaned (teardown.ts).
+ * The CocoonSet's finalizer: added in a pass of its own before the set gets any pod (with the
+ * snapshot ledger, which must cover every pod the set will have), released by the last step of
+ * teardown once the pods are gone and the registry is cleaned.
  */
 import {
   addFinalizer,
@@ -11,53 +11,37 @@ import {
   removeFinalizer,
   wrapError,
 } from "../kube/mod.ts";
-import type { Result } from "../kube/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import type { SetPass } from "./pass.ts";
+import { GO_ON, type SetPass, type Step, stop } from "./pass.ts";
 import { startLedger } from "./snapshot_ledger.ts";
 
-/** The CocoonSet's finalizer: held until its pods are gone and its registry tags cleaned. */
 export const FINALIZER_NAME = "cocoonset.cocoonstack.io/finalizer";
 
-/**
- * Adds the finalizer (and starts the snapshot ledger of a new set) when the set lacks it; the
- * pass ends there and looks again at once. Undefined when the finalizer is already in place.
- */
-export async function ensureFinalizer(pass: SetPass): Promise<Result | undefined> {
+/** The Finalizer step: a set without it gets it (and its ledger), and the pass looks again. */
+export async function ensureFinalizer(pass: SetPass): Promise<Step> {
   const { cs, deps, signal } = pass;
-  if (containsFinalizer(cs, FINALIZER_NAME)) return undefined;
+  if (containsFinalizer(cs, FINALIZER_NAME)) return GO_ON;
   await patchObject(deps.client, CocoonSets, cs, (c) => {
     addFinalizer(c, FINALIZER_NAME);
-    // Before the first pod: the snapshot ledger covers every pod the set will have.
     startLedger(c);
   }, { optimisticLock: true, signal });
-  return { requeue: true };
+  return stop({ requeue: true });
 }
 
-/** Whether the set being torn down still carries the finalizer (the cached copy). */
-export function holdsFinalizer(pass: SetPass): boolean {
-  return pass.cs.metadata.finalizers?.includes(FINALIZER_NAME) ?? false;
-}
-
-/** Whether the live CocoonSet still exists with our finalizer (an uncached read). */
+/** Whether the live set (an uncached read) still exists with the finalizer. */
 export async function stillFinalizing(pass: SetPass): Promise<boolean> {
   const { cs, deps, signal } = pass;
   try {
-    const live = await deps.apiReader.get(
-      CocoonSets,
-      cs.metadata.namespace ?? "",
-      cs.metadata.name ?? "",
-      { signal },
-    );
-    return live.metadata.uid === cs.metadata.uid &&
-      (live.metadata.finalizers?.includes(FINALIZER_NAME) ?? false);
+    const { namespace = "", name = "" } = cs.metadata;
+    const live = await deps.apiReader.get(CocoonSets, namespace, name, { signal });
+    return live.metadata.uid === cs.metadata.uid && containsFinalizer(live, FINALIZER_NAME);
   } catch (err) {
     if (isNotFound(err)) return false;
     throw wrapError("confirm cocoonset before registry cleanup", err);
   }
 }
 
-/** Releases the finalizer, the last write of a teardown (under the optimistic lock). */
+/** Releases the finalizer, the last write of a teardown. */
 export async function releaseFinalizer(pass: SetPass): Promise<void> {
   await patchObject(pass.deps.client, CocoonSets, pass.cs, (c) => {
     removeFinalizer(c, FINALIZER_NAME);

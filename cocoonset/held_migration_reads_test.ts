@@ -166,7 +166,7 @@ Deno.test("a migration waiting for its VM's snapshot, and a request yielding to 
 });
 
 Deno.test("a migration whose snapshot is pushed but whose VM has not confirmed polls without an API request", async () => {
-  // vk-cocoon of today pushes the tag before it removes the VM: the old main stays until then.
+  // vk-cocoon pushes the tag before it removes the VM: the old main stays until then.
   const registry = new FakeRegistry();
   registry.put(VM, HIBERNATE_SNAPSHOT_TAG);
   assert.deepEqual(await heldPolls(registry), [[], [], []]);

@@ -1,22 +1,16 @@
 /**
- * Per-set bounds: how many sub-agents (`spec.agent.replicas`) and toolboxes one CocoonSet may ask
- * for. The CRD lets replicas reach 2^31-1; a set's status lists every pod and must fit in one etcd
- * object (1.5 MiB), and every pass walks the set's pods, so one set far above what a process
- * handles would stall or exhaust it for every tenant. A part of the spec above its limit builds
- * nothing (no pod of that part is created, deleted or replaced) and the set says why:
- * Ready=False `InvalidSpec` and a Warning naming the limit and how to change it.
- *
- * The defaults come from a measurement (docs/configuration.md): a 1 000-replica set converges on
- * the real control plane with the operator well inside its memory limit, and its status is about
- * a sixth of etcd's object limit.
+ * Per-set bounds on `spec.agent.replicas` and `spec.toolboxes`: a set's status lists every pod
+ * and must fit in one etcd object, and every pass walks the set's pods, so a set far above what a
+ * process handles would stall it for every tenant. A part above its bound builds nothing and the
+ * set says why (Ready=False `InvalidSpec`, a Warning naming the limit). The defaults are measured
+ * in docs/configuration.md.
  */
 import type { CocoonSetSpec } from "../common/apis/v1/cocoonset_types.ts";
 
 /** The bounds of one set; both at least 0. */
 export interface SetLimits {
-  /** Largest `spec.agent.replicas` acted on (sub-agents; the main is not counted). */
+  /** Largest `spec.agent.replicas` acted on (the main is not counted). */
   maxReplicas: number;
-  /** Largest number of `spec.toolboxes` entries acted on. */
   maxToolboxes: number;
 }
 

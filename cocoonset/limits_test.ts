@@ -1,5 +1,5 @@
 /**
- * Per-set bounds (issue 19, item 1): a part of the spec above its limit builds nothing, says so
+ * Per-set bounds: a part of the spec above its limit builds nothing, says so
  * on Ready and in a Warning naming the limit, and the other parts still reconcile; no pass does
  * work in proportion to replicas.
  */

@@ -1,14 +1,9 @@
 /**
- * Cross-node migration of the main agent when spec.nodeName names another node: quiesce the
- * running main so vk-cocoon pushes its `:hibernate` snapshot, delete the old pod once the
- * snapshot exists, recreate the main on the target restoring from it, and drop the snapshot
- * once the new VM is live.
- *
- * The VM's live state is never lost: the old pod is deleted only when the snapshot exists AND
- * this controller asked that pod to hibernate; the snapshot is dropped only after the new VM
- * runs; Migrating is persisted before the first side effect, so a restarted operator resumes.
+ * Cross-node migration of the main when spec.nodeName names another node: quiesce the running
+ * main so vk-cocoon pushes its `:hibernate` snapshot, delete the old pod once the VM confirmed it,
+ * recreate the main on the target restoring from the snapshot, and drop the snapshot once the new
+ * VM is live. Migrating is stored before the first side effect, so a restarted operator resumes.
  */
-import { wrapError } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import { patchHibernateState } from "../common/k8s/pod_patch.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
@@ -22,129 +17,108 @@ import {
   vmNameForDeployment,
   vmUp,
 } from "../common/meta/mod.ts";
-import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import { deletePod, type Handled, podRef, type SetPass } from "./pass.ts";
+import { hasHibernateSnapshot, HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import {
+  afterStatus,
+  deletePod,
+  doing,
+  GO_ON,
+  podRef,
+  type SetPass,
+  type Step,
+  type Stop,
+  stop,
+} from "./pass.ts";
 import { migrationTargetProblem, reportUnknownTarget, warnIfPoolEmpty } from "./nodes.ts";
 import { buildAgentPod, LABEL_HOSTNAME } from "./pods.ts";
 import { podsHibernatedByCR } from "./restore.ts";
 import { recordHibernation } from "./snapshot_ledger.ts";
-import { writeSetStatus } from "./status.ts";
 import { ensureSpecBuildable } from "./validate.ts";
-import { createMainPod } from "./create_main.ts";
+import { createMainPod } from "./create.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
-import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** How often a migration in flight looks again (ms). */
 export const REQUEUE_MIGRATE_POLL_MS = 5_000;
-/** How long to wait when the old main is still terminating (ms). */
+/** How long to wait when the old main still holds the name (ms). */
 const REQUEUE_WAIT_FOR_OLD_MAIN_MS = 5_000;
 
-const NOT_HANDLED: Handled = { handled: false };
-
 /**
- * Runs the migration when one is wanted or in flight; handled=false hands the pass back to the
- * normal flow.
- *
- * A target that cannot take the main (no such node, or outside the set's pool or CPU class) is
- * treated as no target at all, after a Warning and Progressing=False MigrationTargetUnknown:
- * nothing is hibernated, deleted or recreated toward it, a main at rest stays where it runs, and
- * a migration already in flight finishes the way a cleared spec.nodeName finishes it — the
- * quiesced main is woken in place, a main already deleted is restored from its snapshot anywhere
- * in the pool, and the snapshot is dropped once that VM is live. When the node appears (the
- * controller watches nodes), the next pass starts the migration.
+ * The Migration step, when a migration is wanted or in flight. A target that cannot take the main
+ * (no such node, or outside the set's pool or CPU class) counts as no target, after a Warning and
+ * Progressing=False MigrationTargetUnknown: nothing moves toward it, and a migration in flight
+ * finishes as a cleared spec.nodeName does (woken in place, or restored anywhere in the pool).
  */
-export async function reconcileMigration(pass: SetPass): Promise<Handled> {
+export async function reconcileMigration(pass: SetPass): Promise<Step> {
   const { cs, classified, deps } = pass;
   const pinned = cs.spec.nodeName ?? "";
   const migrating = cs.status?.phase === "Migrating";
-  if (!deps.registry || (pinned === "" && !migrating)) return NOT_HANDLED;
+  if (!deps.registry || (pinned === "" && !migrating)) return GO_ON;
   const main = classified.main;
-  // A pinned set at rest: no registry probe. Safe because Migrating is persisted before any
-  // side effect, so an interrupted migration is never mistaken for this.
-  if (!migrating && podSettledOn(main, pinned)) return NOT_HANDLED;
+  // A pinned set at rest costs no registry probe: Migrating is stored before any side effect,
+  // so an interrupted migration never looks like this.
+  if (!migrating && podSettledOn(main, pinned)) return GO_ON;
   const mainNode = main?.spec?.nodeName ?? "";
   let desired = pinned;
   let targetProblem = "";
-  // Only where the main would move, or a restore would be pinned: a fresh main simply waits for
-  // its node, and an unscheduled main is no migration.
+  // Only where the main would move or a restore be pinned: a fresh main waits for its node.
   if (pinned !== "" && (migrating || !main || (mainNode !== "" && mainNode !== pinned))) {
     targetProblem = await migrationTargetProblem(pass, pinned);
     if (targetProblem !== "") {
       desired = "";
       if (!migrating && main) {
         reportUnknownTarget(pass, targetProblem);
-        return NOT_HANDLED;
+        return GO_ON;
       }
     }
   }
-  // A main quiesced on the target by a CocoonHibernation is that CR's idle state, not a
-  // migration: leave it before paying for the probe.
+  // A main quiesced where it belongs by a CocoonHibernation is that request's, not a migration.
   if (main && readHibernateState(main) && (desired === "" || mainNode === desired)) {
-    let ownedByCR: Set<string>;
-    try {
-      ownedByCR = await podsHibernatedByCR(
-        deps,
-        cs.metadata.namespace ?? "",
-        [main.metadata.name ?? ""],
-        pass.signal,
-      );
-    } catch (err) {
-      throw wrapError("migrate", err);
-    }
-    if (ownedByCR.has(main.metadata.name ?? "")) return NOT_HANDLED;
+    const name = main.metadata.name ?? "";
+    const ns = cs.metadata.namespace ?? "";
+    const owned = await doing("migrate", podsHibernatedByCR(deps, ns, [name], pass.signal));
+    if (owned.has(name)) return GO_ON;
   }
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
-  let snapshot: boolean;
-  try {
-    snapshot = await hasHibernateSnapshot(deps.registry, vmName, pass.signal);
-  } catch (err) {
-    // Falling through could clear the hibernate request mid-migration or fresh-boot over the
-    // snapshot: fail the pass instead.
-    throw wrapError("migrate", err);
-  }
-  // A fresh main of a set pinned to a missing node is no migration: it waits for the node.
+  // A probe error fails the pass: falling through could wake the main mid-migration or boot it
+  // fresh over the snapshot.
+  const snapshot = await doing("migrate", hasHibernateSnapshot(deps.registry, vmName, pass.signal));
   if (targetProblem !== "" && (migrating || snapshot)) reportUnknownTarget(pass, targetProblem);
-  if (!snapshot) {
-    if (desired === "" || !main || mainNode === "" || mainNode === desired) {
-      // Settled, aborted, or a fresh create: the normal flow takes it from here.
-      return NOT_HANDLED;
-    }
-    return await startMigration(pass, main, desired);
-  }
-  return await advanceMigration(pass, vmName, desired);
+  if (snapshot) return await advanceMigration(pass, vmName, desired);
+  // Settled, aborted, or a fresh create: the normal flow takes it from here.
+  if (desired === "" || !main || mainNode === "" || mainNode === desired) return GO_ON;
+  return await startMigration(pass, main, desired);
 }
 
 /**
- * Quiesces the main on the wrong node; Migrating is written first. Not for a spec the server
- * would refuse: the quiesced main could never be recreated.
+ * Quiesces the main on the wrong node, unless the spec is refused (the quiesced main could never
+ * be recreated) or another namespace derives its VM name (the push would land where that tenant
+ * reads).
  */
-async function startMigration(pass: SetPass, main: Pod, desired: string): Promise<Handled> {
-  await ensureSpecBuildable(pass);
-  // A VM name another namespace derives too is not hibernated (its push would land where the
-  // other tenant reads): the migration does not start, and looks again later.
-  if (!readHibernateState(main) && await hibernateRefused(pass, main)) {
-    return { handled: true, result: { requeueAfter: REQUEUE_MIGRATE_POLL_MS } };
-  }
+async function startMigration(pass: SetPass, main: Pod, desired: string): Promise<Stop> {
+  const buildable = await ensureSpecBuildable(pass);
+  if (buildable.stop) return buildable;
   if (!readHibernateState(main)) {
+    if (await hibernateRefused(pass, main)) return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS });
     pass.log.info("migrating main from {from} to {to}: hibernating it", {
       from: main.spec?.nodeName ?? "",
       to: desired,
     });
   }
-  await writeSetStatus(pass, "Migrating");
-  await recordHibernation(pass, [parseVMSpec(main).vmName]);
-  try {
-    await patchHibernateState(pass.deps.client, main, true, pass.signal);
-  } catch (err) {
-    throw wrapError(`migrate: set hibernate on ${podRef(main)}`, err);
-  }
-  return { handled: true, result: { requeueAfter: REQUEUE_MIGRATE_POLL_MS } };
+  // Migrating is stored before the VM is asked to hibernate: a restarted operator resumes the
+  // migration instead of taking the quiesced main for a CocoonHibernation's.
+  return afterStatus("Migrating", async () => {
+    await recordHibernation(pass, [parseVMSpec(main).vmName]);
+    await doing(
+      `migrate: set hibernate on ${podRef(main)}`,
+      patchHibernateState(pass.deps.client, main, true, pass.signal),
+    );
+    return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS });
+  });
 }
 
 /**
- * Where a migration whose snapshot exists stands, read from the main the pass sees (one state
- * per row of docs/cocoonset.md's migration flow):
+ * Where a migration whose snapshot exists stands, read from the main the pass sees:
  *
  * | state                | main                                          | act                   |
  * | -------------------- | --------------------------------------------- | --------------------- |
@@ -176,13 +150,12 @@ export type MigrationState =
   | "await-restore"
   | "drop-tag";
 
-/** What decideMigration reads of the main agent pod. */
+/** What decideMigration reads of the main: its node ("" unscheduled) and VM. */
 export interface MigrationMainFacts {
-  /** The node it is bound to, "" when unscheduled. */
   node: string;
   hibernateRequested: boolean;
   live: boolean;
-  /** A VM id and a running container (vmUp). */
+  /** A VM id and a running container. */
   up: boolean;
   mayBeLeaving: boolean;
   restoreMarked: boolean;
@@ -190,37 +163,20 @@ export interface MigrationMainFacts {
   requiredNode: string;
 }
 
-/** What decideMigration reads of a pass. */
+/** What decideMigration reads of a pass; desired is "" for anywhere in the pool. */
 export interface MigrationFacts {
   main?: MigrationMainFacts;
-  /** Where the main should run; "" for anywhere in the pool (no target, or an unknown one). */
   desired: string;
-  /** Whether the persisted phase is Migrating. */
   migrating: boolean;
-}
-
-/** The facts of main for decideMigration. */
-export function migrationMainFacts(main: Pod): MigrationMainFacts {
-  return {
-    node: main.spec?.nodeName ?? "",
-    hibernateRequested: readHibernateState(main),
-    live: vmLive(main),
-    up: vmUp(main),
-    mayBeLeaving: vmMayBeLeaving(main),
-    restoreMarked: readRestoreFromHibernate(main),
-    requiredNode: requiredNodeOf(main),
-  };
 }
 
 /** The one state a migration whose snapshot exists is in (see MigrationState). */
 export function decideMigration(f: MigrationFacts): MigrationState {
   const main = f.main;
   if (!main) return "recreate";
-  const elsewhere = f.desired !== "" && main.node !== "" && main.node !== f.desired;
-  if (elsewhere) {
+  if (f.desired !== "" && main.node !== "" && main.node !== f.desired) {
     if (main.hibernateRequested) return "release-old-main";
-    // A main whose VM is not up may be restoring from this very tag (a wake in place, then a
-    // re-target): the tag counts as a leftover only once it runs.
+    // A VM not up may be restoring from this very tag (a wake in place, then a re-target).
     if (!main.live) return "await-live-elsewhere";
     return main.mayBeLeaving ? "ask-again" : "drop-stale-tag";
   }
@@ -235,155 +191,119 @@ export function decideMigration(f: MigrationFacts): MigrationState {
   return "drop-tag";
 }
 
-/** Steps a migration whose snapshot exists: runs the executor of the state it is in. */
-async function advanceMigration(
-  pass: SetPass,
-  vmName: string,
-  desired: string,
-): Promise<Handled> {
+/** Steps a migration whose snapshot exists: runs the state it is in. */
+async function advanceMigration(pass: SetPass, vmName: string, desired: string): Promise<Step> {
   const main = pass.classified.main;
   const state = decideMigration({
-    main: main && migrationMainFacts(main),
+    main: main && {
+      node: main.spec?.nodeName ?? "",
+      hibernateRequested: readHibernateState(main),
+      live: vmLive(main),
+      up: vmUp(main),
+      mayBeLeaving: vmMayBeLeaving(main),
+      restoreMarked: readRestoreFromHibernate(main),
+      requiredNode: requiredNodeOf(main),
+    },
     desired,
     migrating: pass.cs.status?.phase === "Migrating",
   });
-  if (state === "recreate" || !main) return await recreateOnTarget(pass, desired);
+  if (state === "recreate" || !main) return recreateOnTarget(pass, desired);
   switch (state) {
     case "await-live-elsewhere":
     case "await-vm-down":
-      return await markMigrating(pass);
+      return migrating();
     case "ask-again":
-      // The VM asked to hibernate last, still up under the same id: vk-cocoon of today may have
-      // pushed this tag from it and be about to remove it (the ask withdrawn meanwhile), so the
-      // tag may be its only copy. Ask again instead: a fresh push replaces the tag, and the old
-      // main goes only on the VM's own confirmation.
+      // The VM last asked to hibernate, still up under the same id: vk-cocoon may have pushed
+      // this tag and be about to remove it, so the tag may be its only copy. A fresh ask
+      // replaces the tag; the old main goes only on the VM's own confirmation.
       return await startMigration(pass, main, desired);
     case "drop-stale-tag":
-      return await dropStaleTag(pass, vmName);
+      // A tag this controller never asked for is a leftover; restoring it would roll back.
+      pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {
+        vm: vmName,
+      });
+      return await dropMigrationTag(pass, vmName, "migrate: drop stale hibernate snapshot");
     case "release-old-main":
-      return await releaseOldMain(pass, main);
+      // The tag alone is no proof: vk-cocoon pushes it before it removes the VM and rolls it
+      // back when the removal fails. Only the VM's own confirmation makes it final.
+      if (await vmHibernationConfirmedStored(pass, main)) {
+        pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
+          node: main.spec?.nodeName ?? "",
+        });
+        await deletePod(pass, main, "old main after migration snapshot");
+      }
+      return migrating();
     case "wake-in-place":
-      return await wakeInPlace(pass, main);
+      // Quiesced where it belongs (re-targeted back, or an unsuspend raced the tag), and its VM
+      // is down: until then the pod still shows the old VM live, which a wake would take for the
+      // restored one and drop the snapshot.
+      pass.log.info("waking {pod} in place", { pod: podRef(main) });
+      await doing(
+        `migrate: clear hibernate on ${podRef(main)}`,
+        patchHibernateState(pass.deps.client, main, false, pass.signal),
+      );
+      return migrating();
     case "not-ours":
-      // Restoring without the persisted Migrating phase: a CocoonHibernation wake in flight.
-      return NOT_HANDLED;
+      // Restoring without the stored Migrating phase: a CocoonHibernation wake in flight.
+      return GO_ON;
     case "replace-restore-pod":
-      return await replaceRestorePod(pass, main, desired);
+      // Our restore pod waits for a node the migration no longer goes to; never bound, no VM ran
+      // from it and the snapshot is intact.
+      pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
+        pod: podRef(main),
+        old: requiredNodeOf(main),
+        node: desired || "any node",
+      });
+      await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
+      return migrating();
     case "await-restore":
       await warnIfPoolEmpty(pass, main);
-      return await markMigrating(pass);
+      return migrating();
     case "drop-tag":
-      return await dropMigrationTag(pass, main, vmName);
+      pass.log.info("main restored on {node}, dropping the migration snapshot", {
+        node: main.spec?.nodeName ?? "",
+      });
+      return await dropMigrationTag(pass, vmName, "migrate: drop hibernate snapshot");
   }
 }
 
-/**
- * A tag this controller never asked for is a leftover (suspend/unsuspend keep tags); restoring
- * it would roll the VM back. Drop it, keep the live pod.
- */
-async function dropStaleTag(pass: SetPass, vmName: string): Promise<Handled> {
-  pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {
-    vm: vmName,
-  });
-  try {
-    await dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG);
-  } catch (err) {
-    throw wrapError(`migrate: drop stale hibernate snapshot ${vmName}`, err);
-  }
-  return await markMigrating(pass);
-}
-
-/** Deletes the old main once its VM confirmed the hibernation, else waits. */
-async function releaseOldMain(pass: SetPass, main: Pod): Promise<Handled> {
-  // The tag alone is no proof: vk-cocoon pushes it before it removes the VM, and rolls it back
-  // when the removal fails. Only the VM's own confirmation makes it final.
-  if (!await vmHibernationConfirmedStored(pass, main)) return await markMigrating(pass);
-  // The snapshot landed: tear down the old pod. The node check spares a restore pod that is
-  // not scheduled yet, which would otherwise be deleted and recreated in a loop.
-  pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
-    node: main.spec?.nodeName ?? "",
-  });
-  await deletePod(pass, main, "old main after migration snapshot");
-  return await markMigrating(pass);
-}
-
-/** Recreates the main on the target (or anywhere in the pool), restoring from the snapshot. */
-async function recreateOnTarget(pass: SetPass, desired: string): Promise<Handled> {
-  const { cs } = pass;
-  // Recreating also finishes an aborted migration: the snapshot is never stranded.
-  await ensureSpecBuildable(pass, { creatingMain: true });
-  // Migrating is durable before the restore pod exists (unlike Go, which wrote it after the
-  // create): a pass that finds a restoring main without it leaves it alone as a
-  // CocoonHibernation wake, and the snapshot would never be dropped.
-  await writeSetStatus(pass, "Migrating");
-  const pod = buildAgentPod(withTarget(cs, desired), 0);
-  markRestoreFromHibernate(pod);
-  const ended = await createMainPod(pass, pod, {
-    phase: "Migrating",
-    clashWaitMs: REQUEUE_WAIT_FOR_OLD_MAIN_MS,
-    context: `migrate: recreate main on ${desired || "any node"}`,
-  });
-  if (ended) return { handled: true, result: ended };
-  pass.log.info("migration recreated the main on {node} from its snapshot", {
-    node: desired || "any node",
-  });
-  return await markMigrating(pass);
+async function dropMigrationTag(pass: SetPass, vmName: string, what: string): Promise<Stop> {
+  await doing(`${what} ${vmName}`, dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG));
+  return migrating();
 }
 
 /**
- * Quiesced where it should be (re-targeted back, or an unsuspend raced the tag; CR-owned
- * hibernation was excluded before the probe): woken in place — only once vk-cocoon has torn the
- * old VM down (await-vm-down before this). It pushes the tag before it removes the VM, so until
- * then the pod still shows that VM live, which after a wake would pass for the restored one and
- * drop the snapshot.
+ * Recreates the main on the target (or anywhere in the pool), restoring from the snapshot; this
+ * also finishes an aborted migration, so the snapshot is never stranded.
  */
-async function wakeInPlace(pass: SetPass, main: Pod): Promise<Handled> {
-  pass.log.info("waking {pod} in place", { pod: podRef(main) });
-  try {
-    await patchHibernateState(pass.deps.client, main, false, pass.signal);
-  } catch (err) {
-    throw wrapError(`migrate: clear hibernate on ${podRef(main)}`, err);
-  }
-  return await markMigrating(pass);
-}
-
-/**
- * Our restore pod waits for a node the migration no longer goes to (re-targeted, or the target
- * left the pool). It was never bound, so no VM ran from it and the snapshot is intact: replaced,
- * or it would wait forever.
- */
-async function replaceRestorePod(pass: SetPass, main: Pod, desired: string): Promise<Handled> {
-  pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
-    pod: podRef(main),
-    old: requiredNodeOf(main),
-    node: desired || "any node",
+async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
+  const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
+  if (buildable.stop) return buildable;
+  // Migrating is stored before the restore pod exists (Go wrote it after the create): a pass
+  // that finds a restoring main without it leaves it to a CocoonHibernation, and the snapshot
+  // would never be dropped.
+  return afterStatus("Migrating", async () => {
+    const pod = buildAgentPod(withTarget(pass.cs, desired), 0);
+    markRestoreFromHibernate(pod);
+    const created = await createMainPod(pass, pod, {
+      phase: "Migrating",
+      clashWaitMs: REQUEUE_WAIT_FOR_OLD_MAIN_MS,
+      context: `migrate: recreate main on ${desired || "any node"}`,
+    });
+    if (created.stop) return created;
+    pass.log.info("migration recreated the main on {node} from its snapshot", {
+      node: desired || "any node",
+    });
+    return migrating();
   });
-  await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
-  return await markMigrating(pass);
 }
 
-/** The restored VM is live: the snapshot has done its job. */
-async function dropMigrationTag(pass: SetPass, main: Pod, vmName: string): Promise<Handled> {
-  pass.log.info("main restored on {node}, dropping the migration snapshot", {
-    node: main.spec?.nodeName ?? "",
-  });
-  try {
-    await dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG);
-  } catch (err) {
-    throw wrapError(`migrate: drop hibernate snapshot ${vmName}`, err);
-  }
-  return await markMigrating(pass);
+/** A migration in flight: Migrating, and a look again after the poll interval. */
+function migrating(): Stop {
+  return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS }, "Migrating");
 }
 
-async function markMigrating(pass: SetPass): Promise<Handled> {
-  await writeSetStatus(pass, "Migrating");
-  return { handled: true, result: { requeueAfter: REQUEUE_MIGRATE_POLL_MS } };
-}
-
-/**
- * cs as the migration builds its main: pinned to desired, or to no node when desired is "" (an
- * abandoned target restores anywhere in the pool). cs itself is not changed.
- */
+/** cs pinned to desired, or to no node when desired is "" (restored anywhere in the pool). */
 function withTarget(cs: CocoonSet, desired: string): CocoonSet {
   if ((cs.spec.nodeName ?? "") === desired) return cs;
   return { ...cs, spec: { ...cs.spec, nodeName: desired || undefined } };
@@ -404,7 +324,7 @@ export function requiredNodeOf(pod: Pod): string {
 }
 
 /** A pinned set at rest: the main runs live on the desired node with no quiesce pending. */
-export function podSettledOn(main: Pod | undefined, desired: string): boolean {
+function podSettledOn(main: Pod | undefined, desired: string): boolean {
   return main !== undefined && (main.spec?.nodeName ?? "") === desired && vmLive(main) &&
     !readHibernateState(main);
 }

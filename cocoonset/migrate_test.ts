@@ -24,6 +24,7 @@ import {
   newHibernation,
   newTestEnv,
   newTestPass,
+  runStep,
   type TestEnv,
 } from "./_test_support.ts";
 import {
@@ -72,9 +73,9 @@ Deno.test("migration does not engage without spec.nodeName", async () => {
   const cs = env.fake.seed(CocoonSets, migSet(""));
   const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(env.registry.calls, []);
   assert.deepEqual(writeActions(env.fake), []);
 });
@@ -84,9 +85,9 @@ Deno.test("migration does not engage when the main already runs on the target", 
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
   const main = env.fake.seed(Pods, mainPod(cs, { node: "node-b", vmID: "vmid-1", running: true }));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(env.registry.calls, [], "the fast path never probes the registry");
   assert.deepEqual(writeActions(env.fake), []);
 });
@@ -96,9 +97,9 @@ Deno.test("migration starts by asking the main on the wrong node to hibernate", 
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
   const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.ok(readHibernateState(pod), "the old main is quiesced so vk-cocoon pushes :hibernate");
   assert.ok(!pod.metadata.deletionTimestamp, "and kept until the snapshot exists");
@@ -109,16 +110,16 @@ Deno.test("migration deletes the quiesced old main once its snapshot landed, kee
   const env = newTestEnv();
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
-  // Issue 18: the VM confirmed its hibernation the way vk-cocoon of today does (it cleared the
-  // VM id after push and removal); before the gate a running VM with the tag was deleted too.
+  // The VM confirmed its hibernation the way a vk-cocoon without lifecycle annotations does: it
+  // cleared the VM id after the push and the removal.
   const main = env.fake.seed(
     Pods,
     withHibernate(mainPod(cs, { node: "node-a" })),
   );
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.equal(got.handled, true);
+  assert.notEqual(got, undefined);
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod === undefined || pod.metadata.deletionTimestamp, "the old pod is deleted");
   assert.ok(env.fake.actions.some((a) => a.verb === "delete" && a.resource === Pods));
@@ -131,9 +132,9 @@ Deno.test("migration recreates a missing main restoring from the snapshot, requi
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs));
+  const got = await runStep(newTestPass(depsOf(env), cs), reconcileMigration);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.ok(readRestoreFromHibernate(pod));
   assert.equal(pod.spec?.nodeName, undefined);
@@ -151,9 +152,9 @@ Deno.test("migration waits while the restored main has no VM id, keeping the sna
   const cs = env.fake.seed(CocoonSets, migSet("node-b", migrating));
   const main = env.fake.seed(Pods, mainPod(cs, { node: "node-b" }));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   assert.deepEqual(tagDeletes(env), []);
   assert.equal(await storedPhase(env), "Migrating");
 });
@@ -167,14 +168,14 @@ Deno.test("migration drops the snapshot once the main is live on the target", as
     mainPod(cs, { node: "node-b", vmID: "vmid-new", running: true }),
   );
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HIBERNATE_SNAPSHOT_TAG}`]);
   assert.equal(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), false);
   // The next pass finds no snapshot and the main settled on the target: hands back.
-  const next = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
-  assert.deepEqual(next, { handled: false });
+  const next = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
+  assert.deepEqual(next, undefined);
 });
 
 Deno.test("migration never deletes the recreated restore pod while it is unscheduled", async () => {
@@ -183,9 +184,9 @@ Deno.test("migration never deletes the recreated restore pod while it is unsched
   const cs = env.fake.seed(CocoonSets, migSet("node-b", migrating));
   const main = env.fake.seed(Pods, mainPod(cs)); // no node yet, no VM id
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.equal(got.handled, true);
+  assert.notEqual(got, undefined);
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod && !pod.metadata.deletionTimestamp, "an unscheduled restore pod survives");
   assert.ok(!env.fake.actions.some((a) => a.verb === "delete"));
@@ -198,7 +199,7 @@ Deno.test("migration fails the pass on a registry probe error instead of unwindi
   const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
 
   await assert.rejects(
-    reconcileMigration(newTestPass(depsOf(env), cs, [main])),
+    runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration),
     /migrate: probe hibernate snapshot/,
   );
   assert.deepEqual(writeActions(env.fake), []);
@@ -210,9 +211,9 @@ Deno.test("migration drops a stale tag instead of deleting the live, never-quies
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
   const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.equal(got.handled, true);
+  assert.notEqual(got, undefined);
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod && !pod.metadata.deletionTimestamp, "the live pod survives the stale tag");
   assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HIBERNATE_SNAPSHOT_TAG}`]);
@@ -225,9 +226,9 @@ Deno.test("migration re-targeted back wakes the quiesced main in place, keeping 
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
   const main = env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-b" })));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.equal(got.handled, true);
+  assert.notEqual(got, undefined);
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.equal(readHibernateState(pod), false, "woken in place, not left waiting for a restore");
   assert.deepEqual(tagDeletes(env), [], "the tag stays until the VM runs again");
@@ -240,9 +241,9 @@ Deno.test("migration leaves a main hibernated on the target by a CocoonHibernati
   const main = env.fake.seed(Pods, withHibernate(mainPod(cs, { node: "node-b" })));
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate"));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(env.registry.calls, [], "decided before any registry probe");
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.equal(pod.metadata.annotations?.[ANNOTATION_HIBERNATE], "true", "not woken");
@@ -254,9 +255,9 @@ Deno.test("migration aborted after the old pod was deleted still restores the ma
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, migSet("", migrating)); // nodeName cleared mid-flight
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs));
+  const got = await runStep(newTestPass(depsOf(env), cs), reconcileMigration);
 
-  assert.equal(got.handled, true);
+  assert.notEqual(got, undefined);
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.ok(readRestoreFromHibernate(pod), "restored, not fresh-booted over the snapshot");
   assert.equal(pod.spec?.affinity, undefined);
@@ -268,9 +269,9 @@ Deno.test("migration skips the registry probe for a pinned set at rest", async (
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
   const main = env.fake.seed(Pods, mainPod(cs, { node: "node-b", vmID: "vmid-1", running: true }));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(env.registry.calls, []);
 });
 
@@ -280,20 +281,20 @@ Deno.test("migration disengages from a CocoonHibernation wake in flight (no Migr
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
   const main = env.fake.seed(Pods, mainPod(cs, { node: "node-b" })); // hibernate cleared, VM not live
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(tagDeletes(env), [], "the wake's snapshot is not touched");
   assert.deepEqual(writeActions(env.fake), [], "not repainted as Migrating");
 });
 
-// Not asserted by the Go tests: Migrating is durable before the hibernate patch (digest §5.6).
+// Not asserted by the Go tests: Migrating is stored before the hibernate patch.
 Deno.test("migration persists Migrating before it patches hibernate onto the old main", async () => {
   const env = newTestEnv();
   const cs = env.fake.seed(CocoonSets, migSet("node-b"));
   const main = env.fake.seed(Pods, mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }));
 
-  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
   const steps = writeActions(env.fake).map((a) =>
     a.subresource === "status"
@@ -308,7 +309,7 @@ Deno.test("migration persists Migrating before it patches hibernate onto the old
   ]);
 });
 
-// Digest §5.6: the restore create of a pinned set that lost its main is a migration side effect
+// The restore create of a pinned set that lost its main is a migration side effect
 // too. The Go original created first and wrote Migrating after; a kill in between left a restore
 // that no pass recognised as a migration, and its snapshot was never dropped.
 Deno.test("migration persists Migrating before it recreates a missing main", async () => {
@@ -316,7 +317,7 @@ Deno.test("migration persists Migrating before it recreates a missing main", asy
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, migSet("node-b", (c) => c.status = { phase: "Running" }));
 
-  await reconcileMigration(newTestPass(depsOf(env), cs));
+  await runStep(newTestPass(depsOf(env), cs), reconcileMigration);
 
   const steps = writeActions(env.fake).map((a) =>
     a.subresource === "status"
@@ -338,10 +339,11 @@ Deno.test("migration re-targeted back wakes the main only once its VM is down, s
     withHibernate(mainPod(cs, { node: "node-b", vmID: "vmid-1", running: true })),
   );
   const pass = async () =>
-    await reconcileMigration(
+    await runStep(
       newTestPass(depsOf(env), await getSet(env.fake, SEAT_SET_NAME), [
         (await getPod(env.fake, "demo-0"))!,
       ]),
+      reconcileMigration,
     );
 
   // vk-cocoon has pushed the snapshot but not yet torn the VM down.
@@ -382,10 +384,11 @@ Deno.test("migration re-targeted forward while a wake in place restores keeps th
   const retarget = (node: string) =>
     env.fake.patch(CocoonSets, "ns", SEAT_SET_NAME, "merge", { spec: { nodeName: node } });
   const pass = async () =>
-    await reconcileMigration(
+    await runStep(
       newTestPass(depsOf(env), await getSet(env.fake, SEAT_SET_NAME), [
         (await getPod(env.fake, "demo-0"))!,
       ]),
+      reconcileMigration,
     );
 
   await retarget("node-a");

@@ -27,6 +27,7 @@ import {
   newTestPass,
   poolNode,
   reconcileSet,
+  runStep,
   type TestEnv,
   withFinalizer,
 } from "./_test_support.ts";
@@ -171,9 +172,9 @@ Deno.test("target gone while the old main hibernates: it is woken in place and t
   applyHibernateState(true, quiesced);
   const main = env.fake.seed(Pods, quiesced);
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod && !pod.metadata.deletionTimestamp, "the old main is kept");
   assert.ok(!readHibernateState(pod), "and woken where it is");
@@ -186,7 +187,10 @@ Deno.test("target gone while the old main hibernates: it is woken in place and t
     p.metadata.annotations = { ...p.metadata.annotations, ...running.metadata.annotations };
     p.status = running.status;
   });
-  await reconcileMigration(newTestPass(depsOf(env), await getSet(env.fake, "demo"), [live]));
+  await runStep(
+    newTestPass(depsOf(env), await getSet(env.fake, "demo"), [live]),
+    reconcileMigration,
+  );
   assert.ok(!env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
 });
 
@@ -195,9 +199,9 @@ Deno.test("target gone after the old main was deleted: restored from the snapsho
   env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(CocoonSets, pinnedSet("node-b", migrating));
 
-  const got = await reconcileMigration(newTestPass(depsOf(env), cs));
+  const got = await runStep(newTestPass(depsOf(env), cs), reconcileMigration);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod && readRestoreFromHibernate(pod), "restores from the snapshot");
   assert.equal(pod.spec?.affinity, undefined, "pinned to no node");
@@ -214,11 +218,11 @@ Deno.test("target gone while the restore pod waits for it: the never-bound pod i
   markRestoreFromHibernate(waiting);
   const main = env.fake.seed(Pods, waiting);
 
-  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "the unbound pod is deleted");
   assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
 
-  await reconcileMigration(newTestPass(depsOf(env), await getSet(env.fake, "demo")));
+  await runStep(newTestPass(depsOf(env), await getSet(env.fake, "demo")), reconcileMigration);
   const recreated = await getPod(env.fake, "demo-0");
   assert.ok(recreated && readRestoreFromHibernate(recreated));
   assert.equal(requiredNodeOf(recreated), "");
@@ -233,7 +237,7 @@ Deno.test("a restore pod pinned to the current, known target is never replaced",
   markRestoreFromHibernate(waiting);
   const main = env.fake.seed(Pods, waiting);
 
-  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
 
   assert.equal(actionsOf(env, "delete", Pods).length, 0);
 });

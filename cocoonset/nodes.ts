@@ -1,21 +1,11 @@
 /**
- * What the cluster's nodes say about a CocoonSet's placement, read from the Node cache: whether
- * the node spec.nodeName names can take the set's main (a migration moves nothing toward a node
- * that cannot), and whether the set's pool has any node at all (an Unschedulable main in an empty
- * pool waits for nodes, not for a free seat).
- *
- * A node fits a set when it exists, its `cocoonstack.io/pool` label is the set's pool (default
- * `default`) and, when the set names a snapshotCompatibilityClass, its
- * `cocoonstack.io/snapshot-cpu-class` label is that class: the node selector every pod of the
- * set carries. The operator caches only nodes that carry a pool label (main.ts), which is all a
- * set can ever run on.
- *
- * The checks need list and watch on nodes, which the Go original's ClusterRole does not grant.
- * Without them (NodeChecks off, rbac_check.ts) no node is read: a named node is taken as given
- * and an empty pool goes unremarked, as in the Go original, until the role allows it.
+ * What the node cache says about a set's placement: whether the node spec.nodeName names can take
+ * its main (it fits the node selector every pod of the set carries: pool and snapshot CPU class),
+ * and whether the set's pool has any node at all. The checks need list and watch on nodes, which
+ * the Go original's ClusterRole does not grant; without them (NodeChecks off) a named node is
+ * taken as given and an empty pool goes unremarked, as in the Go original.
  */
-import { isNotFound, Nodes, wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { isNotFound, Nodes, type Pod, wrapError } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import {
@@ -34,10 +24,7 @@ export const REASON_MIGRATION_TARGET_UNKNOWN = "MigrationTargetUnknown";
 /** Warning reason: the main is Unschedulable and no node carries the set's pool label. */
 export const REASON_NO_NODES_IN_POOL = "NoNodesInPool";
 
-/**
- * Whether the node checks may run (the operator's role lets it list and watch nodes), and a way
- * to hear when they become allowed.
- */
+/** Whether the operator's role lets it read nodes now, and a way to hear when it does. */
 export interface NodeChecks {
   enabled(): boolean;
   /** Runs fn once when the checks turn on after being off. */
@@ -74,10 +61,7 @@ export async function migrationTargetProblem(pass: SetPass, name: string): Promi
   return "";
 }
 
-/**
- * Records that the main is not moved toward spec.nodeName: a Warning Event and
- * Progressing=False with reason MigrationTargetUnknown in this pass's status.
- */
+/** Records that the main is not moved toward spec.nodeName: a Warning and Progressing=False. */
 export function reportUnknownTarget(pass: SetPass, problem: string): void {
   const message = `spec.nodeName: ${problem}; nothing is moved toward it`;
   emit(pass, "Warning", REASON_MIGRATION_TARGET_UNKNOWN, message);
@@ -89,9 +73,8 @@ export function reportUnknownTarget(pass: SetPass, problem: string): void {
 }
 
 /**
- * Emits NoNodesInPool when pod is Unschedulable and no node carries the set's pool label: the
- * scheduler's message ("0/3 nodes are available") does not say that the pool itself is empty.
- * Returns whether it did.
+ * Emits NoNodesInPool when pod is Unschedulable and no node carries the set's pool label, which
+ * the scheduler's "0/3 nodes are available" does not say; whether it did.
  */
 export async function warnIfPoolEmpty(pass: SetPass, pod: Pod): Promise<boolean> {
   if (unschedulableMessage(pod) === "" || !pass.deps.nodeChecks()) return false;

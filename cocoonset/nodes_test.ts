@@ -5,8 +5,7 @@
  * the sets whose spec.nodeName names the node.
  */
 import assert from "node:assert/strict";
-import { Events, Manager, Nodes, Pods } from "../kube/mod.ts";
-import type { CoreEvent, Node, Pod } from "../kube/mod.ts";
+import { type CoreEvent, Events, Manager, type Node, Nodes, type Pod, Pods } from "../kube/mod.ts";
 import { FakeClient, waitFor } from "../kube/testing/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
@@ -23,6 +22,7 @@ import {
   newTestPass,
   poolNode,
   reconcileSet,
+  runStep,
   type TestEnv,
   withFinalizer,
 } from "./_test_support.ts";
@@ -32,7 +32,7 @@ import {
   nodeNameIndexValues,
   nodePlacementEvents,
   setsTargetingNode,
-} from "./node_watch.ts";
+} from "./predicate.ts";
 import { REASON_MIGRATION_TARGET_UNKNOWN, REASON_NO_NODES_IN_POOL } from "./nodes.ts";
 import { buildAgentPod } from "./pods.ts";
 import { setupCocoonSetController } from "./reconciler.ts";
@@ -115,7 +115,7 @@ Deno.test("a released wake into an empty pool reports NoNodesInPool next to Wake
   markRestoreFromHibernate(pending);
   const main = env.fake.seed(Pods, pending);
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
   assert.deepEqual(env.recorder.events.map((e) => e.reason), [
     REASON_WAKE_NO_CAPACITY,

@@ -1,91 +1,97 @@
 /**
- * What one reconcile pass of a CocoonSet works with: the reconciler's collaborators, the
- * CocoonSet as read at the start of the pass (refreshed in place by its own writes), its
- * classified pods, the pass's abort signal and logger. Every step of the loop takes a SetPass, so
- * each file of this folder reads as a function of "this pass".
+ * What one reconcile pass of a CocoonSet works with (SetPass), and the one contract of its steps
+ * (Step): every file of this folder reads as a function of "this pass".
  */
 import { getLogger, type Logger } from "@logtape/logtape";
-import { isNotFound, jsonEqual, Pods, wrapError } from "../kube/mod.ts";
-import type { Client, Clock, EventRecorder, EventType, Pod, Reader, Result } from "../kube/mod.ts";
+import {
+  type Client,
+  type Clock,
+  type EventRecorder,
+  type EventType,
+  isNotFound,
+  type Pod,
+  Pods,
+  type Reader,
+  type Result,
+  wrapError,
+} from "../kube/mod.ts";
 import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
+import type { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import type { CocoonSetPhase } from "../common/apis/v1/enums.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
+import type { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import type { ClaimSources, VMNameIndex } from "../snapshotgate/mod.ts";
 import type { ClassifiedPods } from "./pods.ts";
-import type { StatusProblem } from "./problem.ts";
 import type { SetLimits } from "./limits.ts";
 
-/** The reconciler's collaborators. */
+/** The reconciler's collaborators, and what it remembers between passes (by CocoonSet UID). */
 export interface CocoonSetDeps {
-  /** Cached reads, API writes (the manager's client). */
+  /** Cached reads, API writes. */
   client: Client;
-  /** Uncached reads, for the few places where a stale cache would mislead. */
+  /** Uncached reads, for the moments a stale cache would mislead. */
   apiReader: Reader;
-  /**
-   * The cache's VM-name index (snapshotgate/vm_index.ts): where the snapshot gate and the name
-   * checks find the objects of every namespace that share a VM name.
-   */
+  /** Where the snapshot gate and the name checks find every namespace's users of a VM name. */
   vmNameIndex: VMNameIndex;
-  /** The snapshot registry; absent only in tests of the paths that tolerate its absence. */
+  /** Absent only in tests of the paths that tolerate its absence. */
   registry?: Registry;
   recorder: EventRecorder;
   clock: Clock;
-  /** Per-set bounds on sub-agents and toolboxes (limits.ts). */
   limits: SetLimits;
-  /** CocoonSet UID → the generation whose pod shapes passed the dry-run check (validate.ts). */
-  validGenerations: Map<string, number>;
-  /**
-   * Pod shapes (shape_key.ts) the API server accepted in a dry-run or a create, so sets with the
-   * same spec share one check (validate.ts). Optional: a reconciler built without it shares none.
-   */
-  verifiedShapes?: Set<string>;
-  /**
-   * CocoonSet UID → UIDs of the pods this process deleted tearing it down (teardown.ts), so a cache
-   * that has not shown a deletion yet never causes a second DELETE.
-   */
+  /** The last generation checked (validate.ts): the parts it refused, none when it passed. */
+  specChecks: Map<string, { generation: number; refused: string[] }>;
+  /** Pod shapes the server accepted, shared by sets with one spec (validate.ts shapeKey). */
+  verifiedShapes: Set<string>;
+  /** Shape key → whether the dry-run in flight for it was accepted, shared by the workers. */
+  dryRunsInFlight: Map<string, Promise<boolean>>;
+  /** The pods this process deleted tearing a set down: one DELETE each, cache lag or not. */
   teardownDeletes: Map<string, Set<string>>;
-  /**
-   * CocoonSet UID → the status this process last wrote (status.ts), so a cached copy that has
-   * not caught up with that write is noticed even when nothing differs from it.
-   */
+  /** The status this process last wrote (kube updateStatusLocked). */
   writtenStatuses: Map<string, CocoonSetStatus>;
-  /**
-   * "set UID vm:tag" → when this process last emitted the Warning of a tag delete the gate
-   * deferred, and its message (tag_gate.ts): one Event per requeue interval, not one per pass.
-   */
+  /** "set UID vm:tag" → the last SnapshotDeleteDeferred Warning, to rate-limit it (tag_gate.ts). */
   deferredDropEvents: Map<string, { message: string; atMs: number }>;
-  /**
-   * Whether the node checks run now (nodes.ts): false while the operator's role may not list
-   * and watch nodes, and the set's spec.nodeName and pool are then taken as given.
-   */
+  /** Whether the operator's role lets it read nodes now (nodes.ts). */
   nodeChecks: () => boolean;
 }
 
-/**
- * How often to look again while the main is not Ready, a wake's restore pod is being created or
- * a stale cache settles (ms).
- */
+/** How often to look again while the main is not Ready or a restore pod is on its way (ms). */
 export const REQUEUE_WAIT_FOR_MAIN_MS = 5_000;
 
 /**
- * What a step that ends the pass decided: its result and, when set, the phase the pass writes
- * the status with before it returns (reconciler.ts endPass). A step that returns this writes no
- * status itself.
+ * What a step decides: go on, or stop the pass with when to look again, the phase the status is
+ * written with ("" derives it; none: no status write) and the error the pass then fails with. A
+ * stop with an `effect` writes its phase first; the effect runs only once that write succeeded.
  */
-export interface PassEnd {
-  result: Result;
-  phase?: CocoonSetPhase | "";
+export type Step =
+  | { stop: false }
+  | { stop: true; result: Result; phase?: CocoonSetPhase | ""; error?: Error }
+  | { stop: true; phase: CocoonSetPhase; effect: () => Promise<Stop> };
+
+/** A step's decision to end the pass. */
+export type Stop = Exclude<Step, { stop: false }>;
+
+/** The pass goes on. */
+export const GO_ON: Step = { stop: false };
+
+/** Ends the pass with result; the status is written when phase is given, then error is thrown. */
+export function stop(result: Result, phase?: CocoonSetPhase | "", error?: Error): Stop {
+  return { stop: true, result, phase, error };
 }
 
-/** What a step that may own the pass returns: handled=false hands back to the normal flow. */
-export interface Handled {
-  handled: boolean;
-  result?: Result;
+/** Ends the pass: the status with phase is stored first, and only then effect runs. */
+export function afterStatus(phase: CocoonSetPhase, effect: () => Promise<Stop>): Stop {
+  return { stop: true, phase, effect };
 }
 
-/** Pod names that must restore when recreated; resolved at most once per pass. */
-export type RestoreIntent = () => Promise<ReadonlySet<string>>;
+/**
+ * Something that keeps the set from converging: the condition it turns False, with a reason and
+ * a message naming the cause. Checks record these on the pass; its status says them.
+ */
+export interface StatusProblem {
+  condition: typeof CONDITION_TYPE_READY | typeof CONDITION_TYPE_PROGRESSING;
+  reason: string;
+  message: string;
+}
 
 /** Which parts of the spec no pod can be built from: "<what>: <server message>" per part. */
 export interface SpecVerdict {
@@ -95,26 +101,19 @@ export interface SpecVerdict {
   toolboxes: Map<string, string>;
 }
 
-/** What a pass learned about its spec (SetPass.specCheck). */
-export interface SpecCheck {
-  verdict: SpecVerdict;
-  /** The main's shape was part of the check (not when the caller creates the main for real). */
-  mainChecked: boolean;
-}
-
 /** One reconcile pass. */
 export interface SetPass {
   deps: CocoonSetDeps;
+  /** As read at the start of the pass, refreshed in place by its own writes. */
   cs: CocoonSet;
   classified: ClassifiedPods;
   signal: AbortSignal;
-  /** The namespace's pods that must restore from a snapshot when recreated (loaded lazily). */
-  intent: RestoreIntent;
+  /** The namespace's pods that must restore from a snapshot when recreated, read once. */
+  intent: () => Promise<ReadonlySet<string>>;
   log: Logger;
-  /** What keeps the set from converging, for the status conditions written by this pass. */
   problems: StatusProblem[];
-  /** The dry-run verdict on the spec's pod shapes, once this pass needed it (validate.ts). */
-  specCheck?: SpecCheck;
+  /** The dry-run verdict, once a step needed it; mainChecked: the main's shape was part of it. */
+  specCheck?: { verdict: SpecVerdict; mainChecked: boolean };
 }
 
 const baseLog = getLogger(["cocoon-operator", "cocoonset"]);
@@ -124,22 +123,7 @@ export function logFor(cs: CocoonSet): Logger {
   return baseLog.with({ namespace: cs.metadata.namespace, cocoonset: cs.metadata.name });
 }
 
-/**
- * After a write of the pass's own CocoonSet that did not replace pass.cs (a metadata patch on a
- * copy): pass.cs takes the answer's resourceVersion, so the pass's later optimistically locked
- * writes (the status) are not refused for its own write. Only when the answer shows nothing else
- * moved (same generation, same status): then the later writes, computed from pass.cs, are as
- * right at the new version as at the old one. Otherwise pass.cs keeps its version and such a
- * write is refused and retried from fresh data, as it must be.
- */
-export function followOwnWrite(pass: SetPass, answer: CocoonSet): void {
-  const { cs } = pass;
-  if (answer.metadata.generation !== cs.metadata.generation) return;
-  if (!jsonEqual(answer.status ?? {}, cs.status ?? {})) return;
-  cs.metadata.resourceVersion = answer.metadata.resourceVersion;
-}
-
-/** Where the snapshot gate and the name checks of a pass read: the index, and past the cache. */
+/** Where the snapshot gate and the name checks read: the index, and past the cache. */
 export function claimSources(pass: SetPass): ClaimSources {
   return { reader: pass.deps.apiReader, index: pass.deps.vmNameIndex };
 }
@@ -149,7 +133,7 @@ export function emit(pass: SetPass, type: EventType, reason: string, message: st
   pass.deps.recorder.event({ object: pass.cs, resource: CocoonSets }, type, reason, message);
 }
 
-/** The pass's clock as a Date source (condition timestamps). */
+/** The pass's clock as a Date source. */
 export function nowOf(pass: SetPass): () => Date {
   return () => new Date(pass.deps.clock.now());
 }
@@ -159,16 +143,22 @@ export function podRef(pod: { metadata: { namespace?: string; name?: string } })
   return `${pod.metadata.namespace ?? ""}/${pod.metadata.name ?? ""}`;
 }
 
-/**
- * Reads a pod from the API server, past the cache (which may lag this process's own writes or
- * not hold the pod at all); undefined when it does not exist. The error names what was read.
- */
+/** Awaits p; a failure is rethrown naming what was being done. */
+export async function doing<T>(what: string, p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw wrapError(what, err);
+  }
+}
+
+/** The pod as stored, past the cache; undefined when it does not exist. */
 export async function readStoredPod(
   pass: SetPass,
-  namespace: string,
-  name: string,
+  pod: { metadata: { namespace?: string; name?: string } },
   what: string,
 ): Promise<Pod | undefined> {
+  const { namespace = "", name = "" } = pod.metadata;
   try {
     return await pass.deps.apiReader.get(Pods, namespace, name, { signal: pass.signal });
   } catch (err) {
@@ -177,15 +167,17 @@ export async function readStoredPod(
   }
 }
 
-/**
- * Deletes an owned pod; a pod already gone is fine. Returns whether a delete was issued. The
- * error names what was deleted and why.
- */
+/** The stored copy of pod, past the cache; undefined when it is gone or replaced by another. */
+export async function readSamePod(pass: SetPass, pod: Pod, what: string): Promise<Pod | undefined> {
+  const stored = await readStoredPod(pass, pod, what);
+  return stored?.metadata.uid === pod.metadata.uid ? stored : undefined;
+}
+
+/** Deletes an owned pod; whether a delete was issued (a pod already gone is fine). */
 export async function deletePod(pass: SetPass, pod: Pod, what: string): Promise<boolean> {
+  const { namespace = "", name = "" } = pod.metadata;
   try {
-    await pass.deps.client.delete(Pods, pod.metadata.namespace ?? "", pod.metadata.name ?? "", {
-      signal: pass.signal,
-    });
+    await pass.deps.client.delete(Pods, namespace, name, { signal: pass.signal });
     return true;
   } catch (err) {
     if (isNotFound(err)) return false;

@@ -1,22 +1,26 @@
 /**
- * Pod shapes of a CocoonSet: how owned pods are classified by role, how agent and toolbox pods
- * are built from the spec, and when a live pod has drifted from what the spec would build now.
- *
- * Every builder works on fresh objects: nothing read from the CocoonSet is shared with a pod, so
- * pods built in one pass can be serialised concurrently and the CocoonSet is never mutated (the
- * Go builder shared the limits map between sibling pods and crashed under parallel creates).
+ * A CocoonSet's pods: which it owns (the List step), how they are classified by role, and how
+ * agent and toolbox pods are built from the spec. Builders work on fresh objects: nothing read
+ * from the set is shared with a pod, so pods built in one pass can be serialised concurrently.
  */
-import { deepCopy, setControllerReference } from "../kube/mod.ts";
-import type { Affinity, NodeSelectorTerm, Pod, ResourceRequirements } from "../kube/mod.ts";
+import {
+  type Affinity,
+  deepCopy,
+  isControlledBy,
+  isValidLabelValue,
+  type NodeSelectorTerm,
+  type Pod,
+  Pods,
+  type Reader,
+  type ResourceRequirements,
+  setControllerReference,
+} from "../kube/mod.ts";
 import type {
   CocoonSet,
   QuantityValue,
   ToolboxSpec,
   VMResourceRequirements,
 } from "../common/apis/v1/cocoonset_types.ts";
-import { TOOLBOX_MODE_STATIC } from "../common/apis/v1/enums.ts";
-import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { canonicalResourceList, parseQuantity } from "../common/k8s/quantity.ts";
 import {
   ANNOTATION_COCOON_SET_GENERATION,
   applyVMRuntime,
@@ -24,11 +28,14 @@ import {
   DEFAULT_NODE_POOL,
   fromAgentSpec,
   fromToolboxSpec,
+  isPodPhaseFailed,
   LABEL_COCOON_SET,
   LABEL_NODE_POOL,
   LABEL_ROLE,
   LABEL_SLOT,
   LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
+  LIFECYCLE_STATE_FAILED,
+  readLifecycleState,
   ROLE_MAIN,
   ROLE_SUB_AGENT,
   ROLE_TOOLBOX,
@@ -36,11 +43,14 @@ import {
   vmNameForDeployment,
   vmNameForPod,
 } from "../common/meta/mod.ts";
+import { TOOLBOX_MODE_STATIC } from "../common/apis/v1/enums.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
+import { canonicalResourceList, parseQuantity } from "../common/k8s/quantity.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 
 /** Name of the single container of every managed pod. */
 export const AGENT_CONTAINER_NAME = "agent";
-/** Never pulled: vk-cocoon runs a VM instead. It only satisfies pod validation. */
+/** Never pulled (vk-cocoon runs a VM instead); it satisfies pod validation. */
 export const PLACEHOLDER_IMAGE = "ghcr.io/cocoonstack/placeholder:latest";
 /** Label every managed pod carries besides the cocoon ones (app.kubernetes.io/name). */
 export const LABEL_APP_NAME = "app.kubernetes.io/name";
@@ -66,8 +76,8 @@ export function podsByName(c: ClassifiedPods): Pod[] {
 }
 
 /**
- * Groups pods by their role label. Terminating pods are skipped (acting on them again would
- * loop deletes); pods with an unknown role or an unparsable slot only appear in allByName.
+ * Groups pods by their role label. Terminating pods are skipped (acting on them would loop
+ * deletes); an unknown role or an unparsable slot appears only in allByName.
  */
 export function classifyPods(pods: readonly Pod[]): ClassifiedPods {
   const out: ClassifiedPods = { sub: new Map(), toolbox: new Map(), allByName: new Map() };
@@ -104,10 +114,8 @@ export function toolboxPodName(csName: string, tbName: string): string {
 }
 
 /**
- * The desired pod of an agent slot. Slot 0 is the main agent; slots ≥ 1 are sub-agents forked
- * from mainVMName and hard-bound to bindNodeName (the main's node). A main of a set with
- * spec.nodeName gets a required hostname affinity instead of a bind, so it only lands there if
- * the scheduler agrees.
+ * The desired pod of an agent slot: slot 0 is the main; slots ≥ 1 fork from mainVMName, bound to
+ * bindNodeName. A main of a set with spec.nodeName gets a required hostname affinity instead.
  */
 export function buildAgentPod(
   cs: CocoonSet,
@@ -196,9 +204,8 @@ function newManagedPod(cs: CocoonSet, podName: string, role: string, slotLabel: 
 }
 
 /**
- * Container resources from a VM's requirements: quantities in canonical form, plus the VM's
- * storage as ephemeral-storage in both requests and limits (both, so Guaranteed-QoS defaulting
- * keeps it) for the scheduler to account the disk. Always fresh maps.
+ * Container resources from a VM's requirements, in canonical form, with the VM's storage as
+ * ephemeral-storage in both requests and limits (so Guaranteed-QoS defaulting keeps it).
  */
 export function podResources(
   spec: VMResourceRequirements | undefined,
@@ -246,4 +253,36 @@ export function preferredHostnameAffinity(nodeName: string): Affinity {
 
 function hostnameTerm(nodeName: string): NodeSelectorTerm {
   return { matchExpressions: [{ key: LABEL_HOSTNAME, operator: "In", values: [nodeName] }] };
+}
+
+/**
+ * Whether a managed pod failed, by either signal: vk-cocoon's lifecycle annotation (`failed`,
+ * usually seen first) or the pod phase the kubelet reports.
+ */
+export function isPodFailed(pod: Pod): boolean {
+  return readLifecycleState(pod) === LIFECYCLE_STATE_FAILED || isPodPhaseFailed(pod);
+}
+
+/**
+ * The List step: the pods labelled for cs that cs controls (by UID), so a stale label alone
+ * never makes a pod count. unsafeDisableDeepCopy: the cache's own objects, for callers that never
+ * mutate them.
+ */
+export async function listOwnedPods(
+  reader: Reader,
+  cs: CocoonSet,
+  signal?: AbortSignal,
+  opts: { unsafeDisableDeepCopy?: boolean } = {},
+): Promise<Pod[]> {
+  const name = cs.metadata.name ?? "";
+  // A name over 63 characters is no label value: no pod carries it, a selector on it is refused,
+  // and listing would fail every pass, teardown included.
+  if (!isValidLabelValue(name)) return [];
+  const list = await reader.list(Pods, {
+    namespace: cs.metadata.namespace,
+    labelSelector: { [LABEL_COCOON_SET]: name },
+    signal,
+    ...(opts.unsafeDisableDeepCopy ? { unsafeDisableDeepCopy: true } : {}),
+  });
+  return list.items.filter((p) => isControlledBy(p, cs));
 }

@@ -1,17 +1,25 @@
 /**
- * Which owned-pod updates wake the CocoonSet reconciler. vk-cocoon rewrites pod status often
- * (condition heartbeats, container statuses); only changes the reconciler acts on pass.
+ * Watches: which events wake which CocoonSet. Owned pods pass only on changes the reconciler acts
+ * on (vk-cocoon rewrites pod status often); a deleted CocoonHibernation wakes the set of its pod;
+ * a node's arrival, departure or relabelling wakes the sets whose spec.nodeName names it, found
+ * through a cache index rather than a scan of every set, and status heartbeats never pass.
  */
-import { jsonEqual } from "../kube/mod.ts";
-import type { CompletePredicate, Pod, Request } from "../kube/mod.ts";
+import {
+  type CompletePredicate,
+  jsonEqual,
+  labelChanged,
+  type Node,
+  type Pod,
+  type Request,
+} from "../kube/mod.ts";
+import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { cocoonSetOwnerName, isPodReady } from "../common/meta/mod.ts";
 
 /**
- * Passes creates and deletes, and updates that start a deletion, change the phase, flip
- * readiness, change labels or annotations — or flip whether the pod is Unschedulable (the
- * Go operator did not look at that, so a released-seat wake noticed missing capacity only at its
- * next 5 s poll). Generic events are dropped.
+ * Passes creates, deletes, and updates that start a deletion, change the phase, readiness,
+ * labels or annotations, or flip Unschedulable (so a released-seat wake sees missing capacity
+ * at once, not at its next poll).
  */
 export function podRelevantChange(): CompletePredicate<Pod> {
   return {
@@ -33,10 +41,7 @@ export function isUnschedulable(pod: Pod): boolean {
   return unschedulableCondition(pod) !== undefined;
 }
 
-/**
- * The scheduler's message when the pod has PodScheduled=False with reason Unschedulable, else
- * "". A released-seat wake echoes it in its WakeNoCapacity Event.
- */
+/** The scheduler's message when the pod is Unschedulable, else "". */
 export function unschedulableMessage(pod: Pod): string {
   return unschedulableCondition(pod)?.message ?? "";
 }
@@ -48,9 +53,8 @@ function unschedulableCondition(pod: Pod) {
 }
 
 /**
- * The set whose pod a deleted CocoonHibernation targeted, from the pod cache. A request that
- * hibernated a pod keeps the set's unsuspend away from it while it lives; once it is gone, only a
- * pass of the set clears the leftover ask, and a set at rest has no requeue of its own.
+ * The set whose pod a deleted CocoonHibernation targeted: only a pass of that set clears the ask
+ * the request leaves, and a set at rest has no requeue of its own.
  */
 export function setOfRequestTarget(
   storedPod: (namespace: string, name: string) => Pod | undefined,
@@ -65,4 +69,34 @@ export function setOfRequestTarget(
 /** Only a request's deletion concerns the set; its own flow handles every other change. */
 export function requestDeleted(): CompletePredicate<CocoonHibernation> {
   return { create: () => false, update: () => false, delete: () => true, generic: () => false };
+}
+
+/** Cache index of CocoonSets by the node spec.nodeName pins their main to. */
+export const NODE_NAME_INDEX = "spec.nodeName";
+
+/** The index values of a set: its spec.nodeName, none when unpinned. */
+export function nodeNameIndexValues(cs: CocoonSet): string[] {
+  return cs.spec?.nodeName ? [cs.spec.nodeName] : [];
+}
+
+/** Looks up stored sets under an index value (the informer's byIndex). */
+export type SetIndexLookup = (index: string, value: string) => CocoonSet[];
+
+/** Requests for every CocoonSet whose spec.nodeName names node. */
+export function setsTargetingNode(lookup: SetIndexLookup, node: Node): Request[] {
+  return lookup(NODE_NAME_INDEX, node.metadata.name ?? "").map((cs) => ({
+    namespace: cs.metadata.namespace ?? "",
+    name: cs.metadata.name ?? "",
+  }));
+}
+
+/** Node events that can change whether a node fits a set: create, delete, label changes. */
+export function nodePlacementEvents(): CompletePredicate<Node> {
+  const labels = labelChanged<Node>();
+  return {
+    create: () => true,
+    delete: () => true,
+    update: (oldNode, newNode) => labels.update(oldNode, newNode),
+    generic: () => false,
+  };
 }

@@ -1,7 +1,6 @@
 /**
- * Rebuild bookkeeping of sub-agents: how often each slot's pod was deleted for a rebuild and
- * when, kept in a CocoonSet annotation because the pod (and anything written on it) is gone
- * after the delete it accounts for.
+ * The rebuild budget of sub-agents: how often each slot's pod was deleted for a rebuild and when,
+ * kept on the CocoonSet because the pod is gone after the delete it accounts for.
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { parseRfc3339, rfc3339Nano } from "../kube/mod.ts";
@@ -24,9 +23,8 @@ export interface RebuildEntry {
 export type RebuildHistory = Map<number, RebuildEntry>;
 
 /**
- * Reads the history. Anything unreadable (bad JSON, null, a non-object, a malformed entry or slot
- * key) reads as no history at all, as Go's decoder fails the whole map: a corrupt annotation must
- * not wedge rebuilds.
+ * Reads the history. Anything malformed reads as no history at all (Go's decoder fails the whole
+ * map): a corrupt annotation must not wedge rebuilds.
  */
 export function readRebuildHistory(cs: CocoonSet): RebuildHistory {
   const raw = cs.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY];
@@ -69,14 +67,13 @@ function parseHistory(parsed: unknown): RebuildHistory | undefined {
 }
 
 /**
- * The annotation value for history, dropping slots above replicas (scaled away). Keys are
- * written in the order Go's encoder sorts them (as strings). Returns "" for an empty history,
- * which callers write as "remove the annotation" rather than leaving "{}" behind.
+ * The annotation value for history without slots above replicas, keys sorted as strings (Go's
+ * encoder order); "" for an empty history, which removes the annotation.
  */
 export function encodeRebuildHistory(replicas: number, history: RebuildHistory): string {
   const keys = [...history.keys()].filter((slot) => slot <= replicas).map(String).sort();
   if (keys.length === 0) return "";
-  // Built by hand: a JS object lists integer-like keys numerically, whatever the insertion order.
+  // By hand: a JS object lists integer-like keys numerically.
   const members = keys.map((key) => {
     const e = history.get(Number(key))!;
     const entry = { count: e.count, lastDeleted: rfc3339Nano(e.lastDeleted) };

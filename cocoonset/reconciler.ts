@@ -1,40 +1,59 @@
 /**
- * The CocoonSet reconciler: drives one CocoonSet toward its spec — a main agent (slot 0),
- * `replicas` sub-agents forked from it and one pod per toolbox — through suspend and wake, seat
- * release, migration, rebuilds and teardown.
- *
- * One pass, in order (the first step that owns the pass returns):
- * get → teardown (deleting) → finalizer (and snapshot ledger) → list and classify owned pods →
- * stamp the generation on every pod → record the snapshot ledger → settle orphaned `:hibernate`
- * tags → failed main → suspend
- * (release or retain) → migration → released-seat wake → clear leftover hibernate requests →
- * main drift → create main → wait for the main to be Ready → sub-agents → toolboxes → status.
+ * The CocoonSet reconciler: drives a set toward its spec (a main agent, `replicas` sub-agents
+ * forked from it, one pod per toolbox) through suspend and wake, seat release, migration, rebuilds
+ * and teardown. runSteps runs the steps of docs/cocoonset.md's "One reconcile pass" in order;
+ * finishPass ends the pass as the step that stopped it decided.
  */
-import { getLogger } from "@logtape/logtape";
 import {
+  type Client,
+  type Clock,
   controllerManagedBy,
   enqueueFromMap,
   errorMessage,
+  type EventRecorder,
   generationChanged,
   isConflict,
   isNotFound,
+  type Manager,
+  type Node,
   Nodes,
+  type Pod,
   Pods,
+  type Reader,
   realClock,
+  type Reconciler,
+  type Request,
+  type Result,
   wrapError,
 } from "../kube/mod.ts";
-import type {
-  Client,
-  Clock,
-  EventRecorder,
-  Manager,
-  Node,
-  Pod,
-  Reader,
-  Reconciler,
-  Request,
-  Result,
-} from "../kube/mod.ts";
+import { patchCocoonSetGeneration } from "../common/k8s/pod_patch.ts";
+import {
+  type CocoonSetDeps,
+  doing,
+  emit,
+  logFor,
+  podRef,
+  REQUEUE_WAIT_FOR_MAIN_MS,
+  type SetPass,
+  type Stop,
+  stop,
+} from "./pass.ts";
+import { classifyPods, listOwnedPods, podsByName } from "./pods.ts";
+import {
+  createMainAgent,
+  NameConflictError,
+  QuotaExceededError,
+  REASON_NAME_CONFLICT,
+  REASON_QUOTA_EXCEEDED,
+} from "./create.ts";
+import {
+  addInvalidSpecProblem,
+  InvalidSpecError,
+  REASON_INVALID_SPEC,
+  refusedByServer,
+  rememberInvalidSpec,
+} from "./validate.ts";
+import { getLogger } from "@logtape/logtape";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
@@ -48,43 +67,30 @@ import {
   scannedVMNameIndex,
   type VMNameIndex,
 } from "../snapshotgate/mod.ts";
-import { ensureSubAgents, type SubAgentOutcome } from "./agents.ts";
+import { ensureSubAgents, reportDeadLetters, type SubAgentOutcome } from "./agents.ts";
 import { ensureFinalizer } from "./finalizer.ts";
 import { reconcileFailedMain } from "./failed_main.ts";
-import { createMainAgent } from "./create_main.ts";
 import { reconcileTeardown } from "./teardown.ts";
-import { syncCocoonSetGeneration } from "./generation_stamp.ts";
 import { reconcileMigration } from "./migrate.ts";
 import { type NodeChecks, warnIfPoolEmpty } from "./nodes.ts";
 import {
   NODE_NAME_INDEX,
   nodeNameIndexValues,
   nodePlacementEvents,
+  podRelevantChange,
+  requestDeleted,
+  setOfRequestTarget,
   setsTargetingNode,
-} from "./node_watch.ts";
-import { listOwnedPods } from "./ownership.ts";
+} from "./predicate.ts";
 import { settleOrphanTags } from "./orphan_tags.ts";
-import {
-  type CocoonSetDeps,
-  emit,
-  logFor,
-  type PassEnd,
-  REQUEUE_WAIT_FOR_MAIN_MS,
-  type SetPass,
-} from "./pass.ts";
-import { classifyPods } from "./pods.ts";
 import { replaceDriftedMain } from "./drift.ts";
-import { podRelevantChange, requestDeleted, setOfRequestTarget } from "./predicate.ts";
 import { newRestoreIntent } from "./restore.ts";
 import { reconcileReleasedWake, reconcileSuspendRelease } from "./seat_release.ts";
 import { syncLedger } from "./snapshot_ledger.ts";
-import { PassStopped } from "./problem.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { addInvalidSpecProblem, REASON_INVALID_SPEC, rememberInvalidSpec } from "./validate.ts";
 import { DEFAULT_SET_LIMITS, type OverLimit, overLimit, type SetLimits } from "./limits.ts";
-import { passResult, reportDeadLetters } from "./outcome.ts";
 
 const log = getLogger(["cocoon-operator", "cocoonset"]);
 
@@ -92,10 +98,7 @@ const log = getLogger(["cocoon-operator", "cocoonset"]);
 export interface CocoonSetReconcilerOptions {
   client: Client;
   apiReader: Reader;
-  /**
-   * The cache's VM-name index; default: computed by listing through client (for a client
-   * without the index, as in unit tests).
-   */
+  /** The cache's VM-name index; default: a scan through client (unit tests). */
   vmNameIndex?: VMNameIndex;
   registry?: Registry;
   recorder: EventRecorder;
@@ -106,7 +109,7 @@ export interface CocoonSetReconcilerOptions {
   nodeChecks?: () => boolean;
 }
 
-/** Reconciles CocoonSets; see the module doc for the order of a pass. */
+/** Reconciles CocoonSets. */
 export class CocoonSetReconciler implements Reconciler {
   readonly deps: CocoonSetDeps;
 
@@ -117,8 +120,9 @@ export class CocoonSetReconciler implements Reconciler {
       vmNameIndex: opts.vmNameIndex ?? scannedVMNameIndex(opts.client),
       clock: opts.clock ?? realClock,
       limits: opts.limits ?? DEFAULT_SET_LIMITS,
-      validGenerations: new Map(),
+      specChecks: new Map(),
       verifiedShapes: new Set(),
+      dryRunsInFlight: new Map(),
       teardownDeletes: new Map(),
       writtenStatuses: new Map(),
       deferredDropEvents: new Map(),
@@ -129,8 +133,7 @@ export class CocoonSetReconciler implements Reconciler {
     try {
       return await this.#reconcile(req, signal);
     } catch (err) {
-      // A write computed from a cached copy that has since moved on (the status write and the
-      // finalizer carry the resourceVersion they were computed from): look again at once.
+      // A locked write computed from a copy that has since moved on: the pass runs again.
       if (isConflict(err)) {
         log.debug("conflict on {namespace}/{cocoonset}, retrying the pass: {error}", {
           namespace: req.namespace,
@@ -161,30 +164,38 @@ export class CocoonSetReconciler implements Reconciler {
       log: logFor(cs),
       problems: [],
     };
-    try {
-      return await runPass(pass);
-    } catch (err) {
-      // A check stopped the pass: its problems are on the pass; the status says them once.
-      if (!(err instanceof PassStopped)) throw err;
-      await writeSetStatus(pass, err.phase);
-      throw err.error;
-    }
+    return await finishPass(pass, await runSteps(pass));
   }
 }
 
+/**
+ * Ends the pass as its step decided: writes the status (again only when an effect stops with a
+ * phase of its own), then returns the result or throws the error. An effect runs only once the
+ * status before it is stored: a failed or conflicting write throws first, and the effect waits
+ * for a pass that stores it.
+ */
+export async function finishPass(pass: SetPass, end: Stop): Promise<Result> {
+  for (;;) {
+    if (end.phase !== undefined) await writeSetStatus(pass, end.phase);
+    if (!("effect" in end)) break;
+    end = await end.effect();
+  }
+  if (end.error) throw end.error;
+  return end.result;
+}
+
 /** The steps of one pass, in the order of docs/cocoonset.md's "One reconcile pass". */
-async function runPass(pass: SetPass): Promise<Result> {
+async function runSteps(pass: SetPass): Promise<Stop> {
   const { cs } = pass;
   if (cs.metadata.deletionTimestamp) return await reconcileTeardown(pass);
-  const finalizing = await ensureFinalizer(pass);
-  if (finalizing) return finalizing;
+  let step = await ensureFinalizer(pass);
+  if (step.stop) return step;
 
   await listStampAndRecord(pass);
   await settleOrphanTags(pass);
   const bounds = recordSpecBounds(pass);
 
-  const failed = await reconcileFailedMain(pass);
-  if (failed) return await endPass(pass, failed);
+  if ((step = await reconcileFailedMain(pass)).stop) return step;
   const main = pass.classified.main;
 
   if (cs.spec.suspend) {
@@ -194,51 +205,51 @@ async function runPass(pass: SetPass): Promise<Result> {
   }
   // A migration in flight owns the pass; it runs before the unsuspend below so its own
   // hibernate request is not cleared.
-  const migration = await reconcileMigration(pass);
-  if (migration.handled) return migration.result ?? {};
+  if ((step = await reconcileMigration(pass)).stop) return step;
   // The released-seat wake runs before the normal main create, which would boot the main
   // fresh over its snapshot.
-  const wake = await reconcileReleasedWake(pass);
-  if (wake.handled) return wake.result ?? {};
+  if ((step = await reconcileReleasedWake(pass)).stop) return step;
   await applyUnsuspend(pass);
 
-  const drifted = await replaceDriftedMain(pass);
-  if (drifted) return drifted;
+  if ((step = await replaceDriftedMain(pass)).stop) return step;
   if (!main) return await createMainAgent(pass);
   // Sub-agents fork from the main's VM: they need it live first.
   if (!isPodReady(main)) {
     await warnIfPoolEmpty(pass, main);
     rememberInvalidSpec(pass);
-    await writeSetStatus(pass, "Pending");
-    return { requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS };
+    return stop({ requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS }, "Pending");
   }
 
   return await reconcileParts(pass, main, bounds);
 }
 
-/** Ends the pass as a step decided: the status written with its phase, if it names one. */
-async function endPass(pass: SetPass, end: PassEnd): Promise<Result> {
-  if (end.phase !== undefined) await writeSetStatus(pass, end.phase);
-  return end.result;
+/**
+ * The List and Stamp steps: the owned pods classified, the generation stamped on each (so what
+ * they report next is tied to the spec this pass acts on), then the snapshot ledger recorded.
+ */
+async function listStampAndRecord(pass: SetPass): Promise<void> {
+  const owned = await doing(
+    "list owned pods",
+    listOwnedPods(pass.deps.client, pass.cs, pass.signal),
+  );
+  pass.classified = classifyPods(owned);
+  await syncCocoonSetGeneration(pass);
+  await syncLedger(pass, owned);
 }
 
 /**
- * The List and Stamp steps: the owned pods, classified on the pass; the generation stamped on
- * each; the snapshot ledger updated from what they show.
+ * Stamps the current generation on every owned pod that does not carry it yet: vk-cocoon echoes
+ * it back as the lifecycle observed generation, a completion signal immune to clock skew.
  */
-async function listStampAndRecord(pass: SetPass): Promise<void> {
-  let owned;
-  try {
-    owned = await listOwnedPods(pass.deps.client, pass.cs, pass.signal);
-  } catch (err) {
-    throw wrapError("list owned pods", err);
+export async function syncCocoonSetGeneration(pass: SetPass): Promise<void> {
+  const generation = pass.cs.metadata.generation ?? 0;
+  for (const pod of podsByName(pass.classified)) {
+    pass.signal.throwIfAborted();
+    await doing(
+      `stamp cocoonset generation on ${podRef(pod)}`,
+      patchCocoonSetGeneration(pass.deps.client, pod, generation, pass.signal),
+    );
   }
-  pass.classified = classifyPods(owned);
-  // Stamp first, so whatever the pods report next is tied to the spec this pass acts on.
-  await syncCocoonSetGeneration(pass);
-  // Before anything of this pass creates a pod under the spec's policy, or a hibernate request
-  // seen on a pod (terminating ones too) is cleared.
-  await syncLedger(pass, owned);
 }
 
 /** Problems of the spec found without the server: bad toolbox names, parts over their bound. */
@@ -247,18 +258,14 @@ interface SpecBounds {
   over: OverLimit;
 }
 
-/** Checks the spec's bounds and records each problem on the pass (its status says them). */
+/** Records the spec's bound problems on the pass: such a part builds nothing, the rest goes on. */
 function recordSpecBounds(pass: SetPass): SpecBounds {
   const { cs, deps } = pass;
   const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
   if (nameProblem) {
-    pass.problems.push({
-      condition: CONDITION_TYPE_READY,
-      reason: REASON_INVALID_SPEC,
-      message: nameProblem,
-    });
+    const reason = REASON_INVALID_SPEC;
+    pass.problems.push({ condition: CONDITION_TYPE_READY, reason, message: nameProblem });
   }
-  // A part above its bound builds nothing; the rest of the set reconciles.
   const over = overLimit(cs.spec, deps.limits);
   for (const problem of [over.agents, over.toolboxes]) {
     if (problem) addInvalidSpecProblem(pass, problem);
@@ -267,23 +274,38 @@ function recordSpecBounds(pass: SetPass): SpecBounds {
 }
 
 /** The Sub-agents, Toolboxes and Status steps, once the main is Ready. */
-async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Promise<Result> {
+async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Promise<Stop> {
   const { nameProblem, over } = bounds;
   const subs: SubAgentOutcome = over.agents
     ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
     : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
-  // Bad toolbox names or counts: no toolbox is created or deleted; the Warning is given where
-  // the part would have been reconciled (the status says it on every pass).
+  // A blocked part gets its Warning where it would have been reconciled.
   for (const problem of [nameProblem, over.agents, over.toolboxes]) {
     if (problem) emit(pass, "Warning", REASON_INVALID_SPEC, problem);
   }
   const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
   const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
-  if (subs.changed || toolboxesChanged) return { requeue: true };
+  if (subs.changed || toolboxesChanged) return stop({ requeue: true });
 
   reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
-  await writeSetStatus(pass, "");
-  return passResult(pass, subs.requeueAfterMs);
+  return passEnd(pass, subs.requeueAfterMs);
+}
+
+/**
+ * How a pass whose pods are reconciled ends, with the status derived: requeueAfterMs (> 0) when
+ * the pass has a timed look-again of its own (a rebuild's backoff), which then stands; otherwise
+ * a problem only a person or another object can fix (NameConflict, a part the server refused,
+ * QuotaExceeded) fails the pass for the error backoff.
+ */
+export function passEnd(pass: SetPass, requeueAfterMs: number): Stop {
+  if (requeueAfterMs > 0) return stop({ requeueAfter: requeueAfterMs }, "");
+  const conflicts = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
+  if (conflicts.length > 0) return stop({}, "", new NameConflictError(conflicts));
+  const refused = refusedByServer(pass);
+  if (refused) return stop({}, "", new InvalidSpecError(refused));
+  const quota = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
+  if (quota) return stop({}, "", new QuotaExceededError(quota.message));
+  return stop({}, "");
 }
 
 /** How the CocoonSet controller is set up. */
@@ -295,18 +317,15 @@ export interface CocoonSetControllerOptions {
   /** Per-set bounds (--max-replicas-per-set, --max-toolboxes-per-set); DEFAULT_SET_LIMITS. */
   limits?: SetLimits;
   /**
-   * Whether the operator's role lets it read nodes (nodes.ts). Absent: always. While off, the
-   * node informer is never started (no node watch, no node check); once on, the node watch is
-   * added and every set that names a node is looked at again.
+   * Whether the operator's role lets it read nodes (absent: always). While off, no node informer
+   * runs; once on, the node watch starts and every set that names a node is looked at again.
    */
   nodeChecks?: NodeChecks;
 }
 
 /**
- * Registers the CocoonSet controller: For CocoonSets (spec changes only), Owns pods (changes
- * the reconciler acts on only), Watches CocoonHibernations (a deleted one wakes the set owning
- * its target pod) and nodes (arrival, departure and relabelling of a node a set's spec.nodeName
- * names, through a cache index on spec.nodeName).
+ * Registers the CocoonSet controller: For CocoonSets (spec changes), Owns pods, Watches
+ * CocoonHibernations and nodes (predicate.ts).
  */
 export function setupCocoonSetController(
   mgr: Manager,
@@ -332,7 +351,6 @@ export function setupCocoonSetController(
   if (!sets.hasIndex(NODE_NAME_INDEX)) {
     mgr.indexField(CocoonSets, NODE_NAME_INDEX, nodeNameIndexValues);
   }
-  // A set pinned to a node that is missing or outside its pool waits for that node.
   const nodeEvents = enqueueFromMap<Node>((node) =>
     setsTargetingNode((index, value) => sets.byIndex(index, value), node)
   );

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { Manager, newApiError, Pods, setControllerReference } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { Manager, newApiError, type Pod, Pods, setControllerReference } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
@@ -18,6 +17,7 @@ import {
   actionsOf,
   conditionOf,
   counterValue,
+  depsOf,
   editPod,
   findSet,
   getPod,
@@ -29,6 +29,7 @@ import {
   newHibernation,
   newTestEnv,
   newTestPass,
+  podSeed,
   readyPod,
   reconcileSet,
   seedDeletingSet,
@@ -47,13 +48,12 @@ import {
   MAX_REBUILD_ATTEMPTS,
   readRebuildHistory,
 } from "./rebuild.ts";
-import { setupCocoonSetController } from "./reconciler.ts";
+import { setupCocoonSetController, syncCocoonSetGeneration } from "./reconciler.ts";
 import { allOwnedPodsHibernated, applyUnsuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { REASON_NAME_CONFLICT } from "./name_clash.ts";
+import { REASON_NAME_CONFLICT } from "./create.ts";
 import { REASON_INVALID_SPEC } from "./validate.ts";
-import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
-import { DEFAULT_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import { DEFAULT_SNAPSHOT_TAG, HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 const REBUILD_METRIC = "cocoon_operator_subagent_rebuild_total";
 
@@ -596,8 +596,8 @@ Deno.test("setting up the controller rejects a concurrency below 1 or not an int
 });
 
 // ---------------------------------------------------------------------------------------------
-// Reconcile-order behaviours of the digest (§2 C1–C3, C8, C10, C15, C16) the Go tests above do
-// not pin, including where this port deliberately differs.
+// Reconcile-order behaviours the Go tests above do not pin (tests/PARITY.md maps them to the
+// original's behaviour), including where this port deliberately differs.
 // ---------------------------------------------------------------------------------------------
 
 Deno.test("a status write refused with Conflict retries the pass at once, then writes from fresh data", async () => {
@@ -632,7 +632,7 @@ function withFinalizerSet(env: ReturnType<typeof newTestEnv>): CocoonSet {
   return seedSet(env, newCocoonSet("demo", withFinalizer));
 }
 
-Deno.test("C1: a new set gets its finalizer, then its main, then Pending until the main is Ready, then Running", async () => {
+Deno.test("a new set gets its finalizer, then its main, then Pending until the main is Ready, then Running", async () => {
   const env = newTestEnv();
   seedSet(env, newCocoonSet("demo"));
   const statusWrites = () =>
@@ -713,7 +713,7 @@ Deno.test("C1: a new set gets its finalizer, then its main, then Pending until t
   assert.equal((await findSet(env.fake, "demo"))?.metadata.resourceVersion, rv);
 });
 
-Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes extra slots in ascending order", async () => {
+Deno.test("scale-up forks bound sub-agents from the main; scale-down deletes extra slots in ascending order", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -771,7 +771,7 @@ Deno.test("C2: scale-up forks bound sub-agents from the main; scale-down deletes
   assert.equal(out?.status?.readyAgents, 2);
 });
 
-Deno.test("C2: while the main is not Ready, sub-agents are neither created nor triaged", async () => {
+Deno.test("while the main is not Ready, sub-agents are neither created nor triaged", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -789,7 +789,7 @@ Deno.test("C2: while the main is not Ready, sub-agents are neither created nor t
   assert.equal(env.recorder.events.length, 0);
 });
 
-Deno.test("C3: a spec edit re-stamps every owned pod before anything else, and only pods that need it", async () => {
+Deno.test("a spec edit re-stamps every owned pod before anything else, and only pods that need it", async () => {
   const env = newTestEnv();
   const old = newCocoonSet("demo", (c) => {
     c.spec.agent.replicas = 1;
@@ -820,7 +820,7 @@ Deno.test("C3: a spec edit re-stamps every owned pod before anything else, and o
   );
 });
 
-Deno.test("C3: pods are re-stamped while the main is failed and while suspended, never during teardown", async () => {
+Deno.test("pods are re-stamped while the main is failed and while suspended, never during teardown", async () => {
   const old = newCocoonSet("demo", (c) => {
     c.metadata.generation = 1;
   });
@@ -858,7 +858,7 @@ Deno.test("C3: pods are re-stamped while the main is failed and while suspended,
   );
 });
 
-Deno.test("C10: a retain unsuspend clears every hibernate request and never deletes the snapshot tags", async () => {
+Deno.test("a retain unsuspend clears every hibernate request and never deletes the snapshot tags", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -882,7 +882,7 @@ Deno.test("C10: a retain unsuspend clears every hibernate request and never dele
   assert.equal((await findSet(env.fake, "demo"))?.status?.phase, "Pending");
 });
 
-Deno.test("C10: a stray hibernate request on a running set is cleared unless a Hibernate CR owns the pod", async () => {
+Deno.test("a stray hibernate request on a running set is cleared unless a Hibernate CR owns the pod", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -901,7 +901,7 @@ Deno.test("C10: a stray hibernate request on a running set is cleared unless a H
   assert.equal(readHibernateState((await getPod(env.fake, "demo-1"))!), true);
 });
 
-Deno.test("C15: teardown stashes the sorted union of status, previous and live VM names and waits for every pod", async () => {
+Deno.test("teardown stashes the sorted union of status, previous and live VM names and waits for every pod", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     c.spec.agent.replicas = 1;
@@ -940,8 +940,8 @@ Deno.test("C15: teardown stashes the sorted union of status, previous and live V
     await env.fake.delete(Pods, TEST_NAMESPACE, name, { gracePeriodSeconds: 0 });
   }
   assert.deepEqual(await reconcileSet(env, "demo"), {});
-  // Issue 18 (tenancy): vk-ns-old-9 is only in the editable annotation and is not a name this
-  // set derives, so the snapshot gate refuses it (Go, and this port before the gate, deleted it).
+  // vk-ns-old-9 is only in the editable annotation and is not a name this set derives, so the
+  // snapshot gate refuses it (Go deleted it).
   assert.deepEqual(
     env.registry.callsOf("deleteManifest").map((c) => c.name),
     ["vk-ns-demo-0", "vk-ns-demo-1", "vk-ns-demo-tb"],
@@ -949,7 +949,7 @@ Deno.test("C15: teardown stashes the sorted union of status, previous and live V
   assert.equal(await findSet(env.fake, "demo"), undefined);
 });
 
-Deno.test("C15: a pod already terminating gets no DELETE from teardown but is still waited for", async () => {
+Deno.test("a pod already terminating gets no DELETE from teardown but is still waited for", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo");
   const main = buildAgentPod(cs, 0);
@@ -964,7 +964,7 @@ Deno.test("C15: a pod already terminating gets no DELETE from teardown but is st
   assert.equal(env.registry.calls.length, 0);
 });
 
-Deno.test("C16: a pod only labelled for the set is never stamped, counted, suspended or deleted", async () => {
+Deno.test("a pod only labelled for the set is never stamped, counted, suspended or deleted", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -988,7 +988,7 @@ Deno.test("C16: a pod only labelled for the set is never stamped, counted, suspe
   ]);
 });
 
-Deno.test("C16: an owned pod with an unknown role is stamped, suspended and torn down, but never in the status", async () => {
+Deno.test("an owned pod with an unknown role is stamped, suspended and torn down, but never in the status", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -1021,7 +1021,7 @@ Deno.test("C16: an owned pod with an unknown role is stamped, suspended and torn
   assert.equal(await getPod(env.fake, "demo-extra"), undefined);
 });
 
-Deno.test("C16: a terminating owned pod is not stamped, counted or deleted again", async () => {
+Deno.test("a terminating owned pod is not stamped, counted or deleted again", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -1041,4 +1041,63 @@ Deno.test("C16: a terminating owned pod is not stamped, counted or deleted again
   const out = await findSet(env.fake, "demo");
   assert.deepEqual(out?.status?.agents?.map((a) => a.podName), ["demo-0"]);
   assert.equal(out?.status?.readyAgents, 1);
+});
+
+function bare(name: string, generation?: string): Pod {
+  return {
+    metadata: {
+      name,
+      namespace: TEST_NAMESPACE,
+      ...(generation ? { annotations: { [ANNOTATION_COCOON_SET_GENERATION]: generation } } : {}),
+    },
+  };
+}
+
+Deno.test("the generation is stamped on every owned pod that lacks it or carries an older one", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 7;
+  });
+  const env = newTestEnv([podSeed(bare("demo-0")), podSeed(bare("demo-1", "5"))]);
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
+  await syncCocoonSetGeneration(newTestPass(depsOf(env), cs, pods));
+  for (const name of ["demo-0", "demo-1"]) {
+    const pod = await getPod(env.fake, name);
+    assert.equal(pod?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "7", name);
+  }
+  const patches = env.fake.actions.filter((a) => a.verb === "patch");
+  assert.deepEqual(patches.map((a) => a.name), ["demo-0", "demo-1"], "one patch per pod, by name");
+  assert.deepEqual(patches[0].patch, {
+    metadata: { annotations: { [ANNOTATION_COCOON_SET_GENERATION]: "7" } },
+  });
+});
+
+Deno.test("a pod already stamped with the current generation is not patched", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 3;
+  });
+  const env = newTestEnv([podSeed(bare("demo-0", "3"))]);
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
+  await syncCocoonSetGeneration(newTestPass(depsOf(env), cs, pods));
+  assert.equal(env.fake.actions.filter((a) => a.verb === "patch").length, 0);
+  const pod = await getPod(env.fake, "demo-0");
+  assert.equal(pod?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "3");
+});
+
+Deno.test("a terminating pod is not stamped", async () => {
+  const cs = newCocoonSet("demo", (c) => {
+    c.metadata.generation = 2;
+  });
+  const going = bare("demo-1", "1");
+  going.metadata.finalizers = ["test/hold"];
+  const env = newTestEnv([podSeed(bare("demo-0", "1")), podSeed(going)]);
+  await env.fake.delete(Pods, TEST_NAMESPACE, "demo-1");
+  const pods = (await env.fake.list(Pods, { namespace: TEST_NAMESPACE })).items;
+  assert.ok(pods.find((p) => p.metadata.name === "demo-1")?.metadata.deletionTimestamp);
+  await syncCocoonSetGeneration(newTestPass(depsOf(env), cs, pods));
+  assert.deepEqual(
+    env.fake.actions.filter((a) => a.verb === "patch").map((a) => a.name),
+    ["demo-0"],
+  );
+  const stale = await getPod(env.fake, "demo-1");
+  assert.equal(stale?.metadata.annotations?.[ANNOTATION_COCOON_SET_GENERATION], "1");
 });

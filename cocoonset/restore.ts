@@ -1,33 +1,26 @@
 /**
- * Restore intent: when the operator recreates a pod whose VM a CocoonHibernation put to sleep,
- * the new pod must restore from the `:hibernate` snapshot instead of booting the image afresh —
- * a fresh boot that is later re-hibernated would overwrite the real snapshot.
+ * Restore intent: a pod recreated for a VM a CocoonHibernation put to sleep restores from its
+ * `:hibernate` snapshot instead of booting afresh (a fresh boot hibernated later would overwrite
+ * the real snapshot).
  */
-import { wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { type Pod, wrapError } from "../kube/mod.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { CocoonHibernations } from "../common/apis/v1/resources.ts";
 import { markRestoreFromHibernate, parseVMSpec } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import type { CocoonSetDeps, RestoreIntent } from "./pass.ts";
+import type { CocoonSetDeps } from "./pass.ts";
 
-/**
- * A lazy, memoised intent for the namespace. The CocoonHibernation list costs one pass over
- * the namespace's CRs, so it runs only when a pod is actually about to be created.
- */
+/** The namespace's restore intent, listed once and only when a pod is about to be created. */
 export function newRestoreIntent(
   deps: CocoonSetDeps,
   namespace: string,
   signal?: AbortSignal,
-): RestoreIntent {
+): () => Promise<ReadonlySet<string>> {
   let loaded: Promise<ReadonlySet<string>> | undefined;
   return () => loaded ??= podsRestorableByCR(deps, namespace, signal);
 }
 
-/**
- * podRef names of the namespace's CocoonHibernations that accept() keeps, from the cache unless
- * fresh asks for the API server.
- */
+/** The pods the namespace's CocoonHibernations name that accept keeps (fresh: uncached). */
 export async function hibernationPodNames(
   deps: CocoonSetDeps,
   namespace: string,
@@ -37,7 +30,6 @@ export async function hibernationPodNames(
 ): Promise<Set<string>> {
   let list;
   try {
-    // Read-only scan: no copies of every CR in the namespace.
     list = await (fresh ? deps.apiReader : deps.client).list(CocoonHibernations, {
       namespace,
       unsafeDisableDeepCopy: true,
@@ -55,35 +47,24 @@ export async function hibernationPodNames(
 }
 
 /**
- * Pods whose CocoonHibernation is Hibernated or Waking. The phase decides, not the desire: a CR
- * only reaches Hibernated once the snapshot is confirmed, so a tag leaked by an Active VM never
- * makes its pod restore.
+ * Pods whose CocoonHibernation is Hibernated or Waking. The phase decides, not the desire: a
+ * request reaches Hibernated only once its snapshot is confirmed.
  */
 export function podsRestorableByCR(
   deps: CocoonSetDeps,
   namespace: string,
   signal?: AbortSignal,
 ): Promise<Set<string>> {
-  return hibernationPodNames(
-    deps,
-    namespace,
-    (h) => h.status?.phase === "Hibernated" || h.status?.phase === "Waking",
-    signal,
-  );
-}
-
-/** A request that wants its pod hibernated: desire Hibernate, or still Hibernating. */
-function hibernatesItsPod(h: CocoonHibernation): boolean {
-  return h.spec?.desire === "Hibernate" || h.status?.phase === "Hibernating";
+  const restorable = (h: CocoonHibernation) =>
+    h.status?.phase === "Hibernated" || h.status?.phase === "Waking";
+  return hibernationPodNames(deps, namespace, restorable, signal);
 }
 
 /**
- * Which of pods (names in namespace) a CocoonHibernation is hibernating or asked to hibernate:
- * suspend logic leaves them be. From the cache while it shows every one of them owned (a held
- * request costs no API request per pass); otherwise read again past the cache, because the
- * callers clear the hibernate request of a pod not returned, and the pod cache can already
- * show a request's annotation while the request cache does not yet show the request (a
- * just-created one), which would wake a VM against it.
+ * Which of pods a CocoonHibernation hibernates or was asked to: a suspend's flows leave them be.
+ * From the cache while it shows every one of them held; otherwise past the cache, since callers
+ * wake a pod not returned and the pod cache may show a request's annotation before the request
+ * cache shows the request.
  */
 export async function podsHibernatedByCR(
   deps: CocoonSetDeps,
@@ -91,14 +72,16 @@ export async function podsHibernatedByCR(
   pods: readonly string[],
   signal?: AbortSignal,
 ): Promise<Set<string>> {
-  const cached = await hibernationPodNames(deps, namespace, hibernatesItsPod, signal);
+  const held = (h: CocoonHibernation) =>
+    h.spec?.desire === "Hibernate" || h.status?.phase === "Hibernating";
+  const cached = await hibernationPodNames(deps, namespace, held, signal);
   if (pods.every((name) => cached.has(name))) return cached;
-  return await hibernationPodNames(deps, namespace, hibernatesItsPod, signal, true);
+  return await hibernationPodNames(deps, namespace, held, signal, true);
 }
 
 /**
  * Marks a freshly built pod to restore from `:hibernate` when intent holds and the snapshot
- * exists. Fails closed: a probe error is thrown rather than falling back to a fresh boot.
+ * exists. A probe error is thrown, never read as "no snapshot".
  */
 export async function markRestoreIfHibernated(
   deps: CocoonSetDeps,
@@ -107,8 +90,7 @@ export async function markRestoreIfHibernated(
   signal?: AbortSignal,
 ): Promise<void> {
   if (!intent || !deps.registry) return;
-  const vmName = parseVMSpec(pod).vmName;
-  if (await hasHibernateSnapshot(deps.registry, vmName, signal)) {
+  if (await hasHibernateSnapshot(deps.registry, parseVMSpec(pod).vmName, signal)) {
     markRestoreFromHibernate(pod);
   }
 }

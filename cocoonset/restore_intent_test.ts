@@ -131,10 +131,10 @@ Deno.test("a CocoonSet whose registry probe hangs does not hold up an unrelated 
 });
 
 // ---------------------------------------------------------------------------------------------
-// C14: restore intent in the normal flow, end to end through a pass.
+// Restore intent in the normal flow, end to end through a pass.
 // ---------------------------------------------------------------------------------------------
 
-Deno.test("C14: a missing main whose CR is Hibernated is recreated restoring from its snapshot", async () => {
+Deno.test("a missing main whose CR is Hibernated is recreated restoring from its snapshot", async () => {
   const env = newTestEnv();
   seedSet(env, newCocoonSet("demo", withFinalizer));
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));
@@ -145,7 +145,7 @@ Deno.test("C14: a missing main whose CR is Hibernated is recreated restoring fro
   assert.equal(readRestoreFromHibernate((await getPod(env.fake, "demo-0"))!), true);
 });
 
-Deno.test("C14: a missing sub-agent whose CR is Waking is recreated restoring, whatever its desire", async () => {
+Deno.test("a missing sub-agent whose CR is Waking is recreated restoring, whatever its desire", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     withFinalizer(c);
@@ -165,7 +165,7 @@ Deno.test("C14: a missing sub-agent whose CR is Waking is recreated restoring, w
   assert.equal(env.registry.callsOf("hasManifest", "vk-ns-demo-2").length, 0);
 });
 
-Deno.test("C14: a snapshot tag without a Hibernated or Waking CR is ignored: the main boots fresh", async () => {
+Deno.test("a snapshot tag without a Hibernated or Waking CR is ignored: the main boots fresh", async () => {
   const env = newTestEnv();
   seedSet(env, newCocoonSet("demo", withFinalizer));
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Active"));
@@ -177,7 +177,7 @@ Deno.test("C14: a snapshot tag without a Hibernated or Waking CR is ignored: the
   assert.equal(env.registry.calls.length, 0);
 });
 
-Deno.test("C14: a registry probe error blocks the create instead of booting fresh", async () => {
+Deno.test("a registry probe error blocks the create instead of booting fresh", async () => {
   const env = newTestEnv();
   seedSet(env, newCocoonSet("demo", withFinalizer));
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernated"));

@@ -37,6 +37,7 @@ import {
   newTestPass,
   reconcilerWith,
   reconcileSet,
+  runStep,
   setSeed,
   type TestEnv,
   withFinalizer,
@@ -122,7 +123,7 @@ Deno.test("release suspend without a registry fails closed and keeps the pod", a
   const cs = env.fake.seed(CocoonSets, relSet());
 
   await assert.rejects(
-    reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main])),
+    runStep(newTestPass(depsOf(env), cs, [main]), reconcileSuspendRelease),
     /needs a registry/,
   );
   assert.ok(await getPod(env.fake, "demo-0"), "the seat is kept");
@@ -133,7 +134,7 @@ Deno.test("release suspend of a pod-less set settles Suspended without requeue",
   const env = newTestEnv();
   const cs = env.fake.seed(CocoonSets, relSet());
 
-  const result = await reconcileSuspendRelease(newTestPass(depsOf(env), cs));
+  const result = await runStep(newTestPass(depsOf(env), cs), reconcileSuspendRelease);
 
   assert.deepEqual(result, {});
   assert.equal((await storedSet(env)).status?.phase, "Suspended");
@@ -145,7 +146,7 @@ Deno.test("release suspend keeps the pod until its snapshot is in the registry",
   const main = env.fake.seed(Pods, hibernatedMainPod(relSet(), "node-a"));
   const cs = env.fake.seed(CocoonSets, relSet());
 
-  const result = await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+  const result = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileSuspendRelease);
 
   assert.deepEqual(result, { requeueAfter: 5_000 });
   const pod = await getPod(env.fake, "demo-0");
@@ -160,7 +161,7 @@ Deno.test("release suspend deletes the verified pod, stashes hint and VM names, 
   const main = env.fake.seed(Pods, hibernatedMainPod(relSet(), "node-a"));
   const cs = env.fake.seed(CocoonSets, relSet());
 
-  const result = await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+  const result = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileSuspendRelease);
 
   assert.deepEqual(result, { requeueAfter: 5_000 });
   await assertDeleted(env, "demo-0", "the hibernated pod gives its seat back");
@@ -185,7 +186,7 @@ Deno.test("release suspend keeps a terminal pod for triage and still settles Sus
   const main = env.fake.seed(Pods, failed);
   const cs = env.fake.seed(CocoonSets, relSet());
 
-  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileSuspendRelease);
 
   const pod = await getPod(env.fake, "demo-0");
   assert.ok(pod && !pod.metadata.deletionTimestamp, "the terminal pod is kept");
@@ -206,7 +207,7 @@ Deno.test("release suspend makes keep-snapshot-on-delete durable on the pod befo
     return undefined;
   });
 
-  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileSuspendRelease);
 
   assert.equal(flaggedAtDelete, true);
 });
@@ -227,7 +228,7 @@ Deno.test("release suspend frees the seat even when the keep-snapshot patch is r
     return undefined;
   });
 
-  const result = await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+  const result = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileSuspendRelease);
 
   assert.deepEqual(result, { requeueAfter: 5_000 });
   await assertDeleted(env, "demo-0", "the seat is released without the mark");
@@ -236,7 +237,7 @@ Deno.test("release suspend frees the seat even when the keep-snapshot patch is r
   assert.equal((await storedSet(env)).status?.phase, "Suspended");
 });
 
-// Not asserted by the Go tests: the order of the writes (digest C12) and the deletes metric.
+// Not asserted by the Go tests: the order of the writes and the deletes metric.
 Deno.test("release suspend writes stash, hint, keep-snapshot, DELETE, Suspended in that order and counts the delete", async () => {
   const env = newTestEnv();
   putHibernateTag(env);
@@ -244,7 +245,7 @@ Deno.test("release suspend writes stash, hint, keep-snapshot, DELETE, Suspended 
   const cs = env.fake.seed(CocoonSets, relSet());
   const before = await counterValue(PODS_DELETED_TOTAL, SET_LABELS);
 
-  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileSuspendRelease);
 
   const steps = writeActions(env.fake).map((a) => {
     const body = JSON.stringify(a.patch ?? {});
@@ -281,9 +282,9 @@ Deno.test("wake recreates the main restoring from its snapshot with a preferred 
     }),
   );
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
+  const got = await runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.ok(readRestoreFromHibernate(pod), "the new main restores from :hibernate");
   assert.equal(pod.spec?.nodeName, undefined, "the wake never hard-pins a node");
@@ -310,9 +311,9 @@ Deno.test("wake of a set pinned by spec.nodeName requires the pinned node, not t
     wakeSet("Suspended", "node-a", (c) => c.spec.nodeName = "node-b"),
   );
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
+  const got = await runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake);
 
-  assert.equal(got.handled, true);
+  assert.notEqual(got, undefined);
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.deepEqual(pod.spec?.affinity, {
     nodeAffinity: {
@@ -330,9 +331,9 @@ Deno.test("wake restores on a fast unsuspend that lands while the phase still re
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", "node-a"));
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
+  const got = await runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake);
 
-  assert.equal(got.handled, true);
+  assert.notEqual(got, undefined);
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.ok(readRestoreFromHibernate(pod), "restore, never a fresh boot over the snapshot");
   assert.equal((await storedSet(env)).status?.phase, "Waking");
@@ -343,9 +344,9 @@ Deno.test("wake leaves Suspending without the node hint to the normal flow", asy
   failEveryProbe(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", ""));
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
+  const got = await runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(env.registry.calls, []);
   assert.deepEqual(writeActions(env.fake), []);
 });
@@ -357,15 +358,15 @@ Deno.test("wake waits out a stale pod cache under Suspended, then restores", asy
   // The cache still shows the released main; the API no longer has it.
   const stale = withHibernate(hibernatedMainPod(cs, "node-a"));
 
-  const first = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [stale]));
+  const first = await runStep(newTestPass(depsOf(env), cs, [stale]), reconcileReleasedWake);
 
-  assert.deepEqual(first, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(first, { requeueAfter: 5_000 });
   assert.deepEqual(tagDeletes(env), [], "waiting keeps the tag");
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "nothing is created yet");
 
-  const second = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
+  const second = await runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake);
 
-  assert.equal(second.handled, true);
+  assert.notEqual(second, undefined);
   const pod = await env.fake.get(Pods, "ns", "demo-0");
   assert.ok(readRestoreFromHibernate(pod), "the cleared cache leads to a restore");
 });
@@ -376,13 +377,13 @@ Deno.test("wake waits out a stale main under Suspending (no Suspended receipt), 
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", "node-a"));
   const stale = withHibernate(hibernatedMainPod(cs, "node-a"));
 
-  const first = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [stale]));
-  assert.deepEqual(first, { handled: true, result: { requeueAfter: 5_000 } });
+  const first = await runStep(newTestPass(depsOf(env), cs, [stale]), reconcileReleasedWake);
+  assert.deepEqual(first, { requeueAfter: 5_000 });
   assert.equal(await getPod(env.fake, "demo-0"), undefined);
 
-  const second = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
+  const second = await runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake);
 
-  assert.equal(second.handled, true);
+  assert.notEqual(second, undefined);
   assert.ok(readRestoreFromHibernate(await env.fake.get(Pods, "ns", "demo-0")));
 });
 
@@ -391,9 +392,9 @@ Deno.test("wake leaves a main whose delete never happened to the in-place unsusp
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspending", "node-a"));
   const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(cs, "node-a")));
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(writeActions(env.fake), []);
 });
 
@@ -401,9 +402,9 @@ Deno.test("wake without a snapshot hands the fresh boot to the normal flow", asy
   const env = newTestEnv(); // no tag: suspended before the first boot
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", ""));
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
+  const got = await runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "the wake itself creates nothing");
   assert.deepEqual(writeActions(env.fake), []);
 });
@@ -414,7 +415,7 @@ Deno.test("wake fails closed on a registry probe error: no pod, no write", async
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", ""));
 
   await assert.rejects(
-    reconcileReleasedWake(newTestPass(depsOf(env), cs)),
+    runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake),
     /wake: probe hibernate snapshot/,
   );
   assert.equal(await getPod(env.fake, "demo-0"), undefined);
@@ -427,9 +428,9 @@ Deno.test("wake waits while the restore pod has no live VM and keeps the snapsho
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", ""));
   const main = env.fake.seed(Pods, mainPod(cs)); // unscheduled, no VM id
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   assert.deepEqual(tagDeletes(env), []);
   assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
   assert.equal((await storedSet(env)).status?.phase, "Waking");
@@ -446,9 +447,9 @@ Deno.test("wake drops the snapshot and the node hint once the restored VM is liv
   const pool = await counterValue(WAKE_TOTAL, { ...SET_LABELS, placement: "pool" });
   const hintNode = await counterValue(WAKE_TOTAL, { ...SET_LABELS, placement: "hint-node" });
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: true, result: { requeue: true } });
+  assert.deepEqual(got, { requeue: true });
   assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HIBERNATE_SNAPSHOT_TAG}`]);
   assert.equal(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG), false);
   const stored = await storedSet(env);
@@ -469,9 +470,9 @@ Deno.test("wake keeps the snapshot while vk-cocoon is hibernating the restored m
   main.metadata.annotations![ANNOTATION_LIFECYCLE_STATE] = LIFECYCLE_STATE_HIBERNATING;
   env.fake.seed(Pods, main);
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   assert.deepEqual(tagDeletes(env), []);
   assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
   assert.equal((await storedSet(env)).status?.phase, "Waking");
@@ -482,9 +483,9 @@ Deno.test("wake never engages from Running: a stale tag is not trusted", async (
   failEveryProbe(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Running", ""));
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs));
+  const got = await runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(env.registry.calls, []);
 });
 
@@ -497,9 +498,9 @@ Deno.test("wake completes after a stale write replaced Waking: restore-marked li
     restoreMarked(mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true })),
   );
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
-  assert.equal(got.handled, true);
+  assert.notEqual(got, undefined);
   assert.deepEqual(tagDeletes(env), [`${mainVMName}:${HIBERNATE_SNAPSHOT_TAG}`]);
   assert.equal(
     (await storedSet(env)).metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE],
@@ -514,9 +515,9 @@ Deno.test("wake after a stale phase write repaints Waking while the restore is n
   const cs = env.fake.seed(CocoonSets, wakeSet("Pending", "node-a"));
   const main = env.fake.seed(Pods, restoreMarked(mainPod(cs, { node: "node-a" })));
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+  assert.deepEqual(got, { requeueAfter: 5_000 });
   assert.deepEqual(tagDeletes(env), []);
   assert.equal((await storedSet(env)).status?.phase, "Waking");
 });
@@ -530,9 +531,9 @@ Deno.test("wake stays disengaged after cleanup: the restore mark alone does not 
     restoreMarked(mainPod(cs, { node: "node-a", vmID: "vmid-new", running: true })),
   );
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(env.registry.calls, []);
 });
 
@@ -541,9 +542,9 @@ Deno.test("wake leaves a Suspended set's placeholder pod to the in-place unsuspe
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", ""));
   const main = env.fake.seed(Pods, withHibernate(hibernatedMainPod(cs, "node-a")));
 
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
-  assert.deepEqual(got, { handled: false });
+  assert.deepEqual(got, undefined);
   assert.deepEqual(writeActions(env.fake), []);
 });
 
@@ -559,25 +560,25 @@ Deno.test("wake scores its placement once even when a stale Waking status re-ent
   const hintNode0 = await score("hint-node");
   const pool0 = await score("pool");
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
   assert.equal(await score("hint-node") - hintNode0, 1, "landing on the hint scores hint-node");
 
   // The hint patch landed, the status write is seen stale.
   const stale = await storedSet(env);
   stale.status = { ...stale.status, phase: "Waking" };
-  await reconcileReleasedWake(newTestPass(depsOf(env), stale, [main]));
+  await runStep(newTestPass(depsOf(env), stale, [main]), reconcileReleasedWake);
 
   assert.equal(await score("hint-node") - hintNode0, 1, "the re-entry does not score again");
   assert.equal(await score("pool") - pool0, 0, "nor as pool");
 });
 
-// Not asserted by the Go tests: the Waking write precedes the create (digest §5.6).
+// Not asserted by the Go tests: the Waking write precedes the create.
 Deno.test("wake persists Waking before it creates the restore pod", async () => {
   const env = newTestEnv();
   putHibernateTag(env);
   const cs = env.fake.seed(CocoonSets, wakeSet("Suspended", "node-a"));
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs));
+  await runStep(newTestPass(depsOf(env), cs), reconcileReleasedWake);
 
   const writes = writeActions(env.fake);
   const waking = writes.findIndex((a) =>
@@ -589,7 +590,7 @@ Deno.test("wake persists Waking before it creates the restore pod", async () => 
   assert.ok(waking < create, "Waking is durable before the pod exists");
 });
 
-// Not asserted by the Go tests (digest C13 step 2a): no capacity is reported on every pass.
+// Not asserted by the Go tests: no capacity is reported on every pass.
 Deno.test("wake reports WakeNoCapacity with the scheduler's message on every pass while Unschedulable", async () => {
   const env = newTestEnv();
   putHibernateTag(env);
@@ -604,8 +605,8 @@ Deno.test("wake reports WakeNoCapacity with the scheduler's message on every pas
   const before = await counterValue(WAKE_UNSCHEDULABLE_TOTAL, SET_LABELS);
 
   for (let pass = 0; pass < 2; pass++) {
-    const got = await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
-    assert.deepEqual(got, { handled: true, result: { requeueAfter: 5_000 } });
+    const got = await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
+    assert.deepEqual(got, { requeueAfter: 5_000 });
   }
 
   const events = env.recorder.withReason(REASON_WAKE_NO_CAPACITY);
@@ -628,7 +629,7 @@ Deno.test("wake of a pod that is merely pending scheduling records no WakeNoCapa
   const main = env.fake.seed(Pods, restoreMarked(mainPod(cs)));
   const before = await counterValue(WAKE_UNSCHEDULABLE_TOTAL, SET_LABELS);
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
   assert.deepEqual(env.recorder.events, []);
   assert.equal(await counterValue(WAKE_UNSCHEDULABLE_TOTAL, SET_LABELS) - before, 0);
@@ -649,7 +650,7 @@ Deno.test("wake keeps the snapshot when the restored main is asked to hibernate 
     ),
   );
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
   assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
   assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
@@ -700,7 +701,10 @@ Deno.test("release suspend deletes nothing when the set it re-read has moved pas
       // Refused either way: the stash write carries the stale resourceVersion (Conflict), and a
       // stored set whose generation moved past the pass deletes nothing.
       const mark = env.fake.actions.length;
-      const refusal = await reconcileSuspendRelease(newTestPass(depsOf(env), stale, [main])).then(
+      const refusal = await runStep(
+        newTestPass(depsOf(env), stale, [main]),
+        reconcileSuspendRelease,
+      ).then(
         (result) => result,
         (err) => {
           if (!isConflict(err)) throw err;
@@ -745,7 +749,7 @@ Deno.test("wake keeps the snapshot when only the stored main carries the new hib
   );
   await editPod(env, "demo-0", withHibernate);
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [cached]));
+  await runStep(newTestPass(depsOf(env), cs, [cached]), reconcileReleasedWake);
 
   assert.deepEqual(tagDeletes(env), [], "the tag may already hold the new hibernation");
   assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));

@@ -1,44 +1,13 @@
 /**
- * The snapshot ledger: which registry tags the VMs of a CocoonSet may have, kept on the set
- * itself so that teardown deletes only tags that can exist (one DELETE per tag that may be
- * there, none for tags that cannot be).
- *
- * Who pushes what (the contract: cocoon-common meta.ShouldSnapshotVM, vk-cocoon's delete and
- * hibernate paths):
- * - `:latest` is pushed by vk-cocoon when it deletes a pod whose VM exists and whose own
- *   `cocoonset.cocoonstack.io/snapshot-policy` annotation snapshots it: `never` none,
- *   `main-only` the main only (v0.3.0 decides by role; the vk-cocoon build in use by the VM
- *   name's trailing number being 0, which a toolbox named `x-0` also matches), anything else
- *   (`always`, absent, unknown) every VM. A pod carries the policy of the spec it was built from
- *   unless someone edits the annotation (which also drifts it, so it is deleted), so a VM can have
- *   `:latest` only if some pod of the set carried a policy that snapshots it — including pods
- *   long gone (drift, scale-down, rebuilds, a person's `kubectl delete`).
- * - `:hibernate` is pushed only when a pod of the VM is asked to hibernate
- *   (`vm.cocoonstack.io/hibernate=true`: suspend, migration, a CocoonHibernation). The flows that
- *   wake a VM drop it again, but a retain unsuspend and a pod deleted while hibernated leave it.
- *
- * So the ledger records (a) every snapshot policy pods of the set carried: written with the
- * finalizer before the first pod, again whenever the spec's policy is new, always before the
- * pass that may create pods under it, and whenever a pass sees a pod carrying another one (an
- * edited annotation), before that pass may delete it; and (b) the VMs that may hold `:hibernate`:
- * written before this operator asks a pod to hibernate (suspend records every VM as `*`, a
- * migration the main), and whenever a pass sees a pod showing that someone else did (the
- * hibernate request, a hibernating/hibernated lifecycle, a restore from `:hibernate`). Teardown
- * adds what its last look at the pods and at the namespace's CocoonHibernations shows, before
- * any pod is deleted.
- *
- * A set without a ledger (created by an operator version without it, or whose annotation was
- * edited into something unreadable) is unknown: teardown then deletes what the Go operator
- * deleted. An unknown ledger is never started later, because it could not cover pods created
- * before it.
- *
- * Writes use the optimistic lock: the ledger only grows, and a write from a stale cached copy
- * would otherwise drop what a previous pass added.
- *
- * @module
+ * The snapshot ledger (docs/cocoonset.md, "Teardown"): which registry tags the VMs of a set may
+ * have, kept on the set, so that teardown deletes only tags that can exist. It records every
+ * snapshot policy the set's pods may carry (vk-cocoon pushes `:latest` on a pod's delete by that
+ * pod's own policy) and the VMs that may hold `:hibernate` (pushed only on a hibernate request),
+ * each before the pass that could make it true. A set without a readable ledger is unknown and
+ * gets what the Go operator deleted; an unknown ledger is never started later, as it could not
+ * cover older pods. Writes are optimistically locked: the ledger only grows.
  */
-import { patchObject, wrapError } from "../kube/mod.ts";
-import type { Pod } from "../kube/mod.ts";
+import { patchObject, type Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
@@ -59,9 +28,8 @@ import {
   readLifecycleState,
   readRestoreFromHibernate,
 } from "../common/meta/mod.ts";
-import type { SetPass } from "./pass.ts";
-import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
-import { DEFAULT_SNAPSHOT_TAG } from "../snapshot/registry.ts";
+import { doing, type SetPass } from "./pass.ts";
+import { DEFAULT_SNAPSHOT_TAG, HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** CocoonSet annotation holding the ledger as JSON: `{"policies":[…],"hibernated":[…]}`. */
 export const ANNOTATION_SNAPSHOT_LEDGER = "cocoonset.cocoonstack.io/snapshot-ledger";
@@ -107,10 +75,8 @@ export function newLedger(cs: CocoonSet): SnapshotLedger {
 }
 
 /**
- * Starts the ledger of a set that is getting its finalizer, if it has none and was never
- * reconciled (no status): pods are created only after the finalizer, so nothing can predate it.
- * A set reconciled before (an earlier operator version) stays unknown. Mutates cs in place, for
- * the finalizer patch.
+ * Starts the ledger (in place, for the finalizer patch) of a set never reconciled: pods come only
+ * after the finalizer, so nothing predates it. A set with a status stays unknown.
  */
 export function startLedger(cs: CocoonSet): void {
   if (cs.metadata.annotations?.[ANNOTATION_SNAPSHOT_LEDGER] !== undefined) return;
@@ -122,8 +88,8 @@ export function startLedger(cs: CocoonSet): void {
 }
 
 /**
- * Adds the spec's current policy and what the given pods show (ledgerEvidence), and writes the
- * ledger when that changes it. A pass calls this before it may create or delete a pod.
+ * Records the spec's policy and what the pods show (terminating ones too), before the pass may
+ * create a pod under that policy or clear a hibernate request it saw.
  */
 export async function syncLedger(pass: SetPass, pods: readonly Pod[]): Promise<void> {
   const seen = ledgerEvidence(pods);
@@ -138,10 +104,7 @@ export function ledgerEvidence(pods: readonly Pod[]): Required<LedgerAddition> {
   return { policies: pods.map(podSnapshotPolicy), hibernated: hibernatedVMsOf(pods) };
 }
 
-/**
- * The policy vk-cocoon applies when it deletes pod: its snapshot-policy annotation, where
- * anything but `never` and `main-only` (absent included) snapshots every VM.
- */
+/** The policy vk-cocoon applies when it deletes pod: anything but never and main-only is always. */
 export function podSnapshotPolicy(pod: Pod): SnapshotPolicy {
   const p = pod.metadata.annotations?.[ANNOTATION_SNAPSHOT_POLICY];
   return p === SNAPSHOT_POLICY_NEVER || p === SNAPSHOT_POLICY_MAIN_ONLY
@@ -149,10 +112,7 @@ export function podSnapshotPolicy(pod: Pod): SnapshotPolicy {
     : SNAPSHOT_POLICY_ALWAYS;
 }
 
-/**
- * Records that the given VMs (or EVERY_VM) may hold `:hibernate`; called before the hibernate
- * request is sent, so a crash in between leaves the ledger on the safe side.
- */
+/** Records that the VMs (or EVERY_VM) may hold `:hibernate`, before they are asked to. */
 export async function recordHibernation(pass: SetPass, vms: readonly string[]): Promise<void> {
   await recordInLedger(pass, { hibernated: vms });
 }
@@ -184,28 +144,24 @@ export function addToLedger(l: SnapshotLedger, add: LedgerAddition): SnapshotLed
   return normalize({ policies: [...policies], hibernated: [...hibernated] });
 }
 
-/** Merges addition into the set's ledger and patches it when it changed; unknown stays unknown. */
+/** Merges addition into a known ledger and patches it when it changed. */
 async function recordInLedger(pass: SetPass, add: LedgerAddition): Promise<void> {
   const current = readLedger(pass.cs);
   if (!current) return;
   const next = addToLedger(current, add);
   if (!next) return;
-  try {
-    await patchObject(pass.deps.client, CocoonSets, pass.cs, (c) => {
+  await doing(
+    "record snapshot ledger",
+    patchObject(pass.deps.client, CocoonSets, pass.cs, (c) => {
       c.metadata.annotations = {
         ...c.metadata.annotations,
         [ANNOTATION_SNAPSHOT_LEDGER]: encodeLedger(next),
       };
-    }, { optimisticLock: true, signal: pass.signal });
-  } catch (err) {
-    throw wrapError("record snapshot ledger", err);
-  }
+    }, { optimisticLock: true, signal: pass.signal }),
+  );
 }
 
-/**
- * Whether a pod shows that its VM may have pushed `:hibernate`: a hibernate request, a
- * hibernating or hibernated lifecycle, or a restore from the snapshot.
- */
+/** Whether pod shows its VM may have pushed `:hibernate` (request, lifecycle, restore). */
 export function showsHibernation(pod: Pod): boolean {
   if (readHibernateState(pod) || readRestoreFromHibernate(pod)) return true;
   const state = readLifecycleState(pod);
@@ -225,8 +181,8 @@ export function hibernatedVMsOf(pods: readonly Pod[]): string[] {
 
 /**
  * The tags teardown deletes for vmName: `:hibernate` when the VM may hold it, `:latest` when the
- * current policy does not keep it and some recorded policy may have pushed it. An unknown ledger
- * (undefined) gives what the Go operator deleted.
+ * current policy does not keep it and a recorded one may have pushed it. An unknown ledger gives
+ * what the Go operator deleted.
  */
 export function teardownTags(
   cs: CocoonSet,
@@ -257,10 +213,7 @@ export function mayHoldLatest(cs: CocoonSet, ledger: SnapshotLedger, vmName: str
   });
 }
 
-/**
- * Whether teardown keeps vmName's `:latest`: always under "always", never under "never", and
- * under "main-only" only for the main agent's VM (slot 0 of this set).
- */
+/** Whether teardown keeps vmName's `:latest` under the current policy (main-only: slot 0's). */
 export function shouldKeepLatestTag(cs: CocoonSet, vmName: string): boolean {
   switch (snapshotPolicyOrDefault(cs.spec.snapshotPolicy)) {
     case "never":
@@ -276,10 +229,7 @@ function isMainVM(cs: CocoonSet, vmName: string): boolean {
   return extractAgentSlot(cs.metadata.namespace ?? "", cs.metadata.name ?? "", vmName) === 0;
 }
 
-/**
- * vk-cocoon's main-only rule in the build it pins (an earlier cocoon-common): the VM name's
- * trailing `-<integer>` is 0. It also matches a toolbox whose name ends in `-0`.
- */
+/** vk-cocoon's main-only rule in the build it pins: a trailing `-<integer>` of 0 (`x-0` too). */
 function trailingNumberIsZero(vmName: string): boolean {
   const dash = vmName.lastIndexOf("-");
   if (dash < 0) return false;

@@ -1,5 +1,5 @@
 /**
- * Issue 18 on the fake API, the CocoonSet side: every released-seat wake ends, a stale node hint
+ * Snapshot safety on the fake API, the CocoonSet side: every released-seat wake ends, a stale node hint
  * never restores a failed main, migration deletes the old main only on the VM's own confirmation,
  * and teardown deletes tags only under names the set derives and no other namespace shares.
  */
@@ -42,6 +42,7 @@ import {
   newTestEnv,
   newTestPass,
   reconcileSet,
+  runStep,
   seedSet,
   TEST_NAMESPACE,
   withFinalizer,
@@ -67,14 +68,14 @@ function restoreMarked(pod: Pod): Pod {
   return pod;
 }
 
-Deno.test("finding 3: a released-seat wake withdraws a hibernate request nobody owns and finishes", async () => {
+Deno.test("a released-seat wake withdraws a hibernate request nobody owns and finishes", async () => {
   const env = newTestEnv();
   env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
   // The restore pod carries a hibernate request whose CocoonHibernation is gone.
   const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), false);
   assert.equal(env.recorder.withReason(REASON_ORPHAN_HIBERNATE_WITHDRAWN).length, 1);
@@ -84,20 +85,20 @@ Deno.test("finding 3: a released-seat wake withdraws a hibernate request nobody 
   );
 });
 
-Deno.test("finding 3: a hibernate request a CocoonHibernation owns is left on the restore pod", async () => {
+Deno.test("a hibernate request a CocoonHibernation owns is left on the restore pod", async () => {
   const env = newTestEnv();
   env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   env.fake.seed(CocoonHibernations, newHibernation("demo-0", "Hibernate", "Hibernating"));
   const cs = env.fake.seed(CocoonSets, wakeSet("Waking", "node-a"));
   const main = env.fake.seed(Pods, withHibernate(restoreMarked(mainPod(cs, { node: "node-a" }))));
 
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
 
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true);
   assert.equal(env.recorder.withReason(REASON_ORPHAN_HIBERNATE_WITHDRAWN).length, 0);
 });
 
-Deno.test("finding 4: a stale node hint is cleared once the main runs in place; a failed main is then not restored from it", async () => {
+Deno.test("a stale node hint is cleared once the main runs in place; a failed main is then not restored from it", async () => {
   const env = newTestEnv();
   env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   // An aborted release left the hint (and the tag); the main runs in place.
@@ -106,7 +107,7 @@ Deno.test("finding 4: a stale node hint is cleared once the main runs in place; 
     Pods,
     mainPod(cs, { node: "node-a", vmID: "vmid-1", running: true }),
   );
-  await reconcileReleasedWake(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileReleasedWake);
   let stored = await getSet(env.fake, SEAT_SET_NAME);
   assert.equal(stored.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "", "");
 
@@ -115,8 +116,8 @@ Deno.test("finding 4: a stale node hint is cleared once the main runs in place; 
   stored = await getSet(env.fake, SEAT_SET_NAME);
   stored.status = { phase: "Failed" } as CocoonSet["status"];
   stored = await env.fake.updateStatus(CocoonSets, stored);
-  const got = await reconcileReleasedWake(newTestPass(depsOf(env), stored, []));
-  assert.equal(got.handled, false);
+  const got = await runStep(newTestPass(depsOf(env), stored, []), reconcileReleasedWake);
+  assert.equal(got, undefined);
   assert.equal(await getPod(env.fake, "demo-0"), undefined, "no restore pod from the stale tag");
 });
 
@@ -182,12 +183,12 @@ async function migrationStep(
   if (!main) return true;
   edit(main);
   main = await env.fake.update(Pods, main);
-  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
   const after = await getPod(env.fake, "demo-0");
   return after === undefined || after.metadata.deletionTimestamp !== undefined;
 }
 
-Deno.test("finding 5: migration deletes the old main only on the VM's own confirmation", async (t) => {
+Deno.test("migration deletes the old main only on the VM's own confirmation", async (t) => {
   const seed = () => {
     const env = newTestEnv();
     env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
@@ -205,18 +206,21 @@ Deno.test("finding 5: migration deletes the old main only on the VM's own confir
     );
     return env;
   };
-  await t.step("vk-cocoon of today (no lifecycle annotations): pushed, not removed", async () => {
-    const env = seed();
-    assert.equal(await migrationStep(env, () => {}), false, "the tag alone is no confirmation");
-    // The removal done, vk-cocoon clears the VM id: that is its confirmation.
-    assert.equal(
-      await migrationStep(env, (p) => {
-        delete p.metadata.annotations![ANNOTATION_VMID];
-        p.status = { phase: "Pending" };
-      }),
-      true,
-    );
-  });
+  await t.step(
+    "a vk-cocoon that writes no lifecycle annotations: pushed, not removed",
+    async () => {
+      const env = seed();
+      assert.equal(await migrationStep(env, () => {}), false, "the tag alone is no confirmation");
+      // The removal done, vk-cocoon clears the VM id: that is its confirmation.
+      assert.equal(
+        await migrationStep(env, (p) => {
+          delete p.metadata.annotations![ANNOTATION_VMID];
+          p.status = { phase: "Pending" };
+        }),
+        true,
+      );
+    },
+  );
   await t.step(
     "a vk-cocoon that writes lifecycle annotations: hibernating, then hibernated",
     async () => {
@@ -231,7 +235,7 @@ Deno.test("finding 5: migration deletes the old main only on the VM's own confir
   );
 });
 
-Deno.test("follow-up 1: with vk-cocoon of today (no lifecycle annotations) a retain suspend ends once the VM id is cleared", async () => {
+Deno.test("with a vk-cocoon that writes no lifecycle annotations, a retain suspend ends once the VM id is cleared", async () => {
   const env = newTestEnv();
   const cs = seedSet(
     env,
@@ -259,7 +263,7 @@ Deno.test("follow-up 1: with vk-cocoon of today (no lifecycle annotations) a ret
   assert.equal((await getSet(env.fake, cs.metadata.name!)).status?.phase, "Suspended");
 });
 
-Deno.test("follow-up 1: with vk-cocoon of today a release suspend frees the seat once the VM id is cleared", async () => {
+Deno.test("with a vk-cocoon that writes no lifecycle annotations, a release suspend frees the seat once the VM id is cleared", async () => {
   const env = newTestEnv();
   const cs = seedSet(
     env,
@@ -304,7 +308,7 @@ async function reconcileProd(env: ReturnType<typeof newTestEnv>): Promise<void> 
   );
 }
 
-Deno.test("follow-up 3: a suspend does not hibernate a VM whose name another namespace derives, naming both", async (t) => {
+Deno.test("a suspend does not hibernate a VM whose name another namespace derives, naming both", async (t) => {
   for (const policy of ["retain", "release"] as const) {
     await t.step(policy, async () => {
       const env = collidingSets((c) => {
@@ -325,7 +329,7 @@ Deno.test("follow-up 3: a suspend does not hibernate a VM whose name another nam
   }
 });
 
-Deno.test("follow-up 3: a migration does not hibernate a VM whose name another namespace derives, naming both", async () => {
+Deno.test("a migration does not hibernate a VM whose name another namespace derives, naming both", async () => {
   const env = collidingSets((c) => {
     c.spec.nodeName = "node-b";
   });
@@ -340,7 +344,7 @@ Deno.test("follow-up 3: a migration does not hibernate a VM whose name another n
   assert.notEqual((await env.fake.get(CocoonSets, "team-x", "prod")).status?.phase, "Migrating");
 });
 
-Deno.test("follow-up 3: without a colliding namespace the same suspend and migration hibernate", async () => {
+Deno.test("without a colliding namespace the same suspend and migration hibernate", async () => {
   for (
     const mod of [
       (c: CocoonSet) => c.spec.suspend = true,
@@ -357,7 +361,7 @@ Deno.test("follow-up 3: without a colliding namespace the same suspend and migra
 });
 
 /**
- * A re-suspend of a set run by vk-cocoon of today, seen through a lagging cache: the stored main
+ * A re-suspend of a set run by a vk-cocoon without lifecycle annotations, seen through a lagging cache: the stored main
  * was woken (VM vmid-2) and asked to hibernate again; the cache still shows it as the previous
  * round left it (hibernate request set, VM id cleared). The tag is the previous round's.
  */
@@ -375,28 +379,28 @@ function resuspendBehindCache(mod: (cs: CocoonSet) => void) {
   return { env, cs, cached };
 }
 
-Deno.test("audit: a lagging cache showing the previous round's hibernated pod does not end a silent suspend", async () => {
+Deno.test("a lagging cache showing the previous round's hibernated pod does not end a silent suspend", async () => {
   const { env, cs, cached } = resuspendBehindCache((c) => c.spec.suspend = true);
   assert.equal(await allOwnedPodsHibernated(newTestPass(depsOf(env), cs, [cached])), false);
 });
 
-Deno.test("audit: a lagging cache does not make a release delete a silent main that runs again", async () => {
+Deno.test("a lagging cache does not make a release delete a silent main that runs again", async () => {
   const { env, cs, cached } = resuspendBehindCache((c) => {
     c.spec.suspend = true;
     c.spec.hibernatePolicy = "release";
   });
-  await reconcileSuspendRelease(newTestPass(depsOf(env), cs, [cached]));
+  await runStep(newTestPass(depsOf(env), cs, [cached]), reconcileSuspendRelease);
   const main = await getPod(env.fake, "demo-0");
   assert.equal(main?.metadata.deletionTimestamp, undefined, "the running VM's pod stays");
   assert.equal(env.fake.actions.filter((a) => a.verb === "delete").length, 0);
 });
 
-Deno.test("audit: a lagging cache does not make a migration delete a silent main that runs again", async () => {
+Deno.test("a lagging cache does not make a migration delete a silent main that runs again", async () => {
   const { env, cs, cached } = resuspendBehindCache((c) => {
     c.spec.nodeName = "node-b";
     c.status = { phase: "Migrating" } as CocoonSet["status"];
   });
-  await reconcileMigration(newTestPass(depsOf(env), cs, [cached]));
+  await runStep(newTestPass(depsOf(env), cs, [cached]), reconcileMigration);
   const main = await getPod(env.fake, "demo-0");
   assert.equal(main?.metadata.deletionTimestamp, undefined, "the running VM's pod stays");
   assert.equal(env.fake.actions.filter((a) => a.verb === "delete").length, 0);
@@ -417,21 +421,21 @@ function hibernatedByUnseenRequest(mod: (cs: CocoonSet) => void) {
   return { env, cs, main };
 }
 
-Deno.test("audit: a migration pass does not wake a main a request hibernated that its cache does not show", async () => {
+Deno.test("a migration pass does not wake a main a request hibernated that its cache does not show", async () => {
   // Pinned to the node it is on: a hibernated main there reads as "quiesced where it should be".
   const { env, cs, main } = hibernatedByUnseenRequest((c) => c.spec.nodeName = "node-a");
-  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "still hibernated");
   assert.notEqual((await getSet(env.fake, SEAT_SET_NAME)).status?.phase, "Migrating");
 });
 
-Deno.test("audit: an unsuspend does not clear the hibernate request of a request its cache does not show", async () => {
+Deno.test("an unsuspend does not clear the hibernate request of a request its cache does not show", async () => {
   const { env, cs, main } = hibernatedByUnseenRequest(() => {});
   await applyUnsuspend(newTestPass(depsOf(env), cs, [main]));
   assert.equal(readHibernateState((await getPod(env.fake, "demo-0"))!), true, "still hibernated");
 });
 
-Deno.test("model seed 241: a migration finishes past a live Hibernate request that yields to it", async () => {
+Deno.test("a migration finishes past a live Hibernate request that yields to it", async () => {
   const env = newTestEnv();
   env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = seedSet(
@@ -479,7 +483,7 @@ Deno.test("a drop the gate defers gets a Warning naming the claimant, once per r
   assert.ok(env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG));
 });
 
-Deno.test("model seed 3093 (vk-cocoon HEAD): a migration keeps a tag the VM asked to hibernate may just have pushed", async () => {
+Deno.test("a migration keeps a tag the VM asked to hibernate may just have pushed", async () => {
   const env = newTestEnv();
   env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(
@@ -497,7 +501,7 @@ Deno.test("model seed 3093 (vk-cocoon HEAD): a migration keeps a tag the VM aske
     [ANNOTATION_HIBERNATE_ASKED_VMID]: "vmid-1",
   };
   env.fake.seed(Pods, main);
-  await reconcileMigration(newTestPass(depsOf(env), cs, [main]));
+  await runStep(newTestPass(depsOf(env), cs, [main]), reconcileMigration);
   assert.ok(
     env.registry.contains(mainVMName, HIBERNATE_SNAPSHOT_TAG),
     "the tag may be the only copy",
@@ -534,7 +538,7 @@ function collidingSetOnly(prodFirst: boolean): ReturnType<typeof newTestEnv> {
   return env;
 }
 
-Deno.test("follow-up 3 x first comer: a set-only collision refuses the second comer's hibernate, not the first's", async (t) => {
+Deno.test("a collision with a set alone refuses the second comer's hibernate, not the first's", async (t) => {
   await t.step(
     "team-x/prod came first: its suspend hibernates, the later set holds nothing",
     async () => {

@@ -1,14 +1,10 @@
 /**
- * CocoonSet status: rebuilt from the classified pods on every pass, written through the status
- * subresource only when it differs from what is stored.
- *
- * Conditions follow the phase (unlike the Go operator, whose Ready could read True next to phase
- * Failed and whose Progressing said Stable while Waking or Migrating): Ready is False whenever the
- * phase is Failed or a problem blocks the set; Progressing is True while the set is moving
- * toward its spec (Pending, Scaling, Suspending, Waking, Migrating) and False once it is settled,
+ * The Status step: rebuilt from the classified pods on every pass, written only when it differs
+ * from what is stored. Conditions follow the phase: Ready is False while Failed or blocked by a
+ * problem; Progressing is True while the set moves toward its spec and False once it is settled,
  * failed, or stuck on something only a person can fix.
  */
-import type { Pod } from "../kube/mod.ts";
+import { deepCopy, type Pod, updateStatusLocked } from "../kube/mod.ts";
 import type {
   AgentStatus,
   CocoonSet,
@@ -27,7 +23,10 @@ import {
   type Condition,
   CONDITION_TYPE_READY,
   newReadyCondition,
+  setStatusCondition,
 } from "../common/k8s/condition.ts";
+import { sameJson } from "../common/k8s/same_json.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
 import {
   connectionType,
   isPodReady,
@@ -36,9 +35,7 @@ import {
   ROLE_MAIN,
   ROLE_SUB_AGENT,
 } from "../common/meta/mod.ts";
-import { nowOf, type SetPass } from "./pass.ts";
-import { omitEmpty, writeStatus } from "./status_write.ts";
-import type { StatusProblem } from "./problem.ts";
+import { nowOf, type SetPass, type StatusProblem } from "./pass.ts";
 import type { ClassifiedPods } from "./pods.ts";
 
 /** Progressing=False reason when the set is in phase Failed. */
@@ -56,8 +53,8 @@ const movingPhases: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * The status this pass observes. phase "" (or absent) derives it: no main → Pending, fewer ready
- * agents or toolboxes than desired → Scaling, else Running. problems turn their condition False.
+ * The status this pass observes: phase "" derives it (no main: Pending, fewer ready than desired:
+ * Scaling, else Running); each problem turns its condition False.
  */
 export function buildStatus(
   cs: CocoonSet,
@@ -66,7 +63,7 @@ export function buildStatus(
   problems: readonly StatusProblem[] = [],
 ): CocoonSetStatus {
   const generation = cs.metadata.generation ?? 0;
-  // The field is an int32: replicas at the CRD's maximum must not overflow it (and be refused).
+  // An int32: replicas at the CRD's maximum must not overflow it.
   const desired = Math.min(1 + (cs.spec.agent.replicas ?? 0), INT32_MAX);
   let ready = 0;
   const agents: AgentStatus[] = [];
@@ -166,10 +163,7 @@ interface Counts {
   tbDesired: number;
 }
 
-/**
- * Ready and Progressing, with empty lastTransitionTime so that merging them into the stored
- * conditions keeps the stored timestamps unless the status flips.
- */
+/** Ready and Progressing, without transition times: merged, a stored time stays until a flip. */
 export function buildConditions(
   generation: number,
   counts: Counts,
@@ -215,19 +209,76 @@ export function buildConditions(
 }
 
 /**
- * Writes the status this pass observed, with phase (or derived when ""), adding the problems
- * the pass collected. Returns whether a write was made. A Conflict is first answered by a
- * re-read through the uncached reader (writeStatus), so a copy that only fell behind does not
- * cost the whole pass again.
+ * Writes the status this pass observed, with phase (or derived when ""), adding the problems the
+ * pass collected, under the optimistic lock (kube updateStatusLocked): a copy of the set the
+ * server has moved past is refused with Conflict and the pass runs again. Returns whether a write
+ * was made.
  */
 export function writeSetStatus(pass: SetPass, phase: CocoonSetPhase | "" = ""): Promise<boolean> {
-  return writeStatus(
-    pass.deps.client,
-    pass.cs,
-    buildStatus(pass.cs, pass.classified, phase, pass.problems),
-    nowOf(pass),
-    pass.signal,
-    pass.deps.writtenStatuses,
-    pass.deps.apiReader,
-  );
+  const { cs } = pass;
+  const next = buildStatus(cs, pass.classified, phase, pass.problems);
+  return updateStatusLocked({
+    client: pass.deps.client,
+    rt: CocoonSets,
+    obj: cs,
+    status: mergeConditions(cs.status, next, nowOf(pass)),
+    equal: statusEqual,
+    written: pass.deps.writtenStatuses,
+    signal: pass.signal,
+  });
+}
+
+/**
+ * next with its conditions merged into the stored ones: other condition types are kept, and a
+ * condition whose status did not flip keeps its stored lastTransitionTime. stored is not changed.
+ */
+export function mergeConditions(
+  stored: CocoonSetStatus | undefined,
+  next: CocoonSetStatus,
+  now: () => Date,
+): CocoonSetStatus {
+  const merged = deepCopy(stored?.conditions ?? []);
+  for (const c of next.conditions ?? []) setStatusCondition(merged, c, now);
+  const status: CocoonSetStatus = { ...next };
+  if (merged.length > 0) status.conditions = merged;
+  else delete status.conditions;
+  return status;
+}
+
+/**
+ * Semantic equality of two statuses: empty strings, zero optional numbers and empty lists equal
+ * absent ones, as the Go types' omitempty makes them; the four counters always count.
+ */
+export function statusEqual(
+  a: CocoonSetStatus | undefined,
+  b: CocoonSetStatus | undefined,
+): boolean {
+  return sameJson(normalizeStatus(a), normalizeStatus(b));
+}
+
+function normalizeStatus(s: CocoonSetStatus | undefined): Record<string, unknown> {
+  const v = s ?? {};
+  const out: Record<string, unknown> = {
+    readyAgents: v.readyAgents ?? 0,
+    desiredAgents: v.desiredAgents ?? 0,
+    readyToolboxes: v.readyToolboxes ?? 0,
+    desiredToolboxes: v.desiredToolboxes ?? 0,
+  };
+  if (v.observedGeneration) out.observedGeneration = v.observedGeneration;
+  if (v.phase) out.phase = v.phase;
+  if (v.agents?.length) out.agents = v.agents.map((a) => omitEmpty(a, ["slot", "role"]));
+  if (v.toolboxes?.length) out.toolboxes = v.toolboxes.map((t) => omitEmpty(t, ["name"]));
+  if (v.conditions?.length) out.conditions = v.conditions.map((c) => omitEmpty(c, ["type"]));
+  return out;
+}
+
+/** Drops "" / 0 / undefined fields except the ones the wire always carries. */
+function omitEmpty<T extends object>(obj: T, keep: readonly (keyof T)[]): T {
+  const out = {} as T;
+  for (const [k, v] of Object.entries(obj) as [keyof T, unknown][]) {
+    if (keep.includes(k) || (v !== "" && v !== 0 && v !== undefined && v !== null)) {
+      out[k] = v as T[keyof T];
+    }
+  }
+  return out;
 }

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
-import { isConflict } from "../kube/mod.ts";
+import { isConflict, updateStatusLocked } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
+import type { FakeClient } from "../kube/testing/mod.ts";
+import type { CocoonSet, CocoonSetStatus } from "../common/apis/v1/cocoonset_types.ts";
 import {
   CONDITION_TYPE_PROGRESSING,
   REASON_AGENTS_NOT_READY,
@@ -26,10 +28,60 @@ import {
   agentStatusFromPod,
   buildConditions,
   buildStatus,
+  mergeConditions,
   REASON_FAILED,
+  statusEqual,
   toolboxStatusFromPod,
 } from "./status.ts";
-import { statusEqual, writeStatus } from "./status_write.ts";
+
+/** The status write of a pass that computed next from its copy cs (writeSetStatus's steps). */
+function writeStatus(
+  fake: FakeClient,
+  cs: CocoonSet,
+  next: CocoonSetStatus,
+  now: () => Date,
+): Promise<boolean> {
+  return updateStatusLocked({
+    client: fake,
+    rt: CocoonSets,
+    obj: cs,
+    status: mergeConditions(cs.status, next, now),
+    equal: statusEqual,
+    written: new Map(),
+    signal: undefined,
+  });
+}
+
+const T0 = "2026-05-14T00:00:00Z";
+
+Deno.test("mergeConditions keeps other types and the time of an unflipped condition, stamps a flip", () => {
+  const cond = (type: string, status: string, lastTransitionTime = "") =>
+    ({ type, status, reason: "R", message: "m", lastTransitionTime }) as Condition;
+  const stored: CocoonSetStatus = {
+    phase: "Running",
+    conditions: [
+      cond("Ready", "True", T0),
+      cond("Progressing", "False", T0),
+      cond("X", "True", T0),
+    ],
+  };
+  const next: CocoonSetStatus = {
+    phase: "Scaling",
+    conditions: [cond("Ready", "True"), cond("Progressing", "True")],
+  };
+  const later = () => new Date(Date.UTC(2026, 4, 15));
+
+  const got = mergeConditions(stored, next, later);
+
+  assert.equal(got.phase, "Scaling");
+  const byType = new Map(got.conditions?.map((c) => [c.type, c]));
+  assert.equal(byType.get("Ready")?.lastTransitionTime, T0, "unflipped: stored time kept");
+  assert.equal(byType.get("Progressing")?.status, "True");
+  assert.notEqual(byType.get("Progressing")?.lastTransitionTime, T0, "flipped: stamped now");
+  assert.equal(byType.get("X")?.lastTransitionTime, T0, "another type is kept");
+  assert.equal(stored.conditions?.[1].status, "False", "the stored copy is not changed");
+  assert.equal(mergeConditions(undefined, { phase: "Pending" }, later).conditions, undefined);
+});
 
 function condition(conds: readonly Condition[] | undefined, type: string): Condition {
   const c = conds?.find((c) => c.type === type);

@@ -1,11 +1,9 @@
 /**
  * Suspend with the retain policy: every owned pod is asked to hibernate and keeps its seat; the
- * set reads Suspended only once every managed VM has confirmed, for the current generation, that
- * it hibernated and its snapshot is in the registry. Unsuspend clears the request again, except
- * on pods a CocoonHibernation is hibernating.
+ * set is Suspended once every managed VM confirmed its hibernation at the current generation and
+ * its snapshot is in the registry. The Unsuspend step clears the requests again.
  */
-import { wrapError } from "../kube/mod.ts";
-import type { Pod, Result } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import { patchHibernateAsk, patchHibernateState } from "../common/k8s/pod_patch.ts";
 import {
   parseVMSpec,
@@ -14,56 +12,48 @@ import {
   vmHibernationConfirmed,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import { isPodFailed } from "./pod_state.ts";
-import { podRef, readStoredPod, type SetPass } from "./pass.ts";
-import { buildAgentPod, podsByName } from "./pods.ts";
+import { buildAgentPod, isPodFailed, podsByName } from "./pods.ts";
+import { doing, podRef, readSamePod, type SetPass, type Stop, stop } from "./pass.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EVERY_VM, recordHibernation } from "./snapshot_ledger.ts";
-import { writeSetStatus } from "./status.ts";
 import { hibernateRefused } from "./tag_gate.ts";
 import { ensureSpecBuildable } from "./validate.ts";
-import { createMainPod } from "./create_main.ts";
+import { createMainPod } from "./create.ts";
 import { SUSPEND_PHASES, withdrawUnownedAsk } from "./orphan_tags.ts";
 
 /** How often a suspending set looks again (ms). */
 export const REQUEUE_SUSPEND_POLL_MS = 5_000;
 
-/** Drives a retain-policy suspend. */
-export async function reconcileSuspend(pass: SetPass): Promise<Result> {
-  if (!pass.classified.main) return await createMainBeforeSuspend(pass);
-  await applySuspend(pass);
-  const done = await allOwnedPodsHibernated(pass);
-  await writeSetStatus(pass, done ? "Suspended" : "Suspending");
-  return done ? {} : { requeueAfter: REQUEUE_SUSPEND_POLL_MS };
-}
-
 /**
- * A set suspended with no main (never booted, or the main was deleted) gets its main back first,
- * restoring from its snapshot when there is one, and is hibernated on the next pass. A pod of
- * another owner holding the main's name is a name clash (status, Warning, retry with backoff).
+ * The Suspend step under the retain policy. A set without a main gets it back first (restored
+ * when a snapshot exists: a suspend means the VM's state matters) and is hibernated next pass.
  */
-async function createMainBeforeSuspend(pass: SetPass): Promise<Result> {
-  await ensureSpecBuildable(pass, { creatingMain: true });
+export async function reconcileSuspend(pass: SetPass): Promise<Stop> {
+  if (pass.classified.main) {
+    await applySuspend(pass);
+    return await allOwnedPodsHibernated(pass)
+      ? stop({}, "Suspended")
+      : stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Suspending");
+  }
+  const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
+  if (buildable.stop) return buildable;
   const pod = buildAgentPod(pass.cs, 0);
-  // Suspend means the VM's state matters: restore whenever a snapshot exists.
   await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
-  const ended = await createMainPod(pass, pod, {
+  const created = await createMainPod(pass, pod, {
     phase: "Suspending",
     clashWaitMs: REQUEUE_SUSPEND_POLL_MS,
     context: "create main agent before suspend",
   });
-  if (ended) return ended;
+  if (created.stop) return created;
   pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
-  return { requeue: true };
+  return stop({ requeue: true });
 }
 
 /**
- * Whether every managed, non-terminal owned pod has hibernated for this generation and has its
- * `:hibernate` snapshot. The VM's own confirmation (vmHibernationConfirmed: the lifecycle pair at
- * this generation, or with a vk-cocoon that writes none the hibernate request and a cleared VM
- * id — both written only after this round's push) is checked before the registry, so neither a
- * tag left by an earlier cycle nor a lagging cache can end the wait early. Static toolboxes have no VM lifecycle and are skipped;
- * a terminal pod has no VM to snapshot. A registry error is thrown, never read as "absent".
+ * Whether every managed, non-failed owned pod hibernated at this generation and has its
+ * `:hibernate` snapshot. The VM's own confirmation is checked before the registry, so neither an
+ * earlier cycle's tag nor a lagging cache ends the wait early. Static toolboxes have no VM; a
+ * registry error is thrown, never read as "absent".
  */
 export async function allOwnedPodsHibernated(pass: SetPass): Promise<boolean> {
   const generation = pass.cs.metadata.generation ?? 0;
@@ -80,13 +70,10 @@ export async function allOwnedPodsHibernated(pass: SetPass): Promise<boolean> {
 }
 
 /**
- * vmHibernationConfirmed on pod, and — when the cached copy passes by the cleared VM id of a
- * vk-cocoon that writes no lifecycle annotations — on the stored pod too. That signal carries no
- * generation: a lagging cache can still show the previous round's hibernated pod (id cleared,
- * hibernate request set) after the VM was woken and asked to hibernate again, and that pass would
- * end the suspend or delete the main over the older tag while the VM runs on. The lifecycle pair
- * needs no re-read: its generation already tells the rounds apart. One GET per pod, only on the
- * pass that would complete.
+ * vmHibernationConfirmed on pod and, when it passes by the cleared VM id of a vk-cocoon that
+ * writes no lifecycle annotations, on the stored pod too: that signal has no generation, so a
+ * lagging cache could show the previous round's hibernated pod while the VM runs again. One GET
+ * per pod, only on the pass that would complete.
  */
 export async function vmHibernationConfirmedStored(
   pass: SetPass,
@@ -95,43 +82,33 @@ export async function vmHibernationConfirmedStored(
 ): Promise<boolean> {
   if (!vmHibernationConfirmed(pod, generation)) return false;
   if (readLifecycleState(pod) !== "") return true;
-  const stored = await readStoredPod(
-    pass,
-    pod.metadata.namespace ?? "",
-    pod.metadata.name ?? "",
-    "re-read hibernated pod",
-  );
-  if (!stored || stored.metadata.uid !== pod.metadata.uid) return false;
-  return vmHibernationConfirmed(stored, generation);
+  const stored = await readSamePod(pass, pod, "re-read hibernated pod");
+  return stored !== undefined && vmHibernationConfirmed(stored, generation);
 }
 
 /**
- * Asks every owned pod (static toolboxes included) to hibernate, after recording in the snapshot
- * ledger that every VM of the set may now hold `:hibernate`. A pod whose VM name the set does not
- * own alone (tag_gate.ts hibernateRefused) is left running with a Warning, which holds the
- * suspend in Suspending: nothing is pushed, and a release never deletes its pods.
+ * Asks every owned pod (static toolboxes too) to hibernate, once the ledger records that every VM
+ * of the set may hold `:hibernate`. A pod whose VM name the set does not own alone keeps running
+ * with a Warning (tag_gate.ts), which holds the suspend in Suspending.
  */
 export async function applySuspend(pass: SetPass): Promise<void> {
   await recordHibernation(pass, [EVERY_VM]);
   for (const pod of podsByName(pass.classified)) {
     pass.signal.throwIfAborted();
-    // The name check runs once per pod: only when the request is not on it yet.
+    // The name check runs once per pod: only while the request is not on it yet.
     if (!readHibernateState(pod) && await hibernateRefused(pass, pod)) continue;
-    try {
-      await patchHibernateAsk(pass.deps.client, pod, pass.signal);
-    } catch (err) {
-      throw wrapError(`set hibernate on ${podRef(pod)}`, err);
-    }
+    await doing(
+      `set hibernate on ${podRef(pod)}`,
+      patchHibernateAsk(pass.deps.client, pod, pass.signal),
+    );
   }
 }
 
 /**
- * Clears the hibernate request from owned pods that carry it, except pods a CocoonHibernation
- * wants hibernated (desire Hibernate, or still Hibernating): that controller owns them. While
- * the phase still shows the set's own suspend, this is its resume, which keeps its tags (as the
- * Go operator does). Any other request is nobody's (its CocoonHibernation deleted, a person's, a
- * stale pass's): its tag is marked orphaned as the request goes, to be dropped once the VM is
- * back (orphan_tags.ts).
+ * The Unsuspend step: clears the hibernate request from owned pods, except pods a
+ * CocoonHibernation wants hibernated. While the phase still shows the set's own suspend this is
+ * its resume, which keeps its tags; any other request is nobody's, and its tag is marked orphaned
+ * as the request goes (orphan_tags.ts).
  */
 export async function applyUnsuspend(pass: SetPass): Promise<void> {
   const hibernated = podsByName(pass.classified).filter((p) => readHibernateState(p));
@@ -150,10 +127,9 @@ export async function applyUnsuspend(pass: SetPass): Promise<void> {
       await withdrawUnownedAsk(pass, pod, "unsuspend");
       continue;
     }
-    try {
-      await patchHibernateState(pass.deps.client, pod, false, pass.signal);
-    } catch (err) {
-      throw wrapError(`clear hibernate on ${podRef(pod)}`, err);
-    }
+    await doing(
+      `clear hibernate on ${podRef(pod)}`,
+      patchHibernateState(pass.deps.client, pod, false, pass.signal),
+    );
   }
 }

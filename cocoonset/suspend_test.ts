@@ -14,7 +14,7 @@ import {
   TEST_NAMESPACE,
   withFinalizer,
 } from "./_test_support.ts";
-import { REASON_NAME_CONFLICT } from "./name_clash.ts";
+import { REASON_NAME_CONFLICT } from "./create.ts";
 import { buildAgentPod } from "./pods.ts";
 import { REQUEUE_SUSPEND_POLL_MS } from "./suspend.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";

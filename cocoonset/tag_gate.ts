@@ -1,12 +1,10 @@
 /**
  * The CocoonSet side of the snapshot gate (snapshotgate/): every registry tag this reconciler
- * deletes goes through dropTag, on behalf of the set, so a tag goes only under a name the set
- * derives from its own namespace, name and toolboxes, shared with no other namespace, and needed
- * by no other claimant. A refusal is logged, with a Warning Event: SnapshotDeleteRefused for a
- * name the set cannot own, SnapshotDeleteDeferred naming the claimants that keep the tag (at most
- * one per requeue interval while the same claimants hold it, so a flow waiting on them is seen
- * and never floods). The tag is left to its claimants, whose own flow drops it once done, and
- * the set's flow asks again on its next pass.
+ * deletes goes through dropTag, so a tag goes only under a name the set derives itself, shared
+ * with no other namespace and needed by no other claimant. A refusal gets a Warning:
+ * SnapshotDeleteRefused for a name the set cannot own, SnapshotDeleteDeferred naming the
+ * claimants that keep the tag (once per requeue interval while they do); the set's flow asks again
+ * on its next pass.
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { Pod } from "../kube/mod.ts";
@@ -44,11 +42,7 @@ export function setActor(cs: CocoonSet): Actor {
   };
 }
 
-/**
- * Deletes `<vmName>:<tag>` when the gate allows it. Registry errors propagate; a refusal is
- * logged, with a Warning Event when the name is not the set's (not derived, or shared with
- * another namespace), and returned.
- */
+/** Deletes `<vmName>:<tag>` when the gate allows it; registry errors propagate. */
 export async function dropTag(pass: SetPass, vmName: string, tag: string): Promise<Verdict> {
   const { deps } = pass;
   const verdict = await deleteTagIfAllowed(
@@ -59,11 +53,7 @@ export async function dropTag(pass: SetPass, vmName: string, tag: string): Promi
     pass.signal,
   );
   if (!verdict.allowed) {
-    pass.log.warn("keeping {vm}:{tag}: {reason}", {
-      vm: vmName,
-      tag,
-      reason: verdict.message,
-    });
+    pass.log.warn("keeping {vm}:{tag}: {reason}", { vm: vmName, tag, reason: verdict.message });
     if (verdict.kind !== "claimed") {
       emit(pass, "Warning", REASON_SNAPSHOT_DELETE_REFUSED, verdict.message);
     } else if (deferralDue(pass, vmName, tag, verdict.message)) {
@@ -74,15 +64,10 @@ export async function dropTag(pass: SetPass, vmName: string, tag: string): Promi
 }
 
 /**
- * Whether the set must not ask pod's VM to hibernate (suspend, migration): its VM name is not one
- * the set derives, or another namespace derives it too, so the `:hibernate` push would land in a
- * repository another tenant's VM reads. A refusal is logged and gets a Warning Event naming both
- * sides; the caller leaves the pod alone, so its flow waits (Suspending, no migration) instead of
- * acting. A pod without a VM name (nothing to push) is never refused. Asked only right before a
- * pod is asked to hibernate, so it is a VM-name decision, read past the cache in the other
- * namespaces (a collision is another namespace's object, which this set's watch does not see
- * change): those the cache's index names, and the pod the name derives in each other namespace
- * it could be split into (snapshotgate actingRefusal).
+ * Whether the set must not ask pod's VM to hibernate (suspend, migration): the set does not derive
+ * its VM name, or another namespace does too, so the push would land where another tenant reads.
+ * A refusal gets a Warning naming both; the caller's flow waits. Asked right before the request,
+ * past the cache in the other namespaces, whose objects this set's watch does not see change.
  */
 export async function hibernateRefused(pass: SetPass, pod: Pod): Promise<boolean> {
   const vmName = parseVMSpec(pod).vmName;

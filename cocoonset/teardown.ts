@@ -1,17 +1,16 @@
 /**
- * Teardown of a deleted CocoonSet: remember every VM name and what the pods show about their
+ * Teardown of a deleted CocoonSet: stash every VM name and what the pods show about their
  * snapshots, delete the owned pods (one DELETE each), wait until they are all gone (vk-cocoon may
- * still be pushing a final snapshot while a pod terminates), then drop the registry tags that may
- * exist and the snapshot policy does not keep (snapshot_ledger.ts), and release the finalizer.
+ * push a final snapshot while a pod terminates), drop the registry tags that may exist and the
+ * snapshot policy does not keep (snapshot_ledger.ts), and release the finalizer.
  */
-import { errorText, patchObject, wrapError } from "../kube/mod.ts";
-import type { Pod, Result } from "../kube/mod.ts";
+import { containsFinalizer, errorText, patchObject, type Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";
-import { deletePod, type SetPass } from "./pass.ts";
-import { holdsFinalizer, releaseFinalizer, stillFinalizing } from "./finalizer.ts";
-import { listOwnedPods } from "./ownership.ts";
+import { deletePod, doing, type SetPass, type Stop, stop } from "./pass.ts";
+import { FINALIZER_NAME, releaseFinalizer, stillFinalizing } from "./finalizer.ts";
+import { listOwnedPods } from "./pods.ts";
 import { hibernationPodNames } from "./restore.ts";
 import {
   addToLedger,
@@ -26,102 +25,74 @@ import { forgetSpecCheck } from "./validate.ts";
 import { dropTag } from "./tag_gate.ts";
 
 /**
- * CocoonSet annotation: the sorted, comma-joined VM names to clean from the registry. Written
- * before pods go away, so names survive a status that was never written or is emptied.
+ * CocoonSet annotation: the sorted, comma-joined VM names to clean from the registry, written
+ * before pods go away, so they survive a status that was never written or is emptied.
  */
 export const ANNOTATION_DELETE_VM_NAMES = "cocoonset.cocoonstack.io/delete-vm-names";
 /** How often teardown checks whether the pods are gone (ms). */
 export const REQUEUE_TEARDOWN_MS = 5_000;
 
-/** Runs one teardown pass of a CocoonSet that has a deletionTimestamp. */
-export async function reconcileTeardown(pass: SetPass): Promise<Result> {
+/** The Teardown step of a CocoonSet that has a deletionTimestamp. */
+export async function reconcileTeardown(pass: SetPass): Promise<Stop> {
   const { cs, deps, signal } = pass;
-  // A set being deleted gets no more status writes.
-  deps.writtenStatuses.delete(cs.metadata.uid ?? "");
-  if (!holdsFinalizer(pass)) {
-    forgetTeardown(pass);
-    return {};
-  }
+  const uid = cs.metadata.uid ?? "";
+  deps.writtenStatuses.delete(uid);
+  if (!containsFinalizer(cs, FINALIZER_NAME)) return forgetTeardown(pass);
   pass.log.info("tearing down cocoonset");
-  let owned: Pod[];
-  try {
-    // Read-only from here on: no copies of every pod on every pass.
-    owned = await listOwnedPods(deps.client, cs, signal, { unsafeDisableDeepCopy: true });
-  } catch (err) {
-    throw wrapError("list owned pods for delete", err);
-  }
-  try {
-    // An unknown ledger cleans every tag anyway: no evidence to gather.
-    const evidence = readLedger(cs) ? await teardownEvidence(pass, owned) : {};
-    await stashDeleteVMNames(pass, owned, evidence);
-  } catch (err) {
-    throw wrapError("stash vm names", err);
-  }
-  // One DELETE per pod: none for a pod already terminating, and none again for a pod this
-  // process already deleted while the cache has not shown its deletion yet.
-  const deleted = deletedBy(pass);
+  // Read-only from here on: no copies of every pod on every pass.
+  const list = () => listOwnedPods(deps.client, cs, signal, { unsafeDisableDeepCopy: true });
+  const owned = await doing("list owned pods for delete", list());
+  await doing("stash vm names", stashTeardown(pass, owned));
+  let deleted = deps.teardownDeletes.get(uid);
+  if (!deleted) deps.teardownDeletes.set(uid, deleted = new Set());
   for (const pod of owned) {
     signal.throwIfAborted();
-    const uid = pod.metadata.uid ?? "";
-    if (pod.metadata.deletionTimestamp || deleted.has(uid)) continue;
+    const podUid = pod.metadata.uid ?? "";
+    if (pod.metadata.deletionTimestamp || deleted.has(podUid)) continue;
     await deletePod(pass, pod, "pod of deleted cocoonset");
-    deleted.add(uid);
+    deleted.add(podUid);
   }
-  // vk-cocoon may still be pushing a final snapshot while a pod terminates: the registry is
-  // cleaned only once every pod is gone (a second look, as pods without a node go at once).
-  const remaining = owned.length > 0
-    ? await listOwnedPods(deps.client, cs, signal, { unsafeDisableDeepCopy: true })
-    : owned;
+  // A second look: pods without a node go at once.
+  const remaining = owned.length > 0 ? await list() : owned;
   if (remaining.length > 0) {
     pass.log.info("waiting for {count} pods to terminate before registry cleanup", {
       count: remaining.length,
     });
-    return { requeueAfter: REQUEUE_TEARDOWN_MS };
+    return stop({ requeueAfter: REQUEUE_TEARDOWN_MS });
   }
-  // A cached copy can still show the finalizer after another pass removed it; clean the registry
-  // only when the live object still holds it, so each VM's tags are dropped once.
-  if (!await stillFinalizing(pass)) {
-    forgetTeardown(pass);
-    return {};
-  }
+  // A cached copy can still show the finalizer another pass removed: each VM's tags go once.
+  if (!await stillFinalizing(pass)) return forgetTeardown(pass);
   await cleanRegistry(pass);
   await releaseFinalizer(pass);
   forgetSpecCheck(pass);
-  forgetTeardown(pass);
-  return {};
+  return forgetTeardown(pass);
 }
 
-/** UIDs of the pods this process deleted while tearing the pass's CocoonSet down. */
-function deletedBy(pass: SetPass): Set<string> {
-  const uid = pass.cs.metadata.uid ?? "";
-  let set = pass.deps.teardownDeletes.get(uid);
-  if (!set) pass.deps.teardownDeletes.set(uid, set = new Set());
-  return set;
-}
-
-function forgetTeardown(pass: SetPass): void {
+function forgetTeardown(pass: SetPass): Stop {
   pass.deps.teardownDeletes.delete(pass.cs.metadata.uid ?? "");
+  return stop({});
 }
 
 /**
- * What teardown can still see for the ledger: the policies the owned pods (also terminating
- * ones) carry, the VMs they show a hibernation for, and the pods a CocoonHibernation of the
- * namespace names.
+ * Stashes the VM names with what teardown can still see for the ledger: the policies the owned
+ * pods (terminating ones too) carry, the VMs they show a hibernation for, and the pods a
+ * CocoonHibernation of the namespace names. An unknown ledger cleans every tag anyway.
  */
-async function teardownEvidence(pass: SetPass, owned: readonly Pod[]): Promise<LedgerAddition> {
+async function stashTeardown(pass: SetPass, owned: readonly Pod[]): Promise<void> {
+  if (!readLedger(pass.cs)) return await stashDeleteVMNames(pass, owned);
   const ns = pass.cs.metadata.namespace ?? "";
   const named = await hibernationPodNames(pass.deps, ns, () => true, pass.signal);
   const seen = ledgerEvidence(owned);
-  return {
+  await stashDeleteVMNames(pass, owned, {
     policies: seen.policies,
     hibernated: [...seen.hibernated, ...[...named].map((pod) => vmNameForPod(ns, pod))],
-  };
+  });
 }
 
 /**
- * Drops, for every stashed VM, the tags that may exist and the snapshot policy does not keep
- * (snapshot_ledger.ts teardownTags). Failures are logged at error level (a registry that refuses
- * deletes leaks snapshots) but never hold the CocoonSet's deletion.
+ * Drops, for every stashed VM, the tags that may exist and the policy does not keep. Failures are
+ * logged at error level (a registry that refuses deletes leaks snapshots) but never hold the
+ * deletion.
  */
 async function cleanRegistry(pass: SetPass): Promise<void> {
   const { cs, deps } = pass;
@@ -138,7 +109,6 @@ async function cleanRegistry(pass: SetPass): Promise<void> {
   for (const vm of names) {
     for (const tag of teardownTags(cs, ledger, vm)) {
       try {
-        // Only names the set derives itself: the stash is an editable annotation.
         await dropTag(pass, vm, tag);
       } catch (err) {
         pass.log.error("delete snapshot {vm}:{tag} failed: {error}", {
@@ -152,12 +122,10 @@ async function cleanRegistry(pass: SetPass): Promise<void> {
 }
 
 /**
- * Records the union of the VM names in the status, in the previous annotation and on the live
- * pods, and adds evidence (the policies pods carry, and those of its VMs that may hold
- * `:hibernate` that are among these names) to a known snapshot ledger, in one patch written only
- * when something changes, always under the optimistic lock: both are unions with what cs shows,
- * so a copy older than an earlier write would write less, and those VMs' tags would never be
- * cleaned.
+ * Records the union of the VM names in the status, in the previous annotation and on the pods,
+ * and adds evidence to a known snapshot ledger (only for VMs among these names), in one patch
+ * sent only when something changes, under the optimistic lock: both are unions with what cs
+ * shows, so a write from a copy older than an earlier one would lose names whose tags then leak.
  */
 export async function stashDeleteVMNames(
   pass: SetPass,

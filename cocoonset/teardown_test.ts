@@ -370,7 +370,7 @@ Deno.test("a deleting set that no longer holds our finalizer is left alone (anot
   assert.equal((await getPod(env.fake, "demo-0"))?.metadata.deletionTimestamp, undefined);
 });
 
-Deno.test("C15: registry delete failures are logged and the finalizer is still removed", async () => {
+Deno.test("registry delete failures are logged and the finalizer is still removed", async () => {
   const env = newTestEnv();
   const cs = newCocoonSet("demo", (c) => {
     c.spec.snapshotPolicy = "never";
@@ -385,7 +385,7 @@ Deno.test("C15: registry delete failures are logged and the finalizer is still r
   assert.equal(await findSet(env.fake, "demo"), undefined);
 });
 
-Deno.test("C15: without a registry teardown still releases the finalizer", async () => {
+Deno.test("without a registry teardown still releases the finalizer", async () => {
   const env = newTestEnv([], undefined, { withoutRegistry: true });
   const cs = newCocoonSet("demo", (c) => {
     c.status = { agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }] };
@@ -397,7 +397,7 @@ Deno.test("C15: without a registry teardown still releases the finalizer", async
   assert.equal(env.registry.calls.length, 0);
 });
 
-Deno.test("C15: registry cleanup is skipped when the live object no longer holds the finalizer", async (t) => {
+Deno.test("registry cleanup is skipped when the live object no longer holds the finalizer", async (t) => {
   const status = {
     agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }],
   };

@@ -1,27 +1,21 @@
 /**
  * Toolboxes: one pod per entry of spec.toolboxes, named `<set>-<toolbox>`. Failed or drifted
- * toolboxes are replaced at once (no backoff), removed entries deleted, and a pod of that name
- * that is not this set's toolbox is never touched: it is reported as a name clash.
+ * toolboxes are replaced at once (no backoff), removed entries deleted; a pod of that name that is
+ * not this set's toolbox is never touched but reported as a name clash.
  */
-import { isAlreadyExists, Pods, wrapError } from "../kube/mod.ts";
 import type { Pod } from "../kube/mod.ts";
 import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
-import { LABEL_ROLE, readLifecycleState, ROLE_TOOLBOX } from "../common/meta/mod.ts";
+import { readLifecycleState } from "../common/meta/mod.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
-import { isPodFailed } from "./pod_state.ts";
+import { buildToolboxPod, isPodFailed, toolboxPodName } from "./pods.ts";
 import { deletePod, podRef, type SetPass } from "./pass.ts";
-import { buildToolboxPod, toolboxPodName } from "./pods.ts";
 import { podSpecMatchesToolbox } from "./drift.ts";
-import { markRestoreIfHibernated } from "./restore.ts";
-import { classifyNameClash, reportNameClash } from "./name_clash.ts";
+import { createPart, reportNameClash } from "./create.ts";
 import { toolboxBuildable } from "./validate.ts";
-import { reportQuotaRefusal } from "./quota.ts";
-import { refuseCollidingCreate } from "./vm_collision.ts";
 
 /**
- * Spec problems with toolbox names, checked before any toolbox is created or deleted: a
- * duplicate name, or a name that is an integer (its pod name would be an agent slot's). The
- * webhook refuses both, but it may be bypassed. undefined when the names are fine.
+ * What is wrong with the toolbox names (the webhook refuses both, but may be bypassed): a
+ * duplicate, or an integer (its pod name would be an agent slot's); undefined when nothing is.
  */
 export function toolboxNameProblem(
   toolboxes: readonly ToolboxSpec[] | undefined,
@@ -32,7 +26,6 @@ export function toolboxNameProblem(
   for (const tb of toolboxes ?? []) {
     if (seen.has(tb.name)) duplicates.add(tb.name);
     seen.add(tb.name);
-    // strconv.Atoi's notion of an integer, as the Go operator checked it.
     if (parseGoInt(tb.name, 64) !== undefined) integers.push(tb.name);
   }
   const parts: string[] = [];
@@ -49,10 +42,8 @@ export function toolboxNameProblem(
 }
 
 /**
- * Creates missing toolboxes, replaces failed or drifted ones and deletes those no longer in the
- * spec; returns whether a pod was created or deleted. A toolbox whose pod name is taken by
- * another pod is reported as a name clash on the pass and skipped; the others still reconcile.
- * The caller has already checked toolboxNameProblem.
+ * The Toolboxes step (once toolboxNameProblem found nothing): creates, replaces and deletes
+ * toolbox pods; whether a pod was created or deleted.
  */
 export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
   const { cs, classified } = pass;
@@ -84,46 +75,17 @@ export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
   return changed;
 }
 
-/** Creates one toolbox; true when created. Not when its shape is invalid (on the pass). */
+/** Creates one toolbox unless its shape is refused; whether it was created. */
 async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
   if (!await toolboxBuildable(pass, tb.name)) return false;
   const pod = buildToolboxPod(pass.cs, tb);
-  const restorable = await pass.intent();
-  try {
-    await markRestoreIfHibernated(
-      pass.deps,
-      pod,
-      restorable.has(pod.metadata.name ?? ""),
-      pass.signal,
-    );
-  } catch (err) {
-    throw wrapError(`mark restore on toolbox ${tb.name}`, err);
-  }
-  if (await refuseCollidingCreate(pass, pod, `toolbox ${tb.name}`)) return false;
-  try {
-    await pass.deps.client.create(Pods, pod, { signal: pass.signal });
-  } catch (err) {
-    if (reportQuotaRefusal(pass, `toolbox ${tb.name}`, err)) return false;
-    if (!isAlreadyExists(err)) throw wrapError(`create toolbox ${tb.name}`, err);
-    // This set's toolbox still terminating (or not in the cache yet) is fine; anything else
-    // holding the name is a name clash.
-    const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
-    if (
-      clash.kind === "foreign" ||
-      (clash.kind === "ours" && clash.pod.metadata.labels?.[LABEL_ROLE] !== ROLE_TOOLBOX)
-    ) {
-      reportNameClash(pass, `toolbox ${tb.name}`, clash.pod);
-    }
-    return false;
-  }
+  const intent = (await pass.intent()).has(pod.metadata.name ?? "");
+  if (!await createPart(pass, pod, `toolbox ${tb.name}`, intent, pass.signal)) return false;
   pass.log.info("created toolbox {pod}", { pod: podRef(pod) });
   return true;
 }
 
-/**
- * Deletes a failed or drifted toolbox so the next pass recreates it — only when its shape can be
- * built: a toolbox is never deleted for a replacement the server would refuse.
- */
+/** Deletes a failed or drifted toolbox for the next pass to recreate, if its shape is buildable. */
 async function triageToolbox(pass: SetPass, pod: Pod, tb: ToolboxSpec): Promise<boolean> {
   let why: string;
   if (isPodFailed(pod)) {

@@ -5,7 +5,7 @@
  * hibernation/ at the mirrored HEAD); the port's reasons are found by reading its sources.
  */
 import assert from "node:assert/strict";
-import { REASON_MAIN_AGENT_FAILED, REASON_POD_LIFECYCLE_FAILED } from "../cocoonset/pod_state.ts";
+import { REASON_MAIN_AGENT_FAILED, REASON_POD_LIFECYCLE_FAILED } from "../cocoonset/failed_main.ts";
 
 const root = new URL("../", import.meta.url);
 

@@ -126,3 +126,46 @@ export async function patchAnnotations<T extends KubeObject>(
   replaceInPlace(obj, fresh);
   return obj;
 }
+
+/** What updateStatusLocked needs; every field is required. */
+export interface LockedStatusUpdate<S, T extends KubeObject & { status?: S }> {
+  client: Writer;
+  rt: ResourceType<T>;
+  /** The (cached) copy the status was computed from; replaced in place by the server's answer. */
+  obj: T;
+  status: S;
+  /** Whether two statuses say the same (fields the server defaults count as absent). */
+  equal: (a: S | undefined, b: S) => boolean;
+  /** Object UID → the status this process last wrote for it. */
+  written: Map<string, S>;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * Writes obj's status under the optimistic lock (MergeFromWithOptimisticLock): a copy the server
+ * has moved past is refused with Conflict, and the caller looks again from fresh data. A status
+ * equal to obj sends nothing, so the lock alone misses a copy that lags this process's own last
+ * write (and status writes wake no reconcile to correct it): when that write said something else,
+ * an empty locked patch asks whether obj is current (Conflict when not). Returns whether the
+ * status was written.
+ */
+export async function updateStatusLocked<S, T extends KubeObject & { status?: S }>(
+  u: LockedStatusUpdate<S, T>,
+): Promise<boolean> {
+  const { obj, signal } = u;
+  const uid = obj.metadata.uid ?? "";
+  if (u.equal(obj.status, u.status)) {
+    const mine = u.written.get(uid);
+    if (mine === undefined || u.equal(mine, u.status)) return false;
+    await u.client.patch(u.rt, obj.metadata.namespace ?? "", obj.metadata.name ?? "", "merge", {
+      metadata: { resourceVersion: obj.metadata.resourceVersion },
+    }, { subresource: "status", signal });
+    u.written.delete(uid);
+    return false;
+  }
+  await patchStatus(u.client, u.rt, obj, (o) => {
+    o.status = u.status;
+  }, { optimisticLock: true, signal });
+  u.written.set(uid, structuredClone(obj.status as S));
+  return true;
+}

@@ -3,7 +3,14 @@ import { type Pod, Pods } from "./core.ts";
 import { FakeClient } from "./testing/fake.ts";
 import { resourceType } from "./resource.ts";
 import type { KubeObject } from "./object.ts";
-import { mergePatchBetween, patchAnnotations, patchObject, patchStatus } from "./client_patch.ts";
+import { isConflict } from "./errors.ts";
+import {
+  mergePatchBetween,
+  patchAnnotations,
+  patchObject,
+  patchStatus,
+  updateStatusLocked,
+} from "./client_patch.ts";
 
 interface Widget extends KubeObject {
   spec?: { size?: number };
@@ -18,6 +25,10 @@ const Widgets = resourceType<Widget>({
   namespaced: true,
   statusSubresource: true,
 });
+
+function widget(): Widget {
+  return { metadata: { name: "w", namespace: "ns", uid: "uid-w" }, spec: { size: 1 } };
+}
 
 function newPod(annotations?: Record<string, string>): Pod {
   return {
@@ -137,4 +148,69 @@ Deno.test("patchObject removes keys named like Object.prototype members", async 
     metadata: { labels: { constructor: null, toString: null } },
   });
   assert.deepEqual((await client.get(Pods, "ns", "demo")).metadata.labels, { keep: "c" });
+});
+
+Deno.test("updateStatusLocked writes under the lock, remembers the write, and skips an equal status", async () => {
+  const client = new FakeClient({ objects: [{ rt: Widgets, obj: widget() }] });
+  const local = await client.get(Widgets, "ns", "w");
+  const written = new Map<string, Widget["status"]>();
+  const update = (obj: Widget, phase: string) =>
+    updateStatusLocked({
+      client,
+      rt: Widgets,
+      obj,
+      status: { phase },
+      equal: (a, b) => a?.phase === b?.phase,
+      written,
+      signal: undefined,
+    });
+
+  const rv = local.metadata.resourceVersion;
+  assert.equal(await update(local, "Scaling"), true);
+  const sent = patchCalls(client);
+  assert.equal(sent.length, 1);
+  assert.deepEqual(sent[0].patch, {
+    metadata: { resourceVersion: rv },
+    status: { phase: "Scaling" },
+  });
+  assert.deepEqual(written.get("uid-w"), { phase: "Scaling" });
+  assert.equal(await update(local, "Scaling"), false, "equal to the copy: no request");
+  assert.equal(patchCalls(client).length, 1);
+});
+
+Deno.test("updateStatusLocked asks the server when a copy equal to the status lags this process's own write", async () => {
+  const client = new FakeClient({ objects: [{ rt: Widgets, obj: widget() }] });
+  const behind = await client.get(Widgets, "ns", "w");
+  const written = new Map<string, Widget["status"]>();
+  const update = (obj: Widget, phase: string) =>
+    updateStatusLocked({
+      client,
+      rt: Widgets,
+      obj,
+      status: { phase },
+      equal: (a, b) => a?.phase === b?.phase,
+      written,
+      signal: undefined,
+    });
+  await update(await client.get(Widgets, "ns", "w"), "Scaling");
+  client.actions.length = 0;
+
+  // A cache still showing the copy from before that write: equal to what is computed now.
+  behind.status = { phase: "Running" };
+  const err = await update(behind, "Running").then(() => undefined, (e: unknown) => e);
+
+  assert.ok(isConflict(err), `the lagging copy is refused with Conflict, got ${err}`);
+  assert.deepEqual(patchCalls(client).map((a) => [a.subresource, a.patch]), [
+    ["status", { metadata: { resourceVersion: behind.metadata.resourceVersion } }],
+  ]);
+  assert.equal((await client.get(Widgets, "ns", "w")).status?.phase, "Scaling", "nothing written");
+
+  // A current copy passes the same check and is then trusted: no request the next time.
+  const current = await client.get(Widgets, "ns", "w");
+  current.status = { phase: "Running" };
+  client.actions.length = 0;
+  assert.equal(await update(current, "Running"), false);
+  assert.equal(patchCalls(client).length, 1, "one empty locked patch");
+  assert.equal(await update(current, "Running"), false);
+  assert.equal(patchCalls(client).length, 1, "then none");
 });

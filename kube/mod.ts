@@ -151,8 +151,8 @@ export {
 } from "./errors.ts";
 
 // Writes.
-export type { MergePatchOptions } from "./client_patch.ts";
-export { patchAnnotations, patchObject, patchStatus } from "./client_patch.ts";
+export type { LockedStatusUpdate, MergePatchOptions } from "./client_patch.ts";
+export { patchAnnotations, patchObject, patchStatus, updateStatusLocked } from "./client_patch.ts";
 export { jsonEqual } from "./patch.ts";
 
 // controllerutil.

@@ -44,6 +44,6 @@ Deno.test("kube/testing/mod.ts exports every test double, kube/mod.ts none of th
 });
 
 Deno.test("kube/mod.ts exports the kube/ names reconciler tests and checks import directly today", () => {
-  // hibernation's fixtures build a real Recorder; cocoonset/ownership.ts validates label values.
+  // hibernation's fixtures build a real Recorder; cocoonset/pods.ts validates label values.
   assert.deepEqual(["Recorder", "isValidLabelValue"].filter((name) => !(name in kube)), []);
 });

@@ -11,8 +11,8 @@
  * - quota: a real ResourceQuota at its limit refuses the dry-run of a drift replacement with 403;
  *   the replacement goes ahead (delete, then create), the refused create is QuotaExceeded naming
  *   the quota, and raising the quota lets the retry through;
- * - one pass, consistent writes: after the pass's own rebuild-history write, its status write is
- *   not refused with 409 (run in-process against the same API server, before the operator starts);
+ * - a sub-agent rebuilt while a toolbox is refused: the pass after the rebuild writes the status
+ *   naming the toolbox (run in-process against the same API server, before the operator starts);
  * - backoff: a lasting NameConflict does not stretch the rebuild backoff of a failing sub-agent;
  *   its four rebuilds and the dead letter come in well under two minutes (an error backoff
  *   would stretch them towards 16 minutes);
@@ -37,13 +37,9 @@ import { ANNOTATION_LIFECYCLE_STATE, LABEL_COCOON_SET } from "../../common/meta/
 import { LIFECYCLE_STATE_READY } from "../../common/meta/mod.ts";
 import { startSimulator } from "../../sim/simulator.ts";
 import { CocoonSetReconciler } from "../../cocoonset/reconciler.ts";
-import { ensureSubAgents } from "../../cocoonset/agents.ts";
 import { FINALIZER_NAME } from "../../cocoonset/finalizer.ts";
-import { logFor, type SetPass } from "../../cocoonset/pass.ts";
-import { buildAgentPod, classifyPods } from "../../cocoonset/pods.ts";
+import { buildAgentPod } from "../../cocoonset/pods.ts";
 import { ANNOTATION_REBUILD_HISTORY } from "../../cocoonset/rebuild.ts";
-import { newRestoreIntent } from "../../cocoonset/restore.ts";
-import { writeSetStatus } from "../../cocoonset/status.ts";
 import { startControlPlane } from "../harness/control_plane.ts";
 import { registryAvailable, startRegistry } from "../harness/registry.ts";
 import { startSandboxedOperator } from "../harness/sandboxed_operator.ts";
@@ -70,7 +66,7 @@ const condition = (cs: CocoonSet, type: string) =>
 
 Deno.test({
   name:
-    "one object never hurts the others on a real control plane: bounds, isolation, quota, one-pass writes, conditions, backoff",
+    "one object never hurts the others on a real control plane: bounds, isolation, quota, rebuild with a refused toolbox, conditions, backoff",
   ignore: !registryAvailable(),
   sanitizeResources: false,
   sanitizeOps: false,
@@ -87,56 +83,43 @@ Deno.test({
 
       // Before the operator runs, so nothing else writes the set.
       await t.step(
-        "a pass's rebuild-history write leaves its copy current: its status write is not refused",
+        "a sub-agent rebuilt while a toolbox is refused: the next pass's status names the toolbox",
         async () => {
           const ns = "harden2-rv";
           const cs = await client.create(CocoonSets, {
             apiVersion: "cocoonset.cocoonstack.io/v1",
             kind: "CocoonSet",
             metadata: { name: "rv", namespace: ns, finalizers: [FINALIZER_NAME] },
-            spec: { agent: { image: IMAGE, replicas: 1 } },
-          });
-          await client.create(Pods, buildAgentPod(cs, 0));
-          const sub = await client.create(Pods, buildAgentPod(cs, 1, `vk-${ns}-rv-0`, "vk-a"));
-          await client.patch(
-            Pods,
-            ns,
-            sub.metadata.name!,
-            "merge",
-            { status: { phase: "Failed" } },
-            {
-              subresource: "status",
+            spec: {
+              agent: { image: IMAGE, replicas: 1 },
+              toolboxes: [{ name: "bad", image: IMAGE, storage: "-1Gi" }],
             },
-          );
+          });
+          const main = await client.create(Pods, buildAgentPod(cs, 0, "", "vk-a"));
+          await client.patch(Pods, ns, main.metadata.name!, "merge", {
+            status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+          }, { subresource: "status" });
+          const sub = await client.create(Pods, buildAgentPod(cs, 1, `vk-${ns}-rv-0`, "vk-a"));
+          await client.patch(Pods, ns, sub.metadata.name!, "merge", {
+            status: { phase: "Failed" },
+          }, { subresource: "status" });
           const reconciler = new CocoonSetReconciler({
             client,
             apiReader: client,
             recorder: new RecordingRecorder(),
           });
-          const signal = new AbortController().signal;
-          const stored = await client.get(CocoonSets, ns, "rv");
-          const pods = (await client.list(Pods, { namespace: ns })).items;
-          const pass: SetPass = {
-            deps: reconciler.deps,
-            cs: stored,
-            classified: classifyPods(pods),
-            signal,
-            intent: newRestoreIntent(reconciler.deps, ns, signal),
-            log: logFor(stored),
-            problems: [],
-          };
-          const out = await ensureSubAgents(pass, `vk-${ns}-rv-0`, "vk-a");
-          assert.equal(out.changed, true, "the failed sub-agent was deleted for its rebuild");
-          const afterHistory = await client.get(CocoonSets, ns, "rv");
-          assert.ok(afterHistory.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY]);
-          pass.problems.push({
-            condition: "Ready",
-            reason: "InvalidSpec",
-            message: "toolbox x: no",
-          });
-          assert.equal(await writeSetStatus(pass, ""), true, "written, not refused with 409");
+          const pass = () =>
+            reconciler.reconcile({ namespace: ns, name: "rv" }, new AbortController().signal);
+
+          assert.deepEqual(await pass(), { requeue: true }, "deleted for its rebuild");
+          const afterRebuild = await client.get(CocoonSets, ns, "rv");
+          assert.ok(afterRebuild.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY]);
+          // A failed pod is gone at once (the server deletes terminal pods without grace).
+          assert.deepEqual(await pass(), { requeue: true }, "recreated");
+          await assert.rejects(pass(), /toolbox bad: /);
           const written = await client.get(CocoonSets, ns, "rv");
           assert.equal(condition(written, "Ready")?.reason, "InvalidSpec");
+          assert.match(condition(written, "Ready")?.message ?? "", /^toolbox bad: /);
           // Out of the way of the operator that starts next.
           await client.patch(CocoonSets, ns, "rv", "merge", { metadata: { finalizers: null } });
           await client.delete(CocoonSets, ns, "rv");
