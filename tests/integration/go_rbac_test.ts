@@ -36,6 +36,7 @@ import {
   waitEvent,
   waitSet,
 } from "../harness/stack_objects.ts";
+import { repoRoot } from "../harness/kustomize.ts";
 import { waitFor } from "../harness/wait.ts";
 import { GO_ORIGINAL_RBAC_PATH } from "../fixtures/go_original_rbac.ts";
 
@@ -268,6 +269,15 @@ Deno.test({
           await Deno.writeTextFile(`${certDir}/tls.crt`, serving.certPem);
           await Deno.writeTextFile(`${certDir}/tls.key`, serving.keyPem);
           const https = Deno.createHttpClient({ caCerts: [ca.certPem] });
+          // config/rbac names no namespace: the binding's subject gets the one config/default gives.
+          const metricsAuth = (loadAll(
+            await Deno.readTextFile(`${repoRoot}config/rbac/metrics_auth_role.yaml`),
+          ) as { kind: string; subjects?: { namespace?: string }[] }[])
+            .map((doc) => {
+              for (const subject of doc.subjects ?? []) subject.namespace = "cocoon-system";
+              return JSON.stringify(doc);
+            })
+            .join("\n---\n");
           const op = await startSandboxedOperator({
             cp,
             ociRegistry,
@@ -300,11 +310,7 @@ Deno.test({
             );
             assert.ok(records.some((r) => r.message.startsWith("metrics request refused")));
 
-            const applied = await cp.kubectl([
-              "apply",
-              "-f",
-              new URL("../../config/rbac/metrics_auth_role.yaml", import.meta.url).pathname,
-            ]);
+            const applied = await cp.kubectl(["apply", "-f", "-"], { stdin: metricsAuth });
             assert.equal(applied.code, 0, applied.stderr);
             const ok = await waitFor(
               "an authorized scrape",
@@ -323,11 +329,9 @@ Deno.test({
             https.close();
             await op.stop(5_000).catch(() => {});
             await Deno.remove(certDir, { recursive: true });
-            const removed = await cp.kubectl([
-              "delete",
-              "-f",
-              new URL("../../config/rbac/metrics_auth_role.yaml", import.meta.url).pathname,
-            ]);
+            const removed = await cp.kubectl(["delete", "--ignore-not-found", "-f", "-"], {
+              stdin: metricsAuth,
+            });
             assert.equal(removed.code, 0, removed.stderr);
           }
         },

@@ -7,7 +7,8 @@
  * - it reconciles a CocoonSet (owned main pod, finalizer) without a 403 or a sandbox refusal;
  * - under those flags Deno refuses a request to another loopback port (NotCapable) while the
  *   granted registry answers;
- * - a verb removed from the ClusterRole shows up as Forbidden and fails assertNoForbidden();
+ * - a verb removed from the leader-election Role stops it at start (exit 2) with one line naming
+ *   the rule, before any request is refused;
  * - OCI_REGISTRY outside the granted hosts stops the operator at start with one line naming it.
  *
  * Further end-to-end flows (CocoonHibernation, hibernate/wake with the registry) use the same
@@ -151,7 +152,7 @@ Deno.test({
       });
 
       await t.step(
-        "a verb missing from the leader-election Role shows up as Forbidden",
+        "a verb missing from the leader-election Role: exit 2 at start, one line naming it",
         async () => {
           const role = await Deno.readTextFile(`${repoRoot}config/rbac/leader_election_role.yaml`);
           const weakened = role.replace(
@@ -168,18 +169,13 @@ Deno.test({
             stdin: weakened,
           });
           assert.equal(applied.code, 0, applied.stderr);
-          const op = await startSandboxedOperator({ cp, ociRegistry, kubeconfig });
           try {
-            // Every campaign starts by reading the Lease; without "get" that is a 403.
-            await waitFor("a 403", async () => (await op.forbiddenRequests()) > 0, 30_000, 200)
-              .catch(
-                async (err) => {
-                  throw new Error(`${err.message}\n${await op.metrics()}\n${op.proc.output}`);
-                },
-              );
-            await assert.rejects(() => op.assertNoForbidden(), /role\.yaml lacks a verb/);
+            // The permission check at start finds it before any campaign is refused.
+            await assert.rejects(
+              () => startSandboxedOperator({ cp, ociRegistry, kubeconfig }),
+              /exited with 2 before ready:[\s\S]*lacks permissions it cannot run without[^\n]*: get leases\.coordination\.k8s\.io "cocoon-operator\.cocoonset\.cocoonstack\.io" in namespace cocoon-system;/,
+            );
           } finally {
-            await op.stop(5_000).catch(() => {});
             const restored = await cp.kubectl([
               "apply",
               "-n",
