@@ -12,6 +12,7 @@ import { isPodReady, readLifecycleState } from "../common/meta/mod.ts";
 import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
 import { forEachLimited } from "./_fanout.ts";
 import { createPart } from "./create.ts";
+import { restoreIntent } from "./restore.ts";
 import { subAgentsBuildable } from "./validate.ts";
 import { buildAgentPod, isPodFailed } from "./pods.ts";
 import { deletePod, doing, emit, podRef, readSamePod, type SetPass } from "./pass.ts";
@@ -96,7 +97,7 @@ async function createSubAgents(
   for (const slot of pass.classified.sub.keys()) if (slot >= 1 && slot <= replicas) present++;
   if (present >= replicas || !await subAgentsBuildable(pass)) return false;
   // Resolved before the fan-out, so the creates share one list.
-  const restorable = await pass.intent();
+  const restorable = await restoreIntent(pass);
   function* missing(): Generator<number> {
     for (let slot = 1; slot <= replicas; slot++) if (!pass.classified.sub.has(slot)) yield slot;
   }

@@ -28,16 +28,16 @@ import {
   emit,
   GO_ON,
   podRef,
+  POLL_MS,
   readStoredPod,
-  REQUEUE_WAIT_FOR_MAIN_MS,
   type SetPass,
   type StatusProblem,
   type Step,
   type Stop,
   stop,
 } from "./pass.ts";
-import { agentPodName, buildAgentPod } from "./pods.ts";
-import { markRestoreIfHibernated } from "./restore.ts";
+import { buildAgentPod } from "./pods.ts";
+import { markRestoreIfHibernated, restoreIntent } from "./restore.ts";
 import { setActor } from "./tag_gate.ts";
 import {
   ensureSpecBuildable,
@@ -82,14 +82,10 @@ export async function createMainAgent(pass: SetPass): Promise<Stop> {
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
   const pod = buildAgentPod(pass.cs, 0);
-  const intent = (await pass.intent()).has(pod.metadata.name ?? "");
-  await markRestoreIfHibernated(pass.deps, pod, intent, pass.signal);
-  const created = await createMainPod(pass, pod, {
-    phase: "",
-    clashWaitMs: REQUEUE_WAIT_FOR_MAIN_MS,
-    context: "create main agent",
-    reportQuota: true,
-  });
+  const intent = (await restoreIntent(pass)).has(pod.metadata.name ?? "");
+  await markRestoreIfHibernated(pass, pod, intent);
+  const opts = { phase: "", context: "create main agent", reportQuota: true } as const;
+  const created = await createMainPod(pass, pod, opts);
   if (created.stop) return created;
   pass.log.info("created main agent {pod}", { pod: podRef(pod) });
   // Other parts refused: the main still comes up, the status names them, and the pass is retried
@@ -99,25 +95,18 @@ export async function createMainAgent(pass: SetPass): Promise<Stop> {
   return stop({ requeue: true });
 }
 
-/** How a step creates the main. */
-export interface MainCreate {
-  /** The phase the status shows when a VM-name collision or a name clash holds the create. */
-  phase: CocoonSetPhase | "";
-  /** How long to wait while our old main still holds the name (ms). */
-  clashWaitMs: number;
-  /** What the error of a failed create names. */
-  context: string;
-  /** A quota refusal stops the pass with QuotaExceeded (else it fails as any error). */
-  reportQuota?: boolean;
-}
-
 /**
  * The one way every step creates the main (a first boot, a released-seat wake, a migration's
- * restore, a main before a suspend). Invalid stops the pass as an invalid spec, a foreign pod
- * under the name as a name clash; our old main still terminating is waited for. A create that
- * succeeded was the main's spec check. Goes on once the main is created.
+ * restore, a main before a suspend); goes on once it is created, which was its spec check.
+ * Invalid stops the pass as an invalid spec, a foreign pod under the name as a name clash (both
+ * with `phase`); our old main still terminating is waited for. With reportQuota a quota refusal
+ * stops the pass as QuotaExceeded; any other error fails it naming `context`.
  */
-export async function createMainPod(pass: SetPass, pod: Pod, opts: MainCreate): Promise<Step> {
+export async function createMainPod(
+  pass: SetPass,
+  pod: Pod,
+  opts: { phase: CocoonSetPhase | ""; context: string; reportQuota?: boolean },
+): Promise<Step> {
   if (await refuseCollidingCreate(pass, pod, "the main agent")) {
     return stop({ requeueAfter: REQUEUE_VM_NAME_COLLISION_MS }, opts.phase);
   }
@@ -130,10 +119,10 @@ export async function createMainPod(pass: SetPass, pod: Pod, opts: MainCreate): 
       return stop({}, pass.cs.status?.phase ?? "", new QuotaExceededError(errorMessage(err)));
     }
     if (!isAlreadyExists(err)) throw wrapError(opts.context, err);
-    const clash = await classifyNameClash(pass, agentPodName(pass.cs.metadata.name ?? "", 0));
-    if (clash.kind === "gone") return stop({ requeue: true });
-    if (clash.kind === "ours") return stop({ requeueAfter: opts.clashWaitMs });
-    const problem = reportNameClash(pass, "the main agent", clash.pod);
+    const taken = await readStoredPod(pass, pod, "get existing pod");
+    if (!taken) return stop({ requeue: true });
+    if (isControlledBy(taken, pass.cs)) return stop({ requeueAfter: POLL_MS });
+    const problem = reportNameClash(pass, "the main agent", taken);
     return stop({}, opts.phase, new NameConflictError([problem]));
   }
   markSpecChecked(pass);
@@ -144,7 +133,8 @@ export async function createMainPod(pass: SetPass, pod: Pod, opts: MainCreate): 
  * Creates a sub-agent or toolbox pod (`what`), restoring when intent holds and a snapshot exists;
  * whether it was created. A name held by our own pod (still terminating, or not cached yet) is
  * left to the pass its delete event brings; for a toolbox, one of our pods of another role holds
- * it as a clash.
+ * it as a clash. The pod behind an AlreadyExists is read past the cache: a foreign pod need not
+ * carry our label.
  */
 export async function createPart(
   pass: SetPass,
@@ -153,7 +143,7 @@ export async function createPart(
   intent: boolean,
   signal: AbortSignal,
 ): Promise<boolean> {
-  await doing(`mark restore on ${what}`, markRestoreIfHibernated(pass.deps, pod, intent, signal));
+  await doing(`mark restore on ${what}`, markRestoreIfHibernated(pass, pod, intent, signal));
   if (await refuseCollidingCreate(pass, pod, what)) return false;
   try {
     await pass.deps.client.create(Pods, pod, { signal });
@@ -162,59 +152,36 @@ export async function createPart(
     if (reportQuotaRefusal(pass, what, err)) return false;
     if (!isAlreadyExists(err)) throw wrapError(`create ${what}`, err);
   }
-  const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
-  const toolbox = pod.metadata.labels?.[LABEL_ROLE] === ROLE_TOOLBOX;
-  if (
-    clash.kind === "foreign" ||
-    (toolbox && clash.kind === "ours" && clash.pod.metadata.labels?.[LABEL_ROLE] !== ROLE_TOOLBOX)
-  ) {
-    reportNameClash(pass, what, clash.pod);
+  const taken = await readStoredPod(pass, pod, "get existing pod");
+  const isToolbox = (p: Pod) => p.metadata.labels?.[LABEL_ROLE] === ROLE_TOOLBOX;
+  if (taken && (!isControlledBy(taken, pass.cs) || (isToolbox(pod) && !isToolbox(taken)))) {
+    reportNameClash(pass, what, taken);
   }
   return false;
 }
 
 /**
- * Checks pod, about to be created as `what`, against other namespaces' VM names. A name is held by
- * a pod of another namespace that derives or runs it, or by a CocoonSet of another namespace that
- * derives it and came first (so a set with no pod now, a released seat, keeps its names). When it
- * is held, records the problem and its Warning and returns it: the caller creates nothing.
+ * Whether pod, about to be created as `what`, must not be: a pod of another namespace derives or
+ * runs its VM name, or a CocoonSet of another namespace derives it and came first (so a set with
+ * no pod now, a released seat, keeps its names). A refusal is recorded with its Warning.
  */
-export async function refuseCollidingCreate(
-  pass: SetPass,
-  pod: Pod,
-  what: string,
-): Promise<StatusProblem | undefined> {
+async function refuseCollidingCreate(pass: SetPass, pod: Pod, what: string): Promise<boolean> {
   const vmName = parseVMSpec(pod).vmName;
-  if (vmName === "") return undefined;
+  if (vmName === "") return false;
   // The cache's VM-name index names the candidates; only their namespaces are read past it.
-  const claims = await collisionClaims(
-    claimSources(pass),
-    vmName,
-    setActor(pass.cs),
-    "create",
-    pass.signal,
+  const actor = setActor(pass.cs);
+  const claims = await collisionClaims(claimSources(pass), vmName, actor, "create", pass.signal);
+  const holders = new Set(
+    claims.filter((c) => c.holder !== "CocoonHibernation")
+      .map((c) => `${c.holder === "Pod" ? "pod" : c.holder} ${c.namespace}/${c.name}`),
   );
-  const holders = [
-    ...new Set(
-      claims.flatMap((c) =>
-        c.holder === "Pod" || c.holder === "CocoonSet"
-          ? [`${c.holder === "Pod" ? "pod" : "CocoonSet"} ${c.namespace}/${c.name}`]
-          : []
-      ),
-    ),
-  ];
-  if (holders.length === 0) return undefined;
-  const problem: StatusProblem = {
-    condition: CONDITION_TYPE_READY,
-    reason: REASON_VM_NAME_CONFLICT,
-    message: `${what} ${podRef(pod)} is not created: its VM name ${vmName} is already held by ` +
-      `${holders.join(", ")} (CocoonSet ${pass.cs.metadata.namespace}/${pass.cs.metadata.name} ` +
-      `came second)`,
-  };
-  pass.problems.push(problem);
-  emit(pass, "Warning", REASON_VM_NAME_CONFLICT, problem.message);
-  pass.log.warn("not creating {pod}: {reason}", { pod: podRef(pod), reason: problem.message });
-  return problem;
+  if (holders.size === 0) return false;
+  const message = `${what} ${podRef(pod)} is not created: its VM name ${vmName} is already held ` +
+    `by ${[...holders].join(", ")} (CocoonSet ${actor.namespace}/${actor.name} came second)`;
+  pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_VM_NAME_CONFLICT, message });
+  emit(pass, "Warning", REASON_VM_NAME_CONFLICT, message);
+  pass.log.warn("not creating {pod}: {reason}", { pod: podRef(pod), reason: message });
+  return true;
 }
 
 /**
@@ -234,7 +201,7 @@ export function quotaRefusal(err: unknown): { quotas: string[]; message: string 
  * Records a quota refusal of the create of `what` on the pass (one QuotaExceeded problem naming
  * every refused pod's quota, a Warning per quota and pass); false when err is something else.
  */
-export function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean {
+function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean {
   const refusal = quotaRefusal(err);
   if (!refusal) return false;
   const names = refusal.quotas.length > 0 ? refusal.quotas.join(", ") : "(unnamed)";
@@ -246,34 +213,15 @@ export function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): b
     error: refusal.message,
   });
   const existing = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
-  if (!existing) {
-    pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_QUOTA_EXCEEDED, message });
-  } else if (!existing.message.includes(`ResourceQuota ${names} `)) {
-    existing.message += `; ${message}`;
-  } else {
-    return true;
-  }
+  if (existing?.message.includes(`ResourceQuota ${names} `)) return true;
+  if (existing) existing.message += `; ${message}`;
+  else {pass.problems.push({
+      condition: CONDITION_TYPE_READY,
+      reason: REASON_QUOTA_EXCEEDED,
+      message,
+    });}
   emit(pass, "Warning", REASON_QUOTA_EXCEEDED, message);
   return true;
-}
-
-/** What an AlreadyExists on a create means. */
-export type NameClash =
-  | { kind: "gone" }
-  | { kind: "ours"; pod: Pod }
-  | { kind: "foreign"; pod: Pod };
-
-/**
- * Reads the pod behind an AlreadyExists past the cache (a foreign pod need not carry our label):
- * gone meanwhile, ours (terminating, or not cached yet), or someone else's.
- */
-export async function classifyNameClash(pass: SetPass, podName: string): Promise<NameClash> {
-  const ref = { metadata: { namespace: pass.cs.metadata.namespace, name: podName } };
-  const live = await readStoredPod(pass, ref, "get existing pod");
-  if (!live) return { kind: "gone" };
-  return isControlledBy(live, pass.cs)
-    ? { kind: "ours", pod: live }
-    : { kind: "foreign", pod: live };
 }
 
 /** Records a name clash on the pass (problem and Warning) and returns the problem. */

@@ -24,6 +24,7 @@ import {
   doing,
   GO_ON,
   podRef,
+  POLL_MS,
   type SetPass,
   type Step,
   type Stop,
@@ -38,11 +39,6 @@ import { createMainPod } from "./create.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
 
-/** How often a migration in flight looks again (ms). */
-export const REQUEUE_MIGRATE_POLL_MS = 5_000;
-/** How long to wait when the old main still holds the name (ms). */
-const REQUEUE_WAIT_FOR_OLD_MAIN_MS = 5_000;
-
 /**
  * The Migration step, when a migration is wanted or in flight. A target that cannot take the main
  * (no such node, or outside the set's pool or CPU class) counts as no target, after a Warning and
@@ -50,15 +46,16 @@ const REQUEUE_WAIT_FOR_OLD_MAIN_MS = 5_000;
  * finishes as a cleared spec.nodeName does (woken in place, or restored anywhere in the pool).
  */
 export async function reconcileMigration(pass: SetPass): Promise<Step> {
-  const { cs, classified, deps } = pass;
+  const { cs, deps } = pass;
   const pinned = cs.spec.nodeName ?? "";
   const migrating = cs.status?.phase === "Migrating";
   if (!deps.registry || (pinned === "" && !migrating)) return GO_ON;
-  const main = classified.main;
+  const main = pass.classified.main;
+  const mainNode = main?.spec?.nodeName ?? "";
   // A pinned set at rest costs no registry probe: Migrating is stored before any side effect,
   // so an interrupted migration never looks like this.
-  if (!migrating && podSettledOn(main, pinned)) return GO_ON;
-  const mainNode = main?.spec?.nodeName ?? "";
+  const settled = main && mainNode === pinned && vmLive(main) && !readHibernateState(main);
+  if (!migrating && settled) return GO_ON;
   let desired = pinned;
   let targetProblem = "";
   // Only where the main would move or a restore be pinned: a fresh main waits for its node.
@@ -75,9 +72,7 @@ export async function reconcileMigration(pass: SetPass): Promise<Step> {
   // A main quiesced where it belongs by a CocoonHibernation is that request's, not a migration.
   if (main && readHibernateState(main) && (desired === "" || mainNode === desired)) {
     const name = main.metadata.name ?? "";
-    const ns = cs.metadata.namespace ?? "";
-    const owned = await doing("migrate", podsHibernatedByCR(deps, ns, [name], pass.signal));
-    if (owned.has(name)) return GO_ON;
+    if ((await podsHibernatedByCR(pass, [name])).has(name)) return GO_ON;
   }
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
   // A probe error fails the pass: falling through could wake the main mid-migration or boot it
@@ -99,7 +94,7 @@ async function startMigration(pass: SetPass, main: Pod, desired: string): Promis
   const buildable = await ensureSpecBuildable(pass);
   if (buildable.stop) return buildable;
   if (!readHibernateState(main)) {
-    if (await hibernateRefused(pass, main)) return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS });
+    if (await hibernateRefused(pass, main)) return stop({ requeueAfter: POLL_MS });
     pass.log.info("migrating main from {from} to {to}: hibernating it", {
       from: main.spec?.nodeName ?? "",
       to: desired,
@@ -113,7 +108,7 @@ async function startMigration(pass: SetPass, main: Pod, desired: string): Promis
       `migrate: set hibernate on ${podRef(main)}`,
       patchHibernateState(pass.deps.client, main, true, pass.signal),
     );
-    return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS });
+    return stop({ requeueAfter: POLL_MS });
   });
 }
 
@@ -285,11 +280,8 @@ async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
   return afterStatus("Migrating", async () => {
     const pod = buildAgentPod(withTarget(pass.cs, desired), 0);
     markRestoreFromHibernate(pod);
-    const created = await createMainPod(pass, pod, {
-      phase: "Migrating",
-      clashWaitMs: REQUEUE_WAIT_FOR_OLD_MAIN_MS,
-      context: `migrate: recreate main on ${desired || "any node"}`,
-    });
+    const context = `migrate: recreate main on ${desired || "any node"}`;
+    const created = await createMainPod(pass, pod, { phase: "Migrating", context });
     if (created.stop) return created;
     pass.log.info("migration recreated the main on {node} from its snapshot", {
       node: desired || "any node",
@@ -300,7 +292,7 @@ async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
 
 /** A migration in flight: Migrating, and a look again after the poll interval. */
 function migrating(): Stop {
-  return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS }, "Migrating");
+  return stop({ requeueAfter: POLL_MS }, "Migrating");
 }
 
 /** cs pinned to desired, or to no node when desired is "" (restored anywhere in the pool). */
@@ -321,10 +313,4 @@ export function requiredNodeOf(pod: Pod): string {
     }
   }
   return "";
-}
-
-/** A pinned set at rest: the main runs live on the desired node with no quiesce pending. */
-function podSettledOn(main: Pod | undefined, desired: string): boolean {
-  return main !== undefined && (main.spec?.nodeName ?? "") === desired && vmLive(main) &&
-    !readHibernateState(main);
 }

@@ -54,8 +54,11 @@ export interface CocoonSetDeps {
   nodeChecks: () => boolean;
 }
 
-/** How often to look again while the main is not Ready or a restore pod is on its way (ms). */
-export const REQUEUE_WAIT_FOR_MAIN_MS = 5_000;
+/**
+ * How often a pass that waits on vk-cocoon, the scheduler or a terminating pod looks again (ms):
+ * a main not Ready, a suspend, a wake, a migration, a teardown.
+ */
+export const POLL_MS = 5_000;
 
 /**
  * What a step decides: go on, or stop the pass with when to look again, the phase the status is
@@ -108,8 +111,8 @@ export interface SetPass {
   cs: CocoonSet;
   classified: ClassifiedPods;
   signal: AbortSignal;
-  /** The namespace's pods that must restore from a snapshot when recreated, read once. */
-  intent: () => Promise<ReadonlySet<string>>;
+  /** The namespace's pods that restore from a snapshot when recreated (restore.ts), read once. */
+  restorable?: Promise<ReadonlySet<string>>;
   log: Logger;
   problems: StatusProblem[];
   /** The dry-run verdict, once a step needed it; mainChecked: the main's shape was part of it. */
@@ -126,6 +129,11 @@ export function logFor(cs: CocoonSet): Logger {
 /** Where the snapshot gate and the name checks read: the index, and past the cache. */
 export function claimSources(pass: SetPass): ClaimSources {
   return { reader: pass.deps.apiReader, index: pass.deps.vmNameIndex };
+}
+
+/** The labels of the set's metric series. */
+export function setLabels(cs: CocoonSet): { namespace: string; cocoonset: string } {
+  return { namespace: cs.metadata.namespace ?? "", cocoonset: cs.metadata.name ?? "" };
 }
 
 /** Records an Event on the pass's CocoonSet. */

@@ -33,7 +33,7 @@ import {
   emit,
   logFor,
   podRef,
-  REQUEUE_WAIT_FOR_MAIN_MS,
+  POLL_MS,
   type SetPass,
   type Stop,
   stop,
@@ -84,7 +84,6 @@ import {
 } from "./predicate.ts";
 import { settleOrphanTags } from "./orphan_tags.ts";
 import { replaceDriftedMain } from "./drift.ts";
-import { newRestoreIntent } from "./restore.ts";
 import { reconcileReleasedWake, reconcileSuspendRelease } from "./seat_release.ts";
 import { syncLedger } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
@@ -160,7 +159,6 @@ export class CocoonSetReconciler implements Reconciler {
       cs,
       classified: classifyPods([]),
       signal,
-      intent: newRestoreIntent(deps, req.namespace, signal),
       log: logFor(cs),
       problems: [],
     };
@@ -217,7 +215,7 @@ async function runSteps(pass: SetPass): Promise<Stop> {
   if (!isPodReady(main)) {
     await warnIfPoolEmpty(pass, main);
     rememberInvalidSpec(pass);
-    return stop({ requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS }, "Pending");
+    return stop({ requeueAfter: POLL_MS }, "Pending");
   }
 
   return await reconcileParts(pass, main, bounds);

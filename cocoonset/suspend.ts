@@ -13,16 +13,13 @@ import {
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import { buildAgentPod, isPodFailed, podsByName } from "./pods.ts";
-import { doing, podRef, readSamePod, type SetPass, type Stop, stop } from "./pass.ts";
+import { doing, podRef, POLL_MS, readSamePod, type SetPass, type Stop, stop } from "./pass.ts";
 import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
 import { EVERY_VM, recordHibernation } from "./snapshot_ledger.ts";
 import { hibernateRefused } from "./tag_gate.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create.ts";
 import { SUSPEND_PHASES, withdrawUnownedAsk } from "./orphan_tags.ts";
-
-/** How often a suspending set looks again (ms). */
-export const REQUEUE_SUSPEND_POLL_MS = 5_000;
 
 /**
  * The Suspend step under the retain policy. A set without a main gets it back first (restored
@@ -33,17 +30,14 @@ export async function reconcileSuspend(pass: SetPass): Promise<Stop> {
     await applySuspend(pass);
     return await allOwnedPodsHibernated(pass)
       ? stop({}, "Suspended")
-      : stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Suspending");
+      : stop({ requeueAfter: POLL_MS }, "Suspending");
   }
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
   const pod = buildAgentPod(pass.cs, 0);
-  await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
-  const created = await createMainPod(pass, pod, {
-    phase: "Suspending",
-    clashWaitMs: REQUEUE_SUSPEND_POLL_MS,
-    context: "create main agent before suspend",
-  });
+  await markRestoreIfHibernated(pass, pod, true);
+  const context = "create main agent before suspend";
+  const created = await createMainPod(pass, pod, { phase: "Suspending", context });
   if (created.stop) return created;
   pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
   return stop({ requeue: true });
@@ -113,12 +107,7 @@ export async function applySuspend(pass: SetPass): Promise<void> {
 export async function applyUnsuspend(pass: SetPass): Promise<void> {
   const hibernated = podsByName(pass.classified).filter((p) => readHibernateState(p));
   if (hibernated.length === 0) return;
-  const ownedByCR = await podsHibernatedByCR(
-    pass.deps,
-    pass.cs.metadata.namespace ?? "",
-    hibernated.map((p) => p.metadata.name ?? ""),
-    pass.signal,
-  );
+  const ownedByCR = await podsHibernatedByCR(pass, hibernated.map((p) => p.metadata.name ?? ""));
   const resuming = SUSPEND_PHASES.has(pass.cs.status?.phase ?? "");
   for (const pod of hibernated) {
     pass.signal.throwIfAborted();

@@ -8,7 +8,7 @@ import { containsFinalizer, errorText, patchObject, type Pod } from "../kube/mod
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";
-import { deletePod, doing, type SetPass, type Stop, stop } from "./pass.ts";
+import { deletePod, doing, POLL_MS, type SetPass, type Stop, stop } from "./pass.ts";
 import { FINALIZER_NAME, releaseFinalizer, stillFinalizing } from "./finalizer.ts";
 import { listOwnedPods } from "./pods.ts";
 import { hibernationPodNames } from "./restore.ts";
@@ -29,8 +29,6 @@ import { dropTag } from "./tag_gate.ts";
  * before pods go away, so they survive a status that was never written or is emptied.
  */
 export const ANNOTATION_DELETE_VM_NAMES = "cocoonset.cocoonstack.io/delete-vm-names";
-/** How often teardown checks whether the pods are gone (ms). */
-export const REQUEUE_TEARDOWN_MS = 5_000;
 
 /** The Teardown step of a CocoonSet that has a deletionTimestamp. */
 export async function reconcileTeardown(pass: SetPass): Promise<Stop> {
@@ -58,7 +56,7 @@ export async function reconcileTeardown(pass: SetPass): Promise<Stop> {
     pass.log.info("waiting for {count} pods to terminate before registry cleanup", {
       count: remaining.length,
     });
-    return stop({ requeueAfter: REQUEUE_TEARDOWN_MS });
+    return stop({ requeueAfter: POLL_MS });
   }
   // A cached copy can still show the finalizer another pass removed: each VM's tags go once.
   if (!await stillFinalizing(pass)) return forgetTeardown(pass);
@@ -81,7 +79,7 @@ function forgetTeardown(pass: SetPass): Stop {
 async function stashTeardown(pass: SetPass, owned: readonly Pod[]): Promise<void> {
   if (!readLedger(pass.cs)) return await stashDeleteVMNames(pass, owned);
   const ns = pass.cs.metadata.namespace ?? "";
-  const named = await hibernationPodNames(pass.deps, ns, () => true, pass.signal);
+  const named = await hibernationPodNames(pass, () => true);
   const seen = ledgerEvidence(owned);
   await stashDeleteVMNames(pass, owned, {
     policies: seen.policies,

@@ -12,6 +12,7 @@ import { deletePod, podRef, type SetPass } from "./pass.ts";
 import { podSpecMatchesToolbox } from "./drift.ts";
 import { createPart, reportNameClash } from "./create.ts";
 import { toolboxBuildable } from "./validate.ts";
+import { restoreIntent } from "./restore.ts";
 
 /**
  * What is wrong with the toolbox names (the webhook refuses both, but may be bypassed): a
@@ -79,7 +80,7 @@ export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
 async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
   if (!await toolboxBuildable(pass, tb.name)) return false;
   const pod = buildToolboxPod(pass.cs, tb);
-  const intent = (await pass.intent()).has(pod.metadata.name ?? "");
+  const intent = (await restoreIntent(pass)).has(pod.metadata.name ?? "");
   if (!await createPart(pass, pod, `toolbox ${tb.name}`, intent, pass.signal)) return false;
   pass.log.info("created toolbox {pod}", { pod: podRef(pod) });
   return true;
