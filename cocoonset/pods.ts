@@ -48,16 +48,10 @@ import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { canonicalResourceList, parseQuantity } from "../common/k8s/quantity.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 
-/** Name of the single container of every managed pod. */
-export const AGENT_CONTAINER_NAME = "agent";
-/** Never pulled (vk-cocoon runs a VM instead); it satisfies pod validation. */
-export const PLACEHOLDER_IMAGE = "ghcr.io/cocoonstack/placeholder:latest";
-/** Label every managed pod carries besides the cocoon ones (app.kubernetes.io/name). */
-export const LABEL_APP_NAME = "app.kubernetes.io/name";
+/** The image of every pod's one container: never pulled (vk-cocoon runs a VM instead). */
+const PLACEHOLDER_IMAGE = "ghcr.io/cocoonstack/placeholder:latest";
 /** Node label the hostname affinities select on. */
 export const LABEL_HOSTNAME = "kubernetes.io/hostname";
-/** Weight of the preferred affinity a released-seat wake gives the node it left. */
-export const PREFERRED_HINT_WEIGHT = 100;
 
 /** The owned pods of a set, grouped by role. Pods being deleted are left out entirely. */
 export interface ClassifiedPods {
@@ -103,12 +97,7 @@ export function classifyPods(pods: readonly Pod[]): ClassifiedPods {
   return out;
 }
 
-/** The pod name of agent slot `slot` (0 = main). */
-export function agentPodName(csName: string, slot: number): string {
-  return `${csName}-${slot}`;
-}
-
-/** The pod name of a toolbox; shared by the builder and the collision checks. */
+/** The pod name of a toolbox. */
 export function toolboxPodName(csName: string, tbName: string): string {
   return `${csName}-${tbName}`;
 }
@@ -125,12 +114,8 @@ export function buildAgentPod(
 ): Pod {
   const agent = cs.spec.agent;
   const isMain = slot === 0;
-  const pod = newManagedPod(
-    cs,
-    agentPodName(cs.metadata.name ?? "", slot),
-    isMain ? ROLE_MAIN : ROLE_SUB_AGENT,
-    String(slot),
-  );
+  const podName = `${cs.metadata.name ?? ""}-${slot}`;
+  const pod = newManagedPod(cs, podName, isMain ? ROLE_MAIN : ROLE_SUB_AGENT, String(slot));
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", slot);
   applyVMSpec(
     fromAgentSpec(agent, vmName, cs.spec.snapshotPolicy, isMain ? "" : mainVMName),
@@ -143,7 +128,7 @@ export function buildAgentPod(
   if (bindNodeName) {
     pod.spec!.nodeName = bindNodeName;
   } else if (isMain && cs.spec.nodeName) {
-    pod.spec!.affinity = requiredHostnameAffinity(cs.spec.nodeName);
+    pod.spec!.affinity = hostnameAffinity("required", cs.spec.nodeName);
   }
   return pod;
 }
@@ -184,7 +169,7 @@ function newManagedPod(cs: CocoonSet, podName: string, role: string, slotLabel: 
         [LABEL_COCOON_SET]: cs.metadata.name ?? "",
         [LABEL_ROLE]: role,
         [LABEL_SLOT]: slotLabel,
-        [LABEL_APP_NAME]: cs.metadata.name ?? "",
+        "app.kubernetes.io/name": cs.metadata.name ?? "",
       },
       annotations: { [ANNOTATION_COCOON_SET_GENERATION]: String(cs.metadata.generation ?? 0) },
     },
@@ -196,7 +181,7 @@ function newManagedPod(cs: CocoonSet, podName: string, role: string, slotLabel: 
         { key: "node.kubernetes.io/unreachable", operator: "Exists", effect: "NoExecute" },
       ],
       nodeSelector,
-      containers: [{ name: AGENT_CONTAINER_NAME, image: PLACEHOLDER_IMAGE }],
+      containers: [{ name: "agent", image: PLACEHOLDER_IMAGE }],
     },
   };
   setControllerReference(cs, pod, CocoonSets);
@@ -228,31 +213,16 @@ export function podResources(
   return out;
 }
 
-/** A required affinity to one node by hostname (a pinned main). */
-export function requiredHostnameAffinity(nodeName: string): Affinity {
-  return {
-    nodeAffinity: {
-      requiredDuringSchedulingIgnoredDuringExecution: {
-        nodeSelectorTerms: [hostnameTerm(nodeName)],
-      },
-    },
+/** An affinity to one node by hostname: required (a pinned main) or preferred (a wake's hint). */
+export function hostnameAffinity(kind: "required" | "preferred", nodeName: string): Affinity {
+  const term: NodeSelectorTerm = {
+    matchExpressions: [{ key: LABEL_HOSTNAME, operator: "In", values: [nodeName] }],
   };
-}
-
-/** A preferred affinity to one node by hostname (a released seat's wake hint). */
-export function preferredHostnameAffinity(nodeName: string): Affinity {
   return {
-    nodeAffinity: {
-      preferredDuringSchedulingIgnoredDuringExecution: [{
-        weight: PREFERRED_HINT_WEIGHT,
-        preference: hostnameTerm(nodeName),
-      }],
-    },
+    nodeAffinity: kind === "required"
+      ? { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [term] } }
+      : { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, preference: term }] },
   };
-}
-
-function hostnameTerm(nodeName: string): NodeSelectorTerm {
-  return { matchExpressions: [{ key: LABEL_HOSTNAME, operator: "In", values: [nodeName] }] };
 }
 
 /**
@@ -272,7 +242,7 @@ export async function listOwnedPods(
   reader: Reader,
   cs: CocoonSet,
   signal?: AbortSignal,
-  opts: { unsafeDisableDeepCopy?: boolean } = {},
+  { unsafeDisableDeepCopy = false } = {},
 ): Promise<Pod[]> {
   const name = cs.metadata.name ?? "";
   // A name over 63 characters is no label value: no pod carries it, a selector on it is refused,
@@ -282,7 +252,7 @@ export async function listOwnedPods(
     namespace: cs.metadata.namespace,
     labelSelector: { [LABEL_COCOON_SET]: name },
     signal,
-    ...(opts.unsafeDisableDeepCopy ? { unsafeDisableDeepCopy: true } : {}),
+    unsafeDisableDeepCopy,
   });
   return list.items.filter((p) => isControlledBy(p, cs));
 }

@@ -53,12 +53,10 @@ import {
   refusedByServer,
   rememberInvalidSpec,
 } from "./validate.ts";
-import { getLogger } from "@logtape/logtape";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
-import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { isPodReady, parseVMSpec } from "../common/meta/mod.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import {
@@ -89,11 +87,9 @@ import { syncLedger } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { DEFAULT_SET_LIMITS, type OverLimit, overLimit, type SetLimits } from "./limits.ts";
+import { DEFAULT_SET_LIMITS, overLimit, type SetLimits } from "./limits.ts";
 
-const log = getLogger(["cocoon-operator", "cocoonset"]);
-
-/** What the reconciler is built from; clock defaults to the wall clock. */
+/** What the reconciler is built from. */
 export interface CocoonSetReconcilerOptions {
   client: Client;
   apiReader: Reader;
@@ -101,8 +97,9 @@ export interface CocoonSetReconcilerOptions {
   vmNameIndex?: VMNameIndex;
   registry?: Registry;
   recorder: EventRecorder;
+  /** Default: the wall clock. */
   clock?: Clock;
-  /** Per-set bounds; DEFAULT_SET_LIMITS when absent. */
+  /** Default: DEFAULT_SET_LIMITS. */
   limits?: SetLimits;
   /** Whether the node checks run (nodes.ts); always when absent. */
   nodeChecks?: () => boolean;
@@ -129,23 +126,6 @@ export class CocoonSetReconciler implements Reconciler {
   }
 
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
-    try {
-      return await this.#reconcile(req, signal);
-    } catch (err) {
-      // A locked write computed from a copy that has since moved on: the pass runs again.
-      if (isConflict(err)) {
-        log.debug("conflict on {namespace}/{cocoonset}, retrying the pass: {error}", {
-          namespace: req.namespace,
-          cocoonset: req.name,
-          error: errorMessage(err),
-        });
-        return { requeue: true };
-      }
-      throw err;
-    }
-  }
-
-  async #reconcile(req: Request, signal: AbortSignal): Promise<Result> {
     const { deps } = this;
     let cs: CocoonSet;
     try {
@@ -162,7 +142,14 @@ export class CocoonSetReconciler implements Reconciler {
       log: logFor(cs),
       problems: [],
     };
-    return await finishPass(pass, await runSteps(pass));
+    try {
+      return await finishPass(pass, await runSteps(pass));
+    } catch (err) {
+      // A locked write computed from a copy that has since moved on: the pass runs again.
+      if (!isConflict(err)) throw err;
+      pass.log.debug("conflict, retrying the pass: {error}", { error: errorMessage(err) });
+      return { requeue: true };
+    }
   }
 }
 
@@ -250,60 +237,45 @@ export async function syncCocoonSetGeneration(pass: SetPass): Promise<void> {
   }
 }
 
-/** Problems of the spec found without the server: bad toolbox names, parts over their bound. */
-interface SpecBounds {
-  nameProblem?: string;
-  over: OverLimit;
-}
-
-/** Records the spec's bound problems on the pass: such a part builds nothing, the rest goes on. */
-function recordSpecBounds(pass: SetPass): SpecBounds {
-  const { cs, deps } = pass;
-  const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
-  if (nameProblem) {
-    const reason = REASON_INVALID_SPEC;
-    pass.problems.push({ condition: CONDITION_TYPE_READY, reason, message: nameProblem });
-  }
-  const over = overLimit(cs.spec, deps.limits);
-  for (const problem of [over.agents, over.toolboxes]) {
-    if (problem) addInvalidSpecProblem(pass, problem);
-  }
-  return { nameProblem, over };
-}
-
-/** The Sub-agents, Toolboxes and Status steps, once the main is Ready. */
-async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Promise<Stop> {
-  const { nameProblem, over } = bounds;
-  const subs: SubAgentOutcome = over.agents
-    ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
-    : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
-  // A blocked part gets its Warning where it would have been reconciled.
-  for (const problem of [nameProblem, over.agents, over.toolboxes]) {
-    if (problem) emit(pass, "Warning", REASON_INVALID_SPEC, problem);
-  }
+/**
+ * Records the problems of the spec found without the server (bad toolbox names, parts over their
+ * bound): such a part builds nothing, the rest goes on.
+ */
+function recordSpecBounds(pass: SetPass) {
+  const nameProblem = toolboxNameProblem(pass.cs.spec.toolboxes);
+  const over = overLimit(pass.cs.spec, pass.deps.limits);
+  const problems = [nameProblem, over.agents, over.toolboxes].filter((p) => p !== undefined);
+  for (const problem of problems) addInvalidSpecProblem(pass, problem);
   const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
-  const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
-  if (subs.changed || toolboxesChanged) return stop({ requeue: true });
-
-  reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
-  return passEnd(pass, subs.requeueAfterMs);
+  return { problems, agentsBlocked: over.agents !== undefined, toolboxesBlocked };
 }
 
 /**
- * How a pass whose pods are reconciled ends, with the status derived: requeueAfterMs (> 0) when
- * the pass has a timed look-again of its own (a rebuild's backoff), which then stands; otherwise
- * a problem only a person or another object can fix (NameConflict, a part the server refused,
- * QuotaExceeded) fails the pass for the error backoff.
+ * The Sub-agents, Toolboxes and Status steps, once the main is Ready. A pass with a look-again of
+ * its own (a rebuild's backoff) ends with it; otherwise a problem only a person or another object
+ * can fix (NameConflict, a part the server refused, QuotaExceeded) fails it for the error backoff.
  */
-export function passEnd(pass: SetPass, requeueAfterMs: number): Stop {
-  if (requeueAfterMs > 0) return stop({ requeueAfter: requeueAfterMs }, "");
+async function reconcileParts(
+  pass: SetPass,
+  main: Pod,
+  bounds: ReturnType<typeof recordSpecBounds>,
+): Promise<Stop> {
+  const subs: SubAgentOutcome = bounds.agentsBlocked
+    ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
+    : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
+  // A blocked part gets its Warning where it would have been reconciled.
+  for (const problem of bounds.problems) emit(pass, "Warning", REASON_INVALID_SPEC, problem);
+  const toolboxesChanged = !bounds.toolboxesBlocked && await ensureToolboxes(pass);
+  if (subs.changed || toolboxesChanged) return stop({ requeue: true });
+
+  reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
+  if (subs.requeueAfterMs > 0) return stop({ requeueAfter: subs.requeueAfterMs }, "");
   const conflicts = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
-  if (conflicts.length > 0) return stop({}, "", new NameConflictError(conflicts));
   const refused = refusedByServer(pass);
-  if (refused) return stop({}, "", new InvalidSpecError(refused));
   const quota = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
-  if (quota) return stop({}, "", new QuotaExceededError(quota.message));
-  return stop({}, "");
+  if (conflicts.length > 0) return stop({}, "", new NameConflictError(conflicts));
+  if (refused) return stop({}, "", new InvalidSpecError(refused));
+  return stop({}, "", quota && new QuotaExceededError(quota.message));
 }
 
 /** How the CocoonSet controller is set up. */

@@ -26,7 +26,7 @@ import {
   slotReleaseWakeUnschedulableTotal,
 } from "../metrics/metrics.ts";
 import { stashDeleteVMNames } from "./teardown.ts";
-import { buildAgentPod, isPodFailed, podsByName, preferredHostnameAffinity } from "./pods.ts";
+import { buildAgentPod, hostnameAffinity, isPodFailed, podsByName } from "./pods.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
 import {
   afterStatus,
@@ -246,7 +246,7 @@ async function startReleasedWake(pass: SetPass): Promise<Step> {
     markRestoreFromHibernate(pod);
     const hint = nodeHint(pass);
     // A spec.nodeName pin already gave the pod a required affinity; it wins over the hint.
-    if (hint && !pod.spec!.affinity) pod.spec!.affinity = preferredHostnameAffinity(hint);
+    if (hint && !pod.spec!.affinity) pod.spec!.affinity = hostnameAffinity("preferred", hint);
     const created = await createMainPod(pass, pod, {
       phase: "Waking",
       context: "wake: create main",

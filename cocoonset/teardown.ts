@@ -21,7 +21,6 @@ import {
   readLedger,
   teardownTags,
 } from "./snapshot_ledger.ts";
-import { forgetSpecCheck } from "./validate.ts";
 import { dropTag } from "./tag_gate.ts";
 
 /**
@@ -34,7 +33,9 @@ export const ANNOTATION_DELETE_VM_NAMES = "cocoonset.cocoonstack.io/delete-vm-na
 export async function reconcileTeardown(pass: SetPass): Promise<Stop> {
   const { cs, deps, signal } = pass;
   const uid = cs.metadata.uid ?? "";
+  // What the process remembers of a running set goes; teardown writes no status, checks no spec.
   deps.writtenStatuses.delete(uid);
+  deps.specChecks.delete(uid);
   if (!containsFinalizer(cs, FINALIZER_NAME)) return forgetTeardown(pass);
   pass.log.info("tearing down cocoonset");
   // Read-only from here on: no copies of every pod on every pass.
@@ -62,7 +63,6 @@ export async function reconcileTeardown(pass: SetPass): Promise<Stop> {
   if (!await stillFinalizing(pass)) return forgetTeardown(pass);
   await cleanRegistry(pass);
   await releaseFinalizer(pass);
-  forgetSpecCheck(pass);
   return forgetTeardown(pass);
 }
 

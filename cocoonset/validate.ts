@@ -45,8 +45,6 @@ export class InvalidSpecError extends Error {
   }
 }
 
-const clean = (): SpecVerdict => ({ toolboxes: new Map() });
-
 /**
  * The verdict on the spec's pod shapes. Each refused part is recorded on the pass (one
  * InvalidSpec problem naming every part, a Warning per part). With `skipMain` the caller is about
@@ -59,7 +57,7 @@ export async function checkSpec(
   const { cs, deps } = pass;
   const known = deps.specChecks.get(cs.metadata.uid ?? "");
   if (known?.generation === (cs.metadata.generation ?? 0) && known.refused.length === 0) {
-    return clean();
+    return { toolboxes: new Map() };
   }
   const wantMain = !(opts.skipMain ?? false);
   const prev = pass.specCheck;
@@ -70,7 +68,7 @@ export async function checkSpec(
   const mainChecked = wantMain || (prev?.mainChecked ?? false);
   pass.specCheck = { verdict, mainChecked };
   recordVerdict(pass, verdict);
-  if (mainChecked && isClean(verdict)) markGenerationValid(pass);
+  if (mainChecked && refusedParts(verdict).length === 0) markGenerationValid(pass);
   return verdict;
 }
 
@@ -99,8 +97,7 @@ export async function toolboxBuildable(pass: SetPass, name: string): Promise<boo
 /** The main was created, which was its check: the generation passed if the other shapes did. */
 export function markSpecChecked(pass: SetPass): void {
   const verdict = pass.specCheck?.verdict;
-  if (verdict && !isClean(verdict)) return;
-  markGenerationValid(pass);
+  if (!verdict || refusedParts(verdict).length === 0) markGenerationValid(pass);
 }
 
 /**
@@ -115,35 +112,30 @@ export function invalidMainCreate(pass: SetPass, err: unknown): Stop | undefined
   return stopOnInvalidSpec(pass, problem);
 }
 
-/** Forgets what was checked for a deleted CocoonSet. */
-export function forgetSpecCheck(pass: SetPass): void {
-  pass.deps.specChecks.delete(pass.cs.metadata.uid ?? "");
-}
-
 /**
  * The parts this pass's dry-runs (or the main's create) refused, joined; undefined when none.
  * Problems found without the server (toolbox names, limits) are not among them: only a spec
  * change fixes those, and it wakes the set.
  */
 export function refusedByServer(pass: SetPass): string | undefined {
-  const v = pass.specCheck?.verdict;
-  const parts = v ? [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p) : [];
+  const parts = pass.specCheck ? refusedParts(pass.specCheck.verdict) : [];
   return parts.length > 0 ? parts.join("; ") : undefined;
 }
 
-/** The pass's InvalidSpec problem, if any. */
-export function invalidSpecMessage(pass: SetPass): string | undefined {
-  return pass.problems.find((p) => p.reason === REASON_INVALID_SPEC)?.message;
-}
-
-/** Adds a part's problem to the pass's one InvalidSpec problem (Ready shows one reason). */
-export function addInvalidSpecProblem(pass: SetPass, message: string): void {
+/**
+ * Adds a part's problem to the pass's one InvalidSpec problem (Ready shows one reason); whether
+ * it was new.
+ */
+export function addInvalidSpecProblem(pass: SetPass, message: string): boolean {
   const existing = pass.problems.find((p) => p.reason === REASON_INVALID_SPEC);
-  if (existing) {
-    if (!existing.message.split("; ").includes(message)) existing.message += `; ${message}`;
-    return;
-  }
-  pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_INVALID_SPEC, message });
+  if (existing?.message.split("; ").includes(message)) return false;
+  if (existing) existing.message += `; ${message}`;
+  else {pass.problems.push({
+      condition: CONDITION_TYPE_READY,
+      reason: REASON_INVALID_SPEC,
+      message,
+    });}
+  return true;
 }
 
 /** A pass that checks nothing still shows the parts refused for this generation. */
@@ -155,12 +147,12 @@ export function rememberInvalidSpec(pass: SetPass): void {
 
 function stopOnInvalidSpec(pass: SetPass, problem: string): Stop {
   // The phase stays: a released or migrating set must not lose the phase its next steps read.
-  const error = new InvalidSpecError(invalidSpecMessage(pass) ?? problem);
-  return stop({}, pass.cs.status?.phase ?? "", error);
+  const message = pass.problems.find((p) => p.reason === REASON_INVALID_SPEC)?.message ?? problem;
+  return stop({}, pass.cs.status?.phase ?? "", new InvalidSpecError(message));
 }
 
-function isClean(v: SpecVerdict): boolean {
-  return v.main === undefined && v.subAgents === undefined && v.toolboxes.size === 0;
+function refusedParts(v: SpecVerdict): string[] {
+  return [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p !== undefined);
 }
 
 function markGenerationValid(pass: SetPass): void {
@@ -168,8 +160,9 @@ function markGenerationValid(pass: SetPass): void {
   pass.deps.specChecks.set(pass.cs.metadata.uid ?? "", { generation, refused: [] });
 }
 
+/** Remembers the verdict for this generation and reports each refused part once per pass. */
 function recordVerdict(pass: SetPass, v: SpecVerdict): void {
-  const parts = [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p !== undefined);
+  const parts = refusedParts(v);
   const uid = pass.cs.metadata.uid ?? "";
   if (parts.length > 0) {
     pass.deps.specChecks.set(uid, { generation: pass.cs.metadata.generation ?? 0, refused: parts });
@@ -177,13 +170,9 @@ function recordVerdict(pass: SetPass, v: SpecVerdict): void {
     pass.deps.specChecks.delete(uid);
   }
   for (const problem of parts) {
-    if (invalidSpecMessage(pass)?.split("; ").includes(problem)) continue;
-    addInvalidSpecProblem(pass, problem);
-    emit(pass, "Warning", REASON_INVALID_SPEC, problem);
+    if (addInvalidSpecProblem(pass, problem)) emit(pass, "Warning", REASON_INVALID_SPEC, problem);
   }
 }
-
-type Part = { kind: "main" } | { kind: "sub" } | { kind: "toolbox"; name: string };
 
 /**
  * Dry-runs the requested shapes, DRY_RUN_CONCURRENCY at a time, and returns the refused ones
@@ -193,89 +182,92 @@ async function dryRunShapes(
   pass: SetPass,
   want: { main: boolean; others: boolean },
 ): Promise<SpecVerdict> {
-  const { cs, deps } = pass;
-  const over = overLimit(cs.spec, deps.limits);
-  const shapes: { what: string; part: Part; build: () => Pod }[] = [];
-  if (want.main) {
-    shapes.push({ what: "main agent", part: { kind: "main" }, build: () => buildAgentPod(cs, 0) });
-  }
+  const { cs } = pass;
+  const over = overLimit(cs.spec, pass.deps.limits);
   const replicas = cs.spec.agent.replicas ?? 0;
-  if (want.others && replicas > 0 && !over.agents) {
-    // The highest slot has the longest name; bound to a placeholder node like a real sub-agent.
+  const shapes: {
+    what: string;
+    part: "main" | "sub" | "toolbox";
+    name?: string;
+    build: () => Pod;
+  }[] = [];
+  if (want.main) {
     shapes.push({
-      what: `sub-agent slot ${replicas}`,
-      part: { kind: "sub" },
-      build: () => buildAgentPod(cs, replicas, "vk-main", "node"),
+      what: "main agent",
+      part: "main",
+      build: () => buildAgentPod(cs, 0),
     });
   }
-  for (const tb of want.others && !over.toolboxes ? cs.spec.toolboxes ?? [] : []) {
-    const part: Part = { kind: "toolbox", name: tb.name };
-    shapes.push({ what: `toolbox ${tb.name}`, part, build: () => buildToolboxPod(cs, tb) });
+  if (want.others && replicas > 0 && !over.agents) {
+    // The highest slot has the longest name; bound to a placeholder node like a real sub-agent.
+    const build = () => buildAgentPod(cs, replicas, "vk-main", "node");
+    shapes.push({ what: `sub-agent slot ${replicas}`, part: "sub", build });
   }
-  const verdict = clean();
-  const refuse = (part: Part, problem: string) => {
-    if (part.kind === "main") verdict.main ??= problem;
-    else if (part.kind === "sub") verdict.subAgents ??= problem;
-    else if (!verdict.toolboxes.has(part.name)) verdict.toolboxes.set(part.name, problem);
-  };
-  const pods: { what: string; part: Part; pod: Pod }[] = [];
-  for (const { what, part, build } of shapes) {
+  for (const tb of want.others && !over.toolboxes ? cs.spec.toolboxes ?? [] : []) {
+    const build = () => buildToolboxPod(cs, tb);
+    shapes.push({ what: `toolbox ${tb.name}`, part: "toolbox", name: tb.name, build });
+  }
+  const refused: (string | undefined)[] = [];
+  const pods: { i: number; pod: Pod }[] = [];
+  shapes.forEach((shape, i) => {
     try {
-      pods.push({ what, part, pod: build() });
+      pods.push({ i, pod: shape.build() });
     } catch (err) {
       // The builder itself refused (an unparsable quantity): as invalid as a server refusal.
-      refuse(part, `${what}: ${errorMessage(err)}`);
-    }
-  }
-  const setName = cs.metadata.name ?? "";
-  await forEachLimited(pods, DRY_RUN_CONCURRENCY, pass.signal, async (shape, signal) => {
-    const key = shapeKey(setName, shape.pod);
-    if (deps.verifiedShapes.has(key)) return;
-    // Another worker's dry-run of the same shape lends its acceptance only: a refusal names
-    // that worker's pod, so this pass then asks for itself.
-    const pending = deps.dryRunsInFlight.get(key);
-    if (pending && await pending) return;
-    const answer = dryRunCreate(pass, shape.pod, signal);
-    if (!pending) {
-      const accepted = answer.then((a) => a === undefined);
-      deps.dryRunsInFlight.set(key, accepted);
-      accepted.finally(() => {
-        if (deps.dryRunsInFlight.get(key) === accepted) deps.dryRunsInFlight.delete(key);
-      });
-    }
-    const refusal = await answer;
-    if (refusal === undefined) {
-      if (deps.verifiedShapes.size >= MAX_VERIFIED_SHAPES) deps.verifiedShapes.clear();
-      deps.verifiedShapes.add(key);
-    } else if (isInvalid(refusal.error)) {
-      refuse(shape.part, `${shape.what}: ${serverMessage(refusal.error)}`);
-    } else if (apiErrorOf(refusal.error)?.status?.code !== 403) {
-      throw refusal.error;
+      refused[i] = errorMessage(err);
     }
   });
-  const toolboxes = new Map<string, string>();
-  for (const { part } of pods) {
-    if (part.kind === "toolbox" && verdict.toolboxes.has(part.name)) {
-      toolboxes.set(part.name, verdict.toolboxes.get(part.name)!);
-    }
-  }
-  for (const [k, m] of verdict.toolboxes) if (!toolboxes.has(k)) toolboxes.set(k, m);
-  return { ...verdict, toolboxes };
+  await forEachLimited(pods, DRY_RUN_CONCURRENCY, pass.signal, async ({ i, pod }, signal) => {
+    refused[i] = await dryRunRefusal(pass, pod, signal);
+  });
+  const verdict: SpecVerdict = { toolboxes: new Map() };
+  shapes.forEach(({ what, part, name = "" }, i) => {
+    if (refused[i] === undefined) return;
+    const problem = `${what}: ${refused[i]}`;
+    if (part === "main") verdict.main = problem;
+    else if (part === "sub") verdict.subAgents = problem;
+    else if (!verdict.toolboxes.has(name)) verdict.toolboxes.set(name, problem);
+  });
+  return verdict;
 }
 
-/** One dry-run create: undefined when accepted, else the error the server (or the call) gave. */
-async function dryRunCreate(
+/**
+ * The server's message when it refuses pod as Invalid; undefined when accepted, or refused for a
+ * reason that says nothing about the shape (403: a quota, an admission policy). A shape another
+ * set passed (shapeKey) is not dry-run again; one another worker is dry-running lends its
+ * acceptance only, as its refusal would name that worker's pod.
+ */
+async function dryRunRefusal(
   pass: SetPass,
   pod: Pod,
   signal: AbortSignal,
-): Promise<{ error: unknown } | undefined> {
-  try {
-    await pass.deps.client.create(Pods, pod, { dryRun: true, signal });
-  } catch (err) {
-    // The name is taken: validation ran before the existence check, so the shape is valid.
-    if (!isAlreadyExists(err)) return { error: err };
+): Promise<string | undefined> {
+  const { deps } = pass;
+  const key = shapeKey(pass.cs.metadata.name ?? "", pod);
+  if (deps.verifiedShapes.has(key)) return undefined;
+  const pending = deps.dryRunsInFlight.get(key);
+  if (pending && await pending) return undefined;
+  // An existing pod of that name means the shape is valid: validation runs before that check.
+  const answer = deps.client.create(Pods, pod, { dryRun: true, signal }).then(
+    () => undefined,
+    (err: unknown) => isAlreadyExists(err) ? undefined : { err },
+  );
+  if (!pending) {
+    const accepted = answer.then((a) => a === undefined);
+    deps.dryRunsInFlight.set(key, accepted);
+    accepted.finally(() => {
+      if (deps.dryRunsInFlight.get(key) === accepted) deps.dryRunsInFlight.delete(key);
+    });
   }
-  return undefined;
+  const refusal = await answer;
+  if (refusal === undefined) {
+    if (deps.verifiedShapes.size >= MAX_VERIFIED_SHAPES) deps.verifiedShapes.clear();
+    deps.verifiedShapes.add(key);
+    return undefined;
+  }
+  if (isInvalid(refusal.err)) return serverMessage(refusal.err);
+  if (apiErrorOf(refusal.err)?.status?.code === 403) return undefined;
+  throw refusal.err;
 }
 
 /** The API server's message without our "resource name: Reason:" prefix. */
