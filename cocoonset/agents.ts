@@ -1,8 +1,8 @@
 /**
  * Sub-agents: slots 1..replicas, each forked from the main's VM and bound to its node. Missing
  * slots are created a few at a time, extra slots deleted, drifted pods replaced, and failed ones
- * rebuilt within their budget (rebuild.ts), after which they are dead-lettered: left in place for
- * a person until the agent spec changes.
+ * rebuilt within their budget (rebuild.ts), then dead-lettered: left for a person until the agent
+ * spec changes.
  */
 import { deepCopy, patchAnnotations, type Pod, Pods } from "../kube/mod.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
@@ -15,7 +15,7 @@ import { createPart } from "./create.ts";
 import { restoreIntent } from "./restore.ts";
 import { subAgentsBuildable } from "./validate.ts";
 import { buildAgentPod, isPodFailed } from "./pods.ts";
-import { deletePod, doing, emit, podRef, readSamePod, type SetPass } from "./pass.ts";
+import { deletePod, doing, emit, podRef, readSamePod, setLabels, type SetPass } from "./pass.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import {
   ANNOTATION_DEAD_LETTER,
@@ -45,6 +45,7 @@ export interface SubAgentOutcome {
   deadLettered: number[];
 }
 
+/** What happened to one existing slot. */
 interface Triage {
   deleted?: boolean;
   deadLettered?: boolean;
@@ -69,9 +70,7 @@ export async function ensureSubAgents(
     const t = await triageSubAgent(pass, classified.sub.get(slot)!, slot);
     if (t.deleted) out.changed = true;
     if (t.deadLettered) out.deadLettered.push(slot);
-    if (t.waitMs && (out.requeueAfterMs === 0 || t.waitMs < out.requeueAfterMs)) {
-      out.requeueAfterMs = t.waitMs;
-    }
+    if (t.waitMs) out.requeueAfterMs = Math.min(t.waitMs, out.requeueAfterMs || Infinity);
   }
   if (await createSubAgents(pass, replicas, mainVMName, mainNodeName)) out.changed = true;
   for (const slot of slots.filter((s) => s > replicas)) {
@@ -113,13 +112,12 @@ async function createSubAgents(
   return created;
 }
 
-/** Decides what happens to an existing sub-agent pod. */
+/** Decides what happens to an existing sub-agent pod; a pod is never replaced by a refused one. */
 async function triageSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   if (pod.metadata.annotations?.[ANNOTATION_DEAD_LETTER] === "true") {
     return await rebuildDeadLetteredOnDrift(pass, pod, slot);
   }
   if (isPodFailed(pod)) return await rebuildSubAgent(pass, pod, slot);
-  // Never replace a pod with one the server would refuse.
   if (podSpecMatchesAgent(pod, pass.cs, slot) || !await subAgentsBuildable(pass)) return {};
   pass.log.info("sub-agent {pod} slot {slot} drifted from the spec, deleting to recreate", {
     pod: podRef(pod),
@@ -139,11 +137,9 @@ async function rebuildDeadLetteredOnDrift(pass: SetPass, pod: Pod, slot: number)
   if (podSpecMatchesAgent(pod, pass.cs, slot) || !await subAgentsBuildable(pass)) {
     return { deadLettered: !recovered };
   }
-  const history = readRebuildHistory(pass.cs);
-  if (history.has(slot)) {
-    const next = new Map(history);
-    next.delete(slot);
-    await doing(`reset rebuild history of slot ${slot}`, writeRebuildHistory(pass, next));
+  const history = new Map(readRebuildHistory(pass.cs));
+  if (history.delete(slot)) {
+    await doing(`reset rebuild history of slot ${slot}`, writeRebuildHistory(pass, history));
   }
   pass.log.info(
     "dead-lettered sub-agent {pod} slot {slot} drifted, rebuilding with a fresh budget",
@@ -156,21 +152,19 @@ async function rebuildDeadLetteredOnDrift(pass: SetPass, pod: Pod, slot: number)
 /**
  * Deletes a failed sub-agent for a rebuild once its backoff has passed, or dead-letters it when
  * the budget is spent. The history is written before the delete, so a failed delete is never
- * retried around the budget.
+ * retried around the budget; nor is a pod deleted while its shape is refused.
  */
 async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   const { cs, deps } = pass;
-  const history = readRebuildHistory(cs);
+  const history = new Map(readRebuildHistory(cs));
   const entry = history.get(slot) ?? { count: 0, lastDeleted: 0 };
   if (entry.count >= MAX_REBUILD_ATTEMPTS) return await deadLetter(pass, pod, slot);
   const remaining = backoffDelayMs(entry.count) - (deps.clock.now() - entry.lastDeleted);
   if (entry.count > 0 && remaining > 0) return { waitMs: remaining };
-  // A rebuild never deletes a pod it cannot recreate; the budget waits for when it can.
   if (!await subAgentsBuildable(pass)) return {};
   const attempt = entry.count + 1;
-  const next = new Map(history);
-  next.set(slot, { count: attempt, lastDeleted: deps.clock.now() });
-  await doing("persist rebuild history", writeRebuildHistory(pass, next));
+  history.set(slot, { count: attempt, lastDeleted: deps.clock.now() });
+  await doing("persist rebuild history", writeRebuildHistory(pass, history));
   pass.log.info(
     "sub-agent {pod} slot {slot} failed (phase {phase}, lifecycle {lifecycle}), rebuild {attempt}/{max}",
     {
@@ -183,8 +177,7 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
     },
   );
   await deletePod(pass, pod, `failed sub-agent slot ${slot}`);
-  const labels = { namespace: cs.metadata.namespace ?? "", cocoonset: cs.metadata.name ?? "" };
-  subAgentRebuildTotal.labels(labels).inc();
+  subAgentRebuildTotal.labels(setLabels(cs)).inc();
   const message = `slot ${slot} attempt ${attempt}/${MAX_REBUILD_ATTEMPTS}`;
   emit(pass, "Normal", REASON_SUB_AGENT_REBUILDING, message);
   return { deleted: true };
@@ -196,7 +189,6 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
  * gone or replaced, the slot is left to the pass that event brings.
  */
 async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Triage> {
-  const { cs } = pass;
   const live = await readSamePod(pass, cached, "re-read sub-agent before its dead letter");
   if (!live) return {};
   if (live.metadata.annotations?.[ANNOTATION_DEAD_LETTER] === "true") {
@@ -205,8 +197,7 @@ async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Tri
   await patchAnnotations(pass.deps.client, Pods, live, { [ANNOTATION_DEAD_LETTER]: "true" }, {
     signal: pass.signal,
   });
-  const labels = { namespace: cs.metadata.namespace ?? "", cocoonset: cs.metadata.name ?? "" };
-  subAgentDeadLetterTotal.labels(labels).inc();
+  subAgentDeadLetterTotal.labels(setLabels(pass.cs)).inc();
   const message = `slot ${slot} exhausted ${MAX_REBUILD_ATTEMPTS} rebuilds; ` +
     `pod ${live.metadata.name} left in dead-letter`;
   emit(pass, "Warning", REASON_SUB_AGENT_DEAD_LETTER, message);
@@ -224,10 +215,10 @@ async function writeRebuildHistory(pass: SetPass, history: RebuildHistory): Prom
   await patchAnnotations(pass.deps.client, CocoonSets, deepCopy(cs), {
     [ANNOTATION_REBUILD_HISTORY]: value,
   }, { signal: pass.signal });
-  const annotations = { ...cs.metadata.annotations };
-  if (value) annotations[ANNOTATION_REBUILD_HISTORY] = value;
-  else delete annotations[ANNOTATION_REBUILD_HISTORY];
-  cs.metadata.annotations = annotations;
+  const { [ANNOTATION_REBUILD_HISTORY]: _, ...annotations } = cs.metadata.annotations ?? {};
+  cs.metadata.annotations = value
+    ? { ...annotations, [ANNOTATION_REBUILD_HISTORY]: value }
+    : annotations;
 }
 
 /**
@@ -253,16 +244,18 @@ export function reportDeadLetters(
 /** Every wanted pod exists and every one but the dead-lettered is Ready. */
 function onlyDeadLettersLeft(pass: SetPass, dead: ReadonlySet<number>): boolean {
   const { cs, classified } = pass;
-  if (!classified.main || !isPodReady(classified.main)) return false;
   const replicas = cs.spec.agent.replicas ?? 0;
+  const toolboxes = cs.spec.toolboxes ?? [];
+  if (!classified.main || !isPodReady(classified.main)) return false;
+  if (classified.sub.size !== replicas || classified.toolbox.size !== toolboxes.length) {
+    return false;
+  }
   for (const [slot, pod] of classified.sub) {
     if (slot < 1 || slot > replicas) return false; // an extra slot is still being removed
     if (!dead.has(slot) && !isPodReady(pod)) return false;
   }
-  if (classified.sub.size !== replicas) return false;
-  for (const tb of cs.spec.toolboxes ?? []) {
+  return toolboxes.every((tb) => {
     const pod = classified.toolbox.get(tb.name);
-    if (!pod || !isPodReady(pod)) return false;
-  }
-  return classified.toolbox.size === (cs.spec.toolboxes?.length ?? 0);
+    return pod !== undefined && isPodReady(pod);
+  });
 }

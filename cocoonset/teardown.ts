@@ -79,12 +79,11 @@ function forgetTeardown(pass: SetPass): Stop {
 async function stashTeardown(pass: SetPass, owned: readonly Pod[]): Promise<void> {
   if (!readLedger(pass.cs)) return await stashDeleteVMNames(pass, owned);
   const ns = pass.cs.metadata.namespace ?? "";
-  const named = await hibernationPodNames(pass, () => true);
   const seen = ledgerEvidence(owned);
-  await stashDeleteVMNames(pass, owned, {
-    policies: seen.policies,
-    hibernated: [...seen.hibernated, ...[...named].map((pod) => vmNameForPod(ns, pod))],
-  });
+  for (const pod of await hibernationPodNames(pass, () => true)) {
+    seen.hibernated.push(vmNameForPod(ns, pod));
+  }
+  await stashDeleteVMNames(pass, owned, seen);
 }
 
 /**
@@ -94,7 +93,7 @@ async function stashTeardown(pass: SetPass, owned: readonly Pod[]): Promise<void
  */
 async function cleanRegistry(pass: SetPass): Promise<void> {
   const { cs, deps } = pass;
-  const names = parseVMNamesAnnotation(cs.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES]);
+  const names = stashedVMNames(cs);
   if (!deps.registry) {
     if (names.length > 0) {
       pass.log.warn("no registry configured: {count} VMs keep their snapshots", {
@@ -131,14 +130,12 @@ export async function stashDeleteVMNames(
   evidence: LedgerAddition = {},
 ): Promise<void> {
   const { cs } = pass;
-  const have = new Set<string>([
-    ...statusVMNames(cs),
-    ...parseVMNamesAnnotation(cs.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES]),
-  ]);
-  for (const pod of owned) {
-    const vm = parseVMSpec(pod).vmName;
-    if (vm) have.add(vm);
-  }
+  const have = new Set([
+    ...(cs.status?.agents ?? []).map((a) => a.vmName),
+    ...(cs.status?.toolboxes ?? []).map((t) => t.vmName),
+    ...stashedVMNames(cs),
+    ...owned.map((pod) => parseVMSpec(pod).vmName),
+  ].filter((vm) => vm !== undefined && vm !== ""));
   const ledger = readLedger(cs);
   const nextLedger = ledger && addToLedger(ledger, {
     policies: evidence.policies,
@@ -157,16 +154,8 @@ export async function stashDeleteVMNames(
   }, { signal: pass.signal, optimisticLock: true });
 }
 
-/** The non-empty VM names recorded in the status: agents, then toolboxes. */
-export function statusVMNames(cs: CocoonSet): string[] {
-  const names: string[] = [];
-  for (const a of cs.status?.agents ?? []) if (a.vmName) names.push(a.vmName);
-  for (const t of cs.status?.toolboxes ?? []) if (t.vmName) names.push(t.vmName);
-  return names;
-}
-
-/** Splits the annotation into trimmed, non-empty names. */
-export function parseVMNamesAnnotation(raw: string | undefined): string[] {
-  if (!raw) return [];
+/** The names the delete-vm-names annotation holds (trimmed, non-empty). */
+function stashedVMNames(cs: CocoonSet): string[] {
+  const raw = cs.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES] ?? "";
   return raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
 }
