@@ -1,13 +1,9 @@
 /**
- * How the set creates its pods, the Create the main step among them, and what holds a create
+ * How the set creates its pods (the Create the main step among them), and what holds a create
  * back without the spec being wrong, each reported on the pass while the rest of the set goes on:
- * - another namespace holds the pod's VM name (`vk-<ns>-<pod>` reads the same for `team` /
- *   `x-prod-0` and `team-x` / `prod-0`, and vk-cocoon keeps one VM and one set of tags per name):
- *   the first comer keeps it, the second gets Ready=False `VMNameConflict`;
- * - a ResourceQuota refuses the create: Ready=False `QuotaExceeded`, retried with backoff (a pod
- *   freed elsewhere wakes no pass of this set);
- * - a pod the set does not control holds the pod name: it is never touched, Ready=False
- *   `NameConflict`, retried with backoff.
+ * another namespace holding the VM name (VMNameConflict; the first comer keeps it), a
+ * ResourceQuota (QuotaExceeded), a pod the set does not control holding the pod name
+ * (NameConflict; never touched). The last two retry with backoff: no event of this set frees them.
  */
 import {
   apiErrorOf,
@@ -31,7 +27,6 @@ import {
   POLL_MS,
   readStoredPod,
   type SetPass,
-  type StatusProblem,
   type Step,
   type Stop,
   stop,
@@ -56,22 +51,16 @@ export const REASON_QUOTA_EXCEEDED = "QuotaExceeded";
 export const REASON_NAME_CONFLICT = "NameConflict";
 
 /** How often a set that lost a VM name looks again (the holder may go away). */
-export const REQUEUE_VM_NAME_COLLISION_MS = 30_000;
+const REQUEUE_VM_NAME_COLLISION_MS = 30_000;
 
 /** The error of a pass that met a quota refusal: retried with backoff. */
 export class QuotaExceededError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "QuotaExceededError";
-  }
+  override name = "QuotaExceededError";
 }
 
-/** The error of a pass that met name clashes: retried with backoff. */
+/** The error of a pass that met name clashes (their messages): retried with backoff. */
 export class NameConflictError extends Error {
-  constructor(problems: readonly StatusProblem[]) {
-    super(problems.map((p) => p.message).join("; "));
-    this.name = "NameConflictError";
-  }
+  override name = "NameConflictError";
 }
 
 /**
@@ -122,8 +111,8 @@ export async function createMainPod(
     const taken = await readStoredPod(pass, pod, "get existing pod");
     if (!taken) return stop({ requeue: true });
     if (isControlledBy(taken, pass.cs)) return stop({ requeueAfter: POLL_MS });
-    const problem = reportNameClash(pass, "the main agent", taken);
-    return stop({}, opts.phase, new NameConflictError([problem]));
+    const clash = reportNameClash(pass, "the main agent", taken);
+    return stop({}, opts.phase, new NameConflictError(clash));
   }
   markSpecChecked(pass);
   return GO_ON;
@@ -131,10 +120,9 @@ export async function createMainPod(
 
 /**
  * Creates a sub-agent or toolbox pod (`what`), restoring when intent holds and a snapshot exists;
- * whether it was created. A name held by our own pod (still terminating, or not cached yet) is
- * left to the pass its delete event brings; for a toolbox, one of our pods of another role holds
- * it as a clash. The pod behind an AlreadyExists is read past the cache: a foreign pod need not
- * carry our label.
+ * whether it was created. A name held by our own pod (terminating, or not cached yet) waits for
+ * the pass its delete event brings; one held by a foreign pod (read past the cache: it need not
+ * carry our label), or a toolbox's by our pod of another role, is a name clash.
  */
 export async function createPart(
   pass: SetPass,
@@ -184,10 +172,7 @@ async function refuseCollidingCreate(pass: SetPass, pod: Pod, what: string): Pro
   return true;
 }
 
-/**
- * The quotas a refusal names ("exceeded quota: <name>, requested: …" in a 403), or undefined
- * when err is not a quota refusal.
- */
+/** The quotas a 403 names ("exceeded quota: <name>, requested: …"); undefined for other errors. */
 export function quotaRefusal(err: unknown): { quotas: string[]; message: string } | undefined {
   const status = apiErrorOf(err)?.status;
   if (status?.code !== 403) return undefined;
@@ -212,32 +197,25 @@ function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean 
     quota: names,
     error: refusal.message,
   });
-  const existing = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
+  const reason = REASON_QUOTA_EXCEEDED;
+  const existing = pass.problems.find((p) => p.reason === reason);
   if (existing?.message.includes(`ResourceQuota ${names} `)) return true;
   if (existing) existing.message += `; ${message}`;
-  else {pass.problems.push({
-      condition: CONDITION_TYPE_READY,
-      reason: REASON_QUOTA_EXCEEDED,
-      message,
-    });}
-  emit(pass, "Warning", REASON_QUOTA_EXCEEDED, message);
+  else pass.problems.push({ condition: CONDITION_TYPE_READY, reason, message });
+  emit(pass, "Warning", reason, message);
   return true;
 }
 
-/** Records a name clash on the pass (problem and Warning) and returns the problem. */
-export function reportNameClash(pass: SetPass, what: string, other: Pod): StatusProblem {
+/** Records a name clash on the pass (problem and Warning); its message. */
+export function reportNameClash(pass: SetPass, what: string, other: Pod): string {
   const owner = other.metadata.ownerReferences?.find((r) => r.controller);
   const role = other.metadata.labels?.[LABEL_ROLE];
   const holder = owner
     ? `controlled by ${owner.kind} ${owner.name}${role ? `, role ${role}` : ""}`
     : "not controlled by any CocoonSet";
-  const problem: StatusProblem = {
-    condition: CONDITION_TYPE_READY,
-    reason: REASON_NAME_CONFLICT,
-    message: `${what} needs pod ${other.metadata.name}, which is taken by ` +
-      `pod ${podRef(other)} (${holder})`,
-  };
-  pass.problems.push(problem);
-  emit(pass, "Warning", REASON_NAME_CONFLICT, problem.message);
-  return problem;
+  const message = `${what} needs pod ${other.metadata.name}, which is taken by ` +
+    `pod ${podRef(other)} (${holder})`;
+  pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_NAME_CONFLICT, message });
+  emit(pass, "Warning", REASON_NAME_CONFLICT, message);
+  return message;
 }

@@ -202,68 +202,50 @@ async function advanceMigration(pass: SetPass, vmName: string, desired: string):
     desired,
     migrating: pass.cs.status?.phase === "Migrating",
   });
-  if (state === "recreate" || !main) return recreateOnTarget(pass, desired);
-  switch (state) {
-    case "await-live-elsewhere":
-    case "await-vm-down":
-      return migrating();
-    case "ask-again":
-      // The VM last asked to hibernate, still up under the same id: vk-cocoon may have pushed
-      // this tag and be about to remove it, so the tag may be its only copy. A fresh ask
-      // replaces the tag; the old main goes only on the VM's own confirmation.
-      return await startMigration(pass, main, desired);
-    case "drop-stale-tag":
-      // A tag this controller never asked for is a leftover; restoring it would roll back.
+  // Restoring without the stored Migrating phase: a CocoonHibernation's wake in flight.
+  if (state === "not-ours") return GO_ON;
+  if (state === "recreate" || !main) return await recreateOnTarget(pass, desired);
+  // The VM last asked to hibernate is still up under that id: vk-cocoon may have pushed this tag
+  // and be about to remove the VM. A fresh ask replaces the tag; the old main goes only on the
+  // VM's own confirmation.
+  if (state === "ask-again") return await startMigration(pass, main, desired);
+  const node = main.spec?.nodeName ?? "";
+  if (state === "drop-stale-tag" || state === "drop-tag") {
+    // A tag this controller never asked for is a leftover: restoring it would roll back.
+    if (state === "drop-stale-tag") {
       pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {
         vm: vmName,
       });
-      return await dropMigrationTag(pass, vmName, "migrate: drop stale hibernate snapshot");
-    case "release-old-main":
-      // The tag alone is no proof: vk-cocoon pushes it before it removes the VM and rolls it
-      // back when the removal fails. Only the VM's own confirmation makes it final.
-      if (await vmHibernationConfirmedStored(pass, main)) {
-        pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
-          node: main.spec?.nodeName ?? "",
-        });
-        await deletePod(pass, main, "old main after migration snapshot");
-      }
-      return migrating();
-    case "wake-in-place":
-      // Quiesced where it belongs (re-targeted back, or an unsuspend raced the tag), and its VM
-      // is down: until then the pod still shows the old VM live, which a wake would take for the
-      // restored one and drop the snapshot.
-      pass.log.info("waking {pod} in place", { pod: podRef(main) });
-      await doing(
-        `migrate: clear hibernate on ${podRef(main)}`,
-        patchHibernateState(pass.deps.client, main, false, pass.signal),
-      );
-      return migrating();
-    case "not-ours":
-      // Restoring without the stored Migrating phase: a CocoonHibernation wake in flight.
-      return GO_ON;
-    case "replace-restore-pod":
-      // Our restore pod waits for a node the migration no longer goes to; never bound, no VM ran
-      // from it and the snapshot is intact.
-      pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
-        pod: podRef(main),
-        old: requiredNodeOf(main),
-        node: desired || "any node",
+    } else pass.log.info("main restored on {node}, dropping the migration snapshot", { node });
+    await doing(`migrate: drop ${vmName}:hibernate`, dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG));
+  } else if (state === "release-old-main") {
+    // The tag alone is no proof: vk-cocoon pushes it before it removes the VM and rolls it back
+    // when the removal fails. Only the VM's own confirmation makes it final.
+    if (await vmHibernationConfirmedStored(pass, main)) {
+      pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
+        node,
       });
-      await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
-      return migrating();
-    case "await-restore":
-      await warnIfPoolEmpty(pass, main);
-      return migrating();
-    case "drop-tag":
-      pass.log.info("main restored on {node}, dropping the migration snapshot", {
-        node: main.spec?.nodeName ?? "",
-      });
-      return await dropMigrationTag(pass, vmName, "migrate: drop hibernate snapshot");
-  }
-}
-
-async function dropMigrationTag(pass: SetPass, vmName: string, what: string): Promise<Stop> {
-  await doing(`${what} ${vmName}`, dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG));
+      await deletePod(pass, main, "old main after migration snapshot");
+    }
+  } else if (state === "wake-in-place") {
+    // Quiesced where it belongs (re-targeted back, or an unsuspend raced the tag) with its VM
+    // down: before that the pod still shows the old VM live, which a wake would take for the
+    // restored one.
+    pass.log.info("waking {pod} in place", { pod: podRef(main) });
+    await doing(
+      `migrate: clear hibernate on ${podRef(main)}`,
+      patchHibernateState(pass.deps.client, main, false, pass.signal),
+    );
+  } else if (state === "replace-restore-pod") {
+    // Our restore pod waits for a node the migration no longer goes to; never bound, no VM ran
+    // from it and the snapshot is intact.
+    pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
+      pod: podRef(main),
+      old: requiredNodeOf(main),
+      node: desired || "any node",
+    });
+    await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
+  } else if (state === "await-restore") await warnIfPoolEmpty(pass, main);
   return migrating();
 }
 
@@ -305,12 +287,8 @@ function withTarget(cs: CocoonSet, desired: string): CocoonSet {
 export function requiredNodeOf(pod: Pod): string {
   const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
     ?.nodeSelectorTerms ?? [];
-  for (const term of terms) {
-    for (const e of term.matchExpressions ?? []) {
-      if (e.key === LABEL_HOSTNAME && e.operator === "In" && e.values?.length === 1) {
-        return e.values[0];
-      }
-    }
-  }
-  return "";
+  const pin = terms.flatMap((t) => t.matchExpressions ?? []).find((e) =>
+    e.key === LABEL_HOSTNAME && e.operator === "In" && e.values?.length === 1
+  );
+  return pin?.values?.[0] ?? "";
 }

@@ -33,7 +33,6 @@ export interface CocoonSetDeps {
   apiReader: Reader;
   /** Where the snapshot gate and the name checks find every namespace's users of a VM name. */
   vmNameIndex: VMNameIndex;
-  /** Absent only in tests of the paths that tolerate its absence. */
   registry?: Registry;
   recorder: EventRecorder;
   clock: Clock;
@@ -73,7 +72,6 @@ export type Step =
 /** A step's decision to end the pass. */
 export type Stop = Exclude<Step, { stop: false }>;
 
-/** The pass goes on. */
 export const GO_ON: Step = { stop: false };
 
 /** Ends the pass with result; the status is written when phase is given, then error is thrown. */
@@ -86,10 +84,7 @@ export function afterStatus(phase: CocoonSetPhase, effect: () => Promise<Stop>):
   return { stop: true, phase, effect };
 }
 
-/**
- * Something that keeps the set from converging: the condition it turns False, with a reason and
- * a message naming the cause. Checks record these on the pass; its status says them.
- */
+/** Something that keeps the set from converging: the condition it turns False, and why. */
 export interface StatusProblem {
   condition: typeof CONDITION_TYPE_READY | typeof CONDITION_TYPE_PROGRESSING;
   reason: string;
@@ -141,7 +136,6 @@ export function emit(pass: SetPass, type: EventType, reason: string, message: st
   pass.deps.recorder.event({ object: pass.cs, resource: CocoonSets }, type, reason, message);
 }
 
-/** The pass's clock as a Date source. */
 export function nowOf(pass: SetPass): () => Date {
   return () => new Date(pass.deps.clock.now());
 }

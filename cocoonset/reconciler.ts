@@ -273,7 +273,13 @@ async function reconcileParts(
   const conflicts = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
   const refused = refusedByServer(pass);
   const quota = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
-  if (conflicts.length > 0) return stop({}, "", new NameConflictError(conflicts));
+  if (conflicts.length > 0) {
+    return stop(
+      {},
+      "",
+      new NameConflictError(conflicts.map((p) => p.message).join("; ")),
+    );
+  }
   if (refused) return stop({}, "", new InvalidSpecError(refused));
   return stop({}, "", quota && new QuotaExceededError(quota.message));
 }

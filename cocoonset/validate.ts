@@ -1,17 +1,10 @@
 /**
- * Specs the API server accepts but no pod can be built from (a negative storage quantity,
- * requests above limits, a label value over 63 characters): before a pod of a generation is
- * created, replaced for drift or a rebuild, or quiesced by a migration, the pod shapes the spec
- * implies are dry-run created, so such an edit never takes a running VM down.
- *
- * A refusal blocks only the pods of that part (the main, the sub-agents, one toolbox): Ready=False
- * `InvalidSpec` and a Warning name it, the other parts reconcile, and the pass is retried with
- * backoff. Only Invalid answers count: a quota or admission refusal (403) says nothing about the
- * shape, so the replacement goes ahead and the create's own refusal is reported (create.ts).
- *
- * Checks run only when something is about to be created or replaced, at most once per pass; a
- * generation whose shapes all passed is not checked again, and a shape another set passed (or is
- * dry-running right now) is borrowed (shapeKey).
+ * The spec check: specs the API server accepts but no pod can be built from (a negative storage
+ * quantity, requests above limits, a label over 63 characters) must never take a running VM down.
+ * Before a pod is created, replaced or quiesced, the shapes the spec implies are dry-run created,
+ * at most once per pass; a generation whose shapes passed is not checked again, and a shape another
+ * set passed is borrowed (shapeKey). A refusal (Invalid only: a 403 says nothing about the shape)
+ * blocks the pods of that part alone, with Ready=False InvalidSpec and a Warning.
  */
 import {
   apiErrorOf,
@@ -39,10 +32,7 @@ export const MAX_VERIFIED_SHAPES = 10_000;
 
 /** The error of a pass whose spec cannot produce valid pods: retried with backoff. */
 export class InvalidSpecError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "InvalidSpecError";
-  }
+  override name = "InvalidSpecError";
 }
 
 /**
@@ -59,22 +49,21 @@ export async function checkSpec(
   if (known?.generation === (cs.metadata.generation ?? 0) && known.refused.length === 0) {
     return { toolboxes: new Map() };
   }
-  const wantMain = !(opts.skipMain ?? false);
+  const wantMain = !opts.skipMain;
   const prev = pass.specCheck;
   if (prev && (prev.mainChecked || !wantMain)) return prev.verdict;
   // Nothing checked yet, or only the other parts and now the main too.
   const fresh = await dryRunShapes(pass, { main: wantMain, others: prev === undefined });
   const verdict = prev ? { ...prev.verdict, main: fresh.main } : fresh;
-  const mainChecked = wantMain || (prev?.mainChecked ?? false);
-  pass.specCheck = { verdict, mainChecked };
+  pass.specCheck = { verdict, mainChecked: wantMain };
   recordVerdict(pass, verdict);
-  if (mainChecked && refusedParts(verdict).length === 0) markGenerationValid(pass);
+  if (wantMain && refusedParts(verdict).length === 0) markGenerationValid(pass);
   return verdict;
 }
 
 /**
- * Before the main is created, replaced or quiesced: its shape must be buildable, else the pass
- * stops, keeping its phase. `creatingMain` as checkSpec's skipMain.
+ * Before the main is created, replaced or quiesced: the pass stops, keeping its phase, unless its
+ * shape is buildable (creatingMain: checkSpec's skipMain).
  */
 export async function ensureSpecBuildable(
   pass: SetPass,
@@ -122,19 +111,13 @@ export function refusedByServer(pass: SetPass): string | undefined {
   return parts.length > 0 ? parts.join("; ") : undefined;
 }
 
-/**
- * Adds a part's problem to the pass's one InvalidSpec problem (Ready shows one reason); whether
- * it was new.
- */
+/** Adds a part's problem to the pass's one InvalidSpec problem; whether it was new. */
 export function addInvalidSpecProblem(pass: SetPass, message: string): boolean {
-  const existing = pass.problems.find((p) => p.reason === REASON_INVALID_SPEC);
+  const reason = REASON_INVALID_SPEC;
+  const existing = pass.problems.find((p) => p.reason === reason);
   if (existing?.message.split("; ").includes(message)) return false;
   if (existing) existing.message += `; ${message}`;
-  else {pass.problems.push({
-      condition: CONDITION_TYPE_READY,
-      reason: REASON_INVALID_SPEC,
-      message,
-    });}
+  else pass.problems.push({ condition: CONDITION_TYPE_READY, reason, message });
   return true;
 }
 
