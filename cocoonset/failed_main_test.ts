@@ -1,6 +1,4 @@
-/**
- * The failed-main step on its own (failed_main.ts); the pass around it is in reconciler_test.ts.
- */
+/** The failed-main step on its own (failed_main.ts); the pass around it is in reconciler_test.ts. */
 import assert from "node:assert/strict";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";

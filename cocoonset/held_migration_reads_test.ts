@@ -26,9 +26,7 @@ import { buildAgentPod } from "./pods.ts";
 import { setupCocoonSetController } from "./reconciler.ts";
 import { poolNode } from "./_test_support.ts";
 
-/**
- * A namespace whose VM names split three ways (`vk-team-a-mover-0`: team, team-a, team-a-mover).
- */
+/** A namespace whose VM names split three ways (`vk-team-a-mover-0`: team, team-a, team-a-mover). */
 const NS = "team-a";
 const VM = `vk-${NS}-mover-0`;
 

@@ -229,8 +229,7 @@ Deno.test("node checks off (the Go original's role): no node is read, the pinned
   const stop = new AbortController();
   const run = mgr.start(stop.signal);
   const nodeRequests = () => fake.actions.filter((a) => a.resource.plural === "nodes");
-  // The Events the operator created (the role allows it no list of them, nor does the test need
-  // one).
+  // The Events the operator created (the role allows it no list of them, nor does the test need one).
   const reasons = () =>
     fake.actions.filter((a) => a.resource.plural === "events" && a.verb === "create")
       .map((a) => (a.object as CoreEvent).reason);

@@ -267,8 +267,7 @@ Deno.test("release suspend writes stash, hint, keep-snapshot, DELETE, Suspended 
   assert.equal(await counterValue(PODS_DELETED_TOTAL, SET_LABELS) - before, 1);
 });
 
-// --- reconcileReleasedWake
-// -----------------------------------------------------------------------------
+// --- reconcileReleasedWake -----------------------------------------------------------------------------
 
 Deno.test("wake recreates the main restoring from its snapshot with a preferred affinity to the hint node", async () => {
   const env = newTestEnv();
