@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { type LogLevelName, parseLogLevelName } from "./common/log_level.ts";
 import { parseBindAddress } from "./kube/bind_address.ts";
 import { errorMessage } from "./kube/errors.ts";
-import { DEFAULT_SET_LIMITS } from "./cocoonset/limits.ts";
+import { DEFAULT_SET_LIMITS } from "./cocoonset/validate.ts";
 
 /** Everything main.ts needs to start the operator. */
 export interface Config {
@@ -30,7 +30,7 @@ export interface Config {
   leaderElectionNamespace?: string;
   cocoonSetConcurrency: number;
   hibernationConcurrency: number;
-  /** Largest spec.agent.replicas a CocoonSet may ask for (cocoonset/limits.ts). */
+  /** Largest spec.agent.replicas a CocoonSet may ask for (cocoonset/validate.ts). */
   maxReplicasPerSet: number;
   /** Largest number of toolboxes a CocoonSet may list. */
   maxToolboxesPerSet: number;

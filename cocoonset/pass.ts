@@ -23,7 +23,6 @@ import type { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import type { ClaimSources, VMNameIndex } from "../snapshotgate/mod.ts";
 import type { ClassifiedPods } from "./pods.ts";
-import type { SetLimits } from "./limits.ts";
 
 /** The reconciler's collaborators, and what it remembers between passes (by CocoonSet UID). */
 export interface CocoonSetDeps {
@@ -51,6 +50,18 @@ export interface CocoonSetDeps {
   deferredDropEvents: Map<string, { message: string; atMs: number }>;
   /** Whether the operator's role lets it read nodes now (nodes.ts). */
   nodeChecks: () => boolean;
+}
+
+/**
+ * Per-set bounds on `spec.agent.replicas` and `spec.toolboxes` (validate.ts overLimit): a set's
+ * status lists every pod and must fit in one etcd object, and every pass walks the set's pods, so
+ * a set far above what a process handles would stall it for every tenant. The defaults are
+ * measured in docs/configuration.md.
+ */
+export interface SetLimits {
+  /** Largest `spec.agent.replicas` acted on (the main is not counted). */
+  maxReplicas: number;
+  maxToolboxes: number;
 }
 
 /**

@@ -34,6 +34,7 @@ import {
   logFor,
   podRef,
   POLL_MS,
+  type SetLimits,
   type SetPass,
   type Stop,
   stop,
@@ -48,7 +49,9 @@ import {
 } from "./create.ts";
 import {
   addInvalidSpecProblem,
+  DEFAULT_SET_LIMITS,
   InvalidSpecError,
+  overLimit,
   REASON_INVALID_SPEC,
   refusedByServer,
   rememberInvalidSpec,
@@ -87,7 +90,6 @@ import { syncLedger } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { DEFAULT_SET_LIMITS, overLimit, type SetLimits } from "./limits.ts";
 
 /** What the reconciler is built from. */
 export interface CocoonSetReconcilerOptions {

@@ -1,10 +1,8 @@
 /**
- * Suspend with the release policy, and the wake that follows it. A released set gives its seat
- * back: its pods are deleted once every managed VM's `:hibernate` snapshot is verified, and the
- * main's node is kept as a hint. The wake recreates the main from that snapshot, preferring the
- * hinted node, and drops the snapshot only once the restored VM is live. Each phase is stored with
- * or before the side effect that depends on it (Suspended with the deletes, Waking before the
- * restore pod), so a restarted operator resumes the flow instead of booting over a snapshot.
+ * Suspend with the release policy, and the wake that follows it (docs/cocoonset.md, "Release").
+ * Each phase is stored with or before the side effect that depends on it (Suspended with the
+ * deletes, Waking before the restore pod), so a restarted operator resumes the flow instead of
+ * booting over a snapshot.
  */
 import { errorText, patchAnnotations, type Pod } from "../kube/mod.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
@@ -71,17 +69,15 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Stop> {
   await applySuspend(pass);
   if (!await allOwnedPodsHibernated(pass)) return stop({ requeueAfter: POLL_MS }, "Suspending");
   const generation = cs.metadata.generation;
-  // Before the first delete: teardown needs the VM names once the status is empty, the wake
-  // needs the node.
+  // Before the first delete: teardown needs the VM names, the wake the node.
   await doing(
     "stash vm names before releasing the seat",
     stashDeleteVMNames(pass, podsByName(classified)),
   );
   const node = classified.main?.spec?.nodeName;
   if (node) await setNodeHint(pass, node);
-  // The writes answer with the stored set. An unsuspend this pass did not see may reach a cache
-  // before the hint does, and a pass with no hint and no main boots it fresh: release only for
-  // the spec that was checked.
+  // The writes answer with the stored set: release only for the spec that was checked, as a pass
+  // that sees an unsuspend before the hint boots the main fresh.
   if (cs.metadata.generation !== generation) return stop({ requeue: true });
   for (const pod of podsByName(classified)) {
     pass.signal.throwIfAborted();
@@ -156,10 +152,7 @@ export function decideReleasedWake(f: ReleasedWakeFacts): ReleasedWakeState {
   return hinted && !main.terminal ? "confirm-delete" : "leave";
 }
 
-/**
- * The Released-seat wake step: a stale node hint is cleared first (the normal flow then owns the
- * pass), then the wake's state runs.
- */
+/** The Released-seat wake step: clears a stale node hint, or runs the wake's state. */
 export async function reconcileReleasedWake(pass: SetPass): Promise<Step> {
   const { cs } = pass;
   const main = pass.classified.main;
@@ -202,8 +195,7 @@ async function awaitRestore(pass: SetPass, main: Pod): Promise<Stop> {
 
 /** The restored VM is live: drop the snapshot and the hint, score the landing once. */
 async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Stop> {
-  // Unless the VM was asked to hibernate again: vk-cocoon pushes that round's tag before it
-  // removes the VM, so the tag may be its only copy; the request's owner drops it on its wake.
+  // Unless the VM was asked to hibernate again: that round's tag may be its only copy.
   if (!readHibernateState(main)) {
     const stored = await readStoredPod(pass, main, "wake: read");
     const vmName = parseVMSpec(main).vmName;
@@ -227,9 +219,8 @@ async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Sto
 }
 
 /**
- * Recreates the main from its snapshot, preferring the hinted node. Without a snapshot
- * (suspended before the first boot, or the tag was lost) the normal flow boots it fresh; a probe
- * error fails the pass instead, as falling through would boot over a real snapshot.
+ * Recreates the main from its snapshot, preferring the hinted node. Without a snapshot (suspended
+ * before the first boot) the normal flow boots it; a probe error fails the pass instead.
  */
 async function startReleasedWake(pass: SetPass): Promise<Step> {
   const { cs, deps } = pass;
@@ -239,8 +230,7 @@ async function startReleasedWake(pass: SetPass): Promise<Step> {
   }
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
-  // Waking is stored before the restore pod exists: a crash in between resumes the wake, and no
-  // pass boots the main fresh over its snapshot.
+  // Waking is stored before the restore pod exists: no pass boots the main fresh over its snapshot.
   return afterStatus("Waking", async () => {
     const pod = buildAgentPod(cs, 0);
     markRestoreFromHibernate(pod);
@@ -260,9 +250,8 @@ async function startReleasedWake(pass: SetPass): Promise<Step> {
 }
 
 /**
- * Withdraws the restore pod's hibernate request when nothing owns it: the set is not suspended
- * and no live CocoonHibernation asks for it. Its tag is marked orphaned in the same write and goes
- * once the VM is back.
+ * Withdraws the restore pod's hibernate request when neither the suspend nor a live
+ * CocoonHibernation owns it, marking its tag orphaned in the same write.
  */
 async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> {
   if (pass.cs.spec.suspend || !readHibernateState(main)) return;
@@ -283,10 +272,9 @@ async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> 
 }
 
 /**
- * A node hint while the main, not restored from it, runs live in place (an aborted release, a
- * kill between the hint write and the deletes) is older than that run: cleared, so a failed main
- * is never restored from the stale tag later. The stored pod decides, as a stale cache could
- * still show a main the release deleted. Whether the hint was cleared.
+ * Clears a hint older than the main's run in place (an aborted release), so a failed main is
+ * never restored from a stale tag; the stored pod decides, as the cache may still show a main
+ * the release deleted. Whether it was cleared.
  */
 async function clearStaleHint(pass: SetPass, main: Pod, hint: string): Promise<boolean> {
   // Waking is the set's own wake: its completion clears the hint and scores the landing.

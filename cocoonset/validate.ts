@@ -17,9 +17,18 @@ import {
 import { ANNOTATION_COCOON_SET_GENERATION } from "../common/meta/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { forEachLimited } from "./_fanout.ts";
-import { emit, GO_ON, type SetPass, type SpecVerdict, type Step, type Stop, stop } from "./pass.ts";
+import {
+  emit,
+  GO_ON,
+  type SetLimits,
+  type SetPass,
+  type SpecVerdict,
+  type Step,
+  type Stop,
+  stop,
+} from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
-import { overLimit } from "./limits.ts";
+import type { CocoonSetSpec } from "../common/apis/v1/cocoonset_types.ts";
 
 /** Reason of problems with the spec itself (Ready=False, Warning). */
 export const REASON_INVALID_SPEC = "InvalidSpec";
@@ -284,3 +293,26 @@ export function shapeKey(setName: string, pod: Pod): string {
     spec: pod.spec,
   });
 }
+
+/** The defaults (--max-replicas-per-set, --max-toolboxes-per-set). */
+export const DEFAULT_SET_LIMITS: SetLimits = { maxReplicas: 1_000, maxToolboxes: 100 };
+
+/** The parts of spec above their limit, each with the message the set reports (InvalidSpec). */
+export function overLimit(spec: CocoonSetSpec, limits: SetLimits): OverLimit {
+  const out: OverLimit = {};
+  const replicas = spec.agent.replicas ?? 0;
+  if (replicas > limits.maxReplicas) {
+    out.agents = `spec.agent.replicas ${replicas} is above the limit of ${limits.maxReplicas} ` +
+      "sub-agents per set (--max-replicas-per-set, MAX_REPLICAS_PER_SET); " +
+      "no sub-agent is created or deleted";
+  }
+  const toolboxes = spec.toolboxes?.length ?? 0;
+  if (toolboxes > limits.maxToolboxes) {
+    out.toolboxes = `spec.toolboxes lists ${toolboxes} toolboxes, above the limit of ` +
+      `${limits.maxToolboxes} per set (--max-toolboxes-per-set, MAX_TOOLBOXES_PER_SET); ` +
+      "no toolbox is created or deleted";
+  }
+  return out;
+}
+
+type OverLimit = { agents?: string; toolboxes?: string };
