@@ -1,16 +1,11 @@
 /**
- * The CocoonSet reconciler: drives a set toward its spec (a main agent, `replicas` sub-agents
- * forked from it, one pod per toolbox) through suspend and wake, seat release, migration, rebuilds
- * and teardown. runSteps runs the steps of docs/cocoonset.md's "One reconcile pass" in order;
- * finishPass ends the pass as the step that stopped it decided.
+ * The CocoonSet reconciler: runSteps runs the steps of docs/cocoonset.md's "One reconcile pass" in
+ * order; finishPass ends the pass as the step that stopped it decided.
  */
 import {
-  type Client,
-  type Clock,
   controllerManagedBy,
   enqueueFromMap,
   errorMessage,
-  type EventRecorder,
   generationChanged,
   isConflict,
   isNotFound,
@@ -19,7 +14,6 @@ import {
   Nodes,
   type Pod,
   Pods,
-  type Reader,
   realClock,
   type Reconciler,
   type Request,
@@ -34,7 +28,6 @@ import {
   logFor,
   podRef,
   POLL_MS,
-  type SetLimits,
   type SetPass,
   type Stop,
   stop,
@@ -61,12 +54,10 @@ import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
 import { isPodReady, parseVMSpec } from "../common/meta/mod.ts";
-import type { Registry } from "../snapshot/registry.ts";
 import {
   managerVMNameIndex,
   registerVMNameIndex,
   scannedVMNameIndex,
-  type VMNameIndex,
 } from "../snapshotgate/mod.ts";
 import { ensureSubAgents, reportDeadLetters, type SubAgentOutcome } from "./agents.ts";
 import { ensureFinalizer } from "./finalizer.ts";
@@ -91,21 +82,13 @@ import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
 
-/** What the reconciler is built from. */
-export interface CocoonSetReconcilerOptions {
-  client: Client;
-  apiReader: Reader;
-  /** The cache's VM-name index; default: a scan through client (unit tests). */
-  vmNameIndex?: VMNameIndex;
-  registry?: Registry;
-  recorder: EventRecorder;
-  /** Default: the wall clock. */
-  clock?: Clock;
-  /** Default: DEFAULT_SET_LIMITS. */
-  limits?: SetLimits;
-  /** Whether the node checks run (nodes.ts); always when absent. */
-  nodeChecks?: () => boolean;
-}
+/**
+ * What the reconciler is built from. Defaults: vmNameIndex a scan through client (unit tests),
+ * the wall clock, DEFAULT_SET_LIMITS, node checks always on.
+ */
+export type CocoonSetReconcilerOptions =
+  & Pick<CocoonSetDeps, "client" | "apiReader" | "registry" | "recorder">
+  & Partial<Pick<CocoonSetDeps, "vmNameIndex" | "clock" | "limits" | "nodeChecks">>;
 
 /** Reconciles CocoonSets. */
 export class CocoonSetReconciler implements Reconciler {
@@ -190,11 +173,9 @@ async function runSteps(pass: SetPass): Promise<Stop> {
       ? await reconcileSuspendRelease(pass)
       : await reconcileSuspend(pass);
   }
-  // A migration in flight owns the pass; it runs before the unsuspend below so its own
-  // hibernate request is not cleared.
+  // A migration owns the pass; before the unsuspend, which would clear its hibernate request.
   if ((step = await reconcileMigration(pass)).stop) return step;
-  // The released-seat wake runs before the normal main create, which would boot the main
-  // fresh over its snapshot.
+  // Before the main create, which would boot the main fresh over its snapshot.
   if ((step = await reconcileReleasedWake(pass)).stop) return step;
   await applyUnsuspend(pass);
 
@@ -210,10 +191,7 @@ async function runSteps(pass: SetPass): Promise<Stop> {
   return await reconcileParts(pass, main, bounds);
 }
 
-/**
- * The List and Stamp steps: the owned pods classified, the generation stamped on each (so what
- * they report next is tied to the spec this pass acts on), then the snapshot ledger recorded.
- */
+/** The List and Stamp steps: the owned pods classified and stamped, the ledger recorded. */
 async function listStampAndRecord(pass: SetPass): Promise<void> {
   const owned = await doing(
     "list owned pods",
@@ -272,38 +250,31 @@ async function reconcileParts(
 
   reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
   if (subs.requeueAfterMs > 0) return stop({ requeueAfter: subs.requeueAfterMs }, "");
-  const conflicts = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
+  const clashes = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
   const refused = refusedByServer(pass);
   const quota = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
-  if (conflicts.length > 0) {
-    return stop(
-      {},
-      "",
-      new NameConflictError(conflicts.map((p) => p.message).join("; ")),
-    );
-  }
-  if (refused) return stop({}, "", new InvalidSpecError(refused));
-  return stop({}, "", quota && new QuotaExceededError(quota.message));
-}
-
-/** How the CocoonSet controller is set up. */
-export interface CocoonSetControllerOptions {
-  registry?: Registry;
-  /** Workers reconciling distinct CocoonSets at once; at least 1. */
-  concurrency: number;
-  clock?: Clock;
-  /** Per-set bounds (--max-replicas-per-set, --max-toolboxes-per-set); DEFAULT_SET_LIMITS. */
-  limits?: SetLimits;
-  /**
-   * Whether the operator's role lets it read nodes (absent: always). While off, no node informer
-   * runs; once on, the node watch starts and every set that names a node is looked at again.
-   */
-  nodeChecks?: NodeChecks;
+  const error = clashes.length > 0
+    ? new NameConflictError(clashes.map((p) => p.message).join("; "))
+    : refused
+    ? new InvalidSpecError(refused)
+    : quota && new QuotaExceededError(quota.message);
+  return stop({}, "", error);
 }
 
 /**
- * Registers the CocoonSet controller: For CocoonSets (spec changes), Owns pods, Watches
- * CocoonHibernations and nodes (predicate.ts).
+ * How the CocoonSet controller is set up: concurrency workers (at least 1) reconcile distinct
+ * sets at once. While nodeChecks says the role cannot read nodes no node informer runs; once it
+ * can, the node watch starts and every set that names a node is looked at again.
+ */
+export type CocoonSetControllerOptions =
+  & Pick<CocoonSetReconcilerOptions, "registry" | "clock" | "limits">
+  & {
+    concurrency: number;
+    nodeChecks?: NodeChecks;
+  };
+
+/**
+ * Registers the controller: For CocoonSets, Owns pods, Watches requests and nodes (predicate.ts).
  */
 export function setupCocoonSetController(
   mgr: Manager,
@@ -350,8 +321,8 @@ export function setupCocoonSetController(
     nodeChecks!.onEnabled(() => {
       // The node informer starts here, not before: the role could not have listed nodes.
       ctrl.watch(mgr.informerFor(Nodes), nodeEvents, nodePlacementEvents());
-      // Sets that name a node were reconciled without the checks; a controller not started yet
-      // reads every set when it starts.
+      // Sets that name a node were reconciled without the checks (a controller not started yet
+      // reads every set when it starts).
       if (!ctrl.started) return;
       for (const cs of sets.listStored()) {
         if (!cs.spec?.nodeName) continue;
