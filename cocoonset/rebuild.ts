@@ -41,27 +41,13 @@ function parseHistory(parsed: unknown): RebuildHistory | undefined {
   const out: RebuildHistory = new Map();
   for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
     const slot = parseGoInt(key, 32);
-    if (slot === undefined) return undefined;
     // JSON null decodes to Go's zero value: an entry (or field) of null is count 0, never deleted.
-    if (value === null) {
-      out.set(slot, { count: 0, lastDeleted: 0 });
-      continue;
-    }
-    if (typeof value !== "object" || Array.isArray(value)) return undefined;
-    const v = value as { count?: unknown; lastDeleted?: unknown };
-    if (
-      v.count !== undefined && v.count !== null &&
-      !(typeof v.count === "number" && Number.isInteger(v.count))
-    ) {
-      return undefined;
-    }
-    let lastDeleted = 0;
-    if (v.lastDeleted !== undefined && v.lastDeleted !== null) {
-      const ms = typeof v.lastDeleted === "string" ? parseRfc3339(v.lastDeleted) : undefined;
-      if (ms === undefined) return undefined;
-      lastDeleted = ms;
-    }
-    out.set(slot, { count: (v.count as number | null | undefined) ?? 0, lastDeleted });
+    const { count = null, lastDeleted = null } = (value ?? {}) as Record<string, unknown>;
+    if (slot === undefined || typeof value !== "object" || Array.isArray(value)) return undefined;
+    if (count !== null && !(typeof count === "number" && Number.isInteger(count))) return undefined;
+    const ms = typeof lastDeleted === "string" ? parseRfc3339(lastDeleted) : undefined;
+    if (lastDeleted !== null && ms === undefined) return undefined;
+    out.set(slot, { count: count ?? 0, lastDeleted: ms ?? 0 });
   }
   return out;
 }

@@ -44,10 +44,9 @@ export async function reconcileSuspend(pass: SetPass): Promise<Stop> {
 }
 
 /**
- * Whether every managed, non-failed owned pod hibernated at this generation and has its
- * `:hibernate` snapshot. The VM's own confirmation is checked before the registry, so neither an
- * earlier cycle's tag nor a lagging cache ends the wait early. Static toolboxes have no VM; a
- * registry error is thrown, never read as "absent".
+ * Whether every managed (static toolboxes have no VM), non-failed owned pod's VM confirmed its
+ * hibernation at this generation, and then has its `:hibernate` snapshot: neither an earlier
+ * round's tag nor a lagging cache ends the wait early. A registry error is thrown.
  */
 export async function allOwnedPodsHibernated(pass: SetPass): Promise<boolean> {
   const generation = pass.cs.metadata.generation ?? 0;
@@ -64,10 +63,9 @@ export async function allOwnedPodsHibernated(pass: SetPass): Promise<boolean> {
 }
 
 /**
- * vmHibernationConfirmed on pod and, when it passes by the cleared VM id of a vk-cocoon that
- * writes no lifecycle annotations, on the stored pod too: that signal has no generation, so a
- * lagging cache could show the previous round's hibernated pod while the VM runs again. One GET
- * per pod, only on the pass that would complete.
+ * vmHibernationConfirmed on pod and, when it passes by a cleared VM id (no lifecycle annotations,
+ * so no generation), on the stored pod too: a lagging cache could show the previous round's
+ * hibernated pod while the VM runs again. One GET, only on the pass that would complete.
  */
 export async function vmHibernationConfirmedStored(
   pass: SetPass,
@@ -81,9 +79,9 @@ export async function vmHibernationConfirmedStored(
 }
 
 /**
- * Asks every owned pod (static toolboxes too) to hibernate, once the ledger records that every VM
- * of the set may hold `:hibernate`. A pod whose VM name the set does not own alone keeps running
- * with a Warning (tag_gate.ts), which holds the suspend in Suspending.
+ * Asks every owned pod to hibernate, once the ledger records that every VM of the set may hold
+ * `:hibernate`. A pod whose VM name the set does not own alone keeps running with a Warning
+ * (tag_gate.ts), which holds the suspend in Suspending.
  */
 export async function applySuspend(pass: SetPass): Promise<void> {
   await recordHibernation(pass, [EVERY_VM]);
@@ -99,10 +97,9 @@ export async function applySuspend(pass: SetPass): Promise<void> {
 }
 
 /**
- * The Unsuspend step: clears the hibernate request from owned pods, except pods a
- * CocoonHibernation wants hibernated. While the phase still shows the set's own suspend this is
- * its resume, which keeps its tags; any other request is nobody's, and its tag is marked orphaned
- * as the request goes (orphan_tags.ts).
+ * The Unsuspend step: clears the hibernate request from owned pods a CocoonHibernation does not
+ * hold. In a suspend phase this is the set's resume, which keeps its tags; any other request is
+ * nobody's, and its tag is marked orphaned as it goes (orphan_tags.ts).
  */
 export async function applyUnsuspend(pass: SetPass): Promise<void> {
   const hibernated = podsByName(pass.classified).filter((p) => readHibernateState(p));
@@ -112,13 +109,12 @@ export async function applyUnsuspend(pass: SetPass): Promise<void> {
   for (const pod of hibernated) {
     pass.signal.throwIfAborted();
     if (ownedByCR.has(pod.metadata.name ?? "")) continue;
-    if (!resuming) {
-      await withdrawUnownedAsk(pass, pod, "unsuspend");
-      continue;
+    if (!resuming) await withdrawUnownedAsk(pass, pod, "unsuspend");
+    else {
+      await doing(
+        `clear hibernate on ${podRef(pod)}`,
+        patchHibernateState(pass.deps.client, pod, false, pass.signal),
+      );
     }
-    await doing(
-      `clear hibernate on ${podRef(pod)}`,
-      patchHibernateState(pass.deps.client, pod, false, pass.signal),
-    );
   }
 }
