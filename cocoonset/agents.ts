@@ -13,7 +13,7 @@ import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metric
 import { forEachLimited } from "./_fanout.ts";
 import { createPart } from "./create.ts";
 import { restoreIntent } from "./restore.ts";
-import { subAgentsBuildable } from "./validate.ts";
+import { partBuildable } from "./validate.ts";
 import { buildAgentPod, isPodFailed } from "./pods.ts";
 import { deletePod, doing, emit, podRef, readSamePod, setLabels, type SetPass } from "./pass.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
@@ -54,8 +54,7 @@ interface Triage {
 
 /**
  * The Sub-agents step: triages the existing slots, creates the missing ones forked from
- * mainVMName on mainNodeName, and deletes slots above replicas. Its work grows with the pods that
- * exist, never with replicas.
+ * mainVMName on mainNodeName, deletes those above replicas.
  */
 export async function ensureSubAgents(
   pass: SetPass,
@@ -83,8 +82,8 @@ export async function ensureSubAgents(
 }
 
 /**
- * Creates the missing slots, SUB_AGENT_CREATE_CONCURRENCY at a time, pulled one by one so no list
- * of every missing slot is held; none while the sub-agent shape is refused.
+ * Creates the missing slots (none while the shape is refused), pulled one by one: work grows with
+ * the pods that exist, never with replicas.
  */
 async function createSubAgents(
   pass: SetPass,
@@ -94,7 +93,7 @@ async function createSubAgents(
 ): Promise<boolean> {
   let present = 0;
   for (const slot of pass.classified.sub.keys()) if (slot >= 1 && slot <= replicas) present++;
-  if (present >= replicas || !await subAgentsBuildable(pass)) return false;
+  if (present >= replicas || !await partBuildable(pass)) return false;
   // Resolved before the fan-out, so the creates share one list.
   const restorable = await restoreIntent(pass);
   function* missing(): Generator<number> {
@@ -118,7 +117,7 @@ async function triageSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Tr
     return await rebuildDeadLetteredOnDrift(pass, pod, slot);
   }
   if (isPodFailed(pod)) return await rebuildSubAgent(pass, pod, slot);
-  if (podSpecMatchesAgent(pod, pass.cs, slot) || !await subAgentsBuildable(pass)) return {};
+  if (podSpecMatchesAgent(pod, pass.cs, slot) || !await partBuildable(pass)) return {};
   pass.log.info("sub-agent {pod} slot {slot} drifted from the spec, deleting to recreate", {
     pod: podRef(pod),
     slot,
@@ -128,13 +127,12 @@ async function triageSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Tr
 }
 
 /**
- * A dead-lettered pod stays until the spec changes; a spec edit is the person's fix and earns the
- * slot a fresh budget. One that recovered by itself is not reported, but keeps its mark: a new
- * failure dead-letters it again without a rebuild.
+ * A dead-lettered pod stays until a spec edit (the person's fix) earns the slot a fresh budget.
+ * One that recovered by itself is not reported but keeps its mark.
  */
 async function rebuildDeadLetteredOnDrift(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   const recovered = isPodReady(pod) && !isPodFailed(pod);
-  if (podSpecMatchesAgent(pod, pass.cs, slot) || !await subAgentsBuildable(pass)) {
+  if (podSpecMatchesAgent(pod, pass.cs, slot) || !await partBuildable(pass)) {
     return { deadLettered: !recovered };
   }
   const history = new Map(readRebuildHistory(pass.cs));
@@ -150,9 +148,9 @@ async function rebuildDeadLetteredOnDrift(pass: SetPass, pod: Pod, slot: number)
 }
 
 /**
- * Deletes a failed sub-agent for a rebuild once its backoff has passed, or dead-letters it when
- * the budget is spent. The history is written before the delete, so a failed delete is never
- * retried around the budget; nor is a pod deleted while its shape is refused.
+ * Deletes a failed sub-agent for a rebuild once its backoff passed (never while its shape is
+ * refused), or dead-letters it when the budget is spent. The history is written before the
+ * delete, so a failed delete never escapes the budget.
  */
 async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   const { cs, deps } = pass;
@@ -161,7 +159,7 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
   if (entry.count >= MAX_REBUILD_ATTEMPTS) return await deadLetter(pass, pod, slot);
   const remaining = backoffDelayMs(entry.count) - (deps.clock.now() - entry.lastDeleted);
   if (entry.count > 0 && remaining > 0) return { waitMs: remaining };
-  if (!await subAgentsBuildable(pass)) return {};
+  if (!await partBuildable(pass)) return {};
   const attempt = entry.count + 1;
   history.set(slot, { count: attempt, lastDeleted: deps.clock.now() });
   await doing("persist rebuild history", writeRebuildHistory(pass, history));
@@ -184,9 +182,8 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
 }
 
 /**
- * Marks a sub-agent whose budget is spent, once: the Event and the metric count pods, not passes.
- * A pass queued before the mark's watch event sees the pod without it, so the stored pod decides;
- * gone or replaced, the slot is left to the pass that event brings.
+ * Marks a sub-agent whose budget is spent, once per pod: a pass queued before the mark's watch
+ * event would not see it, so the stored pod decides.
  */
 async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Triage> {
   const live = await readSamePod(pass, cached, "re-read sub-agent before its dead letter");
@@ -204,10 +201,7 @@ async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Tri
   return { deadLettered: true };
 }
 
-/**
- * Writes the history annotation (an empty history removes it) and mirrors it on the pass's set
- * for its later slots. The patch goes out from a copy: the pass acts on the set it read.
- */
+/** Writes the history annotation ("" removes it) from a copy, then mirrors it on the pass's set. */
 async function writeRebuildHistory(pass: SetPass, history: RebuildHistory): Promise<void> {
   const { cs } = pass;
   const value = encodeRebuildHistory(cs.spec.agent.replicas ?? 0, history);
@@ -222,9 +216,8 @@ async function writeRebuildHistory(pass: SetPass, history: RebuildHistory): Prom
 }
 
 /**
- * Records dead-lettered slots on the pass: on Ready always, on Progressing only once nothing else
- * moves (every other slot and toolbox exists and is Ready, no rebuild waits), so that condition
- * can be waited on.
+ * Records dead-lettered slots on Ready, and on Progressing once nothing else moves (every other
+ * pod exists and is Ready, no rebuild waits), so that condition can be waited on.
  */
 export function reportDeadLetters(
   pass: SetPass,

@@ -1,8 +1,7 @@
 /**
- * Cross-node migration of the main when spec.nodeName names another node: quiesce the running
- * main so vk-cocoon pushes its `:hibernate` snapshot, delete the old pod once the VM confirmed it,
- * recreate the main on the target restoring from the snapshot, and drop the snapshot once the new
- * VM is live. Migrating is stored before the first side effect, so a restarted operator resumes.
+ * Cross-node migration of the main (docs/cocoonset.md, "Migration"): hibernate it, delete it once
+ * its VM confirmed the snapshot, restore it on the target, drop the snapshot once the new VM is
+ * live. Migrating is stored before the first side effect, so a restarted operator resumes.
  */
 import type { Pod } from "../kube/mod.ts";
 import { patchHibernateState } from "../common/k8s/pod_patch.ts";
@@ -41,8 +40,7 @@ import { vmHibernationConfirmedStored } from "./suspend.ts";
 
 /**
  * The Migration step, when a migration is wanted or in flight. A target that cannot take the main
- * (no such node, or outside the set's pool or CPU class) counts as no target, after a Warning and
- * Progressing=False MigrationTargetUnknown: nothing moves toward it, and a migration in flight
+ * counts as none (MigrationTargetUnknown): nothing moves toward it, and a migration in flight
  * finishes as a cleared spec.nodeName does (woken in place, or restored anywhere in the pool).
  */
 export async function reconcileMigration(pass: SetPass): Promise<Step> {
@@ -75,8 +73,7 @@ export async function reconcileMigration(pass: SetPass): Promise<Step> {
     if ((await podsHibernatedByCR(pass, [name])).has(name)) return GO_ON;
   }
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
-  // A probe error fails the pass: falling through could wake the main mid-migration or boot it
-  // fresh over the snapshot.
+  // A probe error fails the pass: falling through could boot the main fresh over the snapshot.
   const snapshot = await doing("migrate", hasHibernateSnapshot(deps.registry, vmName, pass.signal));
   if (targetProblem !== "" && (migrating || snapshot)) reportUnknownTarget(pass, targetProblem);
   if (snapshot) return await advanceMigration(pass, vmName, desired);
@@ -86,9 +83,8 @@ export async function reconcileMigration(pass: SetPass): Promise<Step> {
 }
 
 /**
- * Quiesces the main on the wrong node, unless the spec is refused (the quiesced main could never
- * be recreated) or another namespace derives its VM name (the push would land where that tenant
- * reads).
+ * Quiesces the main on the wrong node, unless the spec is refused (it could never be recreated)
+ * or another namespace derives its VM name (tag_gate.ts hibernateRefused).
  */
 async function startMigration(pass: SetPass, main: Pod, desired: string): Promise<Stop> {
   const buildable = await ensureSpecBuildable(pass);
@@ -100,8 +96,8 @@ async function startMigration(pass: SetPass, main: Pod, desired: string): Promis
       to: desired,
     });
   }
-  // Migrating is stored before the VM is asked to hibernate: a restarted operator resumes the
-  // migration instead of taking the quiesced main for a CocoonHibernation's.
+  // Migrating is stored before the ask, and the ledger records the VM before it: a restarted
+  // operator resumes the migration instead of taking the quiesced main for a request's.
   return afterStatus("Migrating", async () => {
     await recordHibernation(pass, [parseVMSpec(main).vmName]);
     await doing(
@@ -145,16 +141,14 @@ export type MigrationState =
   | "await-restore"
   | "drop-tag";
 
-/** What decideMigration reads of the main: its node ("" unscheduled) and VM. */
+/** What decideMigration reads of the main: its node ("" unscheduled), its VM, its pin. */
 export interface MigrationMainFacts {
   node: string;
   hibernateRequested: boolean;
   live: boolean;
-  /** A VM id and a running container. */
   up: boolean;
   mayBeLeaving: boolean;
   restoreMarked: boolean;
-  /** The node its required hostname affinity names, or "". */
   requiredNode: string;
 }
 
@@ -250,15 +244,13 @@ async function advanceMigration(pass: SetPass, vmName: string, desired: string):
 }
 
 /**
- * Recreates the main on the target (or anywhere in the pool), restoring from the snapshot; this
- * also finishes an aborted migration, so the snapshot is never stranded.
+ * Restores the main on the target (or anywhere in the pool); also finishes an aborted migration.
  */
 async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
-  // Migrating is stored before the restore pod exists (Go wrote it after the create): a pass
-  // that finds a restoring main without it leaves it to a CocoonHibernation, and the snapshot
-  // would never be dropped.
+  // Migrating is stored before the restore pod exists (Go wrote it after): a restoring main
+  // without it is left to a CocoonHibernation, and the snapshot would never be dropped.
   return afterStatus("Migrating", async () => {
     const pod = buildAgentPod(withTarget(pass.cs, desired), 0);
     markRestoreFromHibernate(pod);
@@ -272,12 +264,12 @@ async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
   });
 }
 
-/** A migration in flight: Migrating, and a look again after the poll interval. */
+/** A migration in flight: Migrating, and a look again soon. */
 function migrating(): Stop {
   return stop({ requeueAfter: POLL_MS }, "Migrating");
 }
 
-/** cs pinned to desired, or to no node when desired is "" (restored anywhere in the pool). */
+/** cs pinned to desired, or to no node when desired is "". */
 function withTarget(cs: CocoonSet, desired: string): CocoonSet {
   if ((cs.spec.nodeName ?? "") === desired) return cs;
   return { ...cs, spec: { ...cs.spec, nodeName: desired || undefined } };

@@ -53,10 +53,8 @@ export interface CocoonSetDeps {
 }
 
 /**
- * Per-set bounds on `spec.agent.replicas` and `spec.toolboxes` (validate.ts overLimit): a set's
- * status lists every pod and must fit in one etcd object, and every pass walks the set's pods, so
- * a set far above what a process handles would stall it for every tenant. The defaults are
- * measured in docs/configuration.md.
+ * Per-set bounds (validate.ts overLimit): a status lists every pod in one etcd object and every
+ * pass walks the pods, so one huge set would stall the process for every tenant.
  */
 export interface SetLimits {
   /** Largest `spec.agent.replicas` acted on (the main is not counted). */
@@ -83,6 +81,7 @@ export type Step =
 /** A step's decision to end the pass. */
 export type Stop = Exclude<Step, { stop: false }>;
 
+/** The pass goes on. */
 export const GO_ON: Step = { stop: false };
 
 /** Ends the pass with result; the status is written when phase is given, then error is thrown. */

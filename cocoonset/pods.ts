@@ -1,7 +1,6 @@
 /**
- * A CocoonSet's pods: which it owns (the List step), how they are classified by role, and how
- * agent and toolbox pods are built from the spec. Builders work on fresh objects: nothing read
- * from the set is shared with a pod, so pods built in one pass can be serialised concurrently.
+ * A CocoonSet's pods: which it owns (the List step), their roles, and how they are built from the
+ * spec, always as fresh objects that share nothing with the set or each other.
  */
 import {
   type Affinity,
@@ -69,10 +68,7 @@ export function podsByName(c: ClassifiedPods): Pod[] {
   return [...c.allByName.keys()].sort().map((name) => c.allByName.get(name)!);
 }
 
-/**
- * Groups pods by their role label. Terminating pods are skipped (acting on them would loop
- * deletes); an unknown role or an unparsable slot appears only in allByName.
- */
+/** Groups pods by role, terminating ones left out; an unknown role or slot is only in allByName. */
 export function classifyPods(pods: readonly Pod[]): ClassifiedPods {
   const out: ClassifiedPods = { sub: new Map(), toolbox: new Map(), allByName: new Map() };
   for (const pod of pods) {
@@ -103,8 +99,8 @@ export function toolboxPodName(csName: string, tbName: string): string {
 }
 
 /**
- * The desired pod of an agent slot: slot 0 is the main; slots ≥ 1 fork from mainVMName, bound to
- * bindNodeName. A main of a set with spec.nodeName gets a required hostname affinity instead.
+ * The desired pod of an agent slot: slot 0 is the main (pinned by spec.nodeName's required
+ * affinity); slots ≥ 1 fork from mainVMName, bound to bindNodeName.
  */
 export function buildAgentPod(
   cs: CocoonSet,
@@ -188,10 +184,7 @@ function newManagedPod(cs: CocoonSet, podName: string, role: string, slotLabel: 
   return pod;
 }
 
-/**
- * Container resources from a VM's requirements, in canonical form, with the VM's storage as
- * ephemeral-storage in both requests and limits (so Guaranteed-QoS defaulting keeps it).
- */
+/** Container resources in canonical form, storage as ephemeral-storage request and limit. */
 export function podResources(
   spec: VMResourceRequirements | undefined,
   storage: QuantityValue | undefined,
@@ -225,18 +218,14 @@ export function hostnameAffinity(kind: "required" | "preferred", nodeName: strin
   };
 }
 
-/**
- * Whether a managed pod failed, by either signal: vk-cocoon's lifecycle annotation (`failed`,
- * usually seen first) or the pod phase the kubelet reports.
- */
+/** Whether a managed pod failed: vk-cocoon's lifecycle `failed` (usually first) or phase Failed. */
 export function isPodFailed(pod: Pod): boolean {
   return readLifecycleState(pod) === LIFECYCLE_STATE_FAILED || isPodPhaseFailed(pod);
 }
 
 /**
- * The List step: the pods labelled for cs that cs controls (by UID), so a stale label alone
- * never makes a pod count. unsafeDisableDeepCopy: the cache's own objects, for callers that never
- * mutate them.
+ * The List step: the pods labelled for cs that cs controls (by UID: a stale label alone never
+ * counts). unsafeDisableDeepCopy: the cache's own objects, for callers that never mutate them.
  */
 export async function listOwnedPods(
   reader: Reader,
@@ -245,8 +234,7 @@ export async function listOwnedPods(
   { unsafeDisableDeepCopy = false } = {},
 ): Promise<Pod[]> {
   const name = cs.metadata.name ?? "";
-  // A name over 63 characters is no label value: no pod carries it, a selector on it is refused,
-  // and listing would fail every pass, teardown included.
+  // A name over 63 characters is no label value: no pod carries it and a selector is refused.
   if (!isValidLabelValue(name)) return [];
   const list = await reader.list(Pods, {
     namespace: cs.metadata.namespace,

@@ -11,7 +11,7 @@ import { buildToolboxPod, isPodFailed, toolboxPodName } from "./pods.ts";
 import { deletePod, podRef, type SetPass } from "./pass.ts";
 import { podSpecMatchesToolbox } from "./drift.ts";
 import { createPart, reportNameClash } from "./create.ts";
-import { toolboxBuildable } from "./validate.ts";
+import { partBuildable } from "./validate.ts";
 import { restoreIntent } from "./restore.ts";
 
 /**
@@ -65,7 +65,7 @@ export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
 
 /** Creates one toolbox unless its shape is refused; whether it was created. */
 async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
-  if (!await toolboxBuildable(pass, tb.name)) return false;
+  if (!await partBuildable(pass, tb.name)) return false;
   const pod = buildToolboxPod(pass.cs, tb);
   const intent = (await restoreIntent(pass)).has(pod.metadata.name ?? "");
   if (!await createPart(pass, pod, `toolbox ${tb.name}`, intent, pass.signal)) return false;
@@ -80,7 +80,7 @@ async function triageToolbox(pass: SetPass, pod: Pod, tb: ToolboxSpec): Promise<
     : podSpecMatchesToolbox(pod, pass.cs, tb)
     ? ""
     : "drifted from the spec";
-  if (why === "" || !await toolboxBuildable(pass, tb.name)) return false;
+  if (why === "" || !await partBuildable(pass, tb.name)) return false;
   pass.log.info("toolbox {pod} {why}, deleting to recreate", { pod: podRef(pod), why });
   await deletePod(pass, pod, `toolbox ${tb.name} for recreate`);
   return true;

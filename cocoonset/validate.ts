@@ -82,14 +82,10 @@ export async function ensureSpecBuildable(
   return verdict.main === undefined ? GO_ON : stopOnInvalidSpec(pass, verdict.main);
 }
 
-/** Whether sub-agent pods can be built from the spec. */
-export async function subAgentsBuildable(pass: SetPass): Promise<boolean> {
-  return (await checkSpec(pass, { skipMain: true })).subAgents === undefined;
-}
-
-/** Whether toolbox `name`'s pod can be built from the spec. */
-export async function toolboxBuildable(pass: SetPass, name: string): Promise<boolean> {
-  return !(await checkSpec(pass, { skipMain: true })).toolboxes.has(name);
+/** Whether the sub-agents' pods (or, given its name, a toolbox's) can be built from the spec. */
+export async function partBuildable(pass: SetPass, toolbox?: string): Promise<boolean> {
+  const verdict = await checkSpec(pass, { skipMain: true });
+  return toolbox === undefined ? verdict.subAgents === undefined : !verdict.toolboxes.has(toolbox);
 }
 
 /** The main was created, which was its check: the generation passed if the other shapes did. */
@@ -274,17 +270,13 @@ export function serverMessage(err: unknown): string {
  * (which never holds the set's name) is kept whole.
  */
 export function shapeKey(setName: string, pod: Pod): string {
-  const mask = setName === ""
-    ? (v: string) => v
-    : (v: string) => v.split(setName).join("\u0000".repeat(setName.length));
-  const maskAll = (m: Record<string, string> | undefined) => {
-    const out: Record<string, string> = {};
-    for (const k of Object.keys(m ?? {}).sort()) {
-      if (k === ANNOTATION_COCOON_SET_GENERATION) continue;
-      out[k] = mask(m![k]);
-    }
-    return out;
-  };
+  const mask = (v: string) =>
+    setName === "" ? v : v.split(setName).join("\u0000".repeat(setName.length));
+  const maskAll = (m: Record<string, string> = {}) =>
+    Object.fromEntries(
+      Object.keys(m).sort().filter((k) => k !== ANNOTATION_COCOON_SET_GENERATION)
+        .map((k) => [k, mask(m[k])]),
+    );
   return JSON.stringify({
     namespace: pod.metadata.namespace ?? "",
     name: mask(pod.metadata.name ?? ""),
