@@ -63,10 +63,7 @@ export class NameConflictError extends Error {
   override name = "NameConflictError";
 }
 
-/**
- * Creates the missing main, restoring from its snapshot when a CocoonHibernation says it was
- * hibernated, and looks again at once: the sub-agents fork from it.
- */
+/** The Create the main step, restoring when a CocoonHibernation hibernated it (restore.ts). */
 export async function createMainAgent(pass: SetPass): Promise<Stop> {
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
@@ -77,19 +74,16 @@ export async function createMainAgent(pass: SetPass): Promise<Stop> {
   const created = await createMainPod(pass, pod, opts);
   if (created.stop) return created;
   pass.log.info("created main agent {pod}", { pod: podRef(pod) });
-  // Other parts refused: the main still comes up, the status names them, and the pass is retried
-  // with backoff (the main's Ready flip brings it back sooner).
+  // Other parts refused: the main still comes up, and the pass is retried with backoff.
   const refused = refusedByServer(pass);
   if (refused) return stop({}, pass.cs.status?.phase ?? "", new InvalidSpecError(refused));
   return stop({ requeue: true });
 }
 
 /**
- * The one way every step creates the main (a first boot, a released-seat wake, a migration's
- * restore, a main before a suspend); goes on once it is created, which was its spec check.
- * Invalid stops the pass as an invalid spec, a foreign pod under the name as a name clash (both
- * with `phase`); our old main still terminating is waited for. With reportQuota a quota refusal
- * stops the pass as QuotaExceeded; any other error fails it naming `context`.
+ * The one way every step creates the main; goes on once created (which was its spec check).
+ * Invalid and a foreign pod under the name stop the pass (with `phase`); our old main still
+ * terminating is waited for; with reportQuota a quota refusal stops it as QuotaExceeded.
  */
 export async function createMainPod(
   pass: SetPass,
@@ -149,9 +143,8 @@ export async function createPart(
 }
 
 /**
- * Whether pod, about to be created as `what`, must not be: a pod of another namespace derives or
- * runs its VM name, or a CocoonSet of another namespace derives it and came first (so a set with
- * no pod now, a released seat, keeps its names). A refusal is recorded with its Warning.
+ * Whether pod must not be created: another namespace's pod derives or runs its VM name, or its
+ * CocoonSet derives it and came first (a released seat keeps its names). Recorded with a Warning.
  */
 async function refuseCollidingCreate(pass: SetPass, pod: Pod, what: string): Promise<boolean> {
   const vmName = parseVMSpec(pod).vmName;
@@ -183,8 +176,7 @@ export function quotaRefusal(err: unknown): { quotas: string[]; message: string 
 }
 
 /**
- * Records a quota refusal of the create of `what` on the pass (one QuotaExceeded problem naming
- * every refused pod's quota, a Warning per quota and pass); false when err is something else.
+ * Records a quota refusal on the pass (one problem, a Warning per quota); false for other errors.
  */
 function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean {
   const refusal = quotaRefusal(err);

@@ -1,7 +1,6 @@
 /**
- * The CocoonSet's finalizer: added in a pass of its own before the set gets any pod (with the
- * snapshot ledger, which must cover every pod the set will have), released by the last step of
- * teardown once the pods are gone and the registry is cleaned.
+ * The CocoonSet's finalizer: added with the snapshot ledger in a pass of its own before any pod,
+ * released last by teardown once the pods are gone and the registry is cleaned.
  */
 import {
   addFinalizer,

@@ -22,10 +22,7 @@ export interface RebuildEntry {
 /** Slot → record. */
 export type RebuildHistory = Map<number, RebuildEntry>;
 
-/**
- * Reads the history. Anything malformed reads as no history at all (Go's decoder fails the whole
- * map): a corrupt annotation must not wedge rebuilds.
- */
+/** Reads the history; anything malformed is none at all (as Go's decoder), never a wedge. */
 export function readRebuildHistory(cs: CocoonSet): RebuildHistory {
   const raw = cs.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY];
   if (!raw) return new Map();
@@ -52,10 +49,7 @@ function parseHistory(parsed: unknown): RebuildHistory | undefined {
   return out;
 }
 
-/**
- * The annotation value for history without slots above replicas, keys sorted as strings (Go's
- * encoder order); "" for an empty history, which removes the annotation.
- */
+/** The annotation value (slots above replicas left out, keys in Go's string order); "" if empty. */
 export function encodeRebuildHistory(replicas: number, history: RebuildHistory): string {
   const keys = [...history.keys()].filter((slot) => slot <= replicas).map(String).sort();
   if (keys.length === 0) return "";

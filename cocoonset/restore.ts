@@ -1,7 +1,6 @@
 /**
  * Restore intent: a pod recreated for a VM a CocoonHibernation put to sleep restores from its
- * `:hibernate` snapshot instead of booting afresh (a fresh boot hibernated later would overwrite
- * the real snapshot).
+ * `:hibernate` snapshot (a fresh boot hibernated later would overwrite the real one).
  */
 import { type Pod, wrapError } from "../kube/mod.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
@@ -11,9 +10,8 @@ import { hasHibernateSnapshot } from "../snapshot/registry.ts";
 import type { SetPass } from "./pass.ts";
 
 /**
- * The pods of the namespace whose CocoonHibernation is Hibernated or Waking (the phase decides, not
- * the desire: a request reaches Hibernated only once its snapshot is confirmed); listed once per
- * pass, and only when a pod is about to be created.
+ * The pods whose CocoonHibernation is Hibernated (its snapshot confirmed) or Waking; listed once
+ * per pass, when a pod is about to be created.
  */
 export function restoreIntent(pass: SetPass): Promise<ReadonlySet<string>> {
   return pass.restorable ??= hibernationPodNames(
@@ -51,10 +49,9 @@ export function holdsHibernated(h: CocoonHibernation): boolean {
 }
 
 /**
- * Which of pods a CocoonHibernation (one accept keeps) hibernates or was asked to: a suspend's
- * flows leave them be. From the cache while it shows every one of them held; otherwise past the
- * cache, since callers wake a pod not returned and the pod cache may show a request's annotation
- * before the request cache shows the request.
+ * Which of pods a CocoonHibernation (one accept keeps) holds hibernated. From the cache while it
+ * shows them all held, else past it: callers wake a pod not returned, and the pod cache may show a
+ * request's annotation before the request cache shows the request.
  */
 export async function podsHibernatedByCR(
   pass: SetPass,

@@ -88,8 +88,7 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Stop> {
       node: pod.spec?.nodeName ?? "",
     });
     try {
-      // Best effort: without the mark vk-cocoon drops its node-local copy and the wake pulls
-      // from the registry; failing here would keep the seat.
+      // Best effort: without the mark the wake pulls from the registry instead.
       await patchKeepSnapshotOnDelete(pass.deps.client, pod, pass.signal);
     } catch (err) {
       pass.log.error("could not mark {pod} keep-snapshot-on-delete, the wake will pull: {error}", {
@@ -193,7 +192,10 @@ async function awaitRestore(pass: SetPass, main: Pod): Promise<Stop> {
   return stop({ requeueAfter: POLL_MS }, "Waking");
 }
 
-/** The restored VM is live: drop the snapshot and the hint, score the landing once. */
+/**
+ * The restored VM is live: drop the snapshot and the hint, score the landing once; Running or
+ * Scaling next.
+ */
 async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Stop> {
   // Unless the VM was asked to hibernate again: that round's tag may be its only copy.
   if (!readHibernateState(main)) {
@@ -214,7 +216,6 @@ async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Sto
     slotReleaseWakeTotal.labels({ ...setLabels(pass.cs), placement }).inc();
     await setNodeHint(pass, "");
   }
-  // The phase derives from the pods again; the requeued pass settles Running or Scaling.
   return stop({ requeue: true }, "");
 }
 
@@ -277,7 +278,7 @@ async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> 
  * the release deleted. Whether it was cleared.
  */
 async function clearStaleHint(pass: SetPass, main: Pod, hint: string): Promise<boolean> {
-  // Waking is the set's own wake: its completion clears the hint and scores the landing.
+  // The set's own wake clears the hint as it completes.
   if (pass.cs.status?.phase === "Waking" || pass.cs.spec.suspend) return false;
   const runsInPlace = (p: Pod) =>
     !p.metadata.deletionTimestamp && !readHibernateState(p) && !readRestoreFromHibernate(p) &&

@@ -1,11 +1,8 @@
 /**
- * The snapshot ledger (docs/cocoonset.md, "Teardown"): which registry tags the set's VMs may have,
- * so teardown deletes only tags that can exist. It records every snapshot policy the set's pods may
- * carry (vk-cocoon pushes `:latest` on a pod's delete by that pod's own policy) and the VMs that
- * may hold `:hibernate` (pushed only on a hibernate request), each before the pass that could make
- * it true. A set without a readable ledger is unknown and gets what the Go operator deleted; an
- * unknown ledger is never started later, as it could not cover older pods. Writes are
- * optimistically locked: the ledger only grows.
+ * The snapshot ledger (docs/cocoonset.md, "Teardown"): every snapshot policy the set's pods may
+ * carry and the VMs that may hold `:hibernate`, each recorded before the pass that could make it
+ * true, so teardown deletes only tags that can exist. An unknown ledger (absent, unreadable) gets
+ * what the Go operator deleted and is never started later. Writes are locked: it only grows.
  */
 import { patchObject, type Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
@@ -73,8 +70,8 @@ export function encodeLedger(l: SnapshotLedger): string {
 }
 
 /**
- * Starts the ledger (in place, for the finalizer patch) of a set never reconciled, with its policy
- * and nothing hibernated: pods come only after the finalizer. A set with a status stays unknown.
+ * Starts the ledger (in place, for the finalizer patch, before any pod) of a set never reconciled;
+ * a set with a status stays unknown.
  */
 export function startLedger(cs: CocoonSet): void {
   if (cs.metadata.annotations?.[ANNOTATION_SNAPSHOT_LEDGER] !== undefined) return;
@@ -86,10 +83,7 @@ export function startLedger(cs: CocoonSet): void {
   };
 }
 
-/**
- * Records the spec's policy and what the pods show (terminating ones too), before the pass may
- * create a pod under that policy or clear a hibernate request it saw.
- */
+/** Records the spec's policy and what the pods show, before the pass may act on either. */
 export async function syncLedger(pass: SetPass, pods: readonly Pod[]): Promise<void> {
   const seen = ledgerEvidence(pods);
   const policy = snapshotPolicyOrDefault(pass.cs.spec.snapshotPolicy);
@@ -101,10 +95,7 @@ export async function recordHibernation(pass: SetPass, vms: readonly string[]): 
   await recordInLedger(pass, { hibernated: vms });
 }
 
-/**
- * What pods show for the ledger: the policies they carry, and the VMs that may have pushed
- * `:hibernate` (a hibernate request, a hibernating or hibernated lifecycle, a restore).
- */
+/** What pods show for the ledger: their policies, and the VMs that may have pushed `:hibernate`. */
 export function ledgerEvidence(
   pods: readonly Pod[],
 ): { policies: SnapshotPolicy[]; hibernated: string[] } {
@@ -119,7 +110,7 @@ export function podSnapshotPolicy(pod: Pod): SnapshotPolicy {
     : SNAPSHOT_POLICY_ALWAYS;
 }
 
-/** The VM names of the pods that show hibernate evidence (see ledgerEvidence). */
+/** The VMs of pods with a hibernate request, a hibernating/hibernated lifecycle or a restore. */
 export function hibernatedVMsOf(pods: readonly Pod[]): string[] {
   return pods.filter((pod) => {
     const state = readLifecycleState(pod);

@@ -1,8 +1,7 @@
 /**
- * The Status step: rebuilt from the classified pods on every pass, written only when it differs
- * from what is stored. Ready is False while Failed or blocked by a problem; Progressing is True
- * while the set moves toward its spec, False once it is settled, failed, or stuck on something
- * only a person can fix.
+ * The Status step: rebuilt from the pods on every pass, written only when it differs from what is
+ * stored. Ready is False while Failed or blocked by a problem; Progressing is True while the set
+ * moves toward its spec, False once settled, failed, or stuck on what only a person can fix.
  */
 import { deepCopy, type Pod, updateStatusLocked } from "../kube/mod.ts";
 import type {
@@ -161,9 +160,8 @@ export function buildConditions(
 }
 
 /**
- * Writes the status this pass observed, with phase (or derived when ""), adding the problems the
- * pass collected, under the optimistic lock (kube updateStatusLocked): a copy the server has moved
- * past is refused with Conflict and the pass runs again. Whether a write was made.
+ * Writes the status this pass observed, with phase ("" derives it) and its problems, under the
+ * optimistic lock: a Conflict runs the pass again. Whether a write was made.
  */
 export function writeSetStatus(pass: SetPass, phase: CocoonSetPhase | "" = ""): Promise<boolean> {
   const { cs } = pass;
@@ -180,8 +178,8 @@ export function writeSetStatus(pass: SetPass, phase: CocoonSetPhase | "" = ""): 
 }
 
 /**
- * next with its conditions merged into the stored ones: other condition types are kept, and a
- * condition whose status did not flip keeps its stored lastTransitionTime. stored is not changed.
+ * next with its conditions merged into the stored ones (stored is not changed): other types are
+ * kept, and an unflipped condition keeps its lastTransitionTime.
  */
 export function mergeConditions(
   stored: CocoonSetStatus | undefined,

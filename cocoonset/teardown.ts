@@ -1,8 +1,7 @@
 /**
- * Teardown of a deleted CocoonSet: stash every VM name and what the pods show about their
- * snapshots, delete the owned pods (one DELETE each), wait until they are all gone (vk-cocoon may
- * push a final snapshot while a pod terminates), drop the registry tags that may exist and the
- * snapshot policy does not keep (snapshot_ledger.ts), and release the finalizer.
+ * Teardown of a deleted CocoonSet: stash the VM names and ledger evidence, delete the pods (one
+ * DELETE each), wait until they are gone (vk-cocoon may push while a pod terminates), drop the
+ * tags that may exist and the policy does not keep, release the finalizer.
  */
 import { containsFinalizer, errorText, patchObject, type Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
@@ -23,10 +22,7 @@ import {
 } from "./snapshot_ledger.ts";
 import { dropTag } from "./tag_gate.ts";
 
-/**
- * CocoonSet annotation: the sorted, comma-joined VM names to clean from the registry, written
- * before pods go away, so they survive a status that was never written or is emptied.
- */
+/** CocoonSet annotation: the comma-joined VM names to clean, kept before any pod goes away. */
 export const ANNOTATION_DELETE_VM_NAMES = "cocoonset.cocoonstack.io/delete-vm-names";
 
 /** The Teardown step of a CocoonSet that has a deletionTimestamp. */
@@ -72,9 +68,8 @@ function forgetTeardown(pass: SetPass): Stop {
 }
 
 /**
- * Stashes the VM names with what teardown can still see for the ledger: the policies the owned
- * pods (terminating ones too) carry, the VMs they show a hibernation for, and the pods a
- * CocoonHibernation of the namespace names. An unknown ledger cleans every tag anyway.
+ * Stashes the VM names with what teardown can still see for a known ledger: the owned pods'
+ * evidence (terminating ones too) and the pods the namespace's CocoonHibernations name.
  */
 async function stashTeardown(pass: SetPass, owned: readonly Pod[]): Promise<void> {
   if (!readLedger(pass.cs)) return await stashDeleteVMNames(pass, owned);
@@ -87,9 +82,8 @@ async function stashTeardown(pass: SetPass, owned: readonly Pod[]): Promise<void
 }
 
 /**
- * Drops, for every stashed VM, the tags that may exist and the policy does not keep. Failures are
- * logged at error level (a registry that refuses deletes leaks snapshots) but never hold the
- * deletion.
+ * Drops each stashed VM's tags that may exist and the policy does not keep; a failure is logged at
+ * error level (it leaks a snapshot) but never holds the deletion.
  */
 async function cleanRegistry(pass: SetPass): Promise<void> {
   const { cs, deps } = pass;
@@ -119,10 +113,9 @@ async function cleanRegistry(pass: SetPass): Promise<void> {
 }
 
 /**
- * Records the union of the VM names in the status, in the previous annotation and on the pods,
- * and adds evidence to a known snapshot ledger (only for VMs among these names), in one patch
- * sent only when something changes, under the optimistic lock: both are unions with what cs
- * shows, so a write from a copy older than an earlier one would lose names whose tags then leak.
+ * Records the union of the VM names in the status, the stash and the pods, with evidence for a
+ * known ledger (for these VMs only), in one patch when something changed. Locked: both are unions,
+ * so a write from an older copy would lose names whose tags then leak.
  */
 export async function stashDeleteVMNames(
   pass: SetPass,

@@ -45,9 +45,8 @@ export class InvalidSpecError extends Error {
 }
 
 /**
- * The verdict on the spec's pod shapes. Each refused part is recorded on the pass (one
- * InvalidSpec problem naming every part, a Warning per part). With `skipMain` the caller is about
- * to create the main for real: that create is the main's check (invalidMainCreate).
+ * The verdict on the spec's pod shapes, each refused part recorded on the pass. With `skipMain`
+ * the caller is about to create the main, and that create is its check (invalidMainCreate).
  */
 export async function checkSpec(
   pass: SetPass,
@@ -94,10 +93,7 @@ export function markSpecChecked(pass: SetPass): void {
   if (!verdict || refusedParts(verdict).length === 0) markGenerationValid(pass);
 }
 
-/**
- * A real create of the main answered Invalid: reported as a dry-run refusal is, and the pass
- * stops. Undefined for any other error.
- */
+/** A create of the main answered Invalid: reported as a refusal, and the pass stops. */
 export function invalidMainCreate(pass: SetPass, err: unknown): Stop | undefined {
   if (!isInvalid(err)) return undefined;
   const problem = `main agent: ${serverMessage(err)}`;
@@ -107,9 +103,8 @@ export function invalidMainCreate(pass: SetPass, err: unknown): Stop | undefined
 }
 
 /**
- * The parts this pass's dry-runs (or the main's create) refused, joined; undefined when none.
- * Problems found without the server (toolbox names, limits) are not among them: only a spec
- * change fixes those, and it wakes the set.
+ * The parts the server refused this pass, joined; undefined when none. Problems found without it
+ * (names, limits) are not among them: only a spec change, which wakes the set, fixes those.
  */
 export function refusedByServer(pass: SetPass): string | undefined {
   const parts = pass.specCheck ? refusedParts(pass.specCheck.verdict) : [];
@@ -162,10 +157,7 @@ function recordVerdict(pass: SetPass, v: SpecVerdict): void {
   }
 }
 
-/**
- * Dry-runs the requested shapes, DRY_RUN_CONCURRENCY at a time, and returns the refused ones
- * (toolboxes in spec order). A part over its limit builds nothing and is not dry-run.
- */
+/** Dry-runs the requested shapes (a part over its limit has none) and returns the refused ones. */
 async function dryRunShapes(
   pass: SetPass,
   want: { main: boolean; others: boolean },
@@ -220,10 +212,9 @@ async function dryRunShapes(
 }
 
 /**
- * The server's message when it refuses pod as Invalid; undefined when accepted, or refused for a
- * reason that says nothing about the shape (403: a quota, an admission policy). A shape another
- * set passed (shapeKey) is not dry-run again; one another worker is dry-running lends its
- * acceptance only, as its refusal would name that worker's pod.
+ * The server's message when it refuses pod as Invalid (a 403 says nothing about the shape). A
+ * shape another set passed is not dry-run again; one in flight lends its acceptance only, as its
+ * refusal would name the other pod.
  */
 async function dryRunRefusal(
   pass: SetPass,
@@ -264,10 +255,8 @@ export function serverMessage(err: unknown): string {
 }
 
 /**
- * The key under which sets share the dry-run verdict on pod (built for the set named setName).
- * The server checks a name only for its length and characters, so the set's name in metadata is
- * masked by one of the same length; the owner and the generation stamp are left out, and the spec
- * (which never holds the set's name) is kept whole.
+ * The key under which sets share a dry-run verdict: the set's name masked by one of its length (the
+ * server checks a name's length and characters only), without owner and generation stamp.
  */
 export function shapeKey(setName: string, pod: Pod): string {
   const mask = (v: string) =>
