@@ -1,8 +1,6 @@
 /**
- * Sub-agents: slots 1..replicas, each forked from the main's VM and bound to its node. Missing
- * slots are created a few at a time, extra slots deleted, drifted pods replaced, and failed ones
- * rebuilt within their budget (rebuild.ts), then dead-lettered: left for a person until the agent
- * spec changes.
+ * Sub-agents: slots 1..replicas forked from the main's VM on its node. Failed ones are rebuilt
+ * within their budget (rebuild.ts), then dead-lettered: left for a person until the spec changes.
  */
 import { deepCopy, patchAnnotations, type Pod, Pods } from "../kube/mod.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";

@@ -1,9 +1,7 @@
 /**
- * How the set creates its pods (the Create the main step among them), and what holds a create
- * back without the spec being wrong, each reported on the pass while the rest of the set goes on:
- * another namespace holding the VM name (VMNameConflict; the first comer keeps it), a
- * ResourceQuota (QuotaExceeded), a pod the set does not control holding the pod name
- * (NameConflict; never touched). The last two retry with backoff: no event of this set frees them.
+ * How the set creates its pods (the Create the main step among them), and what holds a create back
+ * while the rest of the set goes on: another namespace holding the VM name (VMNameConflict), a
+ * ResourceQuota (QuotaExceeded) or a foreign pod holding the pod name (NameConflict, untouched).
  */
 import {
   apiErrorOf,
@@ -113,10 +111,9 @@ export async function createMainPod(
 }
 
 /**
- * Creates a sub-agent or toolbox pod (`what`), restoring when intent holds and a snapshot exists;
- * whether it was created. A name held by our own pod (terminating, or not cached yet) waits for
- * the pass its delete event brings; one held by a foreign pod (read past the cache: it need not
- * carry our label), or a toolbox's by our pod of another role, is a name clash.
+ * Creates a sub-agent or toolbox pod (`what`), restoring when intent holds; whether it was created.
+ * A name our own pod holds waits for its delete event; one a foreign pod (read past the cache: it
+ * need not carry our label) or, for a toolbox, our pod of another role holds is a name clash.
  */
 export async function createPart(
   pass: SetPass,
@@ -175,9 +172,7 @@ export function quotaRefusal(err: unknown): { quotas: string[]; message: string 
   return { quotas, message };
 }
 
-/**
- * Records a quota refusal on the pass (one problem, a Warning per quota); false for other errors.
- */
+/** Records a quota refusal (one problem, a Warning per quota); false for any other error. */
 function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean {
   const refusal = quotaRefusal(err);
   if (!refusal) return false;

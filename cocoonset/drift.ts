@@ -1,7 +1,6 @@
 /**
- * Drift: whether a live pod still matches what the spec would build now (pods.ts), and the Main
- * drift step. Affinity, node and runtime annotations are never compared: migration and waking
- * own them.
+ * Drift: whether a live pod still matches what the spec would build now, and the Main drift step.
+ * Affinity, node and runtime annotations are never compared: migration and waking own them.
  */
 import type { Pod } from "../kube/mod.ts";
 import { emptyStringAbsent, sameJson } from "../common/k8s/same_json.ts";
@@ -27,10 +26,7 @@ import { deletePod, GO_ON, podRef, type SetPass, type Step, stop } from "./pass.
 import { isPodFailed } from "./pods.ts";
 import { checkSpec } from "./validate.ts";
 
-/**
- * The Main drift step: a drifted main is deleted for the next pass, unless its new shape is
- * refused.
- */
+/** The Main drift step: deletes a drifted main for the next pass, unless its shape is refused. */
 export async function replaceDriftedMain(pass: SetPass): Promise<Step> {
   const main = pass.classified.main;
   if (!main || podSpecMatchesAgent(main, pass.cs, 0)) return GO_ON;
@@ -42,9 +38,7 @@ export async function replaceDriftedMain(pass: SetPass): Promise<Step> {
   return stop({ requeue: true });
 }
 
-/**
- * Whether a live agent pod matches buildAgentPod now (its own VM name and, for a sub, fork-from).
- */
+/** Whether a live agent pod matches buildAgentPod now (keeping its VM name and a sub's fork). */
 export function podSpecMatchesAgent(pod: Pod, cs: CocoonSet, slot: number): boolean {
   const agent = cs.spec.agent;
   const current = parseVMSpec(pod);

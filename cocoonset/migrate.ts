@@ -243,9 +243,7 @@ async function advanceMigration(pass: SetPass, vmName: string, desired: string):
   return migrating();
 }
 
-/**
- * Restores the main on the target (or anywhere in the pool); also finishes an aborted migration.
- */
+/** Restores the main on the target (or anywhere); also finishes an aborted migration. */
 async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;

@@ -1,8 +1,7 @@
 /**
- * The Orphaned tags step: a pod whose `:hibernate` tag lost its owner carries the orphan mark
- * (common/meta orphan_tag.ts); nobody else drops that tag, and vk-cocoon would wake a VM-less pod
- * from it, so it goes through the gate once the VM runs under a new id. A suspend takes the tag
- * over; while the set's teardown, migration or released-seat wake runs, the mark waits for it.
+ * The Orphaned tags step: a `:hibernate` tag that lost its owner (the pod's orphan mark) would wake
+ * a VM-less pod with old state, so it goes through the gate once the VM runs under a new id. A
+ * suspend takes it over; the set's teardown, migration or released-seat wake drops it themselves.
  */
 import { isNotFound, type Pod, wrapError } from "../kube/mod.ts";
 import { patchClearOrphanTag, patchOrphanTag } from "../common/k8s/pod_patch.ts";

@@ -1,8 +1,7 @@
 /**
- * Watches: which events wake which CocoonSet. Owned pods pass only on changes the reconciler acts
- * on (vk-cocoon rewrites pod status often); a deleted CocoonHibernation wakes the set of its pod;
- * a node's arrival, departure or relabelling wakes the sets whose spec.nodeName names it, found
- * through a cache index rather than a scan of every set, and status heartbeats never pass.
+ * Watches: owned pods pass only on changes the reconciler acts on (vk-cocoon rewrites pod status
+ * often); a deleted CocoonHibernation wakes the set of its pod; a node's arrival, departure or
+ * relabelling wakes the sets whose spec.nodeName names it, found through a cache index.
  */
 import {
   type CompletePredicate,

@@ -139,10 +139,9 @@ export class CocoonSetReconciler implements Reconciler {
 }
 
 /**
- * Ends the pass as its step decided: writes the status (again only when an effect stops with a
- * phase of its own), then returns the result or throws the error. An effect runs only once the
- * status before it is stored: a failed or conflicting write throws first, and the effect waits
- * for a pass that stores it.
+ * Ends the pass as its step decided: writes the status (again when an effect stops with a phase),
+ * then returns the result or throws the error. An effect runs only once the status before it is
+ * stored: a failed or conflicting write throws first.
  */
 export async function finishPass(pass: SetPass, end: Stop): Promise<Result> {
   for (;;) {
@@ -273,9 +272,7 @@ export type CocoonSetControllerOptions =
     nodeChecks?: NodeChecks;
   };
 
-/**
- * Registers the controller: For CocoonSets, Owns pods, Watches requests and nodes (predicate.ts).
- */
+/** Registers the controller: For sets, Owns pods, Watches requests and nodes (predicate.ts). */
 export function setupCocoonSetController(
   mgr: Manager,
   opts: CocoonSetControllerOptions,

@@ -1,8 +1,7 @@
 /**
  * Suspend with the release policy, and the wake that follows it (docs/cocoonset.md, "Release").
- * Each phase is stored with or before the side effect that depends on it (Suspended with the
- * deletes, Waking before the restore pod), so a restarted operator resumes the flow instead of
- * booting over a snapshot.
+ * Each phase is stored with or before the effect that depends on it (Suspended with the deletes,
+ * Waking before the restore pod): a restarted operator resumes, never boots over a snapshot.
  */
 import { errorText, patchAnnotations, type Pod } from "../kube/mod.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
@@ -192,10 +191,7 @@ async function awaitRestore(pass: SetPass, main: Pod): Promise<Stop> {
   return stop({ requeueAfter: POLL_MS }, "Waking");
 }
 
-/**
- * The restored VM is live: drop the snapshot and the hint, score the landing once; Running or
- * Scaling next.
- */
+/** The restored VM is live: drop the snapshot and the hint, score the landing once. */
 async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Stop> {
   // Unless the VM was asked to hibernate again: that round's tag may be its only copy.
   if (!readHibernateState(main)) {

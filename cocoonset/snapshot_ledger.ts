@@ -147,9 +147,8 @@ async function recordInLedger(pass: SetPass, add: LedgerAddition): Promise<void>
 }
 
 /**
- * The tags teardown deletes for vmName: `:hibernate` when the VM may hold it; `:latest` when the
- * current policy does not keep it (always: keep; main-only: keep slot 0's; never: drop) and a
- * recorded policy may have pushed it. An unknown ledger gives what the Go operator deleted.
+ * The tags teardown deletes for vmName: `:hibernate` when the VM may hold it, `:latest` when the
+ * policy does not keep it and a recorded one may have pushed it (unknown ledger: Go's choice).
  */
 export function teardownTags(
   cs: CocoonSet,

@@ -1,7 +1,6 @@
 /**
- * Suspend with the retain policy: every owned pod is asked to hibernate and keeps its seat; the
- * set is Suspended once every managed VM confirmed its hibernation at the current generation and
- * its snapshot is in the registry. The Unsuspend step clears the requests again.
+ * Suspend with the retain policy: every owned pod is asked to hibernate and keeps its seat, until
+ * every VM confirmed it and its snapshot exists (Suspended). The Unsuspend step clears the asks.
  */
 import type { Pod } from "../kube/mod.ts";
 import { patchHibernateAsk, patchHibernateState } from "../common/k8s/pod_patch.ts";
@@ -21,10 +20,7 @@ import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create.ts";
 import { SUSPEND_PHASES, withdrawUnownedAsk } from "./orphan_tags.ts";
 
-/**
- * The Suspend step under the retain policy. A set without a main gets it back first (restored
- * when a snapshot exists: a suspend means the VM's state matters) and is hibernated next pass.
- */
+/** The Suspend step (retain); a set without a main gets it back first, restored when it can be. */
 export async function reconcileSuspend(pass: SetPass): Promise<Stop> {
   if (pass.classified.main) {
     await applySuspend(pass);
@@ -79,9 +75,8 @@ export async function vmHibernationConfirmedStored(
 }
 
 /**
- * Asks every owned pod to hibernate, once the ledger records that every VM of the set may hold
- * `:hibernate`. A pod whose VM name the set does not own alone keeps running with a Warning
- * (tag_gate.ts), which holds the suspend in Suspending.
+ * Asks every owned pod to hibernate, once the ledger records that every VM may hold `:hibernate`;
+ * a pod whose VM name the set does not own alone keeps running (hibernateRefused).
  */
 export async function applySuspend(pass: SetPass): Promise<void> {
   await recordHibernation(pass, [EVERY_VM]);

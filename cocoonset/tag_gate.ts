@@ -1,8 +1,7 @@
 /**
  * The CocoonSet side of the snapshot gate (snapshotgate/): every tag this reconciler deletes goes
- * through dropTag, and every hibernate ask through hibernateRefused. A refused drop gets a
- * Warning (SnapshotDeleteRefused, or SnapshotDeleteDeferred naming the claimants at most once per
- * interval) and the set's flow asks again on its next pass.
+ * through dropTag, every hibernate ask through hibernateRefused; a refused drop gets a Warning and
+ * the set's flow asks again on its next pass.
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { Pod } from "../kube/mod.ts";

@@ -1,10 +1,8 @@
 /**
- * The spec check: specs the API server accepts but no pod can be built from (a negative storage
- * quantity, requests above limits, a label over 63 characters) must never take a running VM down.
- * Before a pod is created, replaced or quiesced, the shapes the spec implies are dry-run created,
- * at most once per pass; a generation whose shapes passed is not checked again, and a shape another
- * set passed is borrowed (shapeKey). A refusal (Invalid only: a 403 says nothing about the shape)
- * blocks the pods of that part alone, with Ready=False InvalidSpec and a Warning.
+ * The spec check: a spec the API server accepts but no pod can be built from (requests above
+ * limits, a label over 63 characters) must never take a running VM down. Before a pod is created,
+ * replaced or quiesced, the spec's shapes are dry-run created, at most once per pass and once per
+ * generation; a refusal blocks that part alone, with Ready=False InvalidSpec and a Warning.
  */
 import {
   apiErrorOf,
