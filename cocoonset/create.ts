@@ -23,7 +23,7 @@ import {
   GO_ON,
   podRef,
   POLL_MS,
-  readStoredPod,
+  readStored,
   type SetPass,
   type Step,
   type Stop,
@@ -100,7 +100,7 @@ export async function createMainPod(
       return stop({}, pass.cs.status?.phase ?? "", new QuotaExceededError(errorMessage(err)));
     }
     if (!isAlreadyExists(err)) throw wrapError(opts.context, err);
-    const taken = await readStoredPod(pass, pod, "get existing pod");
+    const taken = await readStored(pass, Pods, pod, "get existing pod");
     if (!taken) return stop({ requeue: true });
     if (isControlledBy(taken, pass.cs)) return stop({ requeueAfter: POLL_MS });
     const clash = reportNameClash(pass, "the main agent", taken);
@@ -131,7 +131,7 @@ export async function createPart(
     if (reportQuotaRefusal(pass, what, err)) return false;
     if (!isAlreadyExists(err)) throw wrapError(`create ${what}`, err);
   }
-  const taken = await readStoredPod(pass, pod, "get existing pod");
+  const taken = await readStored(pass, Pods, pod, "get existing pod");
   const isToolbox = (p: Pod) => p.metadata.labels?.[LABEL_ROLE] === ROLE_TOOLBOX;
   if (taken && (!isControlledBy(taken, pass.cs) || (isToolbox(pod) && !isToolbox(taken)))) {
     reportNameClash(pass, what, taken);

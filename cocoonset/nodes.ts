@@ -3,14 +3,14 @@
  * pool and snapshot CPU class, and whether the pool has any node. Without the Go role's missing
  * list and watch on nodes (NodeChecks off) a named node is taken as given, as in the Go original.
  */
-import { isNotFound, Nodes, type Pod, wrapError } from "../kube/mod.ts";
+import { Nodes, type Pod } from "../kube/mod.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import {
   DEFAULT_NODE_POOL,
   LABEL_NODE_POOL,
   LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
 } from "../common/meta/mod.ts";
-import { doing, emit, podRef, type SetPass } from "./pass.ts";
+import { doing, emit, podRef, readStored, type SetPass } from "./pass.ts";
 import { unschedulableMessage } from "./predicate.ts";
 
 /** Warning and Progressing=False reason: spec.nodeName's node cannot take the main. */
@@ -27,16 +27,12 @@ export interface NodeChecks {
 
 /** Why node `name` cannot take cs's main, or "" when it can (or the checks are off). */
 export async function migrationTargetProblem(pass: SetPass, name: string): Promise<string> {
-  const { cs, deps, signal } = pass;
+  const { cs, deps } = pass;
   if (!deps.nodeChecks()) return "";
   const pool = cs.spec.nodePool || DEFAULT_NODE_POOL;
-  let labels: Record<string, string>;
-  try {
-    labels = (await deps.client.get(Nodes, "", name, { signal })).metadata.labels ?? {};
-  } catch (err) {
-    if (isNotFound(err)) return `no node ${name} in pool ${pool}`;
-    throw wrapError(`read node ${name}`, err);
-  }
+  const node = await readStored(pass, Nodes, { metadata: { name } }, "read node", deps.client);
+  if (!node) return `no node ${name} in pool ${pool}`;
+  const labels = node.metadata.labels ?? {};
   const nodePool = labels[LABEL_NODE_POOL] ?? "";
   if (nodePool !== pool) {
     return `node ${name} is in pool ${nodePool || "(none)"}, not in the set's pool ${pool}`;

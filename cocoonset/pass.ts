@@ -9,9 +9,11 @@ import {
   type EventRecorder,
   type EventType,
   isNotFound,
+  type KubeObject,
   type Pod,
   Pods,
   type Reader,
+  type ResourceType,
   type Result,
   wrapError,
 } from "../kube/mod.ts";
@@ -164,15 +166,17 @@ export async function doing<T>(what: string, p: Promise<T>): Promise<T> {
   }
 }
 
-/** The pod as stored, past the cache; undefined when it does not exist. */
-export async function readStoredPod(
+/** obj as stored (read past the cache unless reader says otherwise); undefined when it is gone. */
+export async function readStored<T extends KubeObject>(
   pass: SetPass,
-  pod: { metadata: { namespace?: string; name?: string } },
+  rt: ResourceType<T>,
+  obj: { metadata: { namespace?: string; name?: string } },
   what: string,
-): Promise<Pod | undefined> {
-  const { namespace = "", name = "" } = pod.metadata;
+  reader: Reader = pass.deps.apiReader,
+): Promise<T | undefined> {
+  const { namespace = "", name = "" } = obj.metadata;
   try {
-    return await pass.deps.apiReader.get(Pods, namespace, name, { signal: pass.signal });
+    return await reader.get(rt, namespace, name, { signal: pass.signal });
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw wrapError(`${what} ${namespace}/${name}`, err);
@@ -181,7 +185,7 @@ export async function readStoredPod(
 
 /** The stored copy of pod, past the cache; undefined when it is gone or replaced by another. */
 export async function readSamePod(pass: SetPass, pod: Pod, what: string): Promise<Pod | undefined> {
-  const stored = await readStoredPod(pass, pod, what);
+  const stored = await readStored(pass, Pods, pod, what);
   return stored?.metadata.uid === pod.metadata.uid ? stored : undefined;
 }
 

@@ -75,20 +75,12 @@ export function classifyPods(pods: readonly Pod[]): ClassifiedPods {
     if (pod.metadata.deletionTimestamp) continue;
     const name = pod.metadata.name ?? "";
     out.allByName.set(name, pod);
-    const labels = pod.metadata.labels ?? {};
-    switch (labels[LABEL_ROLE]) {
-      case ROLE_MAIN:
-        out.main = pod;
-        break;
-      case ROLE_SUB_AGENT: {
-        const slot = parseGoInt(labels[LABEL_SLOT] ?? "", 32);
-        if (slot !== undefined) out.sub.set(slot, pod);
-        break;
-      }
-      case ROLE_TOOLBOX:
-        out.toolbox.set(labels[LABEL_SLOT] ?? "", pod);
-        break;
-    }
+    const role = pod.metadata.labels?.[LABEL_ROLE];
+    const slot = pod.metadata.labels?.[LABEL_SLOT] ?? "";
+    const n = role === ROLE_SUB_AGENT ? parseGoInt(slot, 32) : undefined;
+    if (role === ROLE_MAIN) out.main = pod;
+    else if (role === ROLE_TOOLBOX) out.toolbox.set(slot, pod);
+    else if (n !== undefined) out.sub.set(n, pod);
   }
   return out;
 }

@@ -261,21 +261,16 @@ async function reconcileParts(
 }
 
 /**
- * How the CocoonSet controller is set up: concurrency workers (at least 1) reconcile distinct
- * sets at once. While nodeChecks says the role cannot read nodes no node informer runs; once it
- * can, the node watch starts and every set that names a node is looked at again.
+ * Registers the controller: For sets, Owns pods, Watches requests and nodes (predicate.ts), with
+ * concurrency workers (at least 1). While nodeChecks says the role cannot read nodes no node
+ * informer runs; once it can, the node watch starts and every set that names a node is looked at.
  */
-export type CocoonSetControllerOptions =
-  & Pick<CocoonSetReconcilerOptions, "registry" | "clock" | "limits">
-  & {
-    concurrency: number;
-    nodeChecks?: NodeChecks;
-  };
-
-/** Registers the controller: For sets, Owns pods, Watches requests and nodes (predicate.ts). */
 export function setupCocoonSetController(
   mgr: Manager,
-  opts: CocoonSetControllerOptions,
+  opts: Pick<CocoonSetReconcilerOptions, "registry" | "clock" | "limits"> & {
+    concurrency: number;
+    nodeChecks?: NodeChecks;
+  },
 ): CocoonSetReconciler {
   if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) {
     throw new Error(`cocoonset concurrency must be at least 1, got ${opts.concurrency}`);

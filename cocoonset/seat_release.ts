@@ -3,7 +3,7 @@
  * Each phase is stored with or before the effect that depends on it (Suspended with the deletes,
  * Waking before the restore pod): a restarted operator resumes, never boots over a snapshot.
  */
-import { errorText, patchAnnotations, type Pod } from "../kube/mod.ts";
+import { errorText, patchAnnotations, type Pod, Pods } from "../kube/mod.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
@@ -33,7 +33,7 @@ import {
   GO_ON,
   podRef,
   POLL_MS,
-  readStoredPod,
+  readStored,
   setLabels,
   type SetPass,
   type Step,
@@ -173,7 +173,7 @@ export async function reconcileReleasedWake(pass: SetPass): Promise<Step> {
   if (state === "complete") return await completeWake(pass, main, hint);
   // confirm-delete: the cache still shows the released main, a stale view of a delete or a delete
   // that never ran. A main that still runs is woken in place by the normal flow.
-  const live = await readStoredPod(pass, main, "wake: confirm delete of");
+  const live = await readStored(pass, Pods, main, "wake: confirm delete of");
   return live && !live.metadata.deletionTimestamp ? GO_ON : stop({ requeueAfter: POLL_MS });
 }
 
@@ -195,7 +195,7 @@ async function awaitRestore(pass: SetPass, main: Pod): Promise<Stop> {
 async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Stop> {
   // Unless the VM was asked to hibernate again: that round's tag may be its only copy.
   if (!readHibernateState(main)) {
-    const stored = await readStoredPod(pass, main, "wake: read");
+    const stored = await readStored(pass, Pods, main, "wake: read");
     const vmName = parseVMSpec(main).vmName;
     if (!stored || !readHibernateState(stored)) {
       await doing(
@@ -280,7 +280,7 @@ async function clearStaleHint(pass: SetPass, main: Pod, hint: string): Promise<b
     !p.metadata.deletionTimestamp && !readHibernateState(p) && !readRestoreFromHibernate(p) &&
     vmLive(p);
   if (!runsInPlace(main)) return false;
-  const stored = await readStoredPod(pass, main, "wake: confirm in-place run of");
+  const stored = await readStored(pass, Pods, main, "wake: confirm in-place run of");
   if (!stored || !runsInPlace(stored)) return false;
   pass.log.info("main runs in place: clearing the stale node hint {node}", { node: hint });
   emit(
