@@ -199,9 +199,8 @@ async function advanceMigration(pass: SetPass, vmName: string, desired: string):
   // Restoring without the stored Migrating phase: a CocoonHibernation's wake in flight.
   if (state === "not-ours") return GO_ON;
   if (state === "recreate" || !main) return await recreateOnTarget(pass, desired);
-  // The VM last asked to hibernate is still up under that id: vk-cocoon may have pushed this tag
-  // and be about to remove the VM. A fresh ask replaces the tag; the old main goes only on the
-  // VM's own confirmation.
+  // The VM last asked to hibernate is still up under that id and may be about to go: a fresh ask
+  // replaces the tag, and the old main goes only on the VM's own confirmation.
   if (state === "ask-again") return await startMigration(pass, main, desired);
   const node = main.spec?.nodeName ?? "";
   if (state === "drop-stale-tag" || state === "drop-tag") {
@@ -222,9 +221,8 @@ async function advanceMigration(pass: SetPass, vmName: string, desired: string):
       await deletePod(pass, main, "old main after migration snapshot");
     }
   } else if (state === "wake-in-place") {
-    // Quiesced where it belongs (re-targeted back, or an unsuspend raced the tag) with its VM
-    // down: before that the pod still shows the old VM live, which a wake would take for the
-    // restored one.
+    // Quiesced where it belongs with its VM down: before that the pod still shows the old VM
+    // live, which a wake would take for the restored one.
     pass.log.info("waking {pod} in place", { pod: podRef(main) });
     await doing(
       `migrate: clear hibernate on ${podRef(main)}`,

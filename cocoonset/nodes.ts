@@ -50,11 +50,8 @@ export async function migrationTargetProblem(pass: SetPass, name: string): Promi
 export function reportUnknownTarget(pass: SetPass, problem: string): void {
   const message = `spec.nodeName: ${problem}; nothing is moved toward it`;
   emit(pass, "Warning", REASON_MIGRATION_TARGET_UNKNOWN, message);
-  pass.problems.push({
-    condition: CONDITION_TYPE_PROGRESSING,
-    reason: REASON_MIGRATION_TARGET_UNKNOWN,
-    message,
-  });
+  const reason = REASON_MIGRATION_TARGET_UNKNOWN;
+  pass.problems.push({ condition: CONDITION_TYPE_PROGRESSING, reason, message });
 }
 
 /**

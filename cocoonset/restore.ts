@@ -2,12 +2,12 @@
  * Restore intent: a pod recreated for a VM a CocoonHibernation put to sleep restores from its
  * `:hibernate` snapshot (a fresh boot hibernated later would overwrite the real one).
  */
-import { type Pod, wrapError } from "../kube/mod.ts";
+import type { Pod } from "../kube/mod.ts";
 import type { CocoonHibernation } from "../common/apis/v1/cocoonhibernation_types.ts";
 import { CocoonHibernations } from "../common/apis/v1/resources.ts";
 import { markRestoreFromHibernate, parseVMSpec } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import type { SetPass } from "./pass.ts";
+import { doing, type SetPass } from "./pass.ts";
 
 /**
  * The pods whose CocoonHibernation is Hibernated (its snapshot confirmed) or Waking; listed once
@@ -28,13 +28,11 @@ export async function hibernationPodNames(
 ): Promise<Set<string>> {
   const namespace = pass.cs.metadata.namespace ?? "";
   const reader = fresh ? pass.deps.apiReader : pass.deps.client;
-  let list;
-  try {
-    const opts = { namespace, unsafeDisableDeepCopy: true, signal: pass.signal };
-    list = await reader.list(CocoonHibernations, opts);
-  } catch (err) {
-    throw wrapError(`list cocoonhibernations in ${namespace}`, err);
-  }
+  const opts = { namespace, unsafeDisableDeepCopy: true, signal: pass.signal };
+  const list = await doing(
+    `list cocoonhibernations in ${namespace}`,
+    reader.list(CocoonHibernations, opts),
+  );
   const out = new Set<string>();
   for (const h of list.items) {
     const name = h.spec?.podRef?.name;

@@ -75,14 +75,11 @@ function deferralDue(pass: SetPass, vmName: string, tag: string, message: string
   const seen = pass.deps.deferredDropEvents;
   const now = pass.deps.clock.now();
   const key = `${pass.cs.metadata.uid ?? pass.cs.metadata.name} ${vmName}:${tag}`;
+  const recent = (at: number) => now - at < DEFERRED_DROP_EVENT_INTERVAL_MS;
   const last = seen.get(key);
-  if (last && last.message === message && now - last.atMs < DEFERRED_DROP_EVENT_INTERVAL_MS) {
-    return false;
-  }
+  if (last?.message === message && recent(last.atMs)) return false;
   if (seen.size >= DEFERRED_DROP_MEMORY) {
-    for (const [k, v] of seen) {
-      if (now - v.atMs >= DEFERRED_DROP_EVENT_INTERVAL_MS) seen.delete(k);
-    }
+    for (const [k, v] of seen) if (!recent(v.atMs)) seen.delete(k);
   }
   seen.set(key, { message, atMs: now });
   return true;

@@ -88,11 +88,10 @@ async function stashTeardown(pass: SetPass, owned: readonly Pod[]): Promise<void
 async function cleanRegistry(pass: SetPass): Promise<void> {
   const { cs, deps } = pass;
   const names = stashedVMNames(cs);
+  const count = names.length;
   if (!deps.registry) {
-    if (names.length > 0) {
-      pass.log.warn("no registry configured: {count} VMs keep their snapshots", {
-        count: names.length,
-      });
+    if (count > 0) {
+      pass.log.warn("no registry configured: {count} VMs keep their snapshots", { count });
     }
     return;
   }
