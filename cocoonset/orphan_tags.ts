@@ -3,7 +3,7 @@
  * a VM-less pod with old state, so it goes through the gate once the VM runs under a new id. A
  * suspend takes it over; the set's teardown, migration or released-seat wake drops it themselves.
  */
-import { isNotFound, type Pod, wrapError } from "../kube/mod.ts";
+import { ignoreNotFound, type Pod } from "../kube/mod.ts";
 import { patchClearOrphanTag, patchOrphanTag } from "../common/k8s/pod_patch.ts";
 import {
   orphanTagDropDue,
@@ -58,13 +58,10 @@ async function settleOrphanTag(pass: SetPass, pod: Pod): Promise<void> {
   await clearMark(pass, stored);
 }
 
+/** Clears the orphan mark; a pod gone meanwhile took it along. */
 async function clearMark(pass: SetPass, pod: Pod): Promise<void> {
-  try {
-    await patchClearOrphanTag(pass.deps.client, pod, pass.signal);
-  } catch (err) {
-    // A pod gone meanwhile took its mark with it.
-    if (!isNotFound(err)) throw wrapError(`clear orphan mark on ${podRef(pod)}`, err);
-  }
+  const patch = patchClearOrphanTag(pass.deps.client, pod, pass.signal).catch(ignoreNotFound);
+  await doing(`clear orphan mark on ${podRef(pod)}`, patch);
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   type Clock,
   type EventRecorder,
   type EventType,
+  ignoreNotFound,
   isNotFound,
   type KubeObject,
   type Pod,
@@ -175,12 +176,8 @@ export async function readStored<T extends KubeObject>(
   reader: Reader = pass.deps.apiReader,
 ): Promise<T | undefined> {
   const { namespace = "", name = "" } = obj.metadata;
-  try {
-    return await reader.get(rt, namespace, name, { signal: pass.signal });
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw wrapError(`${what} ${namespace}/${name}`, err);
-  }
+  const get = reader.get(rt, namespace, name, { signal: pass.signal }).catch(ignoreNotFound);
+  return await doing(`${what} ${namespace}/${name}`, get);
 }
 
 /** The stored copy of pod, past the cache; undefined when it is gone or replaced by another. */

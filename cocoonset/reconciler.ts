@@ -7,8 +7,8 @@ import {
   enqueueFromMap,
   errorMessage,
   generationChanged,
+  ignoreNotFound,
   isConflict,
-  isNotFound,
   type Manager,
   type Node,
   Nodes,
@@ -18,7 +18,6 @@ import {
   type Reconciler,
   type Request,
   type Result,
-  wrapError,
 } from "../kube/mod.ts";
 import { patchCocoonSetGeneration } from "../common/k8s/pod_patch.ts";
 import {
@@ -49,7 +48,6 @@ import {
   refusedByServer,
   rememberInvalidSpec,
 } from "./validate.ts";
-import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
@@ -112,13 +110,9 @@ export class CocoonSetReconciler implements Reconciler {
 
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
     const { deps } = this;
-    let cs: CocoonSet;
-    try {
-      cs = await deps.client.get(CocoonSets, req.namespace, req.name, { signal });
-    } catch (err) {
-      if (isNotFound(err)) return {};
-      throw wrapError(`get cocoonset ${req.namespace}/${req.name}`, err);
-    }
+    const get = deps.client.get(CocoonSets, req.namespace, req.name, { signal });
+    const cs = await doing(`get cocoonset ${req.namespace}/${req.name}`, get.catch(ignoreNotFound));
+    if (!cs) return {};
     const pass: SetPass = {
       deps,
       cs,

@@ -93,18 +93,10 @@ export function agentStatusFromPod(
   forkedFrom: string,
 ): AgentStatus {
   const { vmID, ip } = parseVMRuntime(pod);
-  const vmName = parseVMSpec(pod).vmName;
+  const { vmName } = parseVMSpec(pod);
+  const podName = pod.metadata.name ?? "";
   const phase = pod.status?.phase ?? "";
-  return omitEmpty({
-    slot,
-    role,
-    podName: pod.metadata.name ?? "",
-    vmName,
-    vmID,
-    ip,
-    phase,
-    forkedFrom,
-  });
+  return omitEmpty({ slot, role, podName, vmName, vmID, ip, phase, forkedFrom });
 }
 
 /** One toolbox's entry; the connection type is inferred when the spec names none. */
