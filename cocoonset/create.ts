@@ -61,19 +61,26 @@ export class NameConflictError extends Error {
   override name = "NameConflictError";
 }
 
-/** The Create the main step, restoring when a CocoonHibernation hibernated it (restore.ts). */
+/**
+ * The Create the main step, restoring when a CocoonHibernation hibernated it (restore.ts). Ahead
+ * of a suspend (Suspending) it restores whenever a snapshot exists, as the VM's state matters,
+ * and leaves quota refusals and the other parts' refusals to the pass after the suspend.
+ */
 export async function createMainAgent(pass: SetPass): Promise<Stop> {
+  const suspending = pass.cs.spec.suspend === true;
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
   const pod = buildAgentPod(pass.cs, 0);
-  const intent = (await restoreIntent(pass)).has(pod.metadata.name ?? "");
+  const intent = suspending || (await restoreIntent(pass)).has(pod.metadata.name ?? "");
   await markRestoreIfHibernated(pass, pod, intent);
-  const opts = { phase: "", context: "create main agent", reportQuota: true } as const;
+  const opts = suspending
+    ? { phase: "Suspending", context: "create main agent before suspend" } as const
+    : { phase: "", context: "create main agent", reportQuota: true } as const;
   const created = await createMainPod(pass, pod, opts);
   if (created.stop) return created;
-  pass.log.info("created main agent {pod}", { pod: podRef(pod) });
+  pass.log.info("created main agent {pod}", { pod: podRef(pod), suspending });
   // Other parts refused: the main still comes up, and the pass is retried with backoff.
-  const refused = refusedByServer(pass);
+  const refused = !suspending && refusedByServer(pass);
   if (refused) return stop({}, pass.cs.status?.phase ?? "", new InvalidSpecError(refused));
   return stop({ requeue: true });
 }

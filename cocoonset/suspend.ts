@@ -11,32 +11,21 @@ import {
   vmHibernationConfirmed,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import { buildAgentPod, isPodFailed, podsByName } from "./pods.ts";
+import { isPodFailed, podsByName } from "./pods.ts";
 import { doing, podRef, POLL_MS, readSamePod, type SetPass, type Stop, stop } from "./pass.ts";
-import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
+import { podsHibernatedByCR } from "./restore.ts";
 import { EVERY_VM, recordHibernation } from "./snapshot_ledger.ts";
 import { hibernateRefused } from "./tag_gate.ts";
-import { ensureSpecBuildable } from "./validate.ts";
-import { createMainPod } from "./create.ts";
+import { createMainAgent } from "./create.ts";
 import { SUSPEND_PHASES, withdrawUnownedAsk } from "./orphan_tags.ts";
 
-/** The Suspend step (retain); a set without a main gets it back first, restored when it can be. */
+/** The Suspend step (retain); a set without a main gets it back first (createMainAgent). */
 export async function reconcileSuspend(pass: SetPass): Promise<Stop> {
-  if (pass.classified.main) {
-    await applySuspend(pass);
-    return await allOwnedPodsHibernated(pass)
-      ? stop({}, "Suspended")
-      : stop({ requeueAfter: POLL_MS }, "Suspending");
-  }
-  const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
-  if (buildable.stop) return buildable;
-  const pod = buildAgentPod(pass.cs, 0);
-  await markRestoreIfHibernated(pass, pod, true);
-  const context = "create main agent before suspend";
-  const created = await createMainPod(pass, pod, { phase: "Suspending", context });
-  if (created.stop) return created;
-  pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
-  return stop({ requeue: true });
+  if (!pass.classified.main) return await createMainAgent(pass);
+  await applySuspend(pass);
+  return await allOwnedPodsHibernated(pass)
+    ? stop({}, "Suspended")
+    : stop({ requeueAfter: POLL_MS }, "Suspending");
 }
 
 /**
