@@ -5,7 +5,6 @@
  */
 import type { Pod } from "../kube/mod.ts";
 import { patchHibernateState } from "../common/k8s/pod_patch.ts";
-import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
   markRestoreFromHibernate,
   parseVMSpec,
@@ -141,20 +140,20 @@ export type MigrationState =
   | "await-restore"
   | "drop-tag";
 
-/** What decideMigration reads of the main: its node ("" unscheduled), its VM, its pin. */
-export interface MigrationMainFacts {
-  node: string;
-  hibernateRequested: boolean;
-  live: boolean;
-  up: boolean;
-  mayBeLeaving: boolean;
-  restoreMarked: boolean;
-  requiredNode: string;
-}
-
-/** What decideMigration reads of a pass; desired is "" for anywhere in the pool. */
+/**
+ * What decideMigration reads of a pass: the main's node ("" unscheduled), VM and pin; desired is
+ * "" for anywhere in the pool.
+ */
 export interface MigrationFacts {
-  main?: MigrationMainFacts;
+  main?: {
+    node: string;
+    hibernateRequested: boolean;
+    live: boolean;
+    up: boolean;
+    mayBeLeaving: boolean;
+    restoreMarked: boolean;
+    requiredNode: string;
+  };
   desired: string;
   migrating: boolean;
 }
@@ -248,7 +247,9 @@ async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
   // Migrating is stored before the restore pod exists (Go wrote it after): a restoring main
   // without it is left to a CocoonHibernation, and the snapshot would never be dropped.
   return afterStatus("Migrating", async () => {
-    const pod = buildAgentPod(withTarget(pass.cs, desired), 0);
+    // Pinned to the target, or to no node when there is none.
+    const spec = { ...pass.cs.spec, nodeName: desired || undefined };
+    const pod = buildAgentPod({ ...pass.cs, spec }, 0);
     markRestoreFromHibernate(pod);
     const context = `migrate: recreate main on ${desired || "any node"}`;
     const created = await createMainPod(pass, pod, { phase: "Migrating", context });
@@ -263,12 +264,6 @@ async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
 /** A migration in flight: Migrating, and a look again soon. */
 function migrating(): Stop {
   return stop({ requeueAfter: POLL_MS }, "Migrating");
-}
-
-/** cs pinned to desired, or to no node when desired is "". */
-function withTarget(cs: CocoonSet, desired: string): CocoonSet {
-  if ((cs.spec.nodeName ?? "") === desired) return cs;
-  return { ...cs, spec: { ...cs.spec, nodeName: desired || undefined } };
 }
 
 /** The node a pod's required hostname affinity pins it to (the builder's shape), or "". */

@@ -149,10 +149,6 @@ export function emit(pass: SetPass, type: EventType, reason: string, message: st
   pass.deps.recorder.event({ object: pass.cs, resource: CocoonSets }, type, reason, message);
 }
 
-export function nowOf(pass: SetPass): () => Date {
-  return () => new Date(pass.deps.clock.now());
-}
-
 /** "namespace/name" of a pod, for messages. */
 export function podRef(pod: { metadata: { namespace?: string; name?: string } }): string {
   return `${pod.metadata.namespace ?? ""}/${pod.metadata.name ?? ""}`;

@@ -13,14 +13,8 @@ export const ANNOTATION_DEAD_LETTER = "cocoonset.cocoonstack.io/dead-letter";
 /** Rebuild deletes per slot before the next failure dead-letters the pod. */
 export const MAX_REBUILD_ATTEMPTS = 4;
 
-/** One slot's rebuild record. lastDeleted is epoch milliseconds. */
-export interface RebuildEntry {
-  count: number;
-  lastDeleted: number;
-}
-
-/** Slot → record. */
-export type RebuildHistory = Map<number, RebuildEntry>;
+/** Slot → its rebuilds so far and when the last one deleted the pod (epoch ms). */
+export type RebuildHistory = Map<number, { count: number; lastDeleted: number }>;
 
 /** Reads the history; anything malformed is none at all (as Go's decoder), never a wedge. */
 export function readRebuildHistory(cs: CocoonSet): RebuildHistory {
@@ -64,8 +58,5 @@ export function encodeRebuildHistory(replicas: number, history: RebuildHistory):
 
 /** Wait before the next rebuild after priorCount rebuilds: 0, 1 s, 5 s, then 30 s. */
 export function backoffDelayMs(priorCount: number): number {
-  if (priorCount <= 0) return 0;
-  if (priorCount === 1) return 1_000;
-  if (priorCount === 2) return 5_000;
-  return 30_000;
+  return [0, 1_000, 5_000][Math.max(priorCount, 0)] ?? 30_000;
 }

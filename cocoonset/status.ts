@@ -34,7 +34,7 @@ import {
   ROLE_MAIN,
   ROLE_SUB_AGENT,
 } from "../common/meta/mod.ts";
-import { nowOf, type SetPass, type StatusProblem } from "./pass.ts";
+import type { SetPass, StatusProblem } from "./pass.ts";
 import type { ClassifiedPods } from "./pods.ts";
 
 /** Progressing=False reason when the set is in phase Failed. */
@@ -162,7 +162,7 @@ export function writeSetStatus(pass: SetPass, phase: CocoonSetPhase | "" = ""): 
     client: pass.deps.client,
     rt: CocoonSets,
     obj: cs,
-    status: mergeConditions(cs.status, next, nowOf(pass)),
+    status: mergeConditions(cs.status, next, () => new Date(pass.deps.clock.now())),
     equal: statusEqual,
     written: pass.deps.writtenStatuses,
     signal: pass.signal,

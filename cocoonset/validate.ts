@@ -87,8 +87,7 @@ export async function partBuildable(pass: SetPass, toolbox?: string): Promise<bo
 
 /** The main was created, which was its check: the generation passed if the other shapes did. */
 export function markSpecChecked(pass: SetPass): void {
-  const verdict = pass.specCheck?.verdict;
-  if (!verdict || refusedParts(verdict).length === 0) markGenerationValid(pass);
+  if (!refusedByServer(pass)) markGenerationValid(pass);
 }
 
 /** A create of the main answered Invalid: reported as a refusal, and the pass stops. */
