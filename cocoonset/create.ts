@@ -196,7 +196,7 @@ function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean 
   if (existing?.message.includes(`ResourceQuota ${names} `)) return true;
   if (existing) existing.message += `; ${message}`;
   else pass.problems.push({ condition: CONDITION_TYPE_READY, reason, message });
-  emit(pass, "Warning", reason, message);
+  emit(pass, "Warning", REASON_QUOTA_EXCEEDED, message);
   return true;
 }
 
