@@ -12,7 +12,6 @@ import { parseArgs } from "node:util";
 import { type LogLevelName, parseLogLevelName } from "./common/log_level.ts";
 import { parseBindAddress } from "./kube/bind_address.ts";
 import { errorMessage } from "./kube/errors.ts";
-import { DEFAULT_SET_LIMITS } from "./cocoonset/limits.ts";
 
 /** Everything main.ts needs to start the operator. */
 export interface Config {
@@ -30,7 +29,7 @@ export interface Config {
   leaderElectionNamespace?: string;
   cocoonSetConcurrency: number;
   hibernationConcurrency: number;
-  /** Largest spec.agent.replicas a CocoonSet may ask for (cocoonset/limits.ts). */
+  /** Largest spec.agent.replicas a CocoonSet may ask for (cocoonset/validate.ts). */
   maxReplicasPerSet: number;
   /** Largest number of toolboxes a CocoonSet may list. */
   maxToolboxesPerSet: number;
@@ -101,8 +100,9 @@ export const DEFAULTS = {
   leaderElect: true,
   concurrency: 4,
   // Measured (docs/configuration.md): what one process handles well in one set.
-  maxReplicasPerSet: DEFAULT_SET_LIMITS.maxReplicas,
-  maxToolboxesPerSet: DEFAULT_SET_LIMITS.maxToolboxes,
+  // The reconciler's own default (cocoonset/validate.ts); config.ts stays out of its graph.
+  maxReplicasPerSet: 1_000,
+  maxToolboxesPerSet: 100,
   logLevel: "info" as LogLevelName,
   // Longer than a watch's longest life (10 min timeout + 30 s deadline grace) plus its renewal,
   // so one half-open watch is restarted by its deadline before liveness fails.

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { type Config, ConfigError, DEFAULTS, parseConfig, parseGoBool, usage } from "./config.ts";
+import { DEFAULT_SET_LIMITS } from "./cocoonset/validate.ts";
 
 const BASE = { OCI_REGISTRY: "example.com/proj/repo" };
 
@@ -233,6 +234,11 @@ Deno.test("--kubeconfig is accepted like the Go binary's (controller-runtime's f
 });
 
 Deno.test("per-set limits: flags win over env, 0 is allowed, a non-integer is refused", () => {
+  assert.deepEqual(
+    { maxReplicas: DEFAULTS.maxReplicasPerSet, maxToolboxes: DEFAULTS.maxToolboxesPerSet },
+    DEFAULT_SET_LIMITS,
+    "the flags default to the reconciler's own limits",
+  );
   assert.equal(parse([], { MAX_REPLICAS_PER_SET: "50" }).maxReplicasPerSet, 50);
   assert.equal(parse([], { MAX_TOOLBOXES_PER_SET: "0" }).maxToolboxesPerSet, 0);
   const both = parse(["--max-replicas-per-set=7", "--max-toolboxes-per-set", "3"], {

@@ -38,7 +38,6 @@ import { FINALIZER_NAME } from "./finalizer.ts";
 import { type CocoonSetDeps, logFor, type SetPass, type Step } from "./pass.ts";
 import { classifyPods } from "./pods.ts";
 import { CocoonSetReconciler, finishPass } from "./reconciler.ts";
-import { newRestoreIntent } from "./restore.ts";
 
 /** Namespace of every fixture. */
 export const TEST_NAMESPACE = "ns";
@@ -203,7 +202,6 @@ export function newTestPass(
     cs,
     classified: classifyPods(pods),
     signal,
-    intent: newRestoreIntent(deps, cs.metadata.namespace ?? "", signal),
     log: logFor(cs),
     problems: [],
   };

@@ -1,8 +1,6 @@
 /**
- * Sub-agents: slots 1..replicas, each forked from the main's VM and bound to its node. Missing
- * slots are created a few at a time, extra slots deleted, drifted pods replaced, and failed ones
- * rebuilt within their budget (rebuild.ts), after which they are dead-lettered: left in place for
- * a person until the agent spec changes.
+ * Sub-agents: slots 1..replicas forked from the main's VM on its node. Failed ones are rebuilt
+ * within their budget (rebuild.ts), then dead-lettered: left for a person until the spec changes.
  */
 import { deepCopy, patchAnnotations, type Pod, Pods } from "../kube/mod.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
@@ -12,9 +10,10 @@ import { isPodReady, readLifecycleState } from "../common/meta/mod.ts";
 import { subAgentDeadLetterTotal, subAgentRebuildTotal } from "../metrics/metrics.ts";
 import { forEachLimited } from "./_fanout.ts";
 import { createPart } from "./create.ts";
-import { subAgentsBuildable } from "./validate.ts";
+import { restoreIntent } from "./restore.ts";
+import { partBuildable } from "./validate.ts";
 import { buildAgentPod, isPodFailed } from "./pods.ts";
-import { deletePod, doing, emit, podRef, readSamePod, type SetPass } from "./pass.ts";
+import { deletePod, doing, emit, podRef, readSamePod, setLabels, type SetPass } from "./pass.ts";
 import { podSpecMatchesAgent } from "./drift.ts";
 import {
   ANNOTATION_DEAD_LETTER,
@@ -44,6 +43,7 @@ export interface SubAgentOutcome {
   deadLettered: number[];
 }
 
+/** What happened to one existing slot. */
 interface Triage {
   deleted?: boolean;
   deadLettered?: boolean;
@@ -52,8 +52,7 @@ interface Triage {
 
 /**
  * The Sub-agents step: triages the existing slots, creates the missing ones forked from
- * mainVMName on mainNodeName, and deletes slots above replicas. Its work grows with the pods that
- * exist, never with replicas.
+ * mainVMName on mainNodeName, deletes those above replicas.
  */
 export async function ensureSubAgents(
   pass: SetPass,
@@ -68,9 +67,7 @@ export async function ensureSubAgents(
     const t = await triageSubAgent(pass, classified.sub.get(slot)!, slot);
     if (t.deleted) out.changed = true;
     if (t.deadLettered) out.deadLettered.push(slot);
-    if (t.waitMs && (out.requeueAfterMs === 0 || t.waitMs < out.requeueAfterMs)) {
-      out.requeueAfterMs = t.waitMs;
-    }
+    if (t.waitMs) out.requeueAfterMs = Math.min(t.waitMs, out.requeueAfterMs || Infinity);
   }
   if (await createSubAgents(pass, replicas, mainVMName, mainNodeName)) out.changed = true;
   for (const slot of slots.filter((s) => s > replicas)) {
@@ -83,8 +80,8 @@ export async function ensureSubAgents(
 }
 
 /**
- * Creates the missing slots, SUB_AGENT_CREATE_CONCURRENCY at a time, pulled one by one so no list
- * of every missing slot is held; none while the sub-agent shape is refused.
+ * Creates the missing slots (none while the shape is refused), pulled one by one: work grows with
+ * the pods that exist, never with replicas.
  */
 async function createSubAgents(
   pass: SetPass,
@@ -94,9 +91,9 @@ async function createSubAgents(
 ): Promise<boolean> {
   let present = 0;
   for (const slot of pass.classified.sub.keys()) if (slot >= 1 && slot <= replicas) present++;
-  if (present >= replicas || !await subAgentsBuildable(pass)) return false;
+  if (present >= replicas || !await partBuildable(pass)) return false;
   // Resolved before the fan-out, so the creates share one list.
-  const restorable = await pass.intent();
+  const restorable = await restoreIntent(pass);
   function* missing(): Generator<number> {
     for (let slot = 1; slot <= replicas; slot++) if (!pass.classified.sub.has(slot)) yield slot;
   }
@@ -112,14 +109,13 @@ async function createSubAgents(
   return created;
 }
 
-/** Decides what happens to an existing sub-agent pod. */
+/** Decides what happens to an existing sub-agent pod; a pod is never replaced by a refused one. */
 async function triageSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   if (pod.metadata.annotations?.[ANNOTATION_DEAD_LETTER] === "true") {
     return await rebuildDeadLetteredOnDrift(pass, pod, slot);
   }
   if (isPodFailed(pod)) return await rebuildSubAgent(pass, pod, slot);
-  // Never replace a pod with one the server would refuse.
-  if (podSpecMatchesAgent(pod, pass.cs, slot) || !await subAgentsBuildable(pass)) return {};
+  if (podSpecMatchesAgent(pod, pass.cs, slot) || !await partBuildable(pass)) return {};
   pass.log.info("sub-agent {pod} slot {slot} drifted from the spec, deleting to recreate", {
     pod: podRef(pod),
     slot,
@@ -129,20 +125,17 @@ async function triageSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Tr
 }
 
 /**
- * A dead-lettered pod stays until the spec changes; a spec edit is the person's fix and earns the
- * slot a fresh budget. One that recovered by itself is not reported, but keeps its mark: a new
- * failure dead-letters it again without a rebuild.
+ * A dead-lettered pod stays until a spec edit (the person's fix) earns the slot a fresh budget.
+ * One that recovered by itself is not reported but keeps its mark.
  */
 async function rebuildDeadLetteredOnDrift(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   const recovered = isPodReady(pod) && !isPodFailed(pod);
-  if (podSpecMatchesAgent(pod, pass.cs, slot) || !await subAgentsBuildable(pass)) {
+  if (podSpecMatchesAgent(pod, pass.cs, slot) || !await partBuildable(pass)) {
     return { deadLettered: !recovered };
   }
-  const history = readRebuildHistory(pass.cs);
-  if (history.has(slot)) {
-    const next = new Map(history);
-    next.delete(slot);
-    await doing(`reset rebuild history of slot ${slot}`, writeRebuildHistory(pass, next));
+  const history = new Map(readRebuildHistory(pass.cs));
+  if (history.delete(slot)) {
+    await doing(`reset rebuild history of slot ${slot}`, writeRebuildHistory(pass, history));
   }
   pass.log.info(
     "dead-lettered sub-agent {pod} slot {slot} drifted, rebuilding with a fresh budget",
@@ -153,23 +146,21 @@ async function rebuildDeadLetteredOnDrift(pass: SetPass, pod: Pod, slot: number)
 }
 
 /**
- * Deletes a failed sub-agent for a rebuild once its backoff has passed, or dead-letters it when
- * the budget is spent. The history is written before the delete, so a failed delete is never
- * retried around the budget.
+ * Deletes a failed sub-agent for a rebuild once its backoff passed (never while its shape is
+ * refused), or dead-letters it when the budget is spent. The history is written before the
+ * delete, so a failed delete never escapes the budget.
  */
 async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<Triage> {
   const { cs, deps } = pass;
-  const history = readRebuildHistory(cs);
+  const history = new Map(readRebuildHistory(cs));
   const entry = history.get(slot) ?? { count: 0, lastDeleted: 0 };
   if (entry.count >= MAX_REBUILD_ATTEMPTS) return await deadLetter(pass, pod, slot);
   const remaining = backoffDelayMs(entry.count) - (deps.clock.now() - entry.lastDeleted);
   if (entry.count > 0 && remaining > 0) return { waitMs: remaining };
-  // A rebuild never deletes a pod it cannot recreate; the budget waits for when it can.
-  if (!await subAgentsBuildable(pass)) return {};
+  if (!await partBuildable(pass)) return {};
   const attempt = entry.count + 1;
-  const next = new Map(history);
-  next.set(slot, { count: attempt, lastDeleted: deps.clock.now() });
-  await doing("persist rebuild history", writeRebuildHistory(pass, next));
+  history.set(slot, { count: attempt, lastDeleted: deps.clock.now() });
+  await doing("persist rebuild history", writeRebuildHistory(pass, history));
   pass.log.info(
     "sub-agent {pod} slot {slot} failed (phase {phase}, lifecycle {lifecycle}), rebuild {attempt}/{max}",
     {
@@ -182,20 +173,17 @@ async function rebuildSubAgent(pass: SetPass, pod: Pod, slot: number): Promise<T
     },
   );
   await deletePod(pass, pod, `failed sub-agent slot ${slot}`);
-  const labels = { namespace: cs.metadata.namespace ?? "", cocoonset: cs.metadata.name ?? "" };
-  subAgentRebuildTotal.labels(labels).inc();
+  subAgentRebuildTotal.labels(setLabels(cs)).inc();
   const message = `slot ${slot} attempt ${attempt}/${MAX_REBUILD_ATTEMPTS}`;
   emit(pass, "Normal", REASON_SUB_AGENT_REBUILDING, message);
   return { deleted: true };
 }
 
 /**
- * Marks a sub-agent whose budget is spent, once: the Event and the metric count pods, not passes.
- * A pass queued before the mark's watch event sees the pod without it, so the stored pod decides;
- * gone or replaced, the slot is left to the pass that event brings.
+ * Marks a sub-agent whose budget is spent, once per pod: a pass queued before the mark's watch
+ * event would not see it, so the stored pod decides.
  */
 async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Triage> {
-  const { cs } = pass;
   const live = await readSamePod(pass, cached, "re-read sub-agent before its dead letter");
   if (!live) return {};
   if (live.metadata.annotations?.[ANNOTATION_DEAD_LETTER] === "true") {
@@ -204,18 +192,14 @@ async function deadLetter(pass: SetPass, cached: Pod, slot: number): Promise<Tri
   await patchAnnotations(pass.deps.client, Pods, live, { [ANNOTATION_DEAD_LETTER]: "true" }, {
     signal: pass.signal,
   });
-  const labels = { namespace: cs.metadata.namespace ?? "", cocoonset: cs.metadata.name ?? "" };
-  subAgentDeadLetterTotal.labels(labels).inc();
+  subAgentDeadLetterTotal.labels(setLabels(pass.cs)).inc();
   const message = `slot ${slot} exhausted ${MAX_REBUILD_ATTEMPTS} rebuilds; ` +
     `pod ${live.metadata.name} left in dead-letter`;
   emit(pass, "Warning", REASON_SUB_AGENT_DEAD_LETTER, message);
   return { deadLettered: true };
 }
 
-/**
- * Writes the history annotation (an empty history removes it) and mirrors it on the pass's set
- * for its later slots. The patch goes out from a copy: the pass acts on the set it read.
- */
+/** Writes the history annotation ("" removes it) from a copy, then mirrors it on the pass's set. */
 async function writeRebuildHistory(pass: SetPass, history: RebuildHistory): Promise<void> {
   const { cs } = pass;
   const value = encodeRebuildHistory(cs.spec.agent.replicas ?? 0, history);
@@ -223,16 +207,15 @@ async function writeRebuildHistory(pass: SetPass, history: RebuildHistory): Prom
   await patchAnnotations(pass.deps.client, CocoonSets, deepCopy(cs), {
     [ANNOTATION_REBUILD_HISTORY]: value,
   }, { signal: pass.signal });
-  const annotations = { ...cs.metadata.annotations };
-  if (value) annotations[ANNOTATION_REBUILD_HISTORY] = value;
-  else delete annotations[ANNOTATION_REBUILD_HISTORY];
-  cs.metadata.annotations = annotations;
+  const { [ANNOTATION_REBUILD_HISTORY]: _, ...annotations } = cs.metadata.annotations ?? {};
+  cs.metadata.annotations = value
+    ? { ...annotations, [ANNOTATION_REBUILD_HISTORY]: value }
+    : annotations;
 }
 
 /**
- * Records dead-lettered slots on the pass: on Ready always, on Progressing only once nothing else
- * moves (every other slot and toolbox exists and is Ready, no rebuild waits), so that condition
- * can be waited on.
+ * Records dead-lettered slots on Ready, and on Progressing once nothing else moves (every other
+ * pod exists and is Ready, no rebuild waits), so that condition can be waited on.
  */
 export function reportDeadLetters(
   pass: SetPass,
@@ -252,16 +235,18 @@ export function reportDeadLetters(
 /** Every wanted pod exists and every one but the dead-lettered is Ready. */
 function onlyDeadLettersLeft(pass: SetPass, dead: ReadonlySet<number>): boolean {
   const { cs, classified } = pass;
-  if (!classified.main || !isPodReady(classified.main)) return false;
   const replicas = cs.spec.agent.replicas ?? 0;
+  const toolboxes = cs.spec.toolboxes ?? [];
+  if (!classified.main || !isPodReady(classified.main)) return false;
+  if (classified.sub.size !== replicas || classified.toolbox.size !== toolboxes.length) {
+    return false;
+  }
   for (const [slot, pod] of classified.sub) {
     if (slot < 1 || slot > replicas) return false; // an extra slot is still being removed
     if (!dead.has(slot) && !isPodReady(pod)) return false;
   }
-  if (classified.sub.size !== replicas) return false;
-  for (const tb of cs.spec.toolboxes ?? []) {
+  return toolboxes.every((tb) => {
     const pod = classified.toolbox.get(tb.name);
-    if (!pod || !isPodReady(pod)) return false;
-  }
-  return classified.toolbox.size === (cs.spec.toolboxes?.length ?? 0);
+    return pod !== undefined && isPodReady(pod);
+  });
 }

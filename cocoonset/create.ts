@@ -1,13 +1,7 @@
 /**
- * How the set creates its pods, the Create the main step among them, and what holds a create
- * back without the spec being wrong, each reported on the pass while the rest of the set goes on:
- * - another namespace holds the pod's VM name (`vk-<ns>-<pod>` reads the same for `team` /
- *   `x-prod-0` and `team-x` / `prod-0`, and vk-cocoon keeps one VM and one set of tags per name):
- *   the first comer keeps it, the second gets Ready=False `VMNameConflict`;
- * - a ResourceQuota refuses the create: Ready=False `QuotaExceeded`, retried with backoff (a pod
- *   freed elsewhere wakes no pass of this set);
- * - a pod the set does not control holds the pod name: it is never touched, Ready=False
- *   `NameConflict`, retried with backoff.
+ * How the set creates its pods (the Create the main step among them), and what holds a create back
+ * while the rest of the set goes on: another namespace holding the VM name (VMNameConflict), a
+ * ResourceQuota (QuotaExceeded) or a foreign pod holding the pod name (NameConflict, untouched).
  */
 import {
   apiErrorOf,
@@ -28,16 +22,15 @@ import {
   emit,
   GO_ON,
   podRef,
-  readStoredPod,
-  REQUEUE_WAIT_FOR_MAIN_MS,
+  POLL_MS,
+  readStored,
   type SetPass,
-  type StatusProblem,
   type Step,
   type Stop,
   stop,
 } from "./pass.ts";
-import { agentPodName, buildAgentPod } from "./pods.ts";
-import { markRestoreIfHibernated } from "./restore.ts";
+import { buildAgentPod } from "./pods.ts";
+import { markRestoreIfHibernated, restoreIntent } from "./restore.ts";
 import { setActor } from "./tag_gate.ts";
 import {
   ensureSpecBuildable,
@@ -56,68 +49,52 @@ export const REASON_QUOTA_EXCEEDED = "QuotaExceeded";
 export const REASON_NAME_CONFLICT = "NameConflict";
 
 /** How often a set that lost a VM name looks again (the holder may go away). */
-export const REQUEUE_VM_NAME_COLLISION_MS = 30_000;
+const REQUEUE_VM_NAME_COLLISION_MS = 30_000;
 
 /** The error of a pass that met a quota refusal: retried with backoff. */
 export class QuotaExceededError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "QuotaExceededError";
-  }
+  override name = "QuotaExceededError";
 }
 
-/** The error of a pass that met name clashes: retried with backoff. */
+/** The error of a pass that met name clashes (their messages): retried with backoff. */
 export class NameConflictError extends Error {
-  constructor(problems: readonly StatusProblem[]) {
-    super(problems.map((p) => p.message).join("; "));
-    this.name = "NameConflictError";
-  }
+  override name = "NameConflictError";
 }
 
 /**
- * Creates the missing main, restoring from its snapshot when a CocoonHibernation says it was
- * hibernated, and looks again at once: the sub-agents fork from it.
+ * The Create the main step, restoring when a CocoonHibernation hibernated it (restore.ts). Ahead
+ * of a suspend (Suspending) it restores whenever a snapshot exists, as the VM's state matters,
+ * and leaves quota refusals and the other parts' refusals to the pass after the suspend.
  */
 export async function createMainAgent(pass: SetPass): Promise<Stop> {
+  const suspending = pass.cs.spec.suspend === true;
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
   const pod = buildAgentPod(pass.cs, 0);
-  const intent = (await pass.intent()).has(pod.metadata.name ?? "");
-  await markRestoreIfHibernated(pass.deps, pod, intent, pass.signal);
-  const created = await createMainPod(pass, pod, {
-    phase: "",
-    clashWaitMs: REQUEUE_WAIT_FOR_MAIN_MS,
-    context: "create main agent",
-    reportQuota: true,
-  });
+  const intent = suspending || (await restoreIntent(pass)).has(pod.metadata.name ?? "");
+  await markRestoreIfHibernated(pass, pod, intent);
+  const opts = suspending
+    ? { phase: "Suspending", context: "create main agent before suspend" } as const
+    : { phase: "", context: "create main agent", reportQuota: true } as const;
+  const created = await createMainPod(pass, pod, opts);
   if (created.stop) return created;
-  pass.log.info("created main agent {pod}", { pod: podRef(pod) });
-  // Other parts refused: the main still comes up, the status names them, and the pass is retried
-  // with backoff (the main's Ready flip brings it back sooner).
-  const refused = refusedByServer(pass);
+  pass.log.info("created main agent {pod}", { pod: podRef(pod), suspending });
+  // Other parts refused: the main still comes up, and the pass is retried with backoff.
+  const refused = !suspending && refusedByServer(pass);
   if (refused) return stop({}, pass.cs.status?.phase ?? "", new InvalidSpecError(refused));
   return stop({ requeue: true });
 }
 
-/** How a step creates the main. */
-export interface MainCreate {
-  /** The phase the status shows when a VM-name collision or a name clash holds the create. */
-  phase: CocoonSetPhase | "";
-  /** How long to wait while our old main still holds the name (ms). */
-  clashWaitMs: number;
-  /** What the error of a failed create names. */
-  context: string;
-  /** A quota refusal stops the pass with QuotaExceeded (else it fails as any error). */
-  reportQuota?: boolean;
-}
-
 /**
- * The one way every step creates the main (a first boot, a released-seat wake, a migration's
- * restore, a main before a suspend). Invalid stops the pass as an invalid spec, a foreign pod
- * under the name as a name clash; our old main still terminating is waited for. A create that
- * succeeded was the main's spec check. Goes on once the main is created.
+ * The one way every step creates the main; goes on once created (which was its spec check).
+ * Invalid and a foreign pod under the name stop the pass (with `phase`); our old main still
+ * terminating is waited for; with reportQuota a quota refusal stops it as QuotaExceeded.
  */
-export async function createMainPod(pass: SetPass, pod: Pod, opts: MainCreate): Promise<Step> {
+export async function createMainPod(
+  pass: SetPass,
+  pod: Pod,
+  opts: { phase: CocoonSetPhase | ""; context: string; reportQuota?: boolean },
+): Promise<Step> {
   if (await refuseCollidingCreate(pass, pod, "the main agent")) {
     return stop({ requeueAfter: REQUEUE_VM_NAME_COLLISION_MS }, opts.phase);
   }
@@ -130,21 +107,20 @@ export async function createMainPod(pass: SetPass, pod: Pod, opts: MainCreate): 
       return stop({}, pass.cs.status?.phase ?? "", new QuotaExceededError(errorMessage(err)));
     }
     if (!isAlreadyExists(err)) throw wrapError(opts.context, err);
-    const clash = await classifyNameClash(pass, agentPodName(pass.cs.metadata.name ?? "", 0));
-    if (clash.kind === "gone") return stop({ requeue: true });
-    if (clash.kind === "ours") return stop({ requeueAfter: opts.clashWaitMs });
-    const problem = reportNameClash(pass, "the main agent", clash.pod);
-    return stop({}, opts.phase, new NameConflictError([problem]));
+    const taken = await readStored(pass, Pods, pod, "get existing pod");
+    if (!taken) return stop({ requeue: true });
+    if (isControlledBy(taken, pass.cs)) return stop({ requeueAfter: POLL_MS });
+    const clash = reportNameClash(pass, "the main agent", taken);
+    return stop({}, opts.phase, new NameConflictError(clash));
   }
   markSpecChecked(pass);
   return GO_ON;
 }
 
 /**
- * Creates a sub-agent or toolbox pod (`what`), restoring when intent holds and a snapshot exists;
- * whether it was created. A name held by our own pod (still terminating, or not cached yet) is
- * left to the pass its delete event brings; for a toolbox, one of our pods of another role holds
- * it as a clash.
+ * Creates a sub-agent or toolbox pod (`what`), restoring when intent holds; whether it was created.
+ * A name our own pod holds waits for its delete event; one a foreign pod (read past the cache: it
+ * need not carry our label) or, for a toolbox, our pod of another role holds is a name clash.
  */
 export async function createPart(
   pass: SetPass,
@@ -153,7 +129,7 @@ export async function createPart(
   intent: boolean,
   signal: AbortSignal,
 ): Promise<boolean> {
-  await doing(`mark restore on ${what}`, markRestoreIfHibernated(pass.deps, pod, intent, signal));
+  await doing(`mark restore on ${what}`, markRestoreIfHibernated(pass, pod, intent, signal));
   if (await refuseCollidingCreate(pass, pod, what)) return false;
   try {
     await pass.deps.client.create(Pods, pod, { signal });
@@ -162,65 +138,38 @@ export async function createPart(
     if (reportQuotaRefusal(pass, what, err)) return false;
     if (!isAlreadyExists(err)) throw wrapError(`create ${what}`, err);
   }
-  const clash = await classifyNameClash(pass, pod.metadata.name ?? "");
-  const toolbox = pod.metadata.labels?.[LABEL_ROLE] === ROLE_TOOLBOX;
-  if (
-    clash.kind === "foreign" ||
-    (toolbox && clash.kind === "ours" && clash.pod.metadata.labels?.[LABEL_ROLE] !== ROLE_TOOLBOX)
-  ) {
-    reportNameClash(pass, what, clash.pod);
+  const taken = await readStored(pass, Pods, pod, "get existing pod");
+  const isToolbox = (p: Pod) => p.metadata.labels?.[LABEL_ROLE] === ROLE_TOOLBOX;
+  if (taken && (!isControlledBy(taken, pass.cs) || (isToolbox(pod) && !isToolbox(taken)))) {
+    reportNameClash(pass, what, taken);
   }
   return false;
 }
 
 /**
- * Checks pod, about to be created as `what`, against other namespaces' VM names. A name is held by
- * a pod of another namespace that derives or runs it, or by a CocoonSet of another namespace that
- * derives it and came first (so a set with no pod now, a released seat, keeps its names). When it
- * is held, records the problem and its Warning and returns it: the caller creates nothing.
+ * Whether pod must not be created: another namespace's pod derives or runs its VM name, or its
+ * CocoonSet derives it and came first (a released seat keeps its names). Recorded with a Warning.
  */
-export async function refuseCollidingCreate(
-  pass: SetPass,
-  pod: Pod,
-  what: string,
-): Promise<StatusProblem | undefined> {
+async function refuseCollidingCreate(pass: SetPass, pod: Pod, what: string): Promise<boolean> {
   const vmName = parseVMSpec(pod).vmName;
-  if (vmName === "") return undefined;
+  if (vmName === "") return false;
   // The cache's VM-name index names the candidates; only their namespaces are read past it.
-  const claims = await collisionClaims(
-    claimSources(pass),
-    vmName,
-    setActor(pass.cs),
-    "create",
-    pass.signal,
+  const actor = setActor(pass.cs);
+  const claims = await collisionClaims(claimSources(pass), vmName, actor, "create", pass.signal);
+  const holders = new Set(
+    claims.filter((c) => c.holder !== "CocoonHibernation")
+      .map((c) => `${c.holder === "Pod" ? "pod" : c.holder} ${c.namespace}/${c.name}`),
   );
-  const holders = [
-    ...new Set(
-      claims.flatMap((c) =>
-        c.holder === "Pod" || c.holder === "CocoonSet"
-          ? [`${c.holder === "Pod" ? "pod" : "CocoonSet"} ${c.namespace}/${c.name}`]
-          : []
-      ),
-    ),
-  ];
-  if (holders.length === 0) return undefined;
-  const problem: StatusProblem = {
-    condition: CONDITION_TYPE_READY,
-    reason: REASON_VM_NAME_CONFLICT,
-    message: `${what} ${podRef(pod)} is not created: its VM name ${vmName} is already held by ` +
-      `${holders.join(", ")} (CocoonSet ${pass.cs.metadata.namespace}/${pass.cs.metadata.name} ` +
-      `came second)`,
-  };
-  pass.problems.push(problem);
-  emit(pass, "Warning", REASON_VM_NAME_CONFLICT, problem.message);
-  pass.log.warn("not creating {pod}: {reason}", { pod: podRef(pod), reason: problem.message });
-  return problem;
+  if (holders.size === 0) return false;
+  const message = `${what} ${podRef(pod)} is not created: its VM name ${vmName} is already held ` +
+    `by ${[...holders].join(", ")} (CocoonSet ${actor.namespace}/${actor.name} came second)`;
+  pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_VM_NAME_CONFLICT, message });
+  emit(pass, "Warning", REASON_VM_NAME_CONFLICT, message);
+  pass.log.warn("not creating {pod}: {reason}", { pod: podRef(pod), reason: message });
+  return true;
 }
 
-/**
- * The quotas a refusal names ("exceeded quota: <name>, requested: …" in a 403), or undefined
- * when err is not a quota refusal.
- */
+/** The quotas a 403 names ("exceeded quota: <name>, requested: …"); undefined for other errors. */
 export function quotaRefusal(err: unknown): { quotas: string[]; message: string } | undefined {
   const status = apiErrorOf(err)?.status;
   if (status?.code !== 403) return undefined;
@@ -230,11 +179,8 @@ export function quotaRefusal(err: unknown): { quotas: string[]; message: string 
   return { quotas, message };
 }
 
-/**
- * Records a quota refusal of the create of `what` on the pass (one QuotaExceeded problem naming
- * every refused pod's quota, a Warning per quota and pass); false when err is something else.
- */
-export function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean {
+/** Records a quota refusal (one problem, a Warning per quota); false for any other error. */
+function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): boolean {
   const refusal = quotaRefusal(err);
   if (!refusal) return false;
   const names = refusal.quotas.length > 0 ? refusal.quotas.join(", ") : "(unnamed)";
@@ -245,51 +191,25 @@ export function reportQuotaRefusal(pass: SetPass, what: string, err: unknown): b
     quota: names,
     error: refusal.message,
   });
-  const existing = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
-  if (!existing) {
-    pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_QUOTA_EXCEEDED, message });
-  } else if (!existing.message.includes(`ResourceQuota ${names} `)) {
-    existing.message += `; ${message}`;
-  } else {
-    return true;
-  }
+  const reason = REASON_QUOTA_EXCEEDED;
+  const existing = pass.problems.find((p) => p.reason === reason);
+  if (existing?.message.includes(`ResourceQuota ${names} `)) return true;
+  if (existing) existing.message += `; ${message}`;
+  else pass.problems.push({ condition: CONDITION_TYPE_READY, reason, message });
   emit(pass, "Warning", REASON_QUOTA_EXCEEDED, message);
   return true;
 }
 
-/** What an AlreadyExists on a create means. */
-export type NameClash =
-  | { kind: "gone" }
-  | { kind: "ours"; pod: Pod }
-  | { kind: "foreign"; pod: Pod };
-
-/**
- * Reads the pod behind an AlreadyExists past the cache (a foreign pod need not carry our label):
- * gone meanwhile, ours (terminating, or not cached yet), or someone else's.
- */
-export async function classifyNameClash(pass: SetPass, podName: string): Promise<NameClash> {
-  const ref = { metadata: { namespace: pass.cs.metadata.namespace, name: podName } };
-  const live = await readStoredPod(pass, ref, "get existing pod");
-  if (!live) return { kind: "gone" };
-  return isControlledBy(live, pass.cs)
-    ? { kind: "ours", pod: live }
-    : { kind: "foreign", pod: live };
-}
-
-/** Records a name clash on the pass (problem and Warning) and returns the problem. */
-export function reportNameClash(pass: SetPass, what: string, other: Pod): StatusProblem {
+/** Records a name clash on the pass (problem and Warning); its message. */
+export function reportNameClash(pass: SetPass, what: string, other: Pod): string {
   const owner = other.metadata.ownerReferences?.find((r) => r.controller);
   const role = other.metadata.labels?.[LABEL_ROLE];
   const holder = owner
     ? `controlled by ${owner.kind} ${owner.name}${role ? `, role ${role}` : ""}`
     : "not controlled by any CocoonSet";
-  const problem: StatusProblem = {
-    condition: CONDITION_TYPE_READY,
-    reason: REASON_NAME_CONFLICT,
-    message: `${what} needs pod ${other.metadata.name}, which is taken by ` +
-      `pod ${podRef(other)} (${holder})`,
-  };
-  pass.problems.push(problem);
-  emit(pass, "Warning", REASON_NAME_CONFLICT, problem.message);
-  return problem;
+  const message = `${what} needs pod ${other.metadata.name}, which is taken by ` +
+    `pod ${podRef(other)} (${holder})`;
+  pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_NAME_CONFLICT, message });
+  emit(pass, "Warning", REASON_NAME_CONFLICT, message);
+  return message;
 }

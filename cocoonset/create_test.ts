@@ -207,11 +207,8 @@ Deno.test("a main create clash with a foreign pod is reported, not written: the 
   env.fake.actions.length = 0;
   const pass = newTestPass(depsOf(env), (await findSet(env.fake, "demo"))!);
 
-  const stopped = await createMainPod(pass, buildAgentPod(pass.cs, 0), {
-    phase: "Waking",
-    clashWaitMs: 5_000,
-    context: "create main",
-  });
+  const opts = { phase: "Waking", context: "create main" } as const;
+  const stopped = await createMainPod(pass, buildAgentPod(pass.cs, 0), opts);
 
   assert.ok(stopped.stop && "error" in stopped, "a stop with an error, not a thrown one");
   assert.equal(stopped.phase, "Waking");

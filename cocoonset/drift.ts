@@ -1,7 +1,6 @@
 /**
- * Drift: whether a live pod still matches what the spec would build now (pods.ts), and the Main
- * drift step. Affinity, node and runtime annotations are never compared: migration and waking own
- * them.
+ * Drift: whether a live pod still matches what the spec would build now, and the Main drift step.
+ * Affinity, node and runtime annotations are never compared: migration and waking own them.
  */
 import type { Pod } from "../kube/mod.ts";
 import { emptyStringAbsent, sameJson } from "../common/k8s/same_json.ts";
@@ -27,10 +26,7 @@ import { deletePod, GO_ON, podRef, type SetPass, type Step, stop } from "./pass.
 import { isPodFailed } from "./pods.ts";
 import { checkSpec } from "./validate.ts";
 
-/**
- * The Main drift step: a main that no longer matches the spec is deleted for the next pass to
- * recreate, never for a shape the server would refuse (then it keeps running).
- */
+/** The Main drift step: deletes a drifted main for the next pass, unless its shape is refused. */
 export async function replaceDriftedMain(pass: SetPass): Promise<Step> {
   const main = pass.classified.main;
   if (!main || podSpecMatchesAgent(main, pass.cs, 0)) return GO_ON;
@@ -42,10 +38,7 @@ export async function replaceDriftedMain(pass: SetPass): Promise<Step> {
   return stop({ requeue: true });
 }
 
-/**
- * Whether a live agent pod matches what buildAgentPod would make now. The VM name is the pod's;
- * a sub-agent keeps its fork-from, a main must have none.
- */
+/** Whether a live agent pod matches buildAgentPod now (keeping its VM name and a sub's fork). */
 export function podSpecMatchesAgent(pod: Pod, cs: CocoonSet, slot: number): boolean {
   const agent = cs.spec.agent;
   const current = parseVMSpec(pod);
@@ -81,9 +74,8 @@ export function podSpecMatchesToolbox(pod: Pod, cs: CocoonSet, tb: ToolboxSpec):
 }
 
 /**
- * CPU and memory by value, as far as the spec names them (ephemeral-storage comes from storage).
- * A missing request is compared with its limit, as the server defaults it; a value the spec names
- * neither way is not compared, as a namespace LimitRange fills it in at admission.
+ * CPU and memory by value, as far as the spec names them: a missing request is its limit, as the
+ * server defaults it; one named neither way is left to a namespace LimitRange.
  */
 function resourcesMatch(pod: Pod, want: VMResourceRequirements | undefined): boolean {
   const got = pod.spec?.containers?.[0]?.resources ?? {};
@@ -103,14 +95,13 @@ function quantityEqual(a: QuantityValue | undefined, b: QuantityValue | undefine
   try {
     return parseQuantity(a).cmp(parseQuantity(b)) === 0;
   } catch {
-    // An unparsable value on either side cannot be shown equal: rebuild from the spec.
-    return false;
+    return false; // unparsable: cannot be shown equal, so rebuilt from the spec
   }
 }
 
 /**
- * Pool and snapshot CPU class. A live pod without the class selector is adopted (node selectors
- * are immutable; it gets the class when next made); a failed one is recreated with it.
+ * Pool and snapshot CPU class. A live pod without the class is adopted (node selectors are
+ * immutable); a failed one is recreated with it.
  */
 function schedulingMatches(pod: Pod, cs: CocoonSet): boolean {
   if (podNodePool(pod) !== (cs.spec.nodePool || DEFAULT_NODE_POOL)) return false;
@@ -119,10 +110,7 @@ function schedulingMatches(pod: Pod, cs: CocoonSet): boolean {
   return cls === want || (cls === "" && !isPodFailed(pod));
 }
 
-/**
- * Equality of two lists where absent equals empty, and an empty string a missing one: the server
- * leaves empty strings out of a stored pod (an envFrom `prefix: ""`).
- */
+/** Lists equal on the wire: absent is empty, and "" is absent (an envFrom `prefix: ""`). */
 function sameList(a: readonly unknown[] | undefined, b: readonly unknown[] | undefined): boolean {
   if ((a?.length ?? 0) === 0 && (b?.length ?? 0) === 0) return true;
   return sameJson(a ?? [], b ?? [], emptyStringAbsent);

@@ -41,12 +41,8 @@ export async function reconcileFailedMain(pass: SetPass): Promise<Step> {
   const reason = podFailedReason(main);
   if (!reason) {
     if (cs.status?.phase === "Failed" && isPodReady(main)) {
-      emit(
-        pass,
-        "Normal",
-        REASON_RECOVERED_FROM_FAILURE,
-        `main pod ${podRef(main)} is Ready again`,
-      );
+      const message = `main pod ${podRef(main)} is Ready again`;
+      emit(pass, "Normal", REASON_RECOVERED_FROM_FAILURE, message);
     }
     return GO_ON;
   }

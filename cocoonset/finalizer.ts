@@ -1,18 +1,10 @@
 /**
- * The CocoonSet's finalizer: added in a pass of its own before the set gets any pod (with the
- * snapshot ledger, which must cover every pod the set will have), released by the last step of
- * teardown once the pods are gone and the registry is cleaned.
+ * The CocoonSet's finalizer: added with the snapshot ledger in a pass of its own before any pod,
+ * released last by teardown once the pods are gone and the registry is cleaned.
  */
-import {
-  addFinalizer,
-  containsFinalizer,
-  isNotFound,
-  patchObject,
-  removeFinalizer,
-  wrapError,
-} from "../kube/mod.ts";
+import { addFinalizer, containsFinalizer, patchObject, removeFinalizer } from "../kube/mod.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
-import { GO_ON, type SetPass, type Step, stop } from "./pass.ts";
+import { GO_ON, readStored, type SetPass, type Step, stop } from "./pass.ts";
 import { startLedger } from "./snapshot_ledger.ts";
 
 export const FINALIZER_NAME = "cocoonset.cocoonstack.io/finalizer";
@@ -30,15 +22,9 @@ export async function ensureFinalizer(pass: SetPass): Promise<Step> {
 
 /** Whether the live set (an uncached read) still exists with the finalizer. */
 export async function stillFinalizing(pass: SetPass): Promise<boolean> {
-  const { cs, deps, signal } = pass;
-  try {
-    const { namespace = "", name = "" } = cs.metadata;
-    const live = await deps.apiReader.get(CocoonSets, namespace, name, { signal });
-    return live.metadata.uid === cs.metadata.uid && containsFinalizer(live, FINALIZER_NAME);
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw wrapError("confirm cocoonset before registry cleanup", err);
-  }
+  const live = await readStored(pass, CocoonSets, pass.cs, "confirm before registry cleanup");
+  return !!live && live.metadata.uid === pass.cs.metadata.uid &&
+    containsFinalizer(live, FINALIZER_NAME);
 }
 
 /** Releases the finalizer, the last write of a teardown. */

@@ -16,8 +16,7 @@ import {
   setSeed,
 } from "./_test_support.ts";
 import { livePodNames, liveSet, makeAllLive } from "./_hardening_test_support.ts";
-import { DEFAULT_SET_LIMITS, overLimit } from "./limits.ts";
-import { REASON_INVALID_SPEC } from "./validate.ts";
+import { DEFAULT_SET_LIMITS, overLimit, REASON_INVALID_SPEC } from "./validate.ts";
 
 Deno.test("overLimit names each part above its bound and nothing at or below it", () => {
   const limits = { maxReplicas: 3, maxToolboxes: 1 };

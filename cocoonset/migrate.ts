@@ -1,12 +1,10 @@
 /**
- * Cross-node migration of the main when spec.nodeName names another node: quiesce the running
- * main so vk-cocoon pushes its `:hibernate` snapshot, delete the old pod once the VM confirmed it,
- * recreate the main on the target restoring from the snapshot, and drop the snapshot once the new
- * VM is live. Migrating is stored before the first side effect, so a restarted operator resumes.
+ * Cross-node migration of the main (docs/cocoonset.md, "Migration"): hibernate it, delete it once
+ * its VM confirmed the snapshot, restore it on the target, drop the snapshot once the new VM is
+ * live. Migrating is stored before the first side effect, so a restarted operator resumes.
  */
 import type { Pod } from "../kube/mod.ts";
 import { patchHibernateState } from "../common/k8s/pod_patch.ts";
-import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import {
   markRestoreFromHibernate,
   parseVMSpec,
@@ -24,6 +22,7 @@ import {
   doing,
   GO_ON,
   podRef,
+  POLL_MS,
   type SetPass,
   type Step,
   type Stop,
@@ -38,27 +37,22 @@ import { createMainPod } from "./create.ts";
 import { dropTag, hibernateRefused } from "./tag_gate.ts";
 import { vmHibernationConfirmedStored } from "./suspend.ts";
 
-/** How often a migration in flight looks again (ms). */
-export const REQUEUE_MIGRATE_POLL_MS = 5_000;
-/** How long to wait when the old main still holds the name (ms). */
-const REQUEUE_WAIT_FOR_OLD_MAIN_MS = 5_000;
-
 /**
  * The Migration step, when a migration is wanted or in flight. A target that cannot take the main
- * (no such node, or outside the set's pool or CPU class) counts as no target, after a Warning and
- * Progressing=False MigrationTargetUnknown: nothing moves toward it, and a migration in flight
+ * counts as none (MigrationTargetUnknown): nothing moves toward it, and a migration in flight
  * finishes as a cleared spec.nodeName does (woken in place, or restored anywhere in the pool).
  */
 export async function reconcileMigration(pass: SetPass): Promise<Step> {
-  const { cs, classified, deps } = pass;
+  const { cs, deps } = pass;
   const pinned = cs.spec.nodeName ?? "";
   const migrating = cs.status?.phase === "Migrating";
   if (!deps.registry || (pinned === "" && !migrating)) return GO_ON;
-  const main = classified.main;
+  const main = pass.classified.main;
+  const mainNode = main?.spec?.nodeName ?? "";
   // A pinned set at rest costs no registry probe: Migrating is stored before any side effect,
   // so an interrupted migration never looks like this.
-  if (!migrating && podSettledOn(main, pinned)) return GO_ON;
-  const mainNode = main?.spec?.nodeName ?? "";
+  const settled = main && mainNode === pinned && vmLive(main) && !readHibernateState(main);
+  if (!migrating && settled) return GO_ON;
   let desired = pinned;
   let targetProblem = "";
   // Only where the main would move or a restore be pinned: a fresh main waits for its node.
@@ -75,13 +69,10 @@ export async function reconcileMigration(pass: SetPass): Promise<Step> {
   // A main quiesced where it belongs by a CocoonHibernation is that request's, not a migration.
   if (main && readHibernateState(main) && (desired === "" || mainNode === desired)) {
     const name = main.metadata.name ?? "";
-    const ns = cs.metadata.namespace ?? "";
-    const owned = await doing("migrate", podsHibernatedByCR(deps, ns, [name], pass.signal));
-    if (owned.has(name)) return GO_ON;
+    if ((await podsHibernatedByCR(pass, [name])).has(name)) return GO_ON;
   }
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", 0);
-  // A probe error fails the pass: falling through could wake the main mid-migration or boot it
-  // fresh over the snapshot.
+  // A probe error fails the pass: falling through could boot the main fresh over the snapshot.
   const snapshot = await doing("migrate", hasHibernateSnapshot(deps.registry, vmName, pass.signal));
   if (targetProblem !== "" && (migrating || snapshot)) reportUnknownTarget(pass, targetProblem);
   if (snapshot) return await advanceMigration(pass, vmName, desired);
@@ -91,29 +82,28 @@ export async function reconcileMigration(pass: SetPass): Promise<Step> {
 }
 
 /**
- * Quiesces the main on the wrong node, unless the spec is refused (the quiesced main could never
- * be recreated) or another namespace derives its VM name (the push would land where that tenant
- * reads).
+ * Quiesces the main on the wrong node, unless the spec is refused (it could never be recreated)
+ * or another namespace derives its VM name (tag_gate.ts hibernateRefused).
  */
 async function startMigration(pass: SetPass, main: Pod, desired: string): Promise<Stop> {
   const buildable = await ensureSpecBuildable(pass);
   if (buildable.stop) return buildable;
   if (!readHibernateState(main)) {
-    if (await hibernateRefused(pass, main)) return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS });
+    if (await hibernateRefused(pass, main)) return stop({ requeueAfter: POLL_MS });
     pass.log.info("migrating main from {from} to {to}: hibernating it", {
       from: main.spec?.nodeName ?? "",
       to: desired,
     });
   }
-  // Migrating is stored before the VM is asked to hibernate: a restarted operator resumes the
-  // migration instead of taking the quiesced main for a CocoonHibernation's.
+  // Migrating is stored before the ask, and the ledger records the VM before it: a restarted
+  // operator resumes the migration instead of taking the quiesced main for a request's.
   return afterStatus("Migrating", async () => {
     await recordHibernation(pass, [parseVMSpec(main).vmName]);
     await doing(
       `migrate: set hibernate on ${podRef(main)}`,
       patchHibernateState(pass.deps.client, main, true, pass.signal),
     );
-    return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS });
+    return stop({ requeueAfter: POLL_MS });
   });
 }
 
@@ -150,22 +140,20 @@ export type MigrationState =
   | "await-restore"
   | "drop-tag";
 
-/** What decideMigration reads of the main: its node ("" unscheduled) and VM. */
-export interface MigrationMainFacts {
-  node: string;
-  hibernateRequested: boolean;
-  live: boolean;
-  /** A VM id and a running container. */
-  up: boolean;
-  mayBeLeaving: boolean;
-  restoreMarked: boolean;
-  /** The node its required hostname affinity names, or "". */
-  requiredNode: string;
-}
-
-/** What decideMigration reads of a pass; desired is "" for anywhere in the pool. */
+/**
+ * What decideMigration reads of a pass: the main's node ("" unscheduled), VM and pin; desired is
+ * "" for anywhere in the pool.
+ */
 export interface MigrationFacts {
-  main?: MigrationMainFacts;
+  main?: {
+    node: string;
+    hibernateRequested: boolean;
+    live: boolean;
+    up: boolean;
+    mayBeLeaving: boolean;
+    restoreMarked: boolean;
+    requiredNode: string;
+  };
   desired: string;
   migrating: boolean;
 }
@@ -207,89 +195,64 @@ async function advanceMigration(pass: SetPass, vmName: string, desired: string):
     desired,
     migrating: pass.cs.status?.phase === "Migrating",
   });
-  if (state === "recreate" || !main) return recreateOnTarget(pass, desired);
-  switch (state) {
-    case "await-live-elsewhere":
-    case "await-vm-down":
-      return migrating();
-    case "ask-again":
-      // The VM last asked to hibernate, still up under the same id: vk-cocoon may have pushed
-      // this tag and be about to remove it, so the tag may be its only copy. A fresh ask
-      // replaces the tag; the old main goes only on the VM's own confirmation.
-      return await startMigration(pass, main, desired);
-    case "drop-stale-tag":
-      // A tag this controller never asked for is a leftover; restoring it would roll back.
+  // Restoring without the stored Migrating phase: a CocoonHibernation's wake in flight.
+  if (state === "not-ours") return GO_ON;
+  if (state === "recreate" || !main) return await recreateOnTarget(pass, desired);
+  // The VM last asked to hibernate is still up under that id and may be about to go: a fresh ask
+  // replaces the tag, and the old main goes only on the VM's own confirmation.
+  if (state === "ask-again") return await startMigration(pass, main, desired);
+  const node = main.spec?.nodeName ?? "";
+  if (state === "drop-stale-tag" || state === "drop-tag") {
+    // A tag this controller never asked for is a leftover: restoring it would roll back.
+    if (state === "drop-stale-tag") {
       pass.log.warn("stale hibernate snapshot {vm} found before migrating, dropping it", {
         vm: vmName,
       });
-      return await dropMigrationTag(pass, vmName, "migrate: drop stale hibernate snapshot");
-    case "release-old-main":
-      // The tag alone is no proof: vk-cocoon pushes it before it removes the VM and rolls it
-      // back when the removal fails. Only the VM's own confirmation makes it final.
-      if (await vmHibernationConfirmedStored(pass, main)) {
-        pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
-          node: main.spec?.nodeName ?? "",
-        });
-        await deletePod(pass, main, "old main after migration snapshot");
-      }
-      return migrating();
-    case "wake-in-place":
-      // Quiesced where it belongs (re-targeted back, or an unsuspend raced the tag), and its VM
-      // is down: until then the pod still shows the old VM live, which a wake would take for the
-      // restored one and drop the snapshot.
-      pass.log.info("waking {pod} in place", { pod: podRef(main) });
-      await doing(
-        `migrate: clear hibernate on ${podRef(main)}`,
-        patchHibernateState(pass.deps.client, main, false, pass.signal),
-      );
-      return migrating();
-    case "not-ours":
-      // Restoring without the stored Migrating phase: a CocoonHibernation wake in flight.
-      return GO_ON;
-    case "replace-restore-pod":
-      // Our restore pod waits for a node the migration no longer goes to; never bound, no VM ran
-      // from it and the snapshot is intact.
-      pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
-        pod: podRef(main),
-        old: requiredNodeOf(main),
-        node: desired || "any node",
+    } else pass.log.info("main restored on {node}, dropping the migration snapshot", { node });
+    await doing(`migrate: drop ${vmName}:hibernate`, dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG));
+  } else if (state === "release-old-main") {
+    // The tag alone is no proof: vk-cocoon pushes it before it removes the VM and rolls it back
+    // when the removal fails. Only the VM's own confirmation makes it final.
+    if (await vmHibernationConfirmedStored(pass, main)) {
+      pass.log.info("migration snapshot is in the registry, deleting the old main on {node}", {
+        node,
       });
-      await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
-      return migrating();
-    case "await-restore":
-      await warnIfPoolEmpty(pass, main);
-      return migrating();
-    case "drop-tag":
-      pass.log.info("main restored on {node}, dropping the migration snapshot", {
-        node: main.spec?.nodeName ?? "",
-      });
-      return await dropMigrationTag(pass, vmName, "migrate: drop hibernate snapshot");
-  }
-}
-
-async function dropMigrationTag(pass: SetPass, vmName: string, what: string): Promise<Stop> {
-  await doing(`${what} ${vmName}`, dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG));
+      await deletePod(pass, main, "old main after migration snapshot");
+    }
+  } else if (state === "wake-in-place") {
+    // Quiesced where it belongs with its VM down: before that the pod still shows the old VM
+    // live, which a wake would take for the restored one.
+    pass.log.info("waking {pod} in place", { pod: podRef(main) });
+    await doing(
+      `migrate: clear hibernate on ${podRef(main)}`,
+      patchHibernateState(pass.deps.client, main, false, pass.signal),
+    );
+  } else if (state === "replace-restore-pod") {
+    // Our restore pod waits for a node the migration no longer goes to; never bound, no VM ran
+    // from it and the snapshot is intact.
+    pass.log.info("restore pod {pod} is pinned to {old}, not {node}: recreating it", {
+      pod: podRef(main),
+      old: requiredNodeOf(main),
+      node: desired || "any node",
+    });
+    await deletePod(pass, main, "unscheduled restore pod of an abandoned target");
+  } else if (state === "await-restore") await warnIfPoolEmpty(pass, main);
   return migrating();
 }
 
-/**
- * Recreates the main on the target (or anywhere in the pool), restoring from the snapshot; this
- * also finishes an aborted migration, so the snapshot is never stranded.
- */
+/** Restores the main on the target (or anywhere); also finishes an aborted migration. */
 async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
-  // Migrating is stored before the restore pod exists (Go wrote it after the create): a pass
-  // that finds a restoring main without it leaves it to a CocoonHibernation, and the snapshot
-  // would never be dropped.
+  // Migrating is stored before the restore pod exists (Go wrote it after): a restoring main
+  // without it is left to a CocoonHibernation, and the snapshot would never be dropped.
   return afterStatus("Migrating", async () => {
-    const pod = buildAgentPod(withTarget(pass.cs, desired), 0);
+    // Pinned to the target, or to no node when there is none.
+    const spec = { ...pass.cs.spec, nodeName: desired || undefined };
+    const pod = buildAgentPod({ ...pass.cs, spec }, 0);
     markRestoreFromHibernate(pod);
-    const created = await createMainPod(pass, pod, {
-      phase: "Migrating",
-      clashWaitMs: REQUEUE_WAIT_FOR_OLD_MAIN_MS,
-      context: `migrate: recreate main on ${desired || "any node"}`,
-    });
+    const context = `migrate: recreate main on ${desired || "any node"}`;
+    const created = await createMainPod(pass, pod, { phase: "Migrating", context });
     if (created.stop) return created;
     pass.log.info("migration recreated the main on {node} from its snapshot", {
       node: desired || "any node",
@@ -298,33 +261,17 @@ async function recreateOnTarget(pass: SetPass, desired: string): Promise<Stop> {
   });
 }
 
-/** A migration in flight: Migrating, and a look again after the poll interval. */
+/** A migration in flight: Migrating, and a look again soon. */
 function migrating(): Stop {
-  return stop({ requeueAfter: REQUEUE_MIGRATE_POLL_MS }, "Migrating");
-}
-
-/** cs pinned to desired, or to no node when desired is "" (restored anywhere in the pool). */
-function withTarget(cs: CocoonSet, desired: string): CocoonSet {
-  if ((cs.spec.nodeName ?? "") === desired) return cs;
-  return { ...cs, spec: { ...cs.spec, nodeName: desired || undefined } };
+  return stop({ requeueAfter: POLL_MS }, "Migrating");
 }
 
 /** The node a pod's required hostname affinity pins it to (the builder's shape), or "". */
 export function requiredNodeOf(pod: Pod): string {
   const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
     ?.nodeSelectorTerms ?? [];
-  for (const term of terms) {
-    for (const e of term.matchExpressions ?? []) {
-      if (e.key === LABEL_HOSTNAME && e.operator === "In" && e.values?.length === 1) {
-        return e.values[0];
-      }
-    }
-  }
-  return "";
-}
-
-/** A pinned set at rest: the main runs live on the desired node with no quiesce pending. */
-function podSettledOn(main: Pod | undefined, desired: string): boolean {
-  return main !== undefined && (main.spec?.nodeName ?? "") === desired && vmLive(main) &&
-    !readHibernateState(main);
+  const pin = terms.flatMap((t) => t.matchExpressions ?? []).find((e) =>
+    e.key === LABEL_HOSTNAME && e.operator === "In" && e.values?.length === 1
+  );
+  return pin?.values?.[0] ?? "";
 }

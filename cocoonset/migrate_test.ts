@@ -12,7 +12,6 @@ import {
 import {
   decideMigration,
   type MigrationFacts,
-  type MigrationMainFacts,
   type MigrationState,
   reconcileMigration,
 } from "./migrate.ts";
@@ -415,6 +414,8 @@ Deno.test("migration re-targeted forward while a wake in place restores keeps th
 });
 
 // ---- decideMigration: the one state a migration with a snapshot is in ----
+
+type MigrationMainFacts = NonNullable<MigrationFacts["main"]>;
 
 /** A main live on node-a, not asked to hibernate, not restore-marked, not pinned. */
 function migMain(fields: Partial<MigrationMainFacts> = {}): MigrationMainFacts {

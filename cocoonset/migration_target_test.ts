@@ -34,7 +34,7 @@ import {
 import { mainPod, mainVMName, seatSet } from "./_seats_test_support.ts";
 import { reconcileMigration, requiredNodeOf } from "./migrate.ts";
 import { migrationTargetProblem, REASON_MIGRATION_TARGET_UNKNOWN } from "./nodes.ts";
-import { requiredHostnameAffinity } from "./pods.ts";
+import { hostnameAffinity } from "./pods.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** ns/demo pinned to node, with the finalizer, modified by mods. */
@@ -214,7 +214,7 @@ Deno.test("target gone while the restore pod waits for it: the never-bound pod i
   env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(CocoonSets, pinnedSet("node-b", migrating));
   const waiting = mainPod(cs);
-  waiting.spec!.affinity = requiredHostnameAffinity("node-b");
+  waiting.spec!.affinity = hostnameAffinity("required", "node-b");
   markRestoreFromHibernate(waiting);
   const main = env.fake.seed(Pods, waiting);
 
@@ -233,7 +233,7 @@ Deno.test("a restore pod pinned to the current, known target is never replaced",
   env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
   const cs = env.fake.seed(CocoonSets, pinnedSet("node-b", migrating));
   const waiting = mainPod(cs);
-  waiting.spec!.affinity = requiredHostnameAffinity("node-b");
+  waiting.spec!.affinity = hostnameAffinity("required", "node-b");
   markRestoreFromHibernate(waiting);
   const main = env.fake.seed(Pods, waiting);
 

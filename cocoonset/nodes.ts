@@ -1,25 +1,19 @@
 /**
- * What the node cache says about a set's placement: whether the node spec.nodeName names can take
- * its main (it fits the node selector every pod of the set carries: pool and snapshot CPU class),
- * and whether the set's pool has any node at all. The checks need list and watch on nodes, which
- * the Go original's ClusterRole does not grant; without them (NodeChecks off) a named node is
- * taken as given and an empty pool goes unremarked, as in the Go original.
+ * What the node cache says about a set's placement: whether spec.nodeName's node fits the set's
+ * pool and snapshot CPU class, and whether the pool has any node. Without the Go role's missing
+ * list and watch on nodes (NodeChecks off) a named node is taken as given, as in the Go original.
  */
-import { isNotFound, Nodes, type Pod, wrapError } from "../kube/mod.ts";
-import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
+import { Nodes, type Pod } from "../kube/mod.ts";
 import { CONDITION_TYPE_PROGRESSING } from "../common/apis/v1/conditions.ts";
 import {
   DEFAULT_NODE_POOL,
   LABEL_NODE_POOL,
   LABEL_SNAPSHOT_COMPATIBILITY_CLASS,
 } from "../common/meta/mod.ts";
-import { emit, podRef, type SetPass } from "./pass.ts";
+import { doing, emit, podRef, readStored, type SetPass } from "./pass.ts";
 import { unschedulableMessage } from "./predicate.ts";
 
-/**
- * Warning reason and Progressing=False reason: spec.nodeName names a node that does not exist or
- * is outside the set's pool or CPU class, so the main is not moved.
- */
+/** Warning and Progressing=False reason: spec.nodeName's node cannot take the main. */
 export const REASON_MIGRATION_TARGET_UNKNOWN = "MigrationTargetUnknown";
 /** Warning reason: the main is Unschedulable and no node carries the set's pool label. */
 export const REASON_NO_NODES_IN_POOL = "NoNodesInPool";
@@ -31,23 +25,14 @@ export interface NodeChecks {
   onEnabled(fn: () => void): void;
 }
 
-/** The set's pool (`cocoonstack.io/pool` of its pods). */
-export function poolOf(cs: CocoonSet): string {
-  return cs.spec.nodePool || DEFAULT_NODE_POOL;
-}
-
 /** Why node `name` cannot take cs's main, or "" when it can (or the checks are off). */
 export async function migrationTargetProblem(pass: SetPass, name: string): Promise<string> {
-  const { cs, deps, signal } = pass;
+  const { cs, deps } = pass;
   if (!deps.nodeChecks()) return "";
-  const pool = poolOf(cs);
-  let labels: Record<string, string>;
-  try {
-    labels = (await deps.client.get(Nodes, "", name, { signal })).metadata.labels ?? {};
-  } catch (err) {
-    if (isNotFound(err)) return `no node ${name} in pool ${pool}`;
-    throw wrapError(`read node ${name}`, err);
-  }
+  const pool = cs.spec.nodePool || DEFAULT_NODE_POOL;
+  const node = await readStored(pass, Nodes, { metadata: { name } }, "read node", deps.client);
+  if (!node) return `no node ${name} in pool ${pool}`;
+  const labels = node.metadata.labels ?? {};
   const nodePool = labels[LABEL_NODE_POOL] ?? "";
   if (nodePool !== pool) {
     return `node ${name} is in pool ${nodePool || "(none)"}, not in the set's pool ${pool}`;
@@ -65,32 +50,26 @@ export async function migrationTargetProblem(pass: SetPass, name: string): Promi
 export function reportUnknownTarget(pass: SetPass, problem: string): void {
   const message = `spec.nodeName: ${problem}; nothing is moved toward it`;
   emit(pass, "Warning", REASON_MIGRATION_TARGET_UNKNOWN, message);
-  pass.problems.push({
-    condition: CONDITION_TYPE_PROGRESSING,
-    reason: REASON_MIGRATION_TARGET_UNKNOWN,
-    message,
-  });
+  const reason = REASON_MIGRATION_TARGET_UNKNOWN;
+  pass.problems.push({ condition: CONDITION_TYPE_PROGRESSING, reason, message });
 }
 
 /**
  * Emits NoNodesInPool when pod is Unschedulable and no node carries the set's pool label, which
- * the scheduler's "0/3 nodes are available" does not say; whether it did.
+ * the scheduler's "0/3 nodes are available" does not say.
  */
-export async function warnIfPoolEmpty(pass: SetPass, pod: Pod): Promise<boolean> {
-  if (unschedulableMessage(pod) === "" || !pass.deps.nodeChecks()) return false;
-  const pool = poolOf(pass.cs);
-  let count: number;
-  try {
-    const nodes = await pass.deps.client.list(Nodes, {
+export async function warnIfPoolEmpty(pass: SetPass, pod: Pod): Promise<void> {
+  if (unschedulableMessage(pod) === "" || !pass.deps.nodeChecks()) return;
+  const pool = pass.cs.spec.nodePool || DEFAULT_NODE_POOL;
+  const nodes = await doing(
+    `list nodes of pool ${pool}`,
+    pass.deps.client.list(Nodes, {
       labelSelector: { [LABEL_NODE_POOL]: pool },
       unsafeDisableDeepCopy: true,
       signal: pass.signal,
-    });
-    count = nodes.items.length;
-  } catch (err) {
-    throw wrapError(`list nodes of pool ${pool}`, err);
-  }
-  if (count > 0) return false;
+    }),
+  );
+  if (nodes.items.length > 0) return;
   emit(
     pass,
     "Warning",
@@ -98,5 +77,4 @@ export async function warnIfPoolEmpty(pass: SetPass, pod: Pod): Promise<boolean>
     `no node carries ${LABEL_NODE_POOL}=${pool}: pod ${podRef(pod)} stays Unschedulable until ` +
       `one joins the pool`,
   );
-  return true;
 }

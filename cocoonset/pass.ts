@@ -8,10 +8,13 @@ import {
   type Clock,
   type EventRecorder,
   type EventType,
+  ignoreNotFound,
   isNotFound,
+  type KubeObject,
   type Pod,
   Pods,
   type Reader,
+  type ResourceType,
   type Result,
   wrapError,
 } from "../kube/mod.ts";
@@ -23,7 +26,6 @@ import type { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import type { Registry } from "../snapshot/registry.ts";
 import type { ClaimSources, VMNameIndex } from "../snapshotgate/mod.ts";
 import type { ClassifiedPods } from "./pods.ts";
-import type { SetLimits } from "./limits.ts";
 
 /** The reconciler's collaborators, and what it remembers between passes (by CocoonSet UID). */
 export interface CocoonSetDeps {
@@ -33,7 +35,6 @@ export interface CocoonSetDeps {
   apiReader: Reader;
   /** Where the snapshot gate and the name checks find every namespace's users of a VM name. */
   vmNameIndex: VMNameIndex;
-  /** Absent only in tests of the paths that tolerate its absence. */
   registry?: Registry;
   recorder: EventRecorder;
   clock: Clock;
@@ -54,8 +55,21 @@ export interface CocoonSetDeps {
   nodeChecks: () => boolean;
 }
 
-/** How often to look again while the main is not Ready or a restore pod is on its way (ms). */
-export const REQUEUE_WAIT_FOR_MAIN_MS = 5_000;
+/**
+ * Per-set bounds (validate.ts overLimit): a status lists every pod in one etcd object and every
+ * pass walks the pods, so one huge set would stall the process for every tenant.
+ */
+export interface SetLimits {
+  /** Largest `spec.agent.replicas` acted on (the main is not counted). */
+  maxReplicas: number;
+  maxToolboxes: number;
+}
+
+/**
+ * How often a pass that waits on vk-cocoon, the scheduler or a terminating pod looks again (ms):
+ * a main not Ready, a suspend, a wake, a migration, a teardown.
+ */
+export const POLL_MS = 5_000;
 
 /**
  * What a step decides: go on, or stop the pass with when to look again, the phase the status is
@@ -83,10 +97,7 @@ export function afterStatus(phase: CocoonSetPhase, effect: () => Promise<Stop>):
   return { stop: true, phase, effect };
 }
 
-/**
- * Something that keeps the set from converging: the condition it turns False, with a reason and
- * a message naming the cause. Checks record these on the pass; its status says them.
- */
+/** Something that keeps the set from converging: the condition it turns False, and why. */
 export interface StatusProblem {
   condition: typeof CONDITION_TYPE_READY | typeof CONDITION_TYPE_PROGRESSING;
   reason: string;
@@ -108,8 +119,8 @@ export interface SetPass {
   cs: CocoonSet;
   classified: ClassifiedPods;
   signal: AbortSignal;
-  /** The namespace's pods that must restore from a snapshot when recreated, read once. */
-  intent: () => Promise<ReadonlySet<string>>;
+  /** The namespace's pods that restore from a snapshot when recreated (restore.ts), read once. */
+  restorable?: Promise<ReadonlySet<string>>;
   log: Logger;
   problems: StatusProblem[];
   /** The dry-run verdict, once a step needed it; mainChecked: the main's shape was part of it. */
@@ -128,14 +139,14 @@ export function claimSources(pass: SetPass): ClaimSources {
   return { reader: pass.deps.apiReader, index: pass.deps.vmNameIndex };
 }
 
+/** The labels of the set's metric series. */
+export function setLabels(cs: CocoonSet): { namespace: string; cocoonset: string } {
+  return { namespace: cs.metadata.namespace ?? "", cocoonset: cs.metadata.name ?? "" };
+}
+
 /** Records an Event on the pass's CocoonSet. */
 export function emit(pass: SetPass, type: EventType, reason: string, message: string): void {
   pass.deps.recorder.event({ object: pass.cs, resource: CocoonSets }, type, reason, message);
-}
-
-/** The pass's clock as a Date source. */
-export function nowOf(pass: SetPass): () => Date {
-  return () => new Date(pass.deps.clock.now());
 }
 
 /** "namespace/name" of a pod, for messages. */
@@ -152,24 +163,22 @@ export async function doing<T>(what: string, p: Promise<T>): Promise<T> {
   }
 }
 
-/** The pod as stored, past the cache; undefined when it does not exist. */
-export async function readStoredPod(
+/** obj as stored (read past the cache unless reader says otherwise); undefined when it is gone. */
+export async function readStored<T extends KubeObject>(
   pass: SetPass,
-  pod: { metadata: { namespace?: string; name?: string } },
+  rt: ResourceType<T>,
+  obj: { metadata: { namespace?: string; name?: string } },
   what: string,
-): Promise<Pod | undefined> {
-  const { namespace = "", name = "" } = pod.metadata;
-  try {
-    return await pass.deps.apiReader.get(Pods, namespace, name, { signal: pass.signal });
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw wrapError(`${what} ${namespace}/${name}`, err);
-  }
+  reader: Reader = pass.deps.apiReader,
+): Promise<T | undefined> {
+  const { namespace = "", name = "" } = obj.metadata;
+  const get = reader.get(rt, namespace, name, { signal: pass.signal }).catch(ignoreNotFound);
+  return await doing(`${what} ${namespace}/${name}`, get);
 }
 
 /** The stored copy of pod, past the cache; undefined when it is gone or replaced by another. */
 export async function readSamePod(pass: SetPass, pod: Pod, what: string): Promise<Pod | undefined> {
-  const stored = await readStoredPod(pass, pod, what);
+  const stored = await readStored(pass, Pods, pod, what);
   return stored?.metadata.uid === pod.metadata.uid ? stored : undefined;
 }
 

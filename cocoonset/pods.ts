@@ -1,7 +1,6 @@
 /**
- * A CocoonSet's pods: which it owns (the List step), how they are classified by role, and how
- * agent and toolbox pods are built from the spec. Builders work on fresh objects: nothing read
- * from the set is shared with a pod, so pods built in one pass can be serialised concurrently.
+ * A CocoonSet's pods: which it owns (the List step), their roles, and how they are built from the
+ * spec, always as fresh objects that share nothing with the set or each other.
  */
 import {
   type Affinity,
@@ -48,16 +47,10 @@ import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { canonicalResourceList, parseQuantity } from "../common/k8s/quantity.ts";
 import { parseGoInt } from "../common/meta/annotations.ts";
 
-/** Name of the single container of every managed pod. */
-export const AGENT_CONTAINER_NAME = "agent";
-/** Never pulled (vk-cocoon runs a VM instead); it satisfies pod validation. */
-export const PLACEHOLDER_IMAGE = "ghcr.io/cocoonstack/placeholder:latest";
-/** Label every managed pod carries besides the cocoon ones (app.kubernetes.io/name). */
-export const LABEL_APP_NAME = "app.kubernetes.io/name";
+/** The image of every pod's one container: never pulled (vk-cocoon runs a VM instead). */
+const PLACEHOLDER_IMAGE = "ghcr.io/cocoonstack/placeholder:latest";
 /** Node label the hostname affinities select on. */
 export const LABEL_HOSTNAME = "kubernetes.io/hostname";
-/** Weight of the preferred affinity a released-seat wake gives the node it left. */
-export const PREFERRED_HINT_WEIGHT = 100;
 
 /** The owned pods of a set, grouped by role. Pods being deleted are left out entirely. */
 export interface ClassifiedPods {
@@ -75,47 +68,31 @@ export function podsByName(c: ClassifiedPods): Pod[] {
   return [...c.allByName.keys()].sort().map((name) => c.allByName.get(name)!);
 }
 
-/**
- * Groups pods by their role label. Terminating pods are skipped (acting on them would loop
- * deletes); an unknown role or an unparsable slot appears only in allByName.
- */
+/** Groups pods by role, terminating ones left out; an unknown role or slot is only in allByName. */
 export function classifyPods(pods: readonly Pod[]): ClassifiedPods {
   const out: ClassifiedPods = { sub: new Map(), toolbox: new Map(), allByName: new Map() };
   for (const pod of pods) {
     if (pod.metadata.deletionTimestamp) continue;
     const name = pod.metadata.name ?? "";
     out.allByName.set(name, pod);
-    const labels = pod.metadata.labels ?? {};
-    switch (labels[LABEL_ROLE]) {
-      case ROLE_MAIN:
-        out.main = pod;
-        break;
-      case ROLE_SUB_AGENT: {
-        const slot = parseGoInt(labels[LABEL_SLOT] ?? "", 32);
-        if (slot !== undefined) out.sub.set(slot, pod);
-        break;
-      }
-      case ROLE_TOOLBOX:
-        out.toolbox.set(labels[LABEL_SLOT] ?? "", pod);
-        break;
-    }
+    const role = pod.metadata.labels?.[LABEL_ROLE];
+    const slot = pod.metadata.labels?.[LABEL_SLOT] ?? "";
+    const n = role === ROLE_SUB_AGENT ? parseGoInt(slot, 32) : undefined;
+    if (role === ROLE_MAIN) out.main = pod;
+    else if (role === ROLE_TOOLBOX) out.toolbox.set(slot, pod);
+    else if (n !== undefined) out.sub.set(n, pod);
   }
   return out;
 }
 
-/** The pod name of agent slot `slot` (0 = main). */
-export function agentPodName(csName: string, slot: number): string {
-  return `${csName}-${slot}`;
-}
-
-/** The pod name of a toolbox; shared by the builder and the collision checks. */
+/** The pod name of a toolbox. */
 export function toolboxPodName(csName: string, tbName: string): string {
   return `${csName}-${tbName}`;
 }
 
 /**
- * The desired pod of an agent slot: slot 0 is the main; slots ≥ 1 fork from mainVMName, bound to
- * bindNodeName. A main of a set with spec.nodeName gets a required hostname affinity instead.
+ * The desired pod of an agent slot: slot 0 is the main (pinned by spec.nodeName's required
+ * affinity); slots ≥ 1 fork from mainVMName, bound to bindNodeName.
  */
 export function buildAgentPod(
   cs: CocoonSet,
@@ -125,12 +102,8 @@ export function buildAgentPod(
 ): Pod {
   const agent = cs.spec.agent;
   const isMain = slot === 0;
-  const pod = newManagedPod(
-    cs,
-    agentPodName(cs.metadata.name ?? "", slot),
-    isMain ? ROLE_MAIN : ROLE_SUB_AGENT,
-    String(slot),
-  );
+  const podName = `${cs.metadata.name ?? ""}-${slot}`;
+  const pod = newManagedPod(cs, podName, isMain ? ROLE_MAIN : ROLE_SUB_AGENT, String(slot));
   const vmName = vmNameForDeployment(cs.metadata.namespace ?? "", cs.metadata.name ?? "", slot);
   applyVMSpec(
     fromAgentSpec(agent, vmName, cs.spec.snapshotPolicy, isMain ? "" : mainVMName),
@@ -143,7 +116,7 @@ export function buildAgentPod(
   if (bindNodeName) {
     pod.spec!.nodeName = bindNodeName;
   } else if (isMain && cs.spec.nodeName) {
-    pod.spec!.affinity = requiredHostnameAffinity(cs.spec.nodeName);
+    pod.spec!.affinity = hostnameAffinity("required", cs.spec.nodeName);
   }
   return pod;
 }
@@ -184,7 +157,7 @@ function newManagedPod(cs: CocoonSet, podName: string, role: string, slotLabel: 
         [LABEL_COCOON_SET]: cs.metadata.name ?? "",
         [LABEL_ROLE]: role,
         [LABEL_SLOT]: slotLabel,
-        [LABEL_APP_NAME]: cs.metadata.name ?? "",
+        "app.kubernetes.io/name": cs.metadata.name ?? "",
       },
       annotations: { [ANNOTATION_COCOON_SET_GENERATION]: String(cs.metadata.generation ?? 0) },
     },
@@ -196,17 +169,14 @@ function newManagedPod(cs: CocoonSet, podName: string, role: string, slotLabel: 
         { key: "node.kubernetes.io/unreachable", operator: "Exists", effect: "NoExecute" },
       ],
       nodeSelector,
-      containers: [{ name: AGENT_CONTAINER_NAME, image: PLACEHOLDER_IMAGE }],
+      containers: [{ name: "agent", image: PLACEHOLDER_IMAGE }],
     },
   };
   setControllerReference(cs, pod, CocoonSets);
   return pod;
 }
 
-/**
- * Container resources from a VM's requirements, in canonical form, with the VM's storage as
- * ephemeral-storage in both requests and limits (so Guaranteed-QoS defaulting keeps it).
- */
+/** Container resources in canonical form, storage as ephemeral-storage request and limit. */
 export function podResources(
   spec: VMResourceRequirements | undefined,
   storage: QuantityValue | undefined,
@@ -228,61 +198,41 @@ export function podResources(
   return out;
 }
 
-/** A required affinity to one node by hostname (a pinned main). */
-export function requiredHostnameAffinity(nodeName: string): Affinity {
+/** An affinity to one node by hostname: required (a pinned main) or preferred (a wake's hint). */
+export function hostnameAffinity(kind: "required" | "preferred", nodeName: string): Affinity {
+  const term: NodeSelectorTerm = {
+    matchExpressions: [{ key: LABEL_HOSTNAME, operator: "In", values: [nodeName] }],
+  };
   return {
-    nodeAffinity: {
-      requiredDuringSchedulingIgnoredDuringExecution: {
-        nodeSelectorTerms: [hostnameTerm(nodeName)],
-      },
-    },
+    nodeAffinity: kind === "required"
+      ? { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [term] } }
+      : { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, preference: term }] },
   };
 }
 
-/** A preferred affinity to one node by hostname (a released seat's wake hint). */
-export function preferredHostnameAffinity(nodeName: string): Affinity {
-  return {
-    nodeAffinity: {
-      preferredDuringSchedulingIgnoredDuringExecution: [{
-        weight: PREFERRED_HINT_WEIGHT,
-        preference: hostnameTerm(nodeName),
-      }],
-    },
-  };
-}
-
-function hostnameTerm(nodeName: string): NodeSelectorTerm {
-  return { matchExpressions: [{ key: LABEL_HOSTNAME, operator: "In", values: [nodeName] }] };
-}
-
-/**
- * Whether a managed pod failed, by either signal: vk-cocoon's lifecycle annotation (`failed`,
- * usually seen first) or the pod phase the kubelet reports.
- */
+/** Whether a managed pod failed: vk-cocoon's lifecycle `failed` (usually first) or phase Failed. */
 export function isPodFailed(pod: Pod): boolean {
   return readLifecycleState(pod) === LIFECYCLE_STATE_FAILED || isPodPhaseFailed(pod);
 }
 
 /**
- * The List step: the pods labelled for cs that cs controls (by UID), so a stale label alone
- * never makes a pod count. unsafeDisableDeepCopy: the cache's own objects, for callers that never
- * mutate them.
+ * The List step: the pods labelled for cs that cs controls (by UID: a stale label alone never
+ * counts). unsafeDisableDeepCopy: the cache's own objects, for callers that never mutate them.
  */
 export async function listOwnedPods(
   reader: Reader,
   cs: CocoonSet,
   signal?: AbortSignal,
-  opts: { unsafeDisableDeepCopy?: boolean } = {},
+  { unsafeDisableDeepCopy = false } = {},
 ): Promise<Pod[]> {
   const name = cs.metadata.name ?? "";
-  // A name over 63 characters is no label value: no pod carries it, a selector on it is refused,
-  // and listing would fail every pass, teardown included.
+  // A name over 63 characters is no label value: no pod carries it and a selector is refused.
   if (!isValidLabelValue(name)) return [];
   const list = await reader.list(Pods, {
     namespace: cs.metadata.namespace,
     labelSelector: { [LABEL_COCOON_SET]: name },
     signal,
-    ...(opts.unsafeDisableDeepCopy ? { unsafeDisableDeepCopy: true } : {}),
+    unsafeDisableDeepCopy,
   });
   return list.items.filter((p) => isControlledBy(p, cs));
 }

@@ -1,11 +1,11 @@
 /**
- * Watches: which events wake which CocoonSet. Owned pods pass only on changes the reconciler acts
- * on (vk-cocoon rewrites pod status often); a deleted CocoonHibernation wakes the set of its pod;
- * a node's arrival, departure or relabelling wakes the sets whose spec.nodeName names it, found
- * through a cache index rather than a scan of every set, and status heartbeats never pass.
+ * Watches: owned pods pass only on changes the reconciler acts on (vk-cocoon rewrites pod status
+ * often); a deleted CocoonHibernation wakes the set of its pod; a node's arrival, departure or
+ * relabelling wakes the sets whose spec.nodeName names it, found through a cache index.
  */
 import {
   type CompletePredicate,
+  funcs,
   jsonEqual,
   labelChanged,
   type Node,
@@ -22,9 +22,7 @@ import { cocoonSetOwnerName, isPodReady } from "../common/meta/mod.ts";
  * at once, not at its next poll).
  */
 export function podRelevantChange(): CompletePredicate<Pod> {
-  return {
-    create: () => true,
-    delete: () => true,
+  return funcs<Pod>({
     generic: () => false,
     update: (oldPod, newPod) =>
       (!oldPod.metadata.deletionTimestamp && !!newPod.metadata.deletionTimestamp) ||
@@ -33,7 +31,7 @@ export function podRelevantChange(): CompletePredicate<Pod> {
       !jsonEqual(oldPod.metadata.labels ?? {}, newPod.metadata.labels ?? {}) ||
       !jsonEqual(oldPod.metadata.annotations ?? {}, newPod.metadata.annotations ?? {}) ||
       isUnschedulable(oldPod) !== isUnschedulable(newPod),
-  };
+  });
 }
 
 /** Whether the scheduler reports the pod as Unschedulable (PodScheduled=False). */
@@ -68,7 +66,7 @@ export function setOfRequestTarget(
 
 /** Only a request's deletion concerns the set; its own flow handles every other change. */
 export function requestDeleted(): CompletePredicate<CocoonHibernation> {
-  return { create: () => false, update: () => false, delete: () => true, generic: () => false };
+  return funcs({ create: () => false, update: () => false, generic: () => false });
 }
 
 /** Cache index of CocoonSets by the node spec.nodeName pins their main to. */
@@ -79,11 +77,11 @@ export function nodeNameIndexValues(cs: CocoonSet): string[] {
   return cs.spec?.nodeName ? [cs.spec.nodeName] : [];
 }
 
-/** Looks up stored sets under an index value (the informer's byIndex). */
-export type SetIndexLookup = (index: string, value: string) => CocoonSet[];
-
-/** Requests for every CocoonSet whose spec.nodeName names node. */
-export function setsTargetingNode(lookup: SetIndexLookup, node: Node): Request[] {
+/** Requests for every CocoonSet whose spec.nodeName names node, found by lookup (byIndex). */
+export function setsTargetingNode(
+  lookup: (index: string, value: string) => CocoonSet[],
+  node: Node,
+): Request[] {
   return lookup(NODE_NAME_INDEX, node.metadata.name ?? "").map((cs) => ({
     namespace: cs.metadata.namespace ?? "",
     name: cs.metadata.name ?? "",
@@ -92,11 +90,5 @@ export function setsTargetingNode(lookup: SetIndexLookup, node: Node): Request[]
 
 /** Node events that can change whether a node fits a set: create, delete, label changes. */
 export function nodePlacementEvents(): CompletePredicate<Node> {
-  const labels = labelChanged<Node>();
-  return {
-    create: () => true,
-    delete: () => true,
-    update: (oldNode, newNode) => labels.update(oldNode, newNode),
-    generic: () => false,
-  };
+  return { ...labelChanged<Node>(), generic: () => false };
 }

@@ -13,19 +13,10 @@ export const ANNOTATION_DEAD_LETTER = "cocoonset.cocoonstack.io/dead-letter";
 /** Rebuild deletes per slot before the next failure dead-letters the pod. */
 export const MAX_REBUILD_ATTEMPTS = 4;
 
-/** One slot's rebuild record. lastDeleted is epoch milliseconds. */
-export interface RebuildEntry {
-  count: number;
-  lastDeleted: number;
-}
+/** Slot → its rebuilds so far and when the last one deleted the pod (epoch ms). */
+export type RebuildHistory = Map<number, { count: number; lastDeleted: number }>;
 
-/** Slot → record. */
-export type RebuildHistory = Map<number, RebuildEntry>;
-
-/**
- * Reads the history. Anything malformed reads as no history at all (Go's decoder fails the whole
- * map): a corrupt annotation must not wedge rebuilds.
- */
+/** Reads the history; anything malformed is none at all (as Go's decoder), never a wedge. */
 export function readRebuildHistory(cs: CocoonSet): RebuildHistory {
   const raw = cs.metadata.annotations?.[ANNOTATION_REBUILD_HISTORY];
   if (!raw) return new Map();
@@ -41,35 +32,18 @@ function parseHistory(parsed: unknown): RebuildHistory | undefined {
   const out: RebuildHistory = new Map();
   for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
     const slot = parseGoInt(key, 32);
-    if (slot === undefined) return undefined;
     // JSON null decodes to Go's zero value: an entry (or field) of null is count 0, never deleted.
-    if (value === null) {
-      out.set(slot, { count: 0, lastDeleted: 0 });
-      continue;
-    }
-    if (typeof value !== "object" || Array.isArray(value)) return undefined;
-    const v = value as { count?: unknown; lastDeleted?: unknown };
-    if (
-      v.count !== undefined && v.count !== null &&
-      !(typeof v.count === "number" && Number.isInteger(v.count))
-    ) {
-      return undefined;
-    }
-    let lastDeleted = 0;
-    if (v.lastDeleted !== undefined && v.lastDeleted !== null) {
-      const ms = typeof v.lastDeleted === "string" ? parseRfc3339(v.lastDeleted) : undefined;
-      if (ms === undefined) return undefined;
-      lastDeleted = ms;
-    }
-    out.set(slot, { count: (v.count as number | null | undefined) ?? 0, lastDeleted });
+    const { count = null, lastDeleted = null } = (value ?? {}) as Record<string, unknown>;
+    if (slot === undefined || typeof value !== "object" || Array.isArray(value)) return undefined;
+    if (count !== null && !(typeof count === "number" && Number.isInteger(count))) return undefined;
+    const ms = typeof lastDeleted === "string" ? parseRfc3339(lastDeleted) : undefined;
+    if (lastDeleted !== null && ms === undefined) return undefined;
+    out.set(slot, { count: count ?? 0, lastDeleted: ms ?? 0 });
   }
   return out;
 }
 
-/**
- * The annotation value for history without slots above replicas, keys sorted as strings (Go's
- * encoder order); "" for an empty history, which removes the annotation.
- */
+/** The annotation value (slots above replicas left out, keys in Go's string order); "" if empty. */
 export function encodeRebuildHistory(replicas: number, history: RebuildHistory): string {
   const keys = [...history.keys()].filter((slot) => slot <= replicas).map(String).sort();
   if (keys.length === 0) return "";
@@ -84,8 +58,5 @@ export function encodeRebuildHistory(replicas: number, history: RebuildHistory):
 
 /** Wait before the next rebuild after priorCount rebuilds: 0, 1 s, 5 s, then 30 s. */
 export function backoffDelayMs(priorCount: number): number {
-  if (priorCount <= 0) return 0;
-  if (priorCount === 1) return 1_000;
-  if (priorCount === 2) return 5_000;
-  return 30_000;
+  return [0, 1_000, 5_000][Math.max(priorCount, 0)] ?? 30_000;
 }

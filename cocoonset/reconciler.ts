@@ -1,30 +1,23 @@
 /**
- * The CocoonSet reconciler: drives a set toward its spec (a main agent, `replicas` sub-agents
- * forked from it, one pod per toolbox) through suspend and wake, seat release, migration, rebuilds
- * and teardown. runSteps runs the steps of docs/cocoonset.md's "One reconcile pass" in order;
- * finishPass ends the pass as the step that stopped it decided.
+ * The CocoonSet reconciler: runSteps runs the steps of docs/cocoonset.md's "One reconcile pass" in
+ * order; finishPass ends the pass as the step that stopped it decided.
  */
 import {
-  type Client,
-  type Clock,
   controllerManagedBy,
   enqueueFromMap,
   errorMessage,
-  type EventRecorder,
   generationChanged,
+  ignoreNotFound,
   isConflict,
-  isNotFound,
   type Manager,
   type Node,
   Nodes,
   type Pod,
   Pods,
-  type Reader,
   realClock,
   type Reconciler,
   type Request,
   type Result,
-  wrapError,
 } from "../kube/mod.ts";
 import { patchCocoonSetGeneration } from "../common/k8s/pod_patch.ts";
 import {
@@ -33,7 +26,7 @@ import {
   emit,
   logFor,
   podRef,
-  REQUEUE_WAIT_FOR_MAIN_MS,
+  POLL_MS,
   type SetPass,
   type Stop,
   stop,
@@ -48,24 +41,21 @@ import {
 } from "./create.ts";
 import {
   addInvalidSpecProblem,
+  DEFAULT_SET_LIMITS,
   InvalidSpecError,
+  overLimit,
   REASON_INVALID_SPEC,
   refusedByServer,
   rememberInvalidSpec,
 } from "./validate.ts";
-import { getLogger } from "@logtape/logtape";
-import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import { hibernatePolicyOrDefault } from "../common/apis/v1/enums.ts";
-import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { isPodReady, parseVMSpec } from "../common/meta/mod.ts";
-import type { Registry } from "../snapshot/registry.ts";
 import {
   managerVMNameIndex,
   registerVMNameIndex,
   scannedVMNameIndex,
-  type VMNameIndex,
 } from "../snapshotgate/mod.ts";
 import { ensureSubAgents, reportDeadLetters, type SubAgentOutcome } from "./agents.ts";
 import { ensureFinalizer } from "./finalizer.ts";
@@ -84,30 +74,19 @@ import {
 } from "./predicate.ts";
 import { settleOrphanTags } from "./orphan_tags.ts";
 import { replaceDriftedMain } from "./drift.ts";
-import { newRestoreIntent } from "./restore.ts";
 import { reconcileReleasedWake, reconcileSuspendRelease } from "./seat_release.ts";
 import { syncLedger } from "./snapshot_ledger.ts";
 import { writeSetStatus } from "./status.ts";
 import { applyUnsuspend, reconcileSuspend } from "./suspend.ts";
 import { ensureToolboxes, toolboxNameProblem } from "./toolboxes.ts";
-import { DEFAULT_SET_LIMITS, type OverLimit, overLimit, type SetLimits } from "./limits.ts";
 
-const log = getLogger(["cocoon-operator", "cocoonset"]);
-
-/** What the reconciler is built from; clock defaults to the wall clock. */
-export interface CocoonSetReconcilerOptions {
-  client: Client;
-  apiReader: Reader;
-  /** The cache's VM-name index; default: a scan through client (unit tests). */
-  vmNameIndex?: VMNameIndex;
-  registry?: Registry;
-  recorder: EventRecorder;
-  clock?: Clock;
-  /** Per-set bounds; DEFAULT_SET_LIMITS when absent. */
-  limits?: SetLimits;
-  /** Whether the node checks run (nodes.ts); always when absent. */
-  nodeChecks?: () => boolean;
-}
+/**
+ * What the reconciler is built from. Defaults: vmNameIndex a scan through client (unit tests),
+ * the wall clock, DEFAULT_SET_LIMITS, node checks always on.
+ */
+export type CocoonSetReconcilerOptions =
+  & Pick<CocoonSetDeps, "client" | "apiReader" | "registry" | "recorder">
+  & Partial<Pick<CocoonSetDeps, "vmNameIndex" | "clock" | "limits" | "nodeChecks">>;
 
 /** Reconciles CocoonSets. */
 export class CocoonSetReconciler implements Reconciler {
@@ -130,49 +109,33 @@ export class CocoonSetReconciler implements Reconciler {
   }
 
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
-    try {
-      return await this.#reconcile(req, signal);
-    } catch (err) {
-      // A locked write computed from a copy that has since moved on: the pass runs again.
-      if (isConflict(err)) {
-        log.debug("conflict on {namespace}/{cocoonset}, retrying the pass: {error}", {
-          namespace: req.namespace,
-          cocoonset: req.name,
-          error: errorMessage(err),
-        });
-        return { requeue: true };
-      }
-      throw err;
-    }
-  }
-
-  async #reconcile(req: Request, signal: AbortSignal): Promise<Result> {
     const { deps } = this;
-    let cs: CocoonSet;
-    try {
-      cs = await deps.client.get(CocoonSets, req.namespace, req.name, { signal });
-    } catch (err) {
-      if (isNotFound(err)) return {};
-      throw wrapError(`get cocoonset ${req.namespace}/${req.name}`, err);
-    }
+    const get = deps.client.get(CocoonSets, req.namespace, req.name, { signal });
+    const cs = await doing(`get cocoonset ${req.namespace}/${req.name}`, get.catch(ignoreNotFound));
+    if (!cs) return {};
     const pass: SetPass = {
       deps,
       cs,
       classified: classifyPods([]),
       signal,
-      intent: newRestoreIntent(deps, req.namespace, signal),
       log: logFor(cs),
       problems: [],
     };
-    return await finishPass(pass, await runSteps(pass));
+    try {
+      return await finishPass(pass, await runSteps(pass));
+    } catch (err) {
+      // A locked write computed from a copy that has since moved on: the pass runs again.
+      if (!isConflict(err)) throw err;
+      pass.log.debug("conflict, retrying the pass: {error}", { error: errorMessage(err) });
+      return { requeue: true };
+    }
   }
 }
 
 /**
- * Ends the pass as its step decided: writes the status (again only when an effect stops with a
- * phase of its own), then returns the result or throws the error. An effect runs only once the
- * status before it is stored: a failed or conflicting write throws first, and the effect waits
- * for a pass that stores it.
+ * Ends the pass as its step decided: writes the status (again when an effect stops with a phase),
+ * then returns the result or throws the error. An effect runs only once the status before it is
+ * stored: a failed or conflicting write throws first.
  */
 export async function finishPass(pass: SetPass, end: Stop): Promise<Result> {
   for (;;) {
@@ -203,11 +166,9 @@ async function runSteps(pass: SetPass): Promise<Stop> {
       ? await reconcileSuspendRelease(pass)
       : await reconcileSuspend(pass);
   }
-  // A migration in flight owns the pass; it runs before the unsuspend below so its own
-  // hibernate request is not cleared.
+  // A migration owns the pass; before the unsuspend, which would clear its hibernate request.
   if ((step = await reconcileMigration(pass)).stop) return step;
-  // The released-seat wake runs before the normal main create, which would boot the main
-  // fresh over its snapshot.
+  // Before the main create, which would boot the main fresh over its snapshot.
   if ((step = await reconcileReleasedWake(pass)).stop) return step;
   await applyUnsuspend(pass);
 
@@ -217,16 +178,13 @@ async function runSteps(pass: SetPass): Promise<Stop> {
   if (!isPodReady(main)) {
     await warnIfPoolEmpty(pass, main);
     rememberInvalidSpec(pass);
-    return stop({ requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS }, "Pending");
+    return stop({ requeueAfter: POLL_MS }, "Pending");
   }
 
   return await reconcileParts(pass, main, bounds);
 }
 
-/**
- * The List and Stamp steps: the owned pods classified, the generation stamped on each (so what
- * they report next is tied to the spec this pass acts on), then the snapshot ledger recorded.
- */
+/** The List and Stamp steps: the owned pods classified and stamped, the ledger recorded. */
 async function listStampAndRecord(pass: SetPass): Promise<void> {
   const owned = await doing(
     "list owned pods",
@@ -252,84 +210,61 @@ export async function syncCocoonSetGeneration(pass: SetPass): Promise<void> {
   }
 }
 
-/** Problems of the spec found without the server: bad toolbox names, parts over their bound. */
-interface SpecBounds {
-  nameProblem?: string;
-  over: OverLimit;
+/**
+ * Records the problems of the spec found without the server (bad toolbox names, parts over their
+ * bound): such a part builds nothing, the rest goes on.
+ */
+function recordSpecBounds(pass: SetPass) {
+  const nameProblem = toolboxNameProblem(pass.cs.spec.toolboxes);
+  const over = overLimit(pass.cs.spec, pass.deps.limits);
+  const problems = [nameProblem, over.agents, over.toolboxes].filter((p) => p !== undefined);
+  for (const problem of problems) addInvalidSpecProblem(pass, problem);
+  const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
+  return { problems, agentsBlocked: over.agents !== undefined, toolboxesBlocked };
 }
 
-/** Records the spec's bound problems on the pass: such a part builds nothing, the rest goes on. */
-function recordSpecBounds(pass: SetPass): SpecBounds {
-  const { cs, deps } = pass;
-  const nameProblem = toolboxNameProblem(cs.spec.toolboxes);
-  if (nameProblem) {
-    const reason = REASON_INVALID_SPEC;
-    pass.problems.push({ condition: CONDITION_TYPE_READY, reason, message: nameProblem });
-  }
-  const over = overLimit(cs.spec, deps.limits);
-  for (const problem of [over.agents, over.toolboxes]) {
-    if (problem) addInvalidSpecProblem(pass, problem);
-  }
-  return { nameProblem, over };
-}
-
-/** The Sub-agents, Toolboxes and Status steps, once the main is Ready. */
-async function reconcileParts(pass: SetPass, main: Pod, bounds: SpecBounds): Promise<Stop> {
-  const { nameProblem, over } = bounds;
-  const subs: SubAgentOutcome = over.agents
+/**
+ * The Sub-agents, Toolboxes and Status steps, once the main is Ready. A pass with a look-again of
+ * its own (a rebuild's backoff) ends with it; otherwise a problem only a person or another object
+ * can fix (NameConflict, a part the server refused, QuotaExceeded) fails it for the error backoff.
+ */
+async function reconcileParts(
+  pass: SetPass,
+  main: Pod,
+  bounds: ReturnType<typeof recordSpecBounds>,
+): Promise<Stop> {
+  const subs: SubAgentOutcome = bounds.agentsBlocked
     ? { changed: false, requeueAfterMs: 0, deadLettered: [] }
     : await ensureSubAgents(pass, parseVMSpec(main).vmName, main.spec?.nodeName ?? "");
   // A blocked part gets its Warning where it would have been reconciled.
-  for (const problem of [nameProblem, over.agents, over.toolboxes]) {
-    if (problem) emit(pass, "Warning", REASON_INVALID_SPEC, problem);
-  }
-  const toolboxesBlocked = nameProblem !== undefined || over.toolboxes !== undefined;
-  const toolboxesChanged = toolboxesBlocked ? false : await ensureToolboxes(pass);
+  for (const problem of bounds.problems) emit(pass, "Warning", REASON_INVALID_SPEC, problem);
+  const toolboxesChanged = !bounds.toolboxesBlocked && await ensureToolboxes(pass);
   if (subs.changed || toolboxesChanged) return stop({ requeue: true });
 
   reportDeadLetters(pass, subs.deadLettered, subs.requeueAfterMs > 0);
-  return passEnd(pass, subs.requeueAfterMs);
-}
-
-/**
- * How a pass whose pods are reconciled ends, with the status derived: requeueAfterMs (> 0) when
- * the pass has a timed look-again of its own (a rebuild's backoff), which then stands; otherwise
- * a problem only a person or another object can fix (NameConflict, a part the server refused,
- * QuotaExceeded) fails the pass for the error backoff.
- */
-export function passEnd(pass: SetPass, requeueAfterMs: number): Stop {
-  if (requeueAfterMs > 0) return stop({ requeueAfter: requeueAfterMs }, "");
-  const conflicts = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
-  if (conflicts.length > 0) return stop({}, "", new NameConflictError(conflicts));
+  if (subs.requeueAfterMs > 0) return stop({ requeueAfter: subs.requeueAfterMs }, "");
+  const clashes = pass.problems.filter((p) => p.reason === REASON_NAME_CONFLICT);
   const refused = refusedByServer(pass);
-  if (refused) return stop({}, "", new InvalidSpecError(refused));
   const quota = pass.problems.find((p) => p.reason === REASON_QUOTA_EXCEEDED);
-  if (quota) return stop({}, "", new QuotaExceededError(quota.message));
-  return stop({}, "");
-}
-
-/** How the CocoonSet controller is set up. */
-export interface CocoonSetControllerOptions {
-  registry?: Registry;
-  /** Workers reconciling distinct CocoonSets at once; at least 1. */
-  concurrency: number;
-  clock?: Clock;
-  /** Per-set bounds (--max-replicas-per-set, --max-toolboxes-per-set); DEFAULT_SET_LIMITS. */
-  limits?: SetLimits;
-  /**
-   * Whether the operator's role lets it read nodes (absent: always). While off, no node informer
-   * runs; once on, the node watch starts and every set that names a node is looked at again.
-   */
-  nodeChecks?: NodeChecks;
+  const error = clashes.length > 0
+    ? new NameConflictError(clashes.map((p) => p.message).join("; "))
+    : refused
+    ? new InvalidSpecError(refused)
+    : quota && new QuotaExceededError(quota.message);
+  return stop({}, "", error);
 }
 
 /**
- * Registers the CocoonSet controller: For CocoonSets (spec changes), Owns pods, Watches
- * CocoonHibernations and nodes (predicate.ts).
+ * Registers the controller: For sets, Owns pods, Watches requests and nodes (predicate.ts), with
+ * concurrency workers (at least 1). While nodeChecks says the role cannot read nodes no node
+ * informer runs; once it can, the node watch starts and every set that names a node is looked at.
  */
 export function setupCocoonSetController(
   mgr: Manager,
-  opts: CocoonSetControllerOptions,
+  opts: Pick<CocoonSetReconcilerOptions, "registry" | "clock" | "limits"> & {
+    concurrency: number;
+    nodeChecks?: NodeChecks;
+  },
 ): CocoonSetReconciler {
   if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) {
     throw new Error(`cocoonset concurrency must be at least 1, got ${opts.concurrency}`);
@@ -372,8 +307,8 @@ export function setupCocoonSetController(
     nodeChecks!.onEnabled(() => {
       // The node informer starts here, not before: the role could not have listed nodes.
       ctrl.watch(mgr.informerFor(Nodes), nodeEvents, nodePlacementEvents());
-      // Sets that name a node were reconciled without the checks; a controller not started yet
-      // reads every set when it starts.
+      // Sets that name a node were reconciled without the checks (a controller not started yet
+      // reads every set when it starts).
       if (!ctrl.started) return;
       for (const cs of sets.listStored()) {
         if (!cs.spec?.nodeName) continue;

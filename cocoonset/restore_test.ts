@@ -14,7 +14,7 @@ import {
   TEST_NAMESPACE,
 } from "./_test_support.ts";
 import { toolboxPodName } from "./pods.ts";
-import { markRestoreIfHibernated, podsRestorableByCR } from "./restore.ts";
+import { markRestoreIfHibernated, restoreIntent } from "./restore.ts";
 import { ensureToolboxes } from "./toolboxes.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
@@ -50,7 +50,11 @@ Deno.test("restore is marked only with intent and a snapshot; a probe error fail
       if (c.probeError) env.registry.failNext("hasManifest", c.probeError);
       const pod = podForVM("vm");
 
-      const run = markRestoreIfHibernated(env.reconciler.deps, pod, c.intent);
+      const run = markRestoreIfHibernated(
+        newTestPass(env.reconciler.deps, newCocoonSet("demo")),
+        pod,
+        c.intent,
+      );
       if (c.probeError) await assert.rejects(run, /boom/);
       else await run;
 
@@ -64,7 +68,7 @@ Deno.test("without a registry restore is never marked and nothing fails", async 
   const env = newTestEnv([], undefined, { withoutRegistry: true });
   const pod = podForVM("vm");
 
-  await markRestoreIfHibernated(env.reconciler.deps, pod, true);
+  await markRestoreIfHibernated(newTestPass(env.reconciler.deps, newCocoonSet("demo")), pod, true);
 
   assert.equal(readRestoreFromHibernate(pod), false);
 });
@@ -80,7 +84,7 @@ Deno.test("only pods whose CR is Hibernated or Waking are restorable", async () 
     metadata: { name: "h-elsewhere", namespace: "other" },
   });
 
-  const got = await podsRestorableByCR(env.reconciler.deps, TEST_NAMESPACE);
+  const got = await restoreIntent(newTestPass(env.reconciler.deps, newCocoonSet("demo")));
 
   assert.deepEqual([...got].sort(), ["hibernated", "waking"]);
 });

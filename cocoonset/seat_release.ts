@@ -1,13 +1,11 @@
 /**
- * Suspend with the release policy, and the wake that follows it. A released set gives its seat
- * back: its pods are deleted once every managed VM's `:hibernate` snapshot is verified, and the
- * main's node is kept as a hint. The wake recreates the main from that snapshot, preferring the
- * hinted node, and drops the snapshot only once the restored VM is live. Each phase is stored with
- * or before the side effect that depends on it (Suspended with the deletes, Waking before the
- * restore pod), so a restarted operator resumes the flow instead of booting over a snapshot.
+ * Suspend with the release policy, and the wake that follows it (docs/cocoonset.md, "Release").
+ * Each phase is stored with or before the effect that depends on it (Suspended with the deletes,
+ * Waking before the restore pod): a restarted operator resumes, never boots over a snapshot.
  */
-import { errorText, patchAnnotations, type Pod, type Reader } from "../kube/mod.ts";
-import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
+import { errorText, patchAnnotations, type Pod, Pods } from "../kube/mod.ts";
+import type { CocoonHibernation } from "../common/apis/v1/mod.ts";
+import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { patchKeepSnapshotOnDelete } from "../common/k8s/pod_patch.ts";
 import {
   ANNOTATION_HIBERNATED_ON_NODE,
@@ -25,7 +23,7 @@ import {
   slotReleaseWakeUnschedulableTotal,
 } from "../metrics/metrics.ts";
 import { stashDeleteVMNames } from "./teardown.ts";
-import { buildAgentPod, isPodFailed, podsByName, preferredHostnameAffinity } from "./pods.ts";
+import { buildAgentPod, hostnameAffinity, isPodFailed, podsByName } from "./pods.ts";
 import { warnIfPoolEmpty } from "./nodes.ts";
 import {
   afterStatus,
@@ -34,19 +32,21 @@ import {
   emit,
   GO_ON,
   podRef,
-  readStoredPod,
-  REQUEUE_WAIT_FOR_MAIN_MS,
+  POLL_MS,
+  readStored,
+  setLabels,
   type SetPass,
   type Step,
   type Stop,
   stop,
 } from "./pass.ts";
 import { unschedulableMessage } from "./predicate.ts";
-import { allOwnedPodsHibernated, applySuspend, REQUEUE_SUSPEND_POLL_MS } from "./suspend.ts";
+import { allOwnedPodsHibernated, applySuspend } from "./suspend.ts";
 import { ensureSpecBuildable } from "./validate.ts";
 import { createMainPod } from "./create.ts";
 import { dropTag } from "./tag_gate.ts";
 import { withdrawUnownedAsk } from "./orphan_tags.ts";
+import { holdsHibernated, podsHibernatedByCR } from "./restore.ts";
 
 /** Warning reason: the woken main cannot be scheduled (no free seat in its pool). */
 export const REASON_WAKE_NO_CAPACITY = "WakeNoCapacity";
@@ -57,8 +57,8 @@ export const REASON_STALE_HINT_CLEARED = "StaleNodeHintCleared";
 
 /** The Suspend step under the release policy. */
 export async function reconcileSuspendRelease(pass: SetPass): Promise<Stop> {
-  const { cs, classified, deps } = pass;
-  if (!deps.registry) {
+  const { cs, classified } = pass;
+  if (!pass.deps.registry) {
     throw new Error(
       `hibernatePolicy release on ${cs.metadata.namespace}/${cs.metadata.name} needs a registry`,
     );
@@ -66,25 +66,17 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Stop> {
   // Seat already released, or suspended before the first boot: nothing to snapshot.
   if (classified.allByName.size === 0) return stop({}, "Suspended");
   await applySuspend(pass);
-  if (!await allOwnedPodsHibernated(pass)) {
-    return stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Suspending");
-  }
+  if (!await allOwnedPodsHibernated(pass)) return stop({ requeueAfter: POLL_MS }, "Suspending");
   const generation = cs.metadata.generation;
-  // Before the first delete: teardown needs the VM names once the status is empty, the wake
-  // needs the node.
+  // Before the first delete: teardown needs the VM names, the wake the node.
   await doing(
     "stash vm names before releasing the seat",
     stashDeleteVMNames(pass, podsByName(classified)),
   );
   const node = classified.main?.spec?.nodeName;
-  if (node) {
-    await patchAnnotations(deps.client, CocoonSets, cs, { [ANNOTATION_HIBERNATED_ON_NODE]: node }, {
-      signal: pass.signal,
-    });
-  }
-  // The writes answer with the stored set. An unsuspend this pass did not see may reach a cache
-  // before the hint does, and a pass with no hint and no main boots it fresh: release only for
-  // the spec that was checked.
+  if (node) await setNodeHint(pass, node);
+  // The writes answer with the stored set: release only for the spec that was checked, as a pass
+  // that sees an unsuspend before the hint boots the main fresh.
   if (cs.metadata.generation !== generation) return stop({ requeue: true });
   for (const pod of podsByName(classified)) {
     pass.signal.throwIfAborted();
@@ -95,9 +87,8 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Stop> {
       node: pod.spec?.nodeName ?? "",
     });
     try {
-      // Best effort: without the mark vk-cocoon drops its node-local copy and the wake pulls
-      // from the registry; failing here would keep the seat.
-      await patchKeepSnapshotOnDelete(deps.client, pod, pass.signal);
+      // Best effort: without the mark the wake pulls from the registry instead.
+      await patchKeepSnapshotOnDelete(pass.deps.client, pod, pass.signal);
     } catch (err) {
       pass.log.error("could not mark {pod} keep-snapshot-on-delete, the wake will pull: {error}", {
         pod: podRef(pod),
@@ -105,11 +96,10 @@ export async function reconcileSuspendRelease(pass: SetPass): Promise<Stop> {
       });
     }
     await deletePod(pass, pod, "hibernated pod for seat release");
-    const labels = { namespace: pod.metadata.namespace ?? "", cocoonset: cs.metadata.name ?? "" };
-    slotReleasePodsDeletedTotal.labels(labels).inc();
+    slotReleasePodsDeletedTotal.labels(setLabels(cs)).inc();
   }
   // Suspended lands with the deletes: the wake's stale-cache check relies on it.
-  return stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Suspended");
+  return stop({ requeueAfter: POLL_MS }, "Suspended");
 }
 
 /**
@@ -160,19 +150,16 @@ export function decideReleasedWake(f: ReleasedWakeFacts): ReleasedWakeState {
   return hinted && !main.terminal ? "confirm-delete" : "leave";
 }
 
-/**
- * The Released-seat wake step: a stale node hint is cleared first (the normal flow then owns the
- * pass), then the wake's state runs.
- */
+/** The Released-seat wake step: clears a stale node hint, or runs the wake's state. */
 export async function reconcileReleasedWake(pass: SetPass): Promise<Step> {
-  const { cs, deps } = pass;
+  const { cs } = pass;
   const main = pass.classified.main;
-  const hint = cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "";
+  const hint = nodeHint(pass);
   if (hint !== "" && main && await clearStaleHint(pass, main, hint)) return GO_ON;
   const state = decideReleasedWake({
     phase: cs.status?.phase,
     hint,
-    hasRegistry: deps.registry !== undefined,
+    hasRegistry: pass.deps.registry !== undefined,
     main: main && {
       restoreMarked: readRestoreFromHibernate(main),
       hibernateRequested: readHibernateState(main),
@@ -180,74 +167,57 @@ export async function reconcileReleasedWake(pass: SetPass): Promise<Step> {
       terminal: isPodFailed(main),
     },
   });
-  if (state === "start" || !main) return state === "idle" ? GO_ON : await startReleasedWake(pass);
-  switch (state) {
-    case "idle":
-    case "leave":
-      return GO_ON;
-    case "restoring":
-      return await awaitRestore(pass, main);
-    case "complete":
-      return await completeWake(pass, main, hint);
-    case "confirm-delete": {
-      // The cache still shows the released main: a stale view of a delete, or a delete that
-      // never ran. A main that still runs is woken in place by the normal flow.
-      const live = await readStoredPod(pass, main, "wake: confirm delete of");
-      if (live && !live.metadata.deletionTimestamp) return GO_ON;
-      return stop({ requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS });
-    }
-  }
+  if (state === "idle" || state === "leave") return GO_ON;
+  if (state === "start" || !main) return await startReleasedWake(pass);
+  if (state === "restoring") return await awaitRestore(pass, main);
+  if (state === "complete") return await completeWake(pass, main, hint);
+  // confirm-delete: the cache still shows the released main, a stale view of a delete or a delete
+  // that never ran. A main that still runs is woken in place by the normal flow.
+  const live = await readStored(pass, Pods, main, "wake: confirm delete of");
+  return live && !live.metadata.deletionTimestamp ? GO_ON : stop({ requeueAfter: POLL_MS });
 }
 
 /** The restore pod's VM is not live yet: Waking, with WakeNoCapacity while it cannot schedule. */
 async function awaitRestore(pass: SetPass, main: Pod): Promise<Stop> {
-  const { cs } = pass;
   // A hibernate request nobody owns would keep the VM down and the set Waking for ever.
   await withdrawOrphanHibernate(pass, main);
   const msg = unschedulableMessage(main);
   if (msg !== "") {
-    const labels = { namespace: cs.metadata.namespace ?? "", cocoonset: cs.metadata.name ?? "" };
-    slotReleaseWakeUnschedulableTotal.labels(labels).inc();
+    slotReleaseWakeUnschedulableTotal.labels(setLabels(pass.cs)).inc();
     const message = `main pod ${main.metadata.name} unschedulable: ${msg}`;
     emit(pass, "Warning", REASON_WAKE_NO_CAPACITY, message);
     await warnIfPoolEmpty(pass, main);
   }
-  return stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Waking");
+  return stop({ requeueAfter: POLL_MS }, "Waking");
 }
 
 /** The restored VM is live: drop the snapshot and the hint, score the landing once. */
 async function completeWake(pass: SetPass, main: Pod, hint: string): Promise<Stop> {
-  const { cs, deps } = pass;
-  // Unless the VM was asked to hibernate again: vk-cocoon pushes that round's tag before it
-  // removes the VM, so the tag may be its only copy; the request's owner drops it on its wake.
-  const vmName = parseVMSpec(main).vmName;
-  if (!await hibernateRequested(pass, main)) {
-    await doing(
-      `wake: drop hibernate snapshot ${vmName}`,
-      dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG),
-    );
+  // Unless the VM was asked to hibernate again: that round's tag may be its only copy.
+  if (!readHibernateState(main)) {
+    const stored = await readStored(pass, Pods, main, "wake: read");
+    const vmName = parseVMSpec(main).vmName;
+    if (!stored || !readHibernateState(stored)) {
+      await doing(
+        `wake: drop hibernate snapshot ${vmName}`,
+        dropTag(pass, vmName, HIBERNATE_SNAPSHOT_TAG),
+      );
+    }
   }
   // Only with the hint: a re-entry on a stale status comes without it and must not score again.
   if (hint !== "") {
     const node = main.spec?.nodeName ?? "";
     pass.log.info("wake restored the main on {node}, dropped its hibernate snapshot", { node });
-    slotReleaseWakeTotal.labels({
-      namespace: cs.metadata.namespace ?? "",
-      cocoonset: cs.metadata.name ?? "",
-      placement: hint === node ? "hint-node" : "pool",
-    }).inc();
-    await patchAnnotations(deps.client, CocoonSets, cs, { [ANNOTATION_HIBERNATED_ON_NODE]: "" }, {
-      signal: pass.signal,
-    });
+    const placement = hint === node ? "hint-node" : "pool";
+    slotReleaseWakeTotal.labels({ ...setLabels(pass.cs), placement }).inc();
+    await setNodeHint(pass, "");
   }
-  // The phase derives from the pods again; the requeued pass settles Running or Scaling.
   return stop({ requeue: true }, "");
 }
 
 /**
- * Recreates the main from its snapshot, preferring the hinted node. Without a snapshot
- * (suspended before the first boot, or the tag was lost) the normal flow boots it fresh; a probe
- * error fails the pass instead, as falling through would boot over a real snapshot.
+ * Recreates the main from its snapshot, preferring the hinted node. Without a snapshot (suspended
+ * before the first boot) the normal flow boots it; a probe error fails the pass instead.
  */
 async function startReleasedWake(pass: SetPass): Promise<Step> {
   const { cs, deps } = pass;
@@ -257,92 +227,61 @@ async function startReleasedWake(pass: SetPass): Promise<Step> {
   }
   const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
   if (buildable.stop) return buildable;
-  // Waking is stored before the restore pod exists: a crash in between resumes the wake, and no
-  // pass boots the main fresh over its snapshot.
+  // Waking is stored before the restore pod exists: no pass boots the main fresh over its snapshot.
   return afterStatus("Waking", async () => {
     const pod = buildAgentPod(cs, 0);
     markRestoreFromHibernate(pod);
-    const hint = cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "";
+    const hint = nodeHint(pass);
     // A spec.nodeName pin already gave the pod a required affinity; it wins over the hint.
-    if (hint && !pod.spec!.affinity) pod.spec!.affinity = preferredHostnameAffinity(hint);
+    if (hint && !pod.spec!.affinity) pod.spec!.affinity = hostnameAffinity("preferred", hint);
     const created = await createMainPod(pass, pod, {
       phase: "Waking",
-      clashWaitMs: REQUEUE_WAIT_FOR_MAIN_MS,
       context: "wake: create main",
     });
     if (created.stop) return created;
     pass.log.info("wake recreated the main from its snapshot, preferring node {node}", {
       node: hint,
     });
-    return stop({ requeueAfter: REQUEUE_WAIT_FOR_MAIN_MS });
+    return stop({ requeueAfter: POLL_MS });
   });
-}
-
-/** Whether the main carries a hibernate request, cached or stored (vk-cocoon may act on it). */
-async function hibernateRequested(pass: SetPass, main: Pod): Promise<boolean> {
-  if (readHibernateState(main)) return true;
-  const live = await readStoredPod(pass, main, "wake: read");
-  return live !== undefined && readHibernateState(live);
-}
-
-/** Whether a live CocoonHibernation of ns asks to hibernate the pod, as reader shows them. */
-async function hibernateOwned(pass: SetPass, reader: Reader, podName: string): Promise<boolean> {
-  const requests = await doing(
-    "wake: list cocoonhibernations",
-    reader.list(CocoonHibernations, {
-      namespace: pass.cs.metadata.namespace,
-      unsafeDisableDeepCopy: true,
-      signal: pass.signal,
-    }),
-  );
-  return requests.items.some((h) =>
-    !h.metadata.deletionTimestamp && h.spec?.podRef?.name === podName &&
-    (h.spec?.desire === "Hibernate" || h.status?.phase === "Hibernating")
-  );
 }
 
 /**
- * Withdraws the restore pod's hibernate request when nothing owns it: the set is not suspended
- * and no CocoonHibernation asks for it (the cache settles a held one; a withdrawal is decided past
- * the cache, which may not show a request just made).
+ * Withdraws the restore pod's hibernate request when neither the suspend nor a live
+ * CocoonHibernation owns it, marking its tag orphaned in the same write.
  */
 async function withdrawOrphanHibernate(pass: SetPass, main: Pod): Promise<void> {
-  const { cs, deps } = pass;
-  if (cs.spec.suspend || !readHibernateState(main)) return;
+  if (pass.cs.spec.suspend || !readHibernateState(main)) return;
   const podName = main.metadata.name ?? "";
-  if (await hibernateOwned(pass, deps.client, podName)) return;
-  if (await hibernateOwned(pass, deps.apiReader, podName)) return;
+  const live = (h: CocoonHibernation) => !h.metadata.deletionTimestamp && holdsHibernated(h);
+  if ((await podsHibernatedByCR(pass, [podName], live)).has(podName)) return;
   pass.log.warn("wake: withdrawing the hibernate request on {pod}, which nothing owns", {
     pod: podRef(main),
   });
-  // Its tag is marked orphaned in the same write: it goes once the VM is back.
   if (!await withdrawUnownedAsk(pass, main, "wake")) return;
   emit(
     pass,
     "Warning",
     REASON_ORPHAN_HIBERNATE_WITHDRAWN,
-    `restore pod ${main.metadata.name} carried a hibernate request no CocoonHibernation or ` +
-      `suspend owns; withdrawn so the wake can finish`,
+    `restore pod ${podName} carried a hibernate request no CocoonHibernation or suspend owns; ` +
+      `withdrawn so the wake can finish`,
   );
 }
 
 /**
- * A node hint while the main, not restored from it, runs live in place (an aborted release, a
- * kill between the hint write and the deletes) is older than that run: cleared, so a failed main
- * is never restored from the stale tag later. The stored pod decides, as a stale cache could
- * still show a main the release deleted. Whether the hint was cleared.
+ * Clears a hint older than the main's run in place (an aborted release), so a failed main is
+ * never restored from a stale tag; the stored pod decides, as the cache may still show a main
+ * the release deleted. Whether it was cleared.
  */
 async function clearStaleHint(pass: SetPass, main: Pod, hint: string): Promise<boolean> {
-  const { cs, deps } = pass;
-  // Waking is the set's own wake: its completion clears the hint and scores the landing.
-  if (cs.status?.phase === "Waking") return false;
-  if (cs.spec.suspend || readRestoreFromHibernate(main) || readHibernateState(main)) return false;
-  if (!vmLive(main)) return false;
-  const live = await readStoredPod(pass, main, "wake: confirm in-place run of");
-  if (
-    !live || live.metadata.deletionTimestamp || readHibernateState(live) ||
-    readRestoreFromHibernate(live) || !vmLive(live)
-  ) return false;
+  // The set's own wake clears the hint as it completes.
+  if (pass.cs.status?.phase === "Waking" || pass.cs.spec.suspend) return false;
+  const runsInPlace = (p: Pod) =>
+    !p.metadata.deletionTimestamp && !readHibernateState(p) && !readRestoreFromHibernate(p) &&
+    vmLive(p);
+  if (!runsInPlace(main)) return false;
+  const stored = await readStored(pass, Pods, main, "wake: confirm in-place run of");
+  if (!stored || !runsInPlace(stored)) return false;
   pass.log.info("main runs in place: clearing the stale node hint {node}", { node: hint });
   emit(
     pass,
@@ -350,8 +289,17 @@ async function clearStaleHint(pass: SetPass, main: Pod, hint: string): Promise<b
     REASON_STALE_HINT_CLEARED,
     `main ${main.metadata.name} runs in place; node hint ${hint} from an unfinished release cleared`,
   );
-  await patchAnnotations(deps.client, CocoonSets, cs, { [ANNOTATION_HIBERNATED_ON_NODE]: "" }, {
-    signal: pass.signal,
-  });
+  await setNodeHint(pass, "");
   return true;
+}
+
+/** The node the released main left ("" when unset). */
+function nodeHint(pass: SetPass): string {
+  return pass.cs.metadata.annotations?.[ANNOTATION_HIBERNATED_ON_NODE] ?? "";
+}
+
+/** Writes the node hint ("" clears it). */
+async function setNodeHint(pass: SetPass, node: string): Promise<void> {
+  const hint = { [ANNOTATION_HIBERNATED_ON_NODE]: node };
+  await patchAnnotations(pass.deps.client, CocoonSets, pass.cs, hint, { signal: pass.signal });
 }

@@ -1,11 +1,8 @@
 /**
- * The snapshot ledger (docs/cocoonset.md, "Teardown"): which registry tags the VMs of a set may
- * have, kept on the set, so that teardown deletes only tags that can exist. It records every
- * snapshot policy the set's pods may carry (vk-cocoon pushes `:latest` on a pod's delete by that
- * pod's own policy) and the VMs that may hold `:hibernate` (pushed only on a hibernate request),
- * each before the pass that could make it true. A set without a readable ledger is unknown and
- * gets what the Go operator deleted; an unknown ledger is never started later, as it could not
- * cover older pods. Writes are optimistically locked: the ledger only grows.
+ * The snapshot ledger (docs/cocoonset.md, "Teardown"): every snapshot policy the set's pods may
+ * carry and the VMs that may hold `:hibernate`, each recorded before the pass that could make it
+ * true, so teardown deletes only tags that can exist. An unknown ledger (absent, unreadable) gets
+ * what the Go operator deleted and is never started later. Writes are locked: it only grows.
  */
 import { patchObject, type Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
@@ -36,71 +33,72 @@ export const ANNOTATION_SNAPSHOT_LEDGER = "cocoonset.cocoonstack.io/snapshot-led
 /** The `hibernated` entry standing for every VM of the set (a suspend hibernates them all). */
 export const EVERY_VM = "*";
 
-/** What the ledger knows. */
+/** What the ledger knows; both lists sorted. */
 export interface SnapshotLedger {
-  /** Snapshot policies (as vk-cocoon reads them) some pod of the set may have carried; sorted. */
+  /** Snapshot policies (as vk-cocoon reads them) some pod of the set may have carried. */
   policies: SnapshotPolicy[];
-  /** VMs that may hold `:hibernate`, or EVERY_VM; sorted. */
+  /** VMs that may hold `:hibernate`, or EVERY_VM. */
   hibernated: string[];
+}
+
+/** What to add to a ledger. */
+export interface LedgerAddition {
+  policies?: readonly SnapshotPolicy[];
+  hibernated?: readonly string[];
 }
 
 /** The ledger of cs, or undefined when it is unknown (absent or unreadable). */
 export function readLedger(cs: CocoonSet): SnapshotLedger | undefined {
   const raw = cs.metadata.annotations?.[ANNOTATION_SNAPSHOT_LEDGER];
   if (raw === undefined) return undefined;
-  let parsed: unknown;
+  let parsed: { policies?: unknown; hibernated?: unknown } | null;
   try {
     parsed = JSON.parse(raw);
   } catch {
     return undefined;
   }
-  if (typeof parsed !== "object" || parsed === null) return undefined;
-  const { policies, hibernated } = parsed as Record<string, unknown>;
-  if (!Array.isArray(policies) || !policies.every(isValidSnapshotPolicy)) return undefined;
-  if (!Array.isArray(hibernated) || !hibernated.every((h) => typeof h === "string")) {
-    return undefined;
-  }
-  return normalize({ policies, hibernated });
+  const { policies, hibernated } = typeof parsed === "object" && parsed !== null ? parsed : {};
+  const valid = Array.isArray(policies) && policies.every(isValidSnapshotPolicy) &&
+    Array.isArray(hibernated) && hibernated.every((h) => typeof h === "string");
+  return valid ? normalize({ policies, hibernated }) : undefined;
 }
 
 /** The annotation value of a ledger (canonical: sorted, no duplicates). */
 export function encodeLedger(l: SnapshotLedger): string {
-  const n = normalize(l);
-  return JSON.stringify({ policies: n.policies, hibernated: n.hibernated });
-}
-
-/** The ledger of a set no pod was created for yet: its current policy, nothing hibernated. */
-export function newLedger(cs: CocoonSet): SnapshotLedger {
-  return { policies: [snapshotPolicyOrDefault(cs.spec.snapshotPolicy)], hibernated: [] };
+  const { policies, hibernated } = normalize(l);
+  return JSON.stringify({ policies, hibernated });
 }
 
 /**
- * Starts the ledger (in place, for the finalizer patch) of a set never reconciled: pods come only
- * after the finalizer, so nothing predates it. A set with a status stays unknown.
+ * Starts the ledger (in place, for the finalizer patch, before any pod) of a set never reconciled;
+ * a set with a status stays unknown.
  */
 export function startLedger(cs: CocoonSet): void {
   if (cs.metadata.annotations?.[ANNOTATION_SNAPSHOT_LEDGER] !== undefined) return;
   if (cs.status?.observedGeneration || cs.status?.phase) return;
+  const ledger = { policies: [snapshotPolicyOrDefault(cs.spec.snapshotPolicy)], hibernated: [] };
   cs.metadata.annotations = {
     ...cs.metadata.annotations,
-    [ANNOTATION_SNAPSHOT_LEDGER]: encodeLedger(newLedger(cs)),
+    [ANNOTATION_SNAPSHOT_LEDGER]: encodeLedger(ledger),
   };
 }
 
-/**
- * Records the spec's policy and what the pods show (terminating ones too), before the pass may
- * create a pod under that policy or clear a hibernate request it saw.
- */
+/** Records the spec's policy and what the pods show, before the pass may act on either. */
 export async function syncLedger(pass: SetPass, pods: readonly Pod[]): Promise<void> {
   const seen = ledgerEvidence(pods);
-  await recordInLedger(pass, {
-    policies: [snapshotPolicyOrDefault(pass.cs.spec.snapshotPolicy), ...seen.policies],
-    hibernated: seen.hibernated,
-  });
+  const policy = snapshotPolicyOrDefault(pass.cs.spec.snapshotPolicy);
+  await recordInLedger(pass, { policies: [policy, ...seen.policies], hibernated: seen.hibernated });
 }
 
-/** What pods show for the ledger: the policies they carry, the VMs that may hold `:hibernate`. */
-export function ledgerEvidence(pods: readonly Pod[]): Required<LedgerAddition> {
+/** Records that the VMs (or EVERY_VM) may hold `:hibernate`, before they are asked to. */
+export async function recordHibernation(pass: SetPass, vms: readonly string[]): Promise<void> {
+  await recordInLedger(pass, { hibernated: vms });
+}
+
+/** What pods show for the ledger: their policies, and the VMs that may have pushed `:hibernate`. */
+export function ledgerEvidence(
+  pods: readonly Pod[],
+): { policies: SnapshotPolicy[]; hibernated: string[] } {
   return { policies: pods.map(podSnapshotPolicy), hibernated: hibernatedVMsOf(pods) };
 }
 
@@ -112,43 +110,30 @@ export function podSnapshotPolicy(pod: Pod): SnapshotPolicy {
     : SNAPSHOT_POLICY_ALWAYS;
 }
 
-/** Records that the VMs (or EVERY_VM) may hold `:hibernate`, before they are asked to. */
-export async function recordHibernation(pass: SetPass, vms: readonly string[]): Promise<void> {
-  await recordInLedger(pass, { hibernated: vms });
-}
-
-/** What to add to a ledger. */
-export interface LedgerAddition {
-  policies?: readonly SnapshotPolicy[];
-  hibernated?: readonly string[];
+/** The VMs of pods with a hibernate request, a hibernating/hibernated lifecycle or a restore. */
+export function hibernatedVMsOf(pods: readonly Pod[]): string[] {
+  return pods.filter((pod) => {
+    const state = readLifecycleState(pod);
+    return readHibernateState(pod) || readRestoreFromHibernate(pod) ||
+      state === LIFECYCLE_STATE_HIBERNATING || state === LIFECYCLE_STATE_HIBERNATED;
+  }).map((pod) => parseVMSpec(pod).vmName).filter((vm) => vm !== "");
 }
 
 /** The ledger with addition merged in, or undefined when nothing is new. */
 export function addToLedger(l: SnapshotLedger, add: LedgerAddition): SnapshotLedger | undefined {
-  const policies = new Set(l.policies);
-  const hibernated = new Set(l.hibernated);
-  let changed = false;
-  for (const p of add.policies ?? []) {
-    if (policies.has(p)) continue;
-    policies.add(p);
-    changed = true;
-  }
-  if (!hibernated.has(EVERY_VM)) {
-    for (const vm of add.hibernated ?? []) {
-      if (vm === "" || hibernated.has(vm)) continue;
-      hibernated.add(vm);
-      changed = true;
-    }
-  }
-  if (!changed) return undefined;
-  return normalize({ policies: [...policies], hibernated: [...hibernated] });
+  const next = normalize({
+    policies: [...l.policies, ...add.policies ?? []],
+    hibernated: l.hibernated.includes(EVERY_VM)
+      ? l.hibernated
+      : [...l.hibernated, ...(add.hibernated ?? []).filter((vm) => vm !== "")],
+  });
+  return encodeLedger(next) === encodeLedger(l) ? undefined : next;
 }
 
 /** Merges addition into a known ledger and patches it when it changed. */
 async function recordInLedger(pass: SetPass, add: LedgerAddition): Promise<void> {
   const current = readLedger(pass.cs);
-  if (!current) return;
-  const next = addToLedger(current, add);
+  const next = current && addToLedger(current, add);
   if (!next) return;
   await doing(
     "record snapshot ledger",
@@ -161,86 +146,33 @@ async function recordInLedger(pass: SetPass, add: LedgerAddition): Promise<void>
   );
 }
 
-/** Whether pod shows its VM may have pushed `:hibernate` (request, lifecycle, restore). */
-export function showsHibernation(pod: Pod): boolean {
-  if (readHibernateState(pod) || readRestoreFromHibernate(pod)) return true;
-  const state = readLifecycleState(pod);
-  return state === LIFECYCLE_STATE_HIBERNATING || state === LIFECYCLE_STATE_HIBERNATED;
-}
-
-/** The VM names of the pods that show hibernate evidence. */
-export function hibernatedVMsOf(pods: readonly Pod[]): string[] {
-  const out: string[] = [];
-  for (const pod of pods) {
-    if (!showsHibernation(pod)) continue;
-    const vm = parseVMSpec(pod).vmName;
-    if (vm) out.push(vm);
-  }
-  return out;
-}
-
 /**
  * The tags teardown deletes for vmName: `:hibernate` when the VM may hold it, `:latest` when the
- * current policy does not keep it and a recorded one may have pushed it. An unknown ledger gives
- * what the Go operator deleted.
+ * policy does not keep it and a recorded one may have pushed it (unknown ledger: Go's choice).
  */
 export function teardownTags(
   cs: CocoonSet,
   ledger: SnapshotLedger | undefined,
   vmName: string,
 ): string[] {
-  const tags: string[] = [];
-  if (!ledger || ledger.hibernated.includes(EVERY_VM) || ledger.hibernated.includes(vmName)) {
-    tags.push(HIBERNATE_SNAPSHOT_TAG);
-  }
-  if (!shouldKeepLatestTag(cs, vmName) && (!ledger || mayHoldLatest(cs, ledger, vmName))) {
-    tags.push(DEFAULT_SNAPSHOT_TAG);
-  }
-  return tags;
-}
-
-/** Whether a pod created under one of the ledger's policies may have pushed vmName's `:latest`. */
-export function mayHoldLatest(cs: CocoonSet, ledger: SnapshotLedger, vmName: string): boolean {
-  return ledger.policies.some((p) => {
-    switch (p) {
-      case "always":
-        return true;
-      case "main-only":
-        return isMainVM(cs, vmName) || trailingNumberIsZero(vmName);
-      default:
-        return false;
-    }
-  });
-}
-
-/** Whether teardown keeps vmName's `:latest` under the current policy (main-only: slot 0's). */
-export function shouldKeepLatestTag(cs: CocoonSet, vmName: string): boolean {
-  switch (snapshotPolicyOrDefault(cs.spec.snapshotPolicy)) {
-    case "never":
-      return false;
-    case "main-only":
-      return isMainVM(cs, vmName);
-    default:
-      return true;
-  }
-}
-
-function isMainVM(cs: CocoonSet, vmName: string): boolean {
-  return extractAgentSlot(cs.metadata.namespace ?? "", cs.metadata.name ?? "", vmName) === 0;
-}
-
-/** vk-cocoon's main-only rule in the build it pins: a trailing `-<integer>` of 0 (`x-0` too). */
-function trailingNumberIsZero(vmName: string): boolean {
-  const dash = vmName.lastIndexOf("-");
-  if (dash < 0) return false;
-  const tail = vmName.slice(dash + 1);
-  return /^[+-]?[0-9]+$/.test(tail) && Number(tail) === 0;
+  const isMain =
+    extractAgentSlot(cs.metadata.namespace ?? "", cs.metadata.name ?? "", vmName) === 0;
+  const policy = snapshotPolicyOrDefault(cs.spec.snapshotPolicy);
+  const keepLatest = policy === "main-only" ? isMain : policy !== "never";
+  // vk-cocoon's main-only rule in the build it pins: a trailing `-<integer>` of 0 (`x-0` too).
+  const tail = vmName.includes("-") ? vmName.slice(vmName.lastIndexOf("-") + 1) : "";
+  const mainOnlyPushes = isMain || (/^[+-]?[0-9]+$/.test(tail) && Number(tail) === 0);
+  const mayHoldLatest = !ledger ||
+    ledger.policies.some((p) => p === "always" || (p === "main-only" && mainOnlyPushes));
+  const mayHoldHibernate = !ledger || ledger.hibernated.includes(EVERY_VM) ||
+    ledger.hibernated.includes(vmName);
+  return [
+    ...(mayHoldHibernate ? [HIBERNATE_SNAPSHOT_TAG] : []),
+    ...(!keepLatest && mayHoldLatest ? [DEFAULT_SNAPSHOT_TAG] : []),
+  ];
 }
 
 function normalize(l: SnapshotLedger): SnapshotLedger {
   const hibernated = l.hibernated.includes(EVERY_VM) ? [EVERY_VM] : [...new Set(l.hibernated)];
-  return {
-    policies: [...new Set(l.policies)].sort(),
-    hibernated: hibernated.sort(),
-  };
+  return { policies: [...new Set(l.policies)].sort(), hibernated: hibernated.sort() };
 }

@@ -1,7 +1,6 @@
 /**
- * Suspend with the retain policy: every owned pod is asked to hibernate and keeps its seat; the
- * set is Suspended once every managed VM confirmed its hibernation at the current generation and
- * its snapshot is in the registry. The Unsuspend step clears the requests again.
+ * Suspend with the retain policy: every owned pod is asked to hibernate and keeps its seat, until
+ * every VM confirmed it and its snapshot exists (Suspended). The Unsuspend step clears the asks.
  */
 import type { Pod } from "../kube/mod.ts";
 import { patchHibernateAsk, patchHibernateState } from "../common/k8s/pod_patch.ts";
@@ -12,48 +11,27 @@ import {
   vmHibernationConfirmed,
 } from "../common/meta/mod.ts";
 import { hasHibernateSnapshot } from "../snapshot/registry.ts";
-import { buildAgentPod, isPodFailed, podsByName } from "./pods.ts";
-import { doing, podRef, readSamePod, type SetPass, type Stop, stop } from "./pass.ts";
-import { markRestoreIfHibernated, podsHibernatedByCR } from "./restore.ts";
+import { isPodFailed, podsByName } from "./pods.ts";
+import { doing, podRef, POLL_MS, readSamePod, type SetPass, type Stop, stop } from "./pass.ts";
+import { podsHibernatedByCR } from "./restore.ts";
 import { EVERY_VM, recordHibernation } from "./snapshot_ledger.ts";
 import { hibernateRefused } from "./tag_gate.ts";
-import { ensureSpecBuildable } from "./validate.ts";
-import { createMainPod } from "./create.ts";
+import { createMainAgent } from "./create.ts";
 import { SUSPEND_PHASES, withdrawUnownedAsk } from "./orphan_tags.ts";
 
-/** How often a suspending set looks again (ms). */
-export const REQUEUE_SUSPEND_POLL_MS = 5_000;
-
-/**
- * The Suspend step under the retain policy. A set without a main gets it back first (restored
- * when a snapshot exists: a suspend means the VM's state matters) and is hibernated next pass.
- */
+/** The Suspend step (retain); a set without a main gets it back first (createMainAgent). */
 export async function reconcileSuspend(pass: SetPass): Promise<Stop> {
-  if (pass.classified.main) {
-    await applySuspend(pass);
-    return await allOwnedPodsHibernated(pass)
-      ? stop({}, "Suspended")
-      : stop({ requeueAfter: REQUEUE_SUSPEND_POLL_MS }, "Suspending");
-  }
-  const buildable = await ensureSpecBuildable(pass, { creatingMain: true });
-  if (buildable.stop) return buildable;
-  const pod = buildAgentPod(pass.cs, 0);
-  await markRestoreIfHibernated(pass.deps, pod, true, pass.signal);
-  const created = await createMainPod(pass, pod, {
-    phase: "Suspending",
-    clashWaitMs: REQUEUE_SUSPEND_POLL_MS,
-    context: "create main agent before suspend",
-  });
-  if (created.stop) return created;
-  pass.log.info("created main agent {pod} ahead of suspend", { pod: podRef(pod) });
-  return stop({ requeue: true });
+  if (!pass.classified.main) return await createMainAgent(pass);
+  await applySuspend(pass);
+  return await allOwnedPodsHibernated(pass)
+    ? stop({}, "Suspended")
+    : stop({ requeueAfter: POLL_MS }, "Suspending");
 }
 
 /**
- * Whether every managed, non-failed owned pod hibernated at this generation and has its
- * `:hibernate` snapshot. The VM's own confirmation is checked before the registry, so neither an
- * earlier cycle's tag nor a lagging cache ends the wait early. Static toolboxes have no VM; a
- * registry error is thrown, never read as "absent".
+ * Whether every managed (static toolboxes have no VM), non-failed owned pod's VM confirmed its
+ * hibernation at this generation, and then has its `:hibernate` snapshot: neither an earlier
+ * round's tag nor a lagging cache ends the wait early. A registry error is thrown.
  */
 export async function allOwnedPodsHibernated(pass: SetPass): Promise<boolean> {
   const generation = pass.cs.metadata.generation ?? 0;
@@ -70,10 +48,9 @@ export async function allOwnedPodsHibernated(pass: SetPass): Promise<boolean> {
 }
 
 /**
- * vmHibernationConfirmed on pod and, when it passes by the cleared VM id of a vk-cocoon that
- * writes no lifecycle annotations, on the stored pod too: that signal has no generation, so a
- * lagging cache could show the previous round's hibernated pod while the VM runs again. One GET
- * per pod, only on the pass that would complete.
+ * vmHibernationConfirmed on pod and, when it passes by a cleared VM id (no lifecycle annotations,
+ * so no generation), on the stored pod too: a lagging cache could show the previous round's
+ * hibernated pod while the VM runs again. One GET, only on the pass that would complete.
  */
 export async function vmHibernationConfirmedStored(
   pass: SetPass,
@@ -87,9 +64,8 @@ export async function vmHibernationConfirmedStored(
 }
 
 /**
- * Asks every owned pod (static toolboxes too) to hibernate, once the ledger records that every VM
- * of the set may hold `:hibernate`. A pod whose VM name the set does not own alone keeps running
- * with a Warning (tag_gate.ts), which holds the suspend in Suspending.
+ * Asks every owned pod to hibernate, once the ledger records that every VM may hold `:hibernate`;
+ * a pod whose VM name the set does not own alone keeps running (hibernateRefused).
  */
 export async function applySuspend(pass: SetPass): Promise<void> {
   await recordHibernation(pass, [EVERY_VM]);
@@ -105,31 +81,24 @@ export async function applySuspend(pass: SetPass): Promise<void> {
 }
 
 /**
- * The Unsuspend step: clears the hibernate request from owned pods, except pods a
- * CocoonHibernation wants hibernated. While the phase still shows the set's own suspend this is
- * its resume, which keeps its tags; any other request is nobody's, and its tag is marked orphaned
- * as the request goes (orphan_tags.ts).
+ * The Unsuspend step: clears the hibernate request from owned pods a CocoonHibernation does not
+ * hold. In a suspend phase this is the set's resume, which keeps its tags; any other request is
+ * nobody's, and its tag is marked orphaned as it goes (orphan_tags.ts).
  */
 export async function applyUnsuspend(pass: SetPass): Promise<void> {
   const hibernated = podsByName(pass.classified).filter((p) => readHibernateState(p));
   if (hibernated.length === 0) return;
-  const ownedByCR = await podsHibernatedByCR(
-    pass.deps,
-    pass.cs.metadata.namespace ?? "",
-    hibernated.map((p) => p.metadata.name ?? ""),
-    pass.signal,
-  );
+  const ownedByCR = await podsHibernatedByCR(pass, hibernated.map((p) => p.metadata.name ?? ""));
   const resuming = SUSPEND_PHASES.has(pass.cs.status?.phase ?? "");
   for (const pod of hibernated) {
     pass.signal.throwIfAborted();
     if (ownedByCR.has(pod.metadata.name ?? "")) continue;
-    if (!resuming) {
-      await withdrawUnownedAsk(pass, pod, "unsuspend");
-      continue;
+    if (!resuming) await withdrawUnownedAsk(pass, pod, "unsuspend");
+    else {
+      await doing(
+        `clear hibernate on ${podRef(pod)}`,
+        patchHibernateState(pass.deps.client, pod, false, pass.signal),
+      );
     }
-    await doing(
-      `clear hibernate on ${podRef(pod)}`,
-      patchHibernateState(pass.deps.client, pod, false, pass.signal),
-    );
   }
 }

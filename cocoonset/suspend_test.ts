@@ -16,7 +16,7 @@ import {
 } from "./_test_support.ts";
 import { REASON_NAME_CONFLICT } from "./create.ts";
 import { buildAgentPod } from "./pods.ts";
-import { REQUEUE_SUSPEND_POLL_MS } from "./suspend.ts";
+import { POLL_MS } from "./pass.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 
 /** A retain-suspended set with no pods yet. */
@@ -68,7 +68,7 @@ Deno.test("a suspended set whose old main still terminates waits for it without 
   seedSet(env, cs, [old]);
   await env.fake.delete(Pods, TEST_NAMESPACE, "demo-0");
 
-  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: REQUEUE_SUSPEND_POLL_MS });
+  assert.deepEqual(await reconcileSet(env, "demo"), { requeueAfter: POLL_MS });
 
   assert.equal(env.recorder.withReason(REASON_NAME_CONFLICT).length, 0);
 });

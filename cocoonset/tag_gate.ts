@@ -1,10 +1,7 @@
 /**
- * The CocoonSet side of the snapshot gate (snapshotgate/): every registry tag this reconciler
- * deletes goes through dropTag, so a tag goes only under a name the set derives itself, shared
- * with no other namespace and needed by no other claimant. A refusal gets a Warning:
- * SnapshotDeleteRefused for a name the set cannot own, SnapshotDeleteDeferred naming the
- * claimants that keep the tag (once per requeue interval while they do); the set's flow asks again
- * on its next pass.
+ * The CocoonSet side of the snapshot gate (snapshotgate/): every tag this reconciler deletes goes
+ * through dropTag, every hibernate ask through hibernateRefused; a refused drop gets a Warning and
+ * the set's flow asks again on its next pass.
  */
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import type { Pod } from "../kube/mod.ts";
@@ -31,27 +28,21 @@ const DEFERRED_DROP_MEMORY = 1024;
 
 /** The gate's actor for cs: its namespace, name and every toolbox name it knows. */
 export function setActor(cs: CocoonSet): Actor {
-  const toolboxNames = setToolboxNames(cs);
+  const { namespace = "", name = "", uid, creationTimestamp } = cs.metadata;
   return {
     kind: "CocoonSet",
-    namespace: cs.metadata.namespace ?? "",
-    name: cs.metadata.name ?? "",
-    uid: cs.metadata.uid,
-    toolboxNames,
-    creationTimestamp: cs.metadata.creationTimestamp,
+    namespace,
+    name,
+    uid,
+    toolboxNames: setToolboxNames(cs),
+    creationTimestamp,
   };
 }
 
 /** Deletes `<vmName>:<tag>` when the gate allows it; registry errors propagate. */
 export async function dropTag(pass: SetPass, vmName: string, tag: string): Promise<Verdict> {
-  const { deps } = pass;
-  const verdict = await deleteTagIfAllowed(
-    { ...claimSources(pass), registry: deps.registry! },
-    setActor(pass.cs),
-    vmName,
-    tag,
-    pass.signal,
-  );
+  const sources = { ...claimSources(pass), registry: pass.deps.registry! };
+  const verdict = await deleteTagIfAllowed(sources, setActor(pass.cs), vmName, tag, pass.signal);
   if (!verdict.allowed) {
     pass.log.warn("keeping {vm}:{tag}: {reason}", { vm: vmName, tag, reason: verdict.message });
     if (verdict.kind !== "claimed") {
@@ -64,21 +55,15 @@ export async function dropTag(pass: SetPass, vmName: string, tag: string): Promi
 }
 
 /**
- * Whether the set must not ask pod's VM to hibernate (suspend, migration): the set does not derive
- * its VM name, or another namespace does too, so the push would land where another tenant reads.
- * A refusal gets a Warning naming both; the caller's flow waits. Asked right before the request,
- * past the cache in the other namespaces, whose objects this set's watch does not see change.
+ * Whether the set must not ask pod's VM to hibernate: it does not derive the VM name, or another
+ * namespace does too (the push would land where another tenant reads). Asked right before the
+ * request, past the cache in the other namespaces; a refusal gets a Warning and the flow waits.
  */
 export async function hibernateRefused(pass: SetPass, pod: Pod): Promise<boolean> {
   const vmName = parseVMSpec(pod).vmName;
   if (vmName === "") return false;
-  const refusal = await actingRefusal(
-    claimSources(pass),
-    setActor(pass.cs),
-    vmName,
-    true,
-    pass.signal,
-  );
+  const actor = setActor(pass.cs);
+  const refusal = await actingRefusal(claimSources(pass), actor, vmName, true, pass.signal);
   if (!refusal) return false;
   pass.log.warn("not hibernating {pod}: {reason}", { pod: podRef(pod), reason: refusal.message });
   emit(pass, "Warning", REASON_HIBERNATE_REFUSED, `pod ${podRef(pod)}: ${refusal.message}`);
@@ -90,14 +75,11 @@ function deferralDue(pass: SetPass, vmName: string, tag: string, message: string
   const seen = pass.deps.deferredDropEvents;
   const now = pass.deps.clock.now();
   const key = `${pass.cs.metadata.uid ?? pass.cs.metadata.name} ${vmName}:${tag}`;
+  const recent = (at: number) => now - at < DEFERRED_DROP_EVENT_INTERVAL_MS;
   const last = seen.get(key);
-  if (last && last.message === message && now - last.atMs < DEFERRED_DROP_EVENT_INTERVAL_MS) {
-    return false;
-  }
+  if (last?.message === message && recent(last.atMs)) return false;
   if (seen.size >= DEFERRED_DROP_MEMORY) {
-    for (const [k, v] of seen) {
-      if (now - v.atMs >= DEFERRED_DROP_EVENT_INTERVAL_MS) seen.delete(k);
-    }
+    for (const [k, v] of seen) if (!recent(v.atMs)) seen.delete(k);
   }
   seen.set(key, { message, atMs: now });
   return true;

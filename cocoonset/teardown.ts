@@ -1,14 +1,13 @@
 /**
- * Teardown of a deleted CocoonSet: stash every VM name and what the pods show about their
- * snapshots, delete the owned pods (one DELETE each), wait until they are all gone (vk-cocoon may
- * push a final snapshot while a pod terminates), drop the registry tags that may exist and the
- * snapshot policy does not keep (snapshot_ledger.ts), and release the finalizer.
+ * Teardown of a deleted CocoonSet: stash the VM names and ledger evidence, delete the pods (one
+ * DELETE each), wait until they are gone (vk-cocoon may push while a pod terminates), drop the
+ * tags that may exist and the policy does not keep, release the finalizer.
  */
 import { containsFinalizer, errorText, patchObject, type Pod } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonSets } from "../common/apis/v1/resources.ts";
 import { parseVMSpec, vmNameForPod } from "../common/meta/mod.ts";
-import { deletePod, doing, type SetPass, type Stop, stop } from "./pass.ts";
+import { deletePod, doing, POLL_MS, type SetPass, type Stop, stop } from "./pass.ts";
 import { FINALIZER_NAME, releaseFinalizer, stillFinalizing } from "./finalizer.ts";
 import { listOwnedPods } from "./pods.ts";
 import { hibernationPodNames } from "./restore.ts";
@@ -21,22 +20,18 @@ import {
   readLedger,
   teardownTags,
 } from "./snapshot_ledger.ts";
-import { forgetSpecCheck } from "./validate.ts";
 import { dropTag } from "./tag_gate.ts";
 
-/**
- * CocoonSet annotation: the sorted, comma-joined VM names to clean from the registry, written
- * before pods go away, so they survive a status that was never written or is emptied.
- */
+/** CocoonSet annotation: the comma-joined VM names to clean, kept before any pod goes away. */
 export const ANNOTATION_DELETE_VM_NAMES = "cocoonset.cocoonstack.io/delete-vm-names";
-/** How often teardown checks whether the pods are gone (ms). */
-export const REQUEUE_TEARDOWN_MS = 5_000;
 
 /** The Teardown step of a CocoonSet that has a deletionTimestamp. */
 export async function reconcileTeardown(pass: SetPass): Promise<Stop> {
   const { cs, deps, signal } = pass;
   const uid = cs.metadata.uid ?? "";
+  // What the process remembers of a running set goes; teardown writes no status, checks no spec.
   deps.writtenStatuses.delete(uid);
+  deps.specChecks.delete(uid);
   if (!containsFinalizer(cs, FINALIZER_NAME)) return forgetTeardown(pass);
   pass.log.info("tearing down cocoonset");
   // Read-only from here on: no copies of every pod on every pass.
@@ -58,13 +53,12 @@ export async function reconcileTeardown(pass: SetPass): Promise<Stop> {
     pass.log.info("waiting for {count} pods to terminate before registry cleanup", {
       count: remaining.length,
     });
-    return stop({ requeueAfter: REQUEUE_TEARDOWN_MS });
+    return stop({ requeueAfter: POLL_MS });
   }
   // A cached copy can still show the finalizer another pass removed: each VM's tags go once.
   if (!await stillFinalizing(pass)) return forgetTeardown(pass);
   await cleanRegistry(pass);
   await releaseFinalizer(pass);
-  forgetSpecCheck(pass);
   return forgetTeardown(pass);
 }
 
@@ -74,34 +68,30 @@ function forgetTeardown(pass: SetPass): Stop {
 }
 
 /**
- * Stashes the VM names with what teardown can still see for the ledger: the policies the owned
- * pods (terminating ones too) carry, the VMs they show a hibernation for, and the pods a
- * CocoonHibernation of the namespace names. An unknown ledger cleans every tag anyway.
+ * Stashes the VM names with what teardown can still see for a known ledger: the owned pods'
+ * evidence (terminating ones too) and the pods the namespace's CocoonHibernations name.
  */
 async function stashTeardown(pass: SetPass, owned: readonly Pod[]): Promise<void> {
   if (!readLedger(pass.cs)) return await stashDeleteVMNames(pass, owned);
   const ns = pass.cs.metadata.namespace ?? "";
-  const named = await hibernationPodNames(pass.deps, ns, () => true, pass.signal);
   const seen = ledgerEvidence(owned);
-  await stashDeleteVMNames(pass, owned, {
-    policies: seen.policies,
-    hibernated: [...seen.hibernated, ...[...named].map((pod) => vmNameForPod(ns, pod))],
-  });
+  for (const pod of await hibernationPodNames(pass, () => true)) {
+    seen.hibernated.push(vmNameForPod(ns, pod));
+  }
+  await stashDeleteVMNames(pass, owned, seen);
 }
 
 /**
- * Drops, for every stashed VM, the tags that may exist and the policy does not keep. Failures are
- * logged at error level (a registry that refuses deletes leaks snapshots) but never hold the
- * deletion.
+ * Drops each stashed VM's tags that may exist and the policy does not keep; a failure is logged at
+ * error level (it leaks a snapshot) but never holds the deletion.
  */
 async function cleanRegistry(pass: SetPass): Promise<void> {
   const { cs, deps } = pass;
-  const names = parseVMNamesAnnotation(cs.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES]);
+  const names = stashedVMNames(cs);
+  const count = names.length;
   if (!deps.registry) {
-    if (names.length > 0) {
-      pass.log.warn("no registry configured: {count} VMs keep their snapshots", {
-        count: names.length,
-      });
+    if (count > 0) {
+      pass.log.warn("no registry configured: {count} VMs keep their snapshots", { count });
     }
     return;
   }
@@ -122,10 +112,9 @@ async function cleanRegistry(pass: SetPass): Promise<void> {
 }
 
 /**
- * Records the union of the VM names in the status, in the previous annotation and on the pods,
- * and adds evidence to a known snapshot ledger (only for VMs among these names), in one patch
- * sent only when something changes, under the optimistic lock: both are unions with what cs
- * shows, so a write from a copy older than an earlier one would lose names whose tags then leak.
+ * Records the union of the VM names in the status, the stash and the pods, with evidence for a
+ * known ledger (for these VMs only), in one patch when something changed. Locked: both are unions,
+ * so a write from an older copy would lose names whose tags then leak.
  */
 export async function stashDeleteVMNames(
   pass: SetPass,
@@ -133,14 +122,12 @@ export async function stashDeleteVMNames(
   evidence: LedgerAddition = {},
 ): Promise<void> {
   const { cs } = pass;
-  const have = new Set<string>([
-    ...statusVMNames(cs),
-    ...parseVMNamesAnnotation(cs.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES]),
-  ]);
-  for (const pod of owned) {
-    const vm = parseVMSpec(pod).vmName;
-    if (vm) have.add(vm);
-  }
+  const have = new Set([
+    ...(cs.status?.agents ?? []).map((a) => a.vmName),
+    ...(cs.status?.toolboxes ?? []).map((t) => t.vmName),
+    ...stashedVMNames(cs),
+    ...owned.map((pod) => parseVMSpec(pod).vmName),
+  ].filter((vm) => vm !== undefined && vm !== ""));
   const ledger = readLedger(cs);
   const nextLedger = ledger && addToLedger(ledger, {
     policies: evidence.policies,
@@ -159,16 +146,8 @@ export async function stashDeleteVMNames(
   }, { signal: pass.signal, optimisticLock: true });
 }
 
-/** The non-empty VM names recorded in the status: agents, then toolboxes. */
-export function statusVMNames(cs: CocoonSet): string[] {
-  const names: string[] = [];
-  for (const a of cs.status?.agents ?? []) if (a.vmName) names.push(a.vmName);
-  for (const t of cs.status?.toolboxes ?? []) if (t.vmName) names.push(t.vmName);
-  return names;
-}
-
-/** Splits the annotation into trimmed, non-empty names. */
-export function parseVMNamesAnnotation(raw: string | undefined): string[] {
-  if (!raw) return [];
+/** The names the delete-vm-names annotation holds (trimmed, non-empty). */
+function stashedVMNames(cs: CocoonSet): string[] {
+  const raw = cs.metadata.annotations?.[ANNOTATION_DELETE_VM_NAMES] ?? "";
   return raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
 }

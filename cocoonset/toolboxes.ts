@@ -1,7 +1,7 @@
 /**
- * Toolboxes: one pod per entry of spec.toolboxes, named `<set>-<toolbox>`. Failed or drifted
- * toolboxes are replaced at once (no backoff), removed entries deleted; a pod of that name that is
- * not this set's toolbox is never touched but reported as a name clash.
+ * Toolboxes: one pod `<set>-<toolbox>` per entry of spec.toolboxes, replaced at once when failed
+ * or drifted, deleted with its entry; a pod of that name that is not this set's toolbox is never
+ * touched but reported as a name clash.
  */
 import type { Pod } from "../kube/mod.ts";
 import type { ToolboxSpec } from "../common/apis/v1/cocoonset_types.ts";
@@ -11,7 +11,8 @@ import { buildToolboxPod, isPodFailed, toolboxPodName } from "./pods.ts";
 import { deletePod, podRef, type SetPass } from "./pass.ts";
 import { podSpecMatchesToolbox } from "./drift.ts";
 import { createPart, reportNameClash } from "./create.ts";
-import { toolboxBuildable } from "./validate.ts";
+import { partBuildable } from "./validate.ts";
+import { restoreIntent } from "./restore.ts";
 
 /**
  * What is wrong with the toolbox names (the webhook refuses both, but may be bypassed): a
@@ -20,23 +21,15 @@ import { toolboxBuildable } from "./validate.ts";
 export function toolboxNameProblem(
   toolboxes: readonly ToolboxSpec[] | undefined,
 ): string | undefined {
-  const seen = new Set<string>();
-  const duplicates = new Set<string>();
-  const integers: string[] = [];
-  for (const tb of toolboxes ?? []) {
-    if (seen.has(tb.name)) duplicates.add(tb.name);
-    seen.add(tb.name);
-    if (parseGoInt(tb.name, 64) !== undefined) integers.push(tb.name);
-  }
+  const names = (toolboxes ?? []).map((tb) => tb.name);
+  const quoted = (list: Iterable<string>) => [...list].map((n) => `"${n}"`).join(", ");
+  const duplicates = new Set(names.filter((n, i) => names.indexOf(n) !== i));
+  const integers = names.filter((n) => parseGoInt(n, 64) !== undefined);
   const parts: string[] = [];
-  if (duplicates.size > 0) {
-    parts.push(`duplicate toolbox names ${[...duplicates].map((n) => `"${n}"`).join(", ")}`);
-  }
+  if (duplicates.size > 0) parts.push(`duplicate toolbox names ${quoted(duplicates)}`);
   if (integers.length > 0) {
-    parts.push(
-      `toolbox names ${integers.map((n) => `"${n}"`).join(", ")} are integers ` +
-        "and would collide with agent slot pod names",
-    );
+    const collide = "are integers and would collide with agent slot pod names";
+    parts.push(`toolbox names ${quoted(integers)} ${collide}`);
   }
   return parts.length > 0 ? parts.join("; ") : undefined;
 }
@@ -54,15 +47,10 @@ export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
     const podName = toolboxPodName(cs.metadata.name ?? "", tb.name);
     const existing = classified.toolbox.get(tb.name);
     const sameName = classified.allByName.get(podName);
-    if (sameName && sameName !== existing) {
-      reportNameClash(pass, `toolbox ${tb.name}`, sameName);
-      continue;
+    if (sameName && sameName !== existing) reportNameClash(pass, `toolbox ${tb.name}`, sameName);
+    else if (await (existing ? triageToolbox(pass, existing, tb) : createToolbox(pass, tb))) {
+      changed = true;
     }
-    if (existing) {
-      if (await triageToolbox(pass, existing, tb)) changed = true;
-      continue;
-    }
-    if (await createToolbox(pass, tb)) changed = true;
   }
   for (const name of [...classified.toolbox.keys()].sort()) {
     if (desired.has(name)) continue;
@@ -77,9 +65,9 @@ export async function ensureToolboxes(pass: SetPass): Promise<boolean> {
 
 /** Creates one toolbox unless its shape is refused; whether it was created. */
 async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
-  if (!await toolboxBuildable(pass, tb.name)) return false;
+  if (!await partBuildable(pass, tb.name)) return false;
   const pod = buildToolboxPod(pass.cs, tb);
-  const intent = (await pass.intent()).has(pod.metadata.name ?? "");
+  const intent = (await restoreIntent(pass)).has(pod.metadata.name ?? "");
   if (!await createPart(pass, pod, `toolbox ${tb.name}`, intent, pass.signal)) return false;
   pass.log.info("created toolbox {pod}", { pod: podRef(pod) });
   return true;
@@ -87,15 +75,12 @@ async function createToolbox(pass: SetPass, tb: ToolboxSpec): Promise<boolean> {
 
 /** Deletes a failed or drifted toolbox for the next pass to recreate, if its shape is buildable. */
 async function triageToolbox(pass: SetPass, pod: Pod, tb: ToolboxSpec): Promise<boolean> {
-  let why: string;
-  if (isPodFailed(pod)) {
-    why = `failed (phase ${pod.status?.phase ?? ""}, lifecycle ${readLifecycleState(pod)})`;
-  } else if (!podSpecMatchesToolbox(pod, pass.cs, tb)) {
-    why = "drifted from the spec";
-  } else {
-    return false;
-  }
-  if (!await toolboxBuildable(pass, tb.name)) return false;
+  const why = isPodFailed(pod)
+    ? `failed (phase ${pod.status?.phase ?? ""}, lifecycle ${readLifecycleState(pod)})`
+    : podSpecMatchesToolbox(pod, pass.cs, tb)
+    ? ""
+    : "drifted from the spec";
+  if (why === "" || !await partBuildable(pass, tb.name)) return false;
   pass.log.info("toolbox {pod} {why}, deleting to recreate", { pod: podRef(pod), why });
   await deletePod(pass, pod, `toolbox ${tb.name} for recreate`);
   return true;

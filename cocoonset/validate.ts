@@ -1,17 +1,8 @@
 /**
- * Specs the API server accepts but no pod can be built from (a negative storage quantity,
- * requests above limits, a label value over 63 characters): before a pod of a generation is
- * created, replaced for drift or a rebuild, or quiesced by a migration, the pod shapes the spec
- * implies are dry-run created, so such an edit never takes a running VM down.
- *
- * A refusal blocks only the pods of that part (the main, the sub-agents, one toolbox): Ready=False
- * `InvalidSpec` and a Warning name it, the other parts reconcile, and the pass is retried with
- * backoff. Only Invalid answers count: a quota or admission refusal (403) says nothing about the
- * shape, so the replacement goes ahead and the create's own refusal is reported (create.ts).
- *
- * Checks run only when something is about to be created or replaced, at most once per pass; a
- * generation whose shapes all passed is not checked again, and a shape another set passed (or is
- * dry-running right now) is borrowed (shapeKey).
+ * The spec check: a spec the API server accepts but no pod can be built from (requests above
+ * limits, a label over 63 characters) must never take a running VM down. Before a pod is created,
+ * replaced or quiesced, the spec's shapes are dry-run created, at most once per pass and once per
+ * generation; a refusal blocks that part alone, with Ready=False InvalidSpec and a Warning.
  */
 import {
   apiErrorOf,
@@ -24,9 +15,18 @@ import {
 import { ANNOTATION_COCOON_SET_GENERATION } from "../common/meta/mod.ts";
 import { CONDITION_TYPE_READY } from "../common/k8s/condition.ts";
 import { forEachLimited } from "./_fanout.ts";
-import { emit, GO_ON, type SetPass, type SpecVerdict, type Step, type Stop, stop } from "./pass.ts";
+import {
+  emit,
+  GO_ON,
+  type SetLimits,
+  type SetPass,
+  type SpecVerdict,
+  type Step,
+  type Stop,
+  stop,
+} from "./pass.ts";
 import { buildAgentPod, buildToolboxPod } from "./pods.ts";
-import { overLimit } from "./limits.ts";
+import type { CocoonSetSpec } from "../common/apis/v1/cocoonset_types.ts";
 
 /** Reason of problems with the spec itself (Ready=False, Warning). */
 export const REASON_INVALID_SPEC = "InvalidSpec";
@@ -39,18 +39,12 @@ export const MAX_VERIFIED_SHAPES = 10_000;
 
 /** The error of a pass whose spec cannot produce valid pods: retried with backoff. */
 export class InvalidSpecError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "InvalidSpecError";
-  }
+  override name = "InvalidSpecError";
 }
 
-const clean = (): SpecVerdict => ({ toolboxes: new Map() });
-
 /**
- * The verdict on the spec's pod shapes. Each refused part is recorded on the pass (one
- * InvalidSpec problem naming every part, a Warning per part). With `skipMain` the caller is about
- * to create the main for real: that create is the main's check (invalidMainCreate).
+ * The verdict on the spec's pod shapes, each refused part recorded on the pass. With `skipMain`
+ * the caller is about to create the main, and that create is its check (invalidMainCreate).
  */
 export async function checkSpec(
   pass: SetPass,
@@ -59,24 +53,23 @@ export async function checkSpec(
   const { cs, deps } = pass;
   const known = deps.specChecks.get(cs.metadata.uid ?? "");
   if (known?.generation === (cs.metadata.generation ?? 0) && known.refused.length === 0) {
-    return clean();
+    return { toolboxes: new Map() };
   }
-  const wantMain = !(opts.skipMain ?? false);
+  const wantMain = !opts.skipMain;
   const prev = pass.specCheck;
   if (prev && (prev.mainChecked || !wantMain)) return prev.verdict;
   // Nothing checked yet, or only the other parts and now the main too.
   const fresh = await dryRunShapes(pass, { main: wantMain, others: prev === undefined });
   const verdict = prev ? { ...prev.verdict, main: fresh.main } : fresh;
-  const mainChecked = wantMain || (prev?.mainChecked ?? false);
-  pass.specCheck = { verdict, mainChecked };
+  pass.specCheck = { verdict, mainChecked: wantMain };
   recordVerdict(pass, verdict);
-  if (mainChecked && isClean(verdict)) markGenerationValid(pass);
+  if (wantMain && refusedParts(verdict).length === 0) markGenerationValid(pass);
   return verdict;
 }
 
 /**
- * Before the main is created, replaced or quiesced: its shape must be buildable, else the pass
- * stops, keeping its phase. `creatingMain` as checkSpec's skipMain.
+ * Before the main is created, replaced or quiesced: the pass stops, keeping its phase, unless its
+ * shape is buildable (creatingMain: checkSpec's skipMain).
  */
 export async function ensureSpecBuildable(
   pass: SetPass,
@@ -86,27 +79,18 @@ export async function ensureSpecBuildable(
   return verdict.main === undefined ? GO_ON : stopOnInvalidSpec(pass, verdict.main);
 }
 
-/** Whether sub-agent pods can be built from the spec. */
-export async function subAgentsBuildable(pass: SetPass): Promise<boolean> {
-  return (await checkSpec(pass, { skipMain: true })).subAgents === undefined;
-}
-
-/** Whether toolbox `name`'s pod can be built from the spec. */
-export async function toolboxBuildable(pass: SetPass, name: string): Promise<boolean> {
-  return !(await checkSpec(pass, { skipMain: true })).toolboxes.has(name);
+/** Whether the sub-agents' pods (or, given its name, a toolbox's) can be built from the spec. */
+export async function partBuildable(pass: SetPass, toolbox?: string): Promise<boolean> {
+  const verdict = await checkSpec(pass, { skipMain: true });
+  return toolbox === undefined ? verdict.subAgents === undefined : !verdict.toolboxes.has(toolbox);
 }
 
 /** The main was created, which was its check: the generation passed if the other shapes did. */
 export function markSpecChecked(pass: SetPass): void {
-  const verdict = pass.specCheck?.verdict;
-  if (verdict && !isClean(verdict)) return;
-  markGenerationValid(pass);
+  if (!refusedByServer(pass)) markGenerationValid(pass);
 }
 
-/**
- * A real create of the main answered Invalid: reported as a dry-run refusal is, and the pass
- * stops. Undefined for any other error.
- */
+/** A create of the main answered Invalid: reported as a refusal, and the pass stops. */
 export function invalidMainCreate(pass: SetPass, err: unknown): Stop | undefined {
   if (!isInvalid(err)) return undefined;
   const problem = `main agent: ${serverMessage(err)}`;
@@ -115,35 +99,23 @@ export function invalidMainCreate(pass: SetPass, err: unknown): Stop | undefined
   return stopOnInvalidSpec(pass, problem);
 }
 
-/** Forgets what was checked for a deleted CocoonSet. */
-export function forgetSpecCheck(pass: SetPass): void {
-  pass.deps.specChecks.delete(pass.cs.metadata.uid ?? "");
-}
-
 /**
- * The parts this pass's dry-runs (or the main's create) refused, joined; undefined when none.
- * Problems found without the server (toolbox names, limits) are not among them: only a spec
- * change fixes those, and it wakes the set.
+ * The parts the server refused this pass, joined; undefined when none. Problems found without it
+ * (names, limits) are not among them: only a spec change, which wakes the set, fixes those.
  */
 export function refusedByServer(pass: SetPass): string | undefined {
-  const v = pass.specCheck?.verdict;
-  const parts = v ? [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p) : [];
+  const parts = pass.specCheck ? refusedParts(pass.specCheck.verdict) : [];
   return parts.length > 0 ? parts.join("; ") : undefined;
 }
 
-/** The pass's InvalidSpec problem, if any. */
-export function invalidSpecMessage(pass: SetPass): string | undefined {
-  return pass.problems.find((p) => p.reason === REASON_INVALID_SPEC)?.message;
-}
-
-/** Adds a part's problem to the pass's one InvalidSpec problem (Ready shows one reason). */
-export function addInvalidSpecProblem(pass: SetPass, message: string): void {
-  const existing = pass.problems.find((p) => p.reason === REASON_INVALID_SPEC);
-  if (existing) {
-    if (!existing.message.split("; ").includes(message)) existing.message += `; ${message}`;
-    return;
-  }
-  pass.problems.push({ condition: CONDITION_TYPE_READY, reason: REASON_INVALID_SPEC, message });
+/** Adds a part's problem to the pass's one InvalidSpec problem; whether it was new. */
+export function addInvalidSpecProblem(pass: SetPass, message: string): boolean {
+  const reason = REASON_INVALID_SPEC;
+  const existing = pass.problems.find((p) => p.reason === reason);
+  if (existing?.message.split("; ").includes(message)) return false;
+  if (existing) existing.message += `; ${message}`;
+  else pass.problems.push({ condition: CONDITION_TYPE_READY, reason, message });
+  return true;
 }
 
 /** A pass that checks nothing still shows the parts refused for this generation. */
@@ -155,12 +127,12 @@ export function rememberInvalidSpec(pass: SetPass): void {
 
 function stopOnInvalidSpec(pass: SetPass, problem: string): Stop {
   // The phase stays: a released or migrating set must not lose the phase its next steps read.
-  const error = new InvalidSpecError(invalidSpecMessage(pass) ?? problem);
-  return stop({}, pass.cs.status?.phase ?? "", error);
+  const message = pass.problems.find((p) => p.reason === REASON_INVALID_SPEC)?.message ?? problem;
+  return stop({}, pass.cs.status?.phase ?? "", new InvalidSpecError(message));
 }
 
-function isClean(v: SpecVerdict): boolean {
-  return v.main === undefined && v.subAgents === undefined && v.toolboxes.size === 0;
+function refusedParts(v: SpecVerdict): string[] {
+  return [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p !== undefined);
 }
 
 function markGenerationValid(pass: SetPass): void {
@@ -168,8 +140,9 @@ function markGenerationValid(pass: SetPass): void {
   pass.deps.specChecks.set(pass.cs.metadata.uid ?? "", { generation, refused: [] });
 }
 
+/** Remembers the verdict for this generation and reports each refused part once per pass. */
 function recordVerdict(pass: SetPass, v: SpecVerdict): void {
-  const parts = [v.main, v.subAgents, ...v.toolboxes.values()].filter((p) => p !== undefined);
+  const parts = refusedParts(v);
   const uid = pass.cs.metadata.uid ?? "";
   if (parts.length > 0) {
     pass.deps.specChecks.set(uid, { generation: pass.cs.metadata.generation ?? 0, refused: parts });
@@ -177,105 +150,100 @@ function recordVerdict(pass: SetPass, v: SpecVerdict): void {
     pass.deps.specChecks.delete(uid);
   }
   for (const problem of parts) {
-    if (invalidSpecMessage(pass)?.split("; ").includes(problem)) continue;
-    addInvalidSpecProblem(pass, problem);
-    emit(pass, "Warning", REASON_INVALID_SPEC, problem);
+    if (addInvalidSpecProblem(pass, problem)) emit(pass, "Warning", REASON_INVALID_SPEC, problem);
   }
 }
 
-type Part = { kind: "main" } | { kind: "sub" } | { kind: "toolbox"; name: string };
-
-/**
- * Dry-runs the requested shapes, DRY_RUN_CONCURRENCY at a time, and returns the refused ones
- * (toolboxes in spec order). A part over its limit builds nothing and is not dry-run.
- */
+/** Dry-runs the requested shapes (a part over its limit has none) and returns the refused ones. */
 async function dryRunShapes(
   pass: SetPass,
   want: { main: boolean; others: boolean },
 ): Promise<SpecVerdict> {
-  const { cs, deps } = pass;
-  const over = overLimit(cs.spec, deps.limits);
-  const shapes: { what: string; part: Part; build: () => Pod }[] = [];
-  if (want.main) {
-    shapes.push({ what: "main agent", part: { kind: "main" }, build: () => buildAgentPod(cs, 0) });
-  }
+  const { cs } = pass;
+  const over = overLimit(cs.spec, pass.deps.limits);
   const replicas = cs.spec.agent.replicas ?? 0;
-  if (want.others && replicas > 0 && !over.agents) {
-    // The highest slot has the longest name; bound to a placeholder node like a real sub-agent.
+  const shapes: {
+    what: string;
+    part: "main" | "sub" | "toolbox";
+    name?: string;
+    build: () => Pod;
+  }[] = [];
+  if (want.main) {
     shapes.push({
-      what: `sub-agent slot ${replicas}`,
-      part: { kind: "sub" },
-      build: () => buildAgentPod(cs, replicas, "vk-main", "node"),
+      what: "main agent",
+      part: "main",
+      build: () => buildAgentPod(cs, 0),
     });
   }
-  for (const tb of want.others && !over.toolboxes ? cs.spec.toolboxes ?? [] : []) {
-    const part: Part = { kind: "toolbox", name: tb.name };
-    shapes.push({ what: `toolbox ${tb.name}`, part, build: () => buildToolboxPod(cs, tb) });
+  if (want.others && replicas > 0 && !over.agents) {
+    // The highest slot has the longest name; bound to a placeholder node like a real sub-agent.
+    const build = () => buildAgentPod(cs, replicas, "vk-main", "node");
+    shapes.push({ what: `sub-agent slot ${replicas}`, part: "sub", build });
   }
-  const verdict = clean();
-  const refuse = (part: Part, problem: string) => {
-    if (part.kind === "main") verdict.main ??= problem;
-    else if (part.kind === "sub") verdict.subAgents ??= problem;
-    else if (!verdict.toolboxes.has(part.name)) verdict.toolboxes.set(part.name, problem);
-  };
-  const pods: { what: string; part: Part; pod: Pod }[] = [];
-  for (const { what, part, build } of shapes) {
+  for (const tb of want.others && !over.toolboxes ? cs.spec.toolboxes ?? [] : []) {
+    const build = () => buildToolboxPod(cs, tb);
+    shapes.push({ what: `toolbox ${tb.name}`, part: "toolbox", name: tb.name, build });
+  }
+  const refused: (string | undefined)[] = [];
+  const pods: { i: number; pod: Pod }[] = [];
+  shapes.forEach((shape, i) => {
     try {
-      pods.push({ what, part, pod: build() });
+      pods.push({ i, pod: shape.build() });
     } catch (err) {
       // The builder itself refused (an unparsable quantity): as invalid as a server refusal.
-      refuse(part, `${what}: ${errorMessage(err)}`);
-    }
-  }
-  const setName = cs.metadata.name ?? "";
-  await forEachLimited(pods, DRY_RUN_CONCURRENCY, pass.signal, async (shape, signal) => {
-    const key = shapeKey(setName, shape.pod);
-    if (deps.verifiedShapes.has(key)) return;
-    // Another worker's dry-run of the same shape lends its acceptance only: a refusal names
-    // that worker's pod, so this pass then asks for itself.
-    const pending = deps.dryRunsInFlight.get(key);
-    if (pending && await pending) return;
-    const answer = dryRunCreate(pass, shape.pod, signal);
-    if (!pending) {
-      const accepted = answer.then((a) => a === undefined);
-      deps.dryRunsInFlight.set(key, accepted);
-      accepted.finally(() => {
-        if (deps.dryRunsInFlight.get(key) === accepted) deps.dryRunsInFlight.delete(key);
-      });
-    }
-    const refusal = await answer;
-    if (refusal === undefined) {
-      if (deps.verifiedShapes.size >= MAX_VERIFIED_SHAPES) deps.verifiedShapes.clear();
-      deps.verifiedShapes.add(key);
-    } else if (isInvalid(refusal.error)) {
-      refuse(shape.part, `${shape.what}: ${serverMessage(refusal.error)}`);
-    } else if (apiErrorOf(refusal.error)?.status?.code !== 403) {
-      throw refusal.error;
+      refused[i] = errorMessage(err);
     }
   });
-  const toolboxes = new Map<string, string>();
-  for (const { part } of pods) {
-    if (part.kind === "toolbox" && verdict.toolboxes.has(part.name)) {
-      toolboxes.set(part.name, verdict.toolboxes.get(part.name)!);
-    }
-  }
-  for (const [k, m] of verdict.toolboxes) if (!toolboxes.has(k)) toolboxes.set(k, m);
-  return { ...verdict, toolboxes };
+  await forEachLimited(pods, DRY_RUN_CONCURRENCY, pass.signal, async ({ i, pod }, signal) => {
+    refused[i] = await dryRunRefusal(pass, pod, signal);
+  });
+  const verdict: SpecVerdict = { toolboxes: new Map() };
+  shapes.forEach(({ what, part, name = "" }, i) => {
+    if (refused[i] === undefined) return;
+    const problem = `${what}: ${refused[i]}`;
+    if (part === "main") verdict.main = problem;
+    else if (part === "sub") verdict.subAgents = problem;
+    else if (!verdict.toolboxes.has(name)) verdict.toolboxes.set(name, problem);
+  });
+  return verdict;
 }
 
-/** One dry-run create: undefined when accepted, else the error the server (or the call) gave. */
-async function dryRunCreate(
+/**
+ * The server's message when it refuses pod as Invalid (a 403 says nothing about the shape). A
+ * shape another set passed is not dry-run again; one in flight lends its acceptance only, as its
+ * refusal would name the other pod.
+ */
+async function dryRunRefusal(
   pass: SetPass,
   pod: Pod,
   signal: AbortSignal,
-): Promise<{ error: unknown } | undefined> {
-  try {
-    await pass.deps.client.create(Pods, pod, { dryRun: true, signal });
-  } catch (err) {
-    // The name is taken: validation ran before the existence check, so the shape is valid.
-    if (!isAlreadyExists(err)) return { error: err };
+): Promise<string | undefined> {
+  const { deps } = pass;
+  const key = shapeKey(pass.cs.metadata.name ?? "", pod);
+  if (deps.verifiedShapes.has(key)) return undefined;
+  const pending = deps.dryRunsInFlight.get(key);
+  if (pending && await pending) return undefined;
+  // An existing pod of that name means the shape is valid: validation runs before that check.
+  const answer = deps.client.create(Pods, pod, { dryRun: true, signal }).then(
+    () => undefined,
+    (err: unknown) => isAlreadyExists(err) ? undefined : { err },
+  );
+  if (!pending) {
+    const accepted = answer.then((a) => a === undefined);
+    deps.dryRunsInFlight.set(key, accepted);
+    accepted.finally(() => {
+      if (deps.dryRunsInFlight.get(key) === accepted) deps.dryRunsInFlight.delete(key);
+    });
   }
-  return undefined;
+  const refusal = await answer;
+  if (refusal === undefined) {
+    if (deps.verifiedShapes.size >= MAX_VERIFIED_SHAPES) deps.verifiedShapes.clear();
+    deps.verifiedShapes.add(key);
+    return undefined;
+  }
+  if (isInvalid(refusal.err)) return serverMessage(refusal.err);
+  if (apiErrorOf(refusal.err)?.status?.code === 403) return undefined;
+  throw refusal.err;
 }
 
 /** The API server's message without our "resource name: Reason:" prefix. */
@@ -284,23 +252,17 @@ export function serverMessage(err: unknown): string {
 }
 
 /**
- * The key under which sets share the dry-run verdict on pod (built for the set named setName).
- * The server checks a name only for its length and characters, so the set's name in metadata is
- * masked by one of the same length; the owner and the generation stamp are left out, and the spec
- * (which never holds the set's name) is kept whole.
+ * The key under which sets share a dry-run verdict: the set's name masked by one of its length (the
+ * server checks a name's length and characters only), without owner and generation stamp.
  */
 export function shapeKey(setName: string, pod: Pod): string {
-  const mask = setName === ""
-    ? (v: string) => v
-    : (v: string) => v.split(setName).join("\u0000".repeat(setName.length));
-  const maskAll = (m: Record<string, string> | undefined) => {
-    const out: Record<string, string> = {};
-    for (const k of Object.keys(m ?? {}).sort()) {
-      if (k === ANNOTATION_COCOON_SET_GENERATION) continue;
-      out[k] = mask(m![k]);
-    }
-    return out;
-  };
+  const mask = (v: string) =>
+    setName === "" ? v : v.split(setName).join("\u0000".repeat(setName.length));
+  const maskAll = (m: Record<string, string> = {}) =>
+    Object.fromEntries(
+      Object.keys(m).sort().filter((k) => k !== ANNOTATION_COCOON_SET_GENERATION)
+        .map((k) => [k, mask(m[k])]),
+    );
   return JSON.stringify({
     namespace: pod.metadata.namespace ?? "",
     name: mask(pod.metadata.name ?? ""),
@@ -309,3 +271,26 @@ export function shapeKey(setName: string, pod: Pod): string {
     spec: pod.spec,
   });
 }
+
+/** The defaults (--max-replicas-per-set, --max-toolboxes-per-set). */
+export const DEFAULT_SET_LIMITS: SetLimits = { maxReplicas: 1_000, maxToolboxes: 100 };
+
+/** The parts of spec above their limit, each with the message the set reports (InvalidSpec). */
+export function overLimit(spec: CocoonSetSpec, limits: SetLimits): OverLimit {
+  const out: OverLimit = {};
+  const replicas = spec.agent.replicas ?? 0;
+  if (replicas > limits.maxReplicas) {
+    out.agents = `spec.agent.replicas ${replicas} is above the limit of ${limits.maxReplicas} ` +
+      "sub-agents per set (--max-replicas-per-set, MAX_REPLICAS_PER_SET); " +
+      "no sub-agent is created or deleted";
+  }
+  const toolboxes = spec.toolboxes?.length ?? 0;
+  if (toolboxes > limits.maxToolboxes) {
+    out.toolboxes = `spec.toolboxes lists ${toolboxes} toolboxes, above the limit of ` +
+      `${limits.maxToolboxes} per set (--max-toolboxes-per-set, MAX_TOOLBOXES_PER_SET); ` +
+      "no toolbox is created or deleted";
+  }
+  return out;
+}
+
+type OverLimit = { agents?: string; toolboxes?: string };
