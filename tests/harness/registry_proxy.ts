@@ -44,8 +44,71 @@ export function repositoryOf(path: string): string {
   return m ? m[1] : "";
 }
 
+/** How the proxy behaves besides forwarding. */
+export interface RegistryProxyOptions {
+  /**
+   * Accept a manifest DELETE by tag, as the OCI distribution spec allows a registry to and
+   * distribution 3 does, where the registry behind (distribution 2.8) answers 400: the tag is
+   * resolved (HEAD) and the manifest it names deleted by digest, which also removes any other
+   * tag of that digest. The request is recorded once, with the status sent back. For a
+   * client that deletes by tag (the Go original), whose wakes and migrations otherwise never
+   * complete against distribution 2.8.
+   */
+  tagDeletes?: boolean;
+}
+
+/** Media types a tag may name, for resolving it. */
+const MANIFEST_TYPES = [
+  "application/vnd.oci.image.manifest.v1+json",
+  "application/vnd.oci.image.index.v1+json",
+  "application/vnd.docker.distribution.manifest.v2+json",
+  "application/vnd.docker.distribution.manifest.list.v2+json",
+].join(", ");
+
+/** The repository and tag of a manifest DELETE by tag; undefined for any other request. */
+export function tagDeleteOf(
+  method: string,
+  path: string,
+): { repo: string; tag: string } | undefined {
+  if (method !== "DELETE") return undefined;
+  const m = path.match(/^\/v2\/(.+)\/manifests\/([^/]+)$/);
+  // A digest is `<algorithm>:<hex>`; a tag can hold no colon.
+  return m && !m[2].includes(":") ? { repo: m[1], tag: m[2] } : undefined;
+}
+
+/** Resolves the tag upstream and deletes its manifest by digest (RegistryProxyOptions.tagDeletes). */
+async function deleteByTag(
+  upstream: string,
+  target: { repo: string; tag: string },
+  headers: Headers,
+): Promise<Response> {
+  const head = await fetch(`${upstream}/v2/${target.repo}/manifests/${target.tag}`, {
+    method: "HEAD",
+    headers: { ...Object.fromEntries(headers), accept: MANIFEST_TYPES },
+  });
+  await head.body?.cancel();
+  const digest = head.headers.get("docker-content-digest");
+  if (head.status !== 200 || !digest) {
+    const code = head.status === 404 ? "MANIFEST_UNKNOWN" : "UNKNOWN";
+    return Response.json(
+      { errors: [{ code, message: `resolving ${target.tag}: ${head.status}` }] },
+      {
+        status: head.status === 200 ? 502 : head.status,
+      },
+    );
+  }
+  const res = await fetch(`${upstream}/v2/${target.repo}/manifests/${digest}`, {
+    method: "DELETE",
+    headers,
+  });
+  return new Response(await res.arrayBuffer(), { status: res.status, headers: res.headers });
+}
+
 /** Starts a proxy forwarding to upstream (`http://127.0.0.1:<port>`) on a free loopback port. */
-export function startRegistryProxy(upstream: string): RegistryProxy {
+export function startRegistryProxy(
+  upstream: string,
+  opts: RegistryProxyOptions = {},
+): RegistryProxy {
   const inFlight = new Map<string, number>();
   const peaks = new Map<string, number>();
   const requests: ProxiedRequest[] = [];
@@ -66,6 +129,12 @@ export function startRegistryProxy(upstream: string): RegistryProxy {
       }
       const headers = new Headers(req.headers);
       headers.delete("host");
+      const byTag = opts.tagDeletes ? tagDeleteOf(req.method, url.pathname) : undefined;
+      if (byTag) {
+        const res = await deleteByTag(upstream, byTag, headers);
+        status = res.status;
+        return res;
+      }
       const res = await fetch(`${upstream}${url.pathname}${url.search}`, {
         method: req.method,
         headers,

@@ -72,8 +72,13 @@ export interface StackOptions {
    * `config/overlays/sharded/members` for SHARDS=auto).
    */
   extraRbac?: string[];
-  /** The control plane's Kubernetes minor and extra kube-apiserver flags (default: 1.35, none). */
-  controlPlane?: Pick<ControlPlaneOptions, "kubernetesMinor" | "apiServerFlags">;
+  /** The control plane's Kubernetes minor and extra server flags (default: 1.35, none). */
+  controlPlane?: Pick<ControlPlaneOptions, "kubernetesMinor" | "apiServerFlags" | "etcdFlags">;
+  /**
+   * The registry proxy accepts a manifest DELETE by tag (RegistryProxyOptions.tagDeletes), for
+   * an operator build that deletes by tag (default false: distribution 2.8's 400, as deployed).
+   */
+  registryTagDeletes?: boolean;
   /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
   prefix?: string;
   /**
@@ -169,7 +174,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         return r;
       }),
     ]);
-    const proxy = startRegistryProxy(registry.url);
+    const proxy = startRegistryProxy(registry.url, { tagDeletes: opts.registryTagDeletes });
     started.push(async () => {
       // Runs after the operators stopped (cleanups go last first), so nothing is missed.
       await recordRegistryRequests(proxy.requests);
