@@ -11,6 +11,9 @@
  * OPERATOR_ALLOW_EXTRA_PERMISSIONS=true deno run -A
  * --v8-flags=--max-semi-space-size=2,--memory-saver-mode --cpu-prof --cpu-prof-dir=/tmp/prof
  * main.ts"`, then `deno run --allow-read tests/bench/cpu_profile.ts /tmp/prof/*.cpuprofile`.
+ * The profile is written when the operator exits (the benchmark stops it with SIGTERM). Run so,
+ * the operator also gets the benchmark's DENO_V8_FLAGS (`--trace-gc`), which `deno task start`
+ * does not pass on.
  *
  * @module
  */
