@@ -3,12 +3,15 @@
  * document on stdout (progress and the runtime's per-measurement lines go to stderr). Nothing
  * here asserts; tests do that. The document's keys: the runtime figures below (flat, as the
  * summary always had them), `reconcileFixture` (reconcile_fixture.ts), `startup`
- * (startup.ts), `convergence` (convergence.ts; keyed `sets100`, `sets1000`), `memoryAtScale` and `scopedCache`
- * (memory_at_scale.ts), `pendingFlows` (pending_flows.ts: every API request in the 75 s after
- * start with a Hibernate and a migration held), `scaleOut` (scale_out.ts: 1 vs 2 sharded replicas; alone:
- * `deno run -A tests/bench/scale_out.ts`). Each of the others also runs alone (`deno task bench:<name>`, see
- * deno.json); `--operator-cmd` names the operator the system benchmarks measure (default
- * `deno task start`), `--quick` makes their N smaller and their windows shorter.
+ * (startup.ts), `convergence` (convergence.ts; keyed `sets100`, `sets1000`), `memoryAtScale`,
+ * `scopedCache`, `fleet`, `fleet10k` and `fleetSlope` (memory_at_scale.ts; the fleet of 1 000,
+ * 5 000 and 10 000 sets is the longest part, an hour or more), `pendingFlows` (pending_flows.ts:
+ * every API request in the 75 s after start with a Hibernate and a migration held), `flows`
+ * (flows.ts: hibernate and wake, suspend and resume, release and wake), `scaleOut` (scale_out.ts:
+ * 1 vs 2 sharded replicas; alone: `deno run -A tests/bench/scale_out.ts`). Each of the others
+ * also runs alone (`deno task bench:<name>`, see deno.json); `--operator-cmd` names the operator
+ * the system benchmarks measure (default `deno task start`), `--quick` makes their N smaller and
+ * their windows shorter.
  *
  * The runtime figures:
  *
@@ -44,8 +47,9 @@ import { benchDeleteAtScale } from "./delete_at_scale.ts";
 import { benchRefusedAtScale } from "./refused_at_scale.ts";
 import { startupFromFlags } from "./startup.ts";
 import { convergenceFromFlags } from "./convergence.ts";
-import { memoryAtScaleFromFlags } from "./memory_at_scale.ts";
+import { fleetFromFlags, memoryAtScaleFromFlags } from "./memory_at_scale.ts";
 import { pendingFlowsFromFlags } from "./pending_flows.ts";
+import { flowsFromFlags } from "./flows.ts";
 import { benchScaleOut, scaleOutGoals, scaleOutOptions } from "./scale_out.ts";
 import { benchFlagsOrExit } from "./flags.ts";
 import { progress } from "./load.ts";
@@ -366,6 +370,8 @@ const convergence = await convergenceFromFlags(flags);
 const { memoryAtScale, scopedCache } = await memoryAtScaleFromFlags(flags);
 progress("pending flows");
 const pendingFlows = await pendingFlowsFromFlags(flags);
+const { fleet, fleet10k, fleetSlope } = await fleetFromFlags(flags);
+const flows = await flowsFromFlags(flags);
 progress("scale out");
 const scaleOut = await benchScaleOut(scaleOutOptions(flags.operatorCmd, flags.quick));
 progress(`scaleOut goals: ${JSON.stringify(scaleOutGoals(scaleOut))}`);
@@ -380,6 +386,10 @@ console.log(JSON.stringify(
     memoryAtScale,
     scopedCache,
     pendingFlows,
+    fleet,
+    fleet10k,
+    fleetSlope,
+    flows,
     scaleOut,
     quick: flags.quick,
     operatorCmd: flags.operatorCmd,

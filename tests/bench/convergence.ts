@@ -5,7 +5,7 @@
  *
  * Figures:
  * - secondsToAllRunning: from the first create until every set is Running for its spec with
- *   all five pods ready (a cluster-wide list every 250 ms).
+ *   all five pods ready (seen by a watch of the benchmark's own: load.ts watchObjects).
  * - apiRequests: what the operator asked the API server in that time, by resource and verb
  *   (conflicts: how many of them were refused with 409),
  *   counted by the proxy its kubeconfig points at (api_proxy.ts; why a proxy: see there), and
@@ -31,12 +31,11 @@
  * @module
  */
 import { realClock, sleep } from "../../kube/clock.ts";
-import type { ApiProxy } from "./api_proxy.ts";
 import { type BenchFlags, benchFlagsOrExit } from "./flags.ts";
 import { createSets, nodesFor, PODS_PER_SET, progress, waitConverged } from "./load.ts";
 import { type CpuSample, idleCpuFigures } from "./idle_cpu.ts";
 import { memoryReport } from "./operator_under_test.ts";
-import { countByResource, countByVerb, isWrite } from "./request_info.ts";
+import { countByResource, isWrite, tallyRequests } from "./request_info.ts";
 import { startBenchSystem } from "./system.ts";
 
 /** What to run. */
@@ -54,21 +53,6 @@ const IDLE_SEGMENTS = 3;
 
 /** How long after all sets are Running the steady-state window starts. */
 const SETTLE_MS = 5_000;
-
-/** The requests made in [from, to), tallied (watches included: each is one request). */
-function tally(api: ApiProxy, from: number, to: number) {
-  const requests = api.between(from, to);
-  const failed = requests.filter((r) => r.status >= 400 || r.status === 0);
-  return {
-    total: requests.length,
-    byVerb: countByVerb(requests),
-    byResource: countByResource(requests),
-    // Writes refused as stale (409 Conflict), whatever the resource: the figure issue 23 tracks.
-    conflicts: requests.filter((r) => r.status === 409).length,
-    // Answers other than success, as "<verb> <status>" (0: no answer before the window ended).
-    failedByResource: countByResource(failed.map((r) => ({ ...r, verb: `${r.verb} ${r.status}` }))),
-  };
-}
 
 /** Runs the benchmark (see the module doc). */
 export async function benchConvergence(opts: ConvergenceOptions): Promise<Record<string, unknown>> {
@@ -88,7 +72,7 @@ export async function benchConvergence(opts: ConvergenceOptions): Promise<Record
   const tRunning = await waitConverged(system.stack.admin, sets, 120_000 + sets * 2_000);
   const after = await op.usage();
   progress(`convergence: all Running after ${((tRunning - t0) / 1000).toFixed(1)} s`);
-  const converging = tally(system.api, t0, tRunning);
+  const converging = tallyRequests(system.api.between(t0, tRunning));
   const restClientRequests = await op.restClientRequests();
 
   const quiet = new AbortController().signal;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { BENCH_USAGE, BenchFlagsError, parseBenchFlags } from "./flags.ts";
+import { BENCH_USAGE, BenchFlagsError, FLOW_NAMES, parseBenchFlags } from "./flags.ts";
 import { DEFAULT_OPERATOR_CMD } from "./operator_under_test.ts";
 import { parseReplicas } from "./delete_at_scale.ts";
 
@@ -13,8 +13,35 @@ Deno.test("bench flags: defaults, --quick, --operator-cmd and --help", () => {
   assert.equal(parseBenchFlags(["-h"]), "help");
 });
 
+Deno.test("bench flags: set counts, fleet sizes and a choice of flows", () => {
+  assert.deepEqual(
+    parseBenchFlags(["--sets", "10, 20", "--fleet-sets", "1000,5000", "--flows", "releaseWake"]),
+    {
+      quick: false,
+      operatorCmd: DEFAULT_OPERATOR_CMD,
+      sets: [10, 20],
+      fleetSets: [1000, 5000],
+      flows: ["releaseWake"],
+    },
+  );
+  assert.deepEqual(
+    (parseBenchFlags(["--flows", FLOW_NAMES.join(",")]) as { flows: string[] }).flows,
+    ["hibernateWake", "suspendResume", "releaseWake"],
+  );
+});
+
 Deno.test("bench flags: a typo or a stray argument is refused, not run with the defaults", () => {
-  for (const args of [["--quik"], ["convergence"], ["--operator-cmd"]]) {
+  for (
+    const args of [
+      ["--quik"],
+      ["convergence"],
+      ["--operator-cmd"],
+      ["--fleet-sets", "0"],
+      ["--fleet-sets", "1k"],
+      ["--flows", "hibernate"],
+      ["--flows", ""],
+    ]
+  ) {
     assert.throws(() => parseBenchFlags(args), BenchFlagsError, args.join(" "));
   }
 });

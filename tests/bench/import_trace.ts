@@ -118,6 +118,7 @@ if (import.meta.main && Deno.args[0] === CHILD_FLAG) {
   const { parseArgs } = await import("node:util");
   const { values } = parseArgs({ args: Deno.args, options: { runs: { type: "string" } } });
   const runs = Number(values.runs ?? 5);
-  const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
+  const { loadAverage } = await import("./proc_stats.ts");
+  const load = (await loadAverage()).join(" ");
   console.log(JSON.stringify({ runs, loadAverage: load, rows: await importTrace(runs) }, null, 2));
 }

@@ -7,12 +7,16 @@
  * @module
  */
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
+import type { HibernatePolicy } from "../../common/apis/v1/enums.ts";
 import { CocoonSets } from "../../common/apis/v1/resources.ts";
 import type { ApiClient } from "../../kube/api_client.ts";
+import type { Client } from "../../kube/client.ts";
 import { Namespaces, type Pod, Pods } from "../../kube/core.ts";
 import { isAlreadyExists } from "../../kube/errors.ts";
+import { SharedInformer } from "../../kube/informer.ts";
+import type { KubeObject } from "../../kube/object.ts";
+import type { ResourceType } from "../../kube/resource.ts";
 import type { SimNode } from "../../sim/nodes.ts";
-import { waitUntil } from "../harness/wait.ts";
 
 /** The image every benchmark VM asks for (the simulator never pulls it). */
 const IMAGE = "ghcr.io/cocoonstack/cocoon/ubuntu:24.04";
@@ -78,8 +82,16 @@ export async function ensureNamespace(admin: ApiClient, name: string): Promise<v
   }
 }
 
-/** One benchmark CocoonSet: main + three sub-agents + one toolbox. */
-function benchSet(ref: SetRef): CocoonSet {
+/** The shape of a benchmark set (default: main + three sub-agents + one toolbox). */
+export interface SetShape {
+  subAgents?: number;
+  toolbox?: boolean;
+  hibernatePolicy?: HibernatePolicy;
+}
+
+/** One benchmark CocoonSet of the given shape. */
+function benchSet(ref: SetRef, shape: SetShape = {}): CocoonSet {
+  const { subAgents = SUB_AGENTS, toolbox = true, hibernatePolicy } = shape;
   return {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
@@ -87,57 +99,157 @@ function benchSet(ref: SetRef): CocoonSet {
     spec: {
       agent: {
         image: IMAGE,
-        replicas: SUB_AGENTS,
+        replicas: subAgents,
         resources: { limits: { cpu: "2", memory: "4Gi" } },
       },
-      toolboxes: [{ name: "tools", image: TOOLBOX_IMAGE }],
+      ...(toolbox ? { toolboxes: [{ name: "tools", image: TOOLBOX_IMAGE }] } : {}),
+      ...(hibernatePolicy ? { hibernatePolicy } : {}),
     },
   };
 }
 
-/** Creates the sets numbered [from, to) (namespaces first), `inFlight` creates at a time. */
+/**
+ * Creates the sets numbered [from, to) (namespaces first), `inFlight` creates at a time, of the
+ * given shape.
+ */
 export async function createSets(
   admin: ApiClient,
   from: number,
   to: number,
   inFlight = 50,
+  shape: SetShape = {},
 ): Promise<SetRef[]> {
   const refs = Array.from({ length: to - from }, (_, k) => setRef(from + k));
   const namespaces = [...new Set(refs.map((r) => r.namespace))];
   await inParallel(namespaces, 10, (ns) => ensureNamespace(admin, ns));
-  await inParallel(refs, inFlight, (ref) => admin.create(CocoonSets, benchSet(ref)));
+  await inParallel(refs, inFlight, (ref) => admin.create(CocoonSets, benchSet(ref, shape)));
   return refs;
 }
 
-/** Running for its spec with every agent and the toolbox ready. */
+/** Running for its spec with every agent and toolbox the spec asks for ready. */
 export function converged(cs: CocoonSet): boolean {
   const st = cs.status;
   return st?.phase === "Running" && st.observedGeneration === cs.metadata.generation &&
-    st.readyAgents === 1 + SUB_AGENTS && st.readyToolboxes === 1;
+    st.readyAgents === 1 + (cs.spec.agent.replicas ?? 0) &&
+    (st.readyToolboxes ?? 0) === (cs.spec.toolboxes?.length ?? 0);
 }
 
 /**
- * Waits until `count` CocoonSets (cluster-wide) have converged; logs progress every ~10 s.
- * Returns the time it happened (performance.now(), at the poll that saw it).
+ * A cluster-wide informer of one kind in the benchmark process, for the waits of a benchmark:
+ * one list and a watch, where polling whole lists would load the API server (and etcd, without
+ * the watch cache) in proportion to the fleet, many times a second, while it is being measured.
+ */
+export interface ObjectWatch<T extends KubeObject> extends AsyncDisposable {
+  /** Objects known now. */
+  readonly size: number;
+  /**
+   * Resolves with the time (performance.now()) of the watch event at which `count` objects
+   * satisfy `done` (at once when they already do); rejects after timeoutMs, saying how many
+   * did. Logs progress every ~10 s. One wait at a time.
+   */
+  waitFor(
+    count: number,
+    done: (obj: T) => boolean,
+    what: string,
+    timeoutMs: number,
+  ): Promise<number>;
+  /** How many objects give each value of `key` now (e.g. by phase, to say where a wait stalled). */
+  countBy(key: (obj: T) => string): Record<string, number>;
+  stop(): Promise<void>;
+}
+
+/** Starts an ObjectWatch of `rt` (all namespaces) and waits for its first list. */
+export async function watchObjects<T extends KubeObject>(
+  client: Client,
+  rt: ResourceType<T>,
+): Promise<ObjectWatch<T>> {
+  const informer = new SharedInformer<T>({ client, rt });
+  const stopping = new AbortController();
+  const running = informer.run(stopping.signal);
+  /** The current wait: the keys that satisfy it and what to do on each change. */
+  let waiter: { keys: Set<string>; check(obj: T, gone: boolean): void } | undefined;
+  const key = (o: T) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+  informer.addEventHandler({
+    onAdd: (o) => waiter?.check(o, false),
+    onUpdate: (_, o) => waiter?.check(o, false),
+    onDelete: (o) => waiter?.check(o, true),
+  });
+  const stop = async () => {
+    stopping.abort();
+    await running.catch(() => {});
+  };
+  try {
+    await informer.waitForSync(AbortSignal.timeout(300_000));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    get size() {
+      return informer.size;
+    },
+    waitFor(count, done, what, timeoutMs) {
+      if (waiter) return Promise.reject(new Error("watchObjects: one wait at a time"));
+      return new Promise<number>((resolve, reject) => {
+        const keys = new Set<string>();
+        let lastLog = performance.now();
+        const finish = (err?: Error) => {
+          clearTimeout(timer);
+          waiter = undefined;
+          if (err) reject(err);
+          else resolve(performance.now());
+        };
+        const timer = setTimeout(
+          () =>
+            finish(
+              new Error(
+                `timed out after ${timeoutMs} ms waiting for ${count} ${what} (${keys.size} reached)`,
+              ),
+            ),
+          timeoutMs,
+        );
+        waiter = {
+          keys,
+          check(obj, gone) {
+            if (!gone && done(obj)) keys.add(key(obj));
+            else keys.delete(key(obj));
+            if (keys.size >= count) return finish();
+            const now = performance.now();
+            if (now - lastLog > 10_000) {
+              lastLog = now;
+              progress(`${keys.size}/${count} ${what}`);
+            }
+          },
+        };
+        for (const obj of informer.listStored()) if (done(obj)) keys.add(key(obj));
+        if (keys.size >= count) finish();
+      });
+    },
+    countBy(keyOf) {
+      const out: Record<string, number> = {};
+      for (const obj of informer.listStored()) {
+        const k = keyOf(obj);
+        out[k] = (out[k] ?? 0) + 1;
+      }
+      return out;
+    },
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
+
+/**
+ * Waits until `count` CocoonSets (cluster-wide) have converged (see watchObjects); logs
+ * progress every ~10 s. Returns the time it happened (performance.now(), at the watch event
+ * that made it so).
  */
 export async function waitConverged(
   admin: ApiClient,
   count: number,
   timeoutMs: number,
 ): Promise<number> {
-  let lastLog = performance.now();
-  let seen = 0;
-  return await waitUntil(async () => {
-    const list = await admin.list(CocoonSets);
-    const now = performance.now();
-    seen = list.items.filter(converged).length;
-    if (seen >= count) return now;
-    if (now - lastLog > 10_000) {
-      lastLog = now;
-      progress(`${seen}/${count} CocoonSets Running`);
-    }
-    return undefined;
-  }, { what: `${count} CocoonSets Running (last count ${seen})`, timeoutMs, intervalMs: 250 });
+  await using sets = await watchObjects(admin, CocoonSets);
+  return await sets.waitFor(count, converged, "CocoonSets Running", timeoutMs);
 }
 
 /** Labels of the unrelated workload: none of the operator's. */

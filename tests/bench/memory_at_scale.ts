@@ -19,7 +19,17 @@
  * committed (see operator_under_test.ts); it is the median of five RSS readings a second apart,
  * the peak (VmHWM) and the heap.
  *
- * Run alone: `deno run -A tests/bench/memory_at_scale.ts [--quick] [--operator-cmd "…"]`.
+ * Then the fleet (benchFleet): for each size (default 1 000, 5 000 and 10 000 sets of five pods,
+ * `--fleet-sets`; `--quick`: 50, 100, 200), on a fresh system, the sets created at once and
+ * converged: secondsToAllRunning (first create → every set Running with all five pods ready),
+ * peakRssMiB (VmHWM at that moment), cpuSeconds and API requests over that span, then the
+ * resident set once the operator has been quiet for 15 s, and the etcd database's size. `fleet10k`
+ * repeats the 10 000-set figures; `fleetSlope` fits a straight line (least squares) through
+ * (managed pods, MiB) over the sizes: MiB per 1 000 managed pods for the peak and for the
+ * settled resident set, and where the line meets zero pods.
+ *
+ * Run alone: `deno run -A tests/bench/memory_at_scale.ts [--quick] [--operator-cmd "…"]
+ * [--fleet-sets N,…]`.
  *
  * @module
  */
@@ -33,7 +43,10 @@ import {
   waitConverged,
 } from "./load.ts";
 import { type MemoryReport, memoryReport } from "./operator_under_test.ts";
+import { loadAverage } from "./proc_stats.ts";
+import { type CountsByResource, tallyRequests } from "./request_info.ts";
 import { type BenchSystem, startBenchSystem } from "./system.ts";
+import { sampleSum } from "../harness/prom_text.ts";
 
 /** What to run. */
 export interface MemoryAtScaleOptions {
@@ -165,6 +178,122 @@ export async function memoryAtScaleFromFlags(flags: BenchFlags): Promise<{
   return { memoryAtScale, scopedCache: scopedCacheSummary(Object.values(memoryAtScale)[0]) };
 }
 
+/** One fleet size's figures (see the module doc). */
+export interface FleetFigures {
+  sets: number;
+  pods: number;
+  simNodes: number;
+  secondsToAllRunning: number;
+  /** VmHWM when every set was Running: the peak of the whole convergence. */
+  peakRssMiB: number;
+  cpuSeconds: number;
+  apiRequests: number;
+  /** Requests answered other than with success (a 429 or 5xx: the control plane at its limits). */
+  apiRequestsFailed: CountsByResource;
+  /** Once the operator was quiet for 15 s after convergence (drained: it was within 5 min). */
+  settled: MemoryReport;
+  drained: boolean;
+  /** etcd's database file when every set was Running, and its quota. */
+  etcdDbMiB: number;
+  etcdQuotaMiB: number;
+  loadAverage: { atStart: number; atEnd: number };
+}
+
+/** etcd's own gauges (its /metrics on the client URL), in MiB. */
+async function etcdSizes(etcdUrl: string): Promise<{ dbMiB: number; quotaMiB: number }> {
+  const text = await (await fetch(`${etcdUrl}/metrics`)).text();
+  const toMiB = (name: string) => Math.round(sampleSum(text, name) / 2 ** 20);
+  return {
+    dbMiB: toMiB("etcd_mvcc_db_total_size_in_bytes"),
+    quotaMiB: toMiB("etcd_server_quota_backend_bytes"),
+  };
+}
+
+/** Converges one fleet size on a fresh system. */
+export async function benchFleet(operatorCmd: string, sets: number): Promise<FleetFigures> {
+  const nodes = nodesFor(sets);
+  await using system = await startBenchSystem({ operatorCmd, nodes });
+  const admin = system.stack.admin;
+  const op = await system.startOperator();
+  const loadAtStart = (await loadAverage())[0];
+  const before = await op.usage();
+  const t0 = performance.now();
+  progress(`fleet: ${sets} CocoonSets (${sets * PODS_PER_SET} pods) on ${nodes.length} nodes`);
+  await createSets(admin, 0, sets, 100);
+  progress(`fleet: created in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const tRunning = await waitConverged(admin, sets, 120_000 + sets * 2_000);
+  const atRunning = await op.usage();
+  const requests = tallyRequests(system.api.between(t0, tRunning));
+  const etcd = await etcdSizes(system.stack.cp.etcdUrl);
+  progress(
+    `fleet: ${sets} CocoonSets Running after ${((tRunning - t0) / 1000).toFixed(1)} s; ` +
+      `peak ${atRunning.peakRssMiB} MiB; etcd ${etcd.dbMiB} MiB`,
+  );
+  const loadAtEnd = (await loadAverage())[0];
+  const drained = await system.waitQuiet(QUIET_MS, 300_000);
+  const settled = await memoryReport(op);
+  return {
+    sets,
+    pods: sets * PODS_PER_SET,
+    simNodes: nodes.length,
+    secondsToAllRunning: +((tRunning - t0) / 1000).toFixed(2),
+    peakRssMiB: atRunning.peakRssMiB,
+    cpuSeconds: +(atRunning.cpuSeconds - before.cpuSeconds).toFixed(2),
+    apiRequests: requests.total,
+    apiRequestsFailed: requests.failedByResource,
+    settled,
+    drained,
+    etcdDbMiB: etcd.dbMiB,
+    etcdQuotaMiB: etcd.quotaMiB,
+    loadAverage: { atStart: loadAtStart, atEnd: loadAtEnd },
+  };
+}
+
+/** The least-squares line through points (at least two distinct x). */
+export function leastSquares(
+  points: readonly { x: number; y: number }[],
+): { slope: number; intercept: number } {
+  const n = points.length;
+  const mx = points.reduce((a, p) => a + p.x, 0) / n;
+  const my = points.reduce((a, p) => a + p.y, 0) / n;
+  const sxx = points.reduce((a, p) => a + (p.x - mx) ** 2, 0);
+  if (n < 2 || sxx === 0) throw new Error("a line needs points at two different x at least");
+  const sxy = points.reduce((a, p) => a + (p.x - mx) * (p.y - my), 0);
+  const slope = sxy / sxx;
+  return { slope, intercept: my - slope * mx };
+}
+
+/** MiB per 1 000 managed pods across the fleet sizes, for the peak and the settled RSS. */
+export function fleetSlope(sizes: readonly FleetFigures[]): Record<string, unknown> {
+  const fit = (y: (f: FleetFigures) => number) => {
+    const line = leastSquares(sizes.map((f) => ({ x: f.pods / 1000, y: y(f) })));
+    return { mibPer1000Pods: +line.slope.toFixed(2), mibAtZeroPods: +line.intercept.toFixed(1) };
+  };
+  return {
+    sets: sizes.map((f) => f.sets),
+    pods: sizes.map((f) => f.pods),
+    peakRssMiB: fit((f) => f.peakRssMiB),
+    settledRssMiB: fit((f) => f.settled.rssMiB),
+  };
+}
+
+/** The fleet sizes the command line asks for, with fleet10k and the slope when they apply. */
+export async function fleetFromFlags(flags: BenchFlags): Promise<Record<string, unknown>> {
+  const sizes = flags.fleetSets ?? (flags.quick ? [50, 100, 200] : [1_000, 5_000, 10_000]);
+  const fleet: Record<string, FleetFigures> = {};
+  for (const sets of sizes) fleet[`sets${sets}`] = await benchFleet(flags.operatorCmd, sets);
+  const figures = Object.values(fleet);
+  const distinct = new Set(figures.map((f) => f.sets)).size;
+  return {
+    fleet,
+    ...(fleet.sets10000 ? { fleet10k: fleet.sets10000 } : {}),
+    ...(distinct >= 2 ? { fleetSlope: fleetSlope(figures) } : {}),
+  };
+}
+
 if (import.meta.main) {
-  console.log(JSON.stringify(await memoryAtScaleFromFlags(benchFlagsOrExit(Deno.args)), null, 2));
+  const flags = benchFlagsOrExit(Deno.args);
+  // --fleet-sets alone measures the fleet alone.
+  const scopes = flags.fleetSets ? {} : await memoryAtScaleFromFlags(flags);
+  console.log(JSON.stringify({ ...scopes, ...await fleetFromFlags(flags) }, null, 2));
 }

@@ -36,7 +36,15 @@ import { type ProcessHandle, runProcess } from "../harness/process.ts";
 import { freePort, waitUntil } from "../harness/wait.ts";
 import { sampleSum } from "../harness/prom_text.ts";
 import { parseGcTrace, traceHeap } from "./gc_trace.ts";
-import { chainEnd, commandLine, launchChain, mib, readMemory, readStat } from "./proc_stats.ts";
+import {
+  chainEnd,
+  commandLine,
+  launchChain,
+  mib,
+  readMemory,
+  readStat,
+  resetPeakRss,
+} from "./proc_stats.ts";
 
 const repoRoot = new URL("../../", import.meta.url).pathname;
 
@@ -109,6 +117,8 @@ export interface OperatorUnderTest {
   /** Its command line, for the report. */
   describe(): Promise<string>;
   usage(): Promise<OperatorUsage>;
+  /** Lowers the peak (VmHWM) to the resident set now: a later peakRssMiB covers what follows. */
+  resetPeakRss(): Promise<void>;
   /** Its heap now (a V8 figure is completed by stop(); see OperatorHeap). */
   heap(): Promise<OperatorHeap>;
   /** The /metrics text. */
@@ -196,6 +206,9 @@ export async function startOperatorUnderTest(
       const p = await pid();
       const [stat, mem] = await Promise.all([readStat(p), readMemory(p)]);
       return { pid: p, cpuSeconds: +stat.cpuSeconds.toFixed(2), ...mem };
+    },
+    async resetPeakRss() {
+      await resetPeakRss(await pid());
     },
     async heap() {
       const text = await metrics().catch(() => "");

@@ -68,6 +68,21 @@ export async function readMemory(pid: number): Promise<ProcMemory> {
   return { rssMiB: mib(kib("VmRSS") * 1024), peakRssMiB: mib(kib("VmHWM") * 1024) };
 }
 
+/**
+ * Lowers a process's VmHWM to its current resident set (`5` into /proc/<pid>/clear_refs, Linux
+ * 4.0 and later; needs the right to write that file: the same user, or root), so a later
+ * VmHWM is the peak of what came after, not of the process's whole life.
+ */
+export async function resetPeakRss(pid: number): Promise<void> {
+  await Deno.writeTextFile(`/proc/${pid}/clear_refs`, "5");
+}
+
+/** The machine's load averages over 1, 5 and 15 minutes (/proc/loadavg). */
+export async function loadAverage(): Promise<[number, number, number]> {
+  const [one, five, fifteen] = (await Deno.readTextFile("/proc/loadavg")).split(" ").map(Number);
+  return [one, five, fifteen];
+}
+
 /** Bytes as MiB with one decimal. */
 export function mib(bytes: number): number {
   return Math.round(bytes / 2 ** 20 * 10) / 10;

@@ -5,10 +5,12 @@ import {
   childrenOf,
   commandLine,
   cpuByProcessKind,
+  loadAverage,
   machineCpu,
   processKind,
   readMemory,
   readStat,
+  resetPeakRss,
 } from "./proc_stats.ts";
 
 Deno.test("proc_stats: this process's CPU time grows with work and its peak covers its RSS", async () => {
@@ -76,4 +78,40 @@ Deno.test("cpuByProcessKind and machineCpu read this machine", async () => {
   assert.ok([...kinds.values()].every((v) => v >= 0));
   const cpu = await machineCpu();
   assert.ok(cpu.total > 0 && cpu.busy >= 0 && cpu.busy <= cpu.total);
+});
+
+Deno.test("proc_stats: a reset peak forgets an earlier high and covers what follows", async () => {
+  // A child that touches 64 MiB, lets it go, then waits: its peak stays high until reset.
+  const script = "let b = new Uint8Array(64 * 2 ** 20).fill(1); const x = b[12345]; b = null; " +
+    "globalThis.gc(); console.log(x); setTimeout(() => {}, 30_000);";
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--v8-flags=--expose-gc", script],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  try {
+    const reader = child.stdout.getReader();
+    await reader.read();
+    reader.releaseLock();
+    const before = await readMemory(child.pid);
+    assert.ok(before.peakRssMiB >= 64, JSON.stringify(before));
+    await resetPeakRss(child.pid);
+    const after = await readMemory(child.pid);
+    assert.ok(
+      after.peakRssMiB < before.peakRssMiB - 32,
+      `${JSON.stringify(before)} → ${JSON.stringify(after)}`,
+    );
+    assert.ok(after.peakRssMiB >= after.rssMiB);
+  } finally {
+    child.kill();
+    await child.status;
+    await child.stdout.cancel().catch(() => {});
+  }
+});
+
+Deno.test("proc_stats: the load averages are three non-negative numbers", async () => {
+  const load = await loadAverage();
+  assert.equal(load.length, 3);
+  assert.ok(load.every((n) => Number.isFinite(n) && n >= 0), JSON.stringify(load));
 });

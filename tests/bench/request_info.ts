@@ -143,3 +143,31 @@ export function countByVerb(requests: Iterable<RequestInfo>): Record<string, num
   }
   return Object.fromEntries([...counts.entries()].sort(([a], [b]) => a.localeCompare(b)));
 }
+
+/** A classified request with the HTTP status it was answered (0: none yet). */
+export interface AnsweredRequest extends RequestInfo {
+  status: number;
+}
+
+/** What a benchmark reports about a span's requests (see tallyRequests). */
+export interface RequestTally {
+  total: number;
+  byVerb: Record<string, number>;
+  byResource: CountsByResource;
+  /** Writes refused as stale (409 Conflict), whatever the resource. */
+  conflicts: number;
+  /** Answers other than success, as "<verb> <status>" (0: no answer before the span ended). */
+  failedByResource: CountsByResource;
+}
+
+/** Tallies requests (watches included: each is one request) by verb, by resource and outcome. */
+export function tallyRequests(requests: readonly AnsweredRequest[]): RequestTally {
+  const failed = requests.filter((r) => r.status >= 400 || r.status === 0);
+  return {
+    total: requests.length,
+    byVerb: countByVerb(requests),
+    byResource: countByResource(requests),
+    conflicts: requests.filter((r) => r.status === 409).length,
+    failedByResource: countByResource(failed.map((r) => ({ ...r, verb: `${r.verb} ${r.status}` }))),
+  };
+}

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { classifyRequest, countByResource, countByVerb, isWrite } from "./request_info.ts";
+import {
+  classifyRequest,
+  countByResource,
+  countByVerb,
+  isWrite,
+  tallyRequests,
+} from "./request_info.ts";
 
 const BASE = "http://127.0.0.1:1";
 const info = (method: string, path: string) => classifyRequest(method, new URL(BASE + path));
@@ -112,4 +118,24 @@ Deno.test("request_info: tallies are keyed by resource then verb, sorted", () =>
   assert.deepEqual(byResource, { events: { create: 1 }, pods: { create: 2, watch: 1 } });
   assert.deepEqual(Object.keys(byResource), ["events", "pods"]);
   assert.deepEqual(countByVerb(requests), { create: 3, watch: 1 });
+});
+
+Deno.test("request_info: a span's tally counts conflicts and names each failure by verb and status", () => {
+  const answered = (method: string, path: string, status: number) => ({
+    ...info(method, path),
+    status,
+  });
+  const tally = tallyRequests([
+    answered("PATCH", "/api/v1/namespaces/a/pods/p", 200),
+    answered("PUT", "/apis/cocoonset.cocoonstack.io/v1/namespaces/a/cocoonsets/s", 409),
+    answered("GET", "/api/v1/namespaces/a/pods/q", 404),
+    answered("GET", "/api/v1/pods?watch=1", 0),
+  ]);
+  assert.equal(tally.total, 4);
+  assert.equal(tally.conflicts, 1);
+  assert.deepEqual(tally.byVerb, { get: 1, patch: 1, update: 1, watch: 1 });
+  assert.deepEqual(tally.failedByResource, {
+    "cocoonsets.cocoonset.cocoonstack.io": { "update 409": 1 },
+    pods: { "get 404": 1, "watch 0": 1 },
+  });
 });

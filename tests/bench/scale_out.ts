@@ -41,7 +41,7 @@ import {
   type OperatorUnderTest,
   startOperatorUnderTest,
 } from "./operator_under_test.ts";
-import { cpuByProcessKind, machineCpu } from "./proc_stats.ts";
+import { cpuByProcessKind, loadAverage, machineCpu } from "./proc_stats.ts";
 
 /** What to run. */
 export interface ScaleOutOptions {
@@ -269,7 +269,7 @@ export async function benchScaleOutRun(
     progress(
       `scaleOut ${replicas}: all Running after ${((tRunning - t0) / 1000).toFixed(1)} s; ` +
         `server-filtered informers per replica: ${serverFiltered.join(", ")}; ` +
-        `load average: ${(await Deno.readTextFile("/proc/loadavg")).trim()}; ` +
+        `load average: ${(await loadAverage()).join(" ")}; ` +
         `machine: ${JSON.stringify(machine)}`,
     );
     return { secondsToAllRunning: +((tRunning - t0) / 1000).toFixed(2), perReplica, machine };

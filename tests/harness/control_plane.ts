@@ -59,6 +59,8 @@ export interface ControlPlaneOptions {
    * `["--feature-gates=WatchList=false"]` for a server that refuses watch-list streams.
    */
   apiServerFlags?: string[];
+  /** Extra etcd flags, after the harness's own (a later flag wins), e.g. a larger quota. */
+  etcdFlags?: string[];
   /**
    * Start etcd, kube-apiserver and the watchdog in sessions of their own (default false). A
    * terminal's Ctrl-C then reaches only this process, which must call `stop()`; tests leave this
@@ -314,6 +316,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     // Test data is disposable: skipping fsync makes every write much cheaper.
     "--unsafe-no-fsync",
     "--log-level=warn",
+    ...opts.etcdFlags ?? [],
   ];
   const apiArgs = [
     `--etcd-servers=${etcdUrl}`,

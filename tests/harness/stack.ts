@@ -83,8 +83,13 @@ export interface StackOptions {
    * build itself; only with `operators: 0`.
    */
   projectRbac?: boolean;
-  /** The control plane's Kubernetes minor and extra kube-apiserver flags (default: 1.35, none). */
-  controlPlane?: Pick<ControlPlaneOptions, "kubernetesMinor" | "apiServerFlags">;
+  /** The control plane's Kubernetes minor and extra server flags (default: 1.35, none). */
+  controlPlane?: Pick<ControlPlaneOptions, "kubernetesMinor" | "apiServerFlags" | "etcdFlags">;
+  /**
+   * The registry proxy accepts a manifest DELETE by tag (RegistryProxy.tagDeletes), for
+   * an operator build that deletes by tag (default false: distribution 2.8's 400, as deployed).
+   */
+  registryTagDeletes?: boolean;
   /** Repository prefix under the registry (default `cocoon`): OCI_REGISTRY is `<host>/<prefix>`. */
   prefix?: string;
   /**
@@ -181,6 +186,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       }),
     ]);
     const proxy = startRegistryProxy(registry.url);
+    proxy.tagDeletes = opts.registryTagDeletes ?? false;
     started.push(async () => {
       // Runs after the operators stopped (cleanups go last first), so nothing is missed.
       await recordRegistryRequests(proxy.requests);
