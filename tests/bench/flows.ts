@@ -44,7 +44,7 @@
 import type { CocoonHibernation } from "../../common/apis/v1/cocoonhibernation_types.ts";
 import type { CocoonSet } from "../../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../../common/apis/v1/resources.ts";
-import { agentPodName, toolboxPodName } from "../../cocoonset/pods.ts";
+import { toolboxPodName } from "../../cocoonset/pods.ts";
 import { vmNameForPod } from "../../common/meta/vmname.ts";
 import type { ApiClient } from "../../kube/api_client.ts";
 import { errorMessage } from "../../kube/errors.ts";
@@ -212,7 +212,7 @@ async function suspendThenResume(
   const pods = (r: SetRef) => [
     ...Array.from(
       { length: 1 + (shape.subAgents ?? SUB_AGENTS) },
-      (_, s) => agentPodName(r.name, s),
+      (_, s) => `${r.name}-${s}`,
     ),
     ...(shape.toolbox === false ? [] : [toolboxPodName(r.name, "tools")]),
   ];
@@ -259,7 +259,7 @@ function setups(sizes: FlowSizes): Record<FlowName, Setup> {
         const targets = refs.flatMap((r) =>
           Array.from({ length: AGENTS_PER_SET }, (_, slot) => ({
             namespace: r.namespace,
-            pod: agentPodName(r.name, slot),
+            pod: `${r.name}-${slot}`,
           }))
         ).slice(0, sizes.hibernateWakePods);
         const n = targets.length;
