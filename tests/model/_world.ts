@@ -12,7 +12,7 @@
  *    (either may read from a stale cache copy and may be killed after its Nth write, after which
  *    a fresh process carries on), one vk-cocoon transition, a user action (suspend with the retain
  *    or release policy, unsuspend, migrate, CocoonHibernation create/delete with Hibernate or
- *    Wake, main pod delete, set delete, and, with two namespaces, an edit of
+ *    Wake, a request's desire flipped, main pod delete, set delete, and, with two namespaces, an edit of
  *    `delete-vm-names` naming the other namespace's VM), or the clock moving on.
  * 3. **Quiet**: the user stops; rounds of every reconciler once (fresh reads, no crash) and
  *    vk-cocoon until idle, the clock moving 5 s (one requeue interval) per round, until a round
@@ -364,6 +364,7 @@ export class ModelRun {
       migrate: 14,
       createCR: 16,
       deleteCR: 10,
+      flipCR: 10,
       deletePod: 8,
       deleteSet: this.sets.length > 1 ? 8 : 3,
       stealNames: this.sets.length > 1 ? 10 : 0,
@@ -407,6 +408,23 @@ export class ModelRun {
         const k = this.rng.pick(live);
         await this.fake.delete(CocoonHibernations, k.ns, k.name);
         return `delete CocoonHibernation ${k.ns}/${k.name}`;
+      }
+      case "flipCR": {
+        const live = this.hibKeys.map((k) => this.#find(CocoonHibernations, k.ns, k.name))
+          .filter((h): h is CocoonHibernation => h !== undefined && !h.metadata.deletionTimestamp);
+        if (live.length === 0) return undefined;
+        const h = this.rng.pick(live);
+        const desire = h.spec.desire === "Hibernate" ? "Wake" : "Hibernate";
+        await this.fake.patch(
+          CocoonHibernations,
+          h.metadata.namespace ?? "",
+          h.metadata.name ?? "",
+          "merge",
+          {
+            spec: { desire },
+          },
+        );
+        return `CocoonHibernation ${h.metadata.namespace}/${h.metadata.name} desire ${desire}`;
       }
       case "deletePod": {
         const pod = this.#find(Pods, s.ns, `${s.name}-0`) as Pod | undefined;
@@ -565,6 +583,9 @@ export class ModelRun {
       const pod = pods.find((p) =>
         p.metadata.namespace === h.metadata.namespace && p.metadata.name === h.spec.podRef.name
       );
+      // Its pod gone (a release suspend), a Wake keeps Hibernated or Waking until the set brings
+      // the pod back, so that the pod is restored from the snapshot (hibernation/status.ts pending).
+      if (!pod && (phase === "Hibernated" || phase === "Waking")) continue;
       if (
         h.spec.desire === "Hibernate" && phase === "Hibernating" && this.mode === "head" &&
         pod && this.#parked(pod)
