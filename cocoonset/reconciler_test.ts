@@ -8,6 +8,7 @@ import {
   ANNOTATION_HIBERNATE,
   ANNOTATION_IP,
   ANNOTATION_VM_NAME,
+  ANNOTATION_VMID,
   LABEL_COCOON_SET,
   LABEL_ROLE,
   LABEL_SLOT,
@@ -249,6 +250,39 @@ Deno.test("suspend waits until every managed pod has its snapshot", async () => 
 
   env.registry.put("vk-ns-demo-1", HIBERNATE_SNAPSHOT_TAG);
   assert.equal(await allOwnedPodsHibernated(pass), true);
+});
+
+/** A pod vk-cocoon without lifecycle annotations hibernated: asked, bound, its VM id cleared. */
+function silentlyHibernated(pod: Pod): Pod {
+  pod.spec = { ...pod.spec!, nodeName: "node-a" };
+  pod.metadata.annotations = { ...pod.metadata.annotations, [ANNOTATION_HIBERNATE]: "true" };
+  return pod;
+}
+
+Deno.test("a suspend poll that the cache shows unfinished reads no stored pod and probes no tag", async () => {
+  const env = newTestEnv();
+  const cs = newCocoonSet("demo", (c) => {
+    c.spec.agent.replicas = 2;
+  });
+  const main = env.fake.seed(Pods, silentlyHibernated(buildAgentPod(cs, 0)));
+  const first = env.fake.seed(Pods, silentlyHibernated(buildAgentPod(cs, 1, "vk-ns-demo-0")));
+  const second = env.fake.seed(Pods, livePod(buildAgentPod(cs, 2, "vk-ns-demo-0")));
+  for (const slot of [0, 1, 2]) env.registry.put(`vk-ns-demo-${slot}`, HIBERNATE_SNAPSHOT_TAG);
+
+  const waiting = newTestPass(env.reconciler.deps, cs, [main, first, second]);
+  assert.equal(await allOwnedPodsHibernated(waiting), false);
+  assert.equal(actionsOf(env, "get", Pods).length, 0);
+  assert.equal(env.registry.callsOf("hasManifest").length, 0);
+
+  const last = await editPod(env, "demo-2", (p) => {
+    delete p.metadata.annotations![ANNOTATION_VMID];
+    silentlyHibernated(p);
+  });
+  const readsBefore = actionsOf(env, "get", Pods).length;
+  const done = newTestPass(env.reconciler.deps, cs, [main, first, last]);
+  assert.equal(await allOwnedPodsHibernated(done), true);
+  assert.equal(actionsOf(env, "get", Pods).length - readsBefore, 3, "one stored read per pod");
+  assert.equal(env.registry.callsOf("hasManifest").length, 3, "one probe per VM");
 });
 
 Deno.test("a static toolbox does not hold up suspend completion", async () => {

@@ -35,14 +35,22 @@ export async function reconcileSuspend(pass: SetPass): Promise<Stop> {
  */
 export async function allOwnedPodsHibernated(pass: SetPass): Promise<boolean> {
   const generation = pass.cs.metadata.generation ?? 0;
+  const confirmed: { pod: Pod; vmName: string }[] = [];
   for (const pod of podsByName(pass.classified)) {
-    pass.signal.throwIfAborted();
     const spec = parseVMSpec(pod);
     if (!spec.managed || isPodFailed(pod)) continue;
-    if (!spec.vmName) return false;
+    if (!spec.vmName || !vmHibernationConfirmed(pod, generation)) return false;
+    confirmed.push({ pod, vmName: spec.vmName });
+  }
+  // The cache rules out a pass first, so the stored re-reads and registry probes run on the pass
+  // that would complete rather than on every pass of the suspend (once per pod, not per pod×pass).
+  if (confirmed.length === 0) return true;
+  const registry = pass.deps.registry;
+  if (!registry) return false;
+  for (const { pod, vmName } of confirmed) {
+    pass.signal.throwIfAborted();
     if (!await vmHibernationConfirmedStored(pass, pod, generation)) return false;
-    if (!pass.deps.registry) return false;
-    if (!await hasHibernateSnapshot(pass.deps.registry, spec.vmName, pass.signal)) return false;
+    if (!await hasHibernateSnapshot(registry, vmName, pass.signal)) return false;
   }
   return true;
 }

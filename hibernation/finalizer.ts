@@ -82,7 +82,12 @@ async function releaseTag(pass: Pass, vmName: string): Promise<boolean> {
   const { deps, hib, signal } = pass;
   const namespace = hib.metadata.namespace ?? "";
   const podName = hib.spec?.podRef?.name ?? "";
-  const peers = await deps.client.list(CocoonHibernations, { namespace, signal });
+  const peers = await deps.client.list(CocoonHibernations, {
+    namespace,
+    signal,
+    // Read only: the cache's own objects, not a copy of every request in the namespace per pass.
+    unsafeDisableDeepCopy: true,
+  });
   const heldByAnother = peers.items.some((o) =>
     o.metadata.uid !== hib.metadata.uid && !o.metadata.deletionTimestamp &&
     ((o.status?.vmName ?? "") === vmName || (o.spec?.podRef?.name ?? "") === podName)

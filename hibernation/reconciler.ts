@@ -104,7 +104,12 @@ export class HibernationReconciler implements Reconciler {
         phase: hib.status?.phase ?? "",
         vm: vmName,
       });
-      const peers = await deps.client.list(CocoonHibernations, { namespace, signal });
+      const peers = await deps.client.list(CocoonHibernations, {
+        namespace,
+        signal,
+        // Read only: the cache's own objects, not a copy of every request in the namespace per pass.
+        unsafeDisableDeepCopy: true,
+      });
       const targetPass = { ...pass, pod, vmName };
       const held = opposingProblem(hib, peers.items, vmName) ?? await yieldProblem(targetPass);
       if (held) return await record(pass, held);

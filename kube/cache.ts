@@ -254,7 +254,7 @@ export class InformerCache implements Reader {
         throw new Error(`no index registered for field ${f} on ${resourceId(rt)}`);
       }
     }
-    const items: T[] = [];
+    const keyed: [key: string, item: T][] = [];
     const rest = fields.filter(([f]) => f !== indexed?.[0]);
     for (const o of candidates) {
       if (opts.namespace && o.metadata.namespace !== opts.namespace) continue;
@@ -264,13 +264,11 @@ export class InformerCache implements Reader {
           f in builtinFields ? builtinFields[f](o) === v : inf.byIndex(f, v).includes(o)
         )
       ) continue;
-      items.push(opts.unsafeDisableDeepCopy ? o : deepCopy(o));
+      keyed.push([`${o.metadata.namespace ?? ""}/${o.metadata.name}`, o]);
     }
-    items.sort((a, b) => {
-      const ka = `${a.metadata.namespace ?? ""}/${a.metadata.name}`;
-      const kb = `${b.metadata.namespace ?? ""}/${b.metadata.name}`;
-      return ka < kb ? -1 : ka > kb ? 1 : 0;
-    });
+    // Sorted by namespace/name (each key built once), then copied: a list reads in a stable order.
+    keyed.sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+    const items = keyed.map(([, o]) => opts.unsafeDisableDeepCopy ? o : deepCopy(o));
     return {
       apiVersion: apiVersionOf(rt),
       kind: `${rt.kind}List`,
