@@ -11,11 +11,11 @@ import {
   readHibernateState,
   readOrphanTagMark,
 } from "../common/meta/mod.ts";
-import { setFlowOnVM } from "../snapshotgate/mod.ts";
+import { cachedTagClaims, setFlowOnVM } from "../snapshotgate/mod.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
-import { doing, podRef, readSamePod, type SetPass } from "./pass.ts";
+import { claimSources, doing, podRef, readSamePod, type SetPass } from "./pass.ts";
 import { podsByName } from "./pods.ts";
-import { dropTag } from "./tag_gate.ts";
+import { dropTag, setActor } from "./tag_gate.ts";
 
 /** Set phases in which the set's suspend owns its VMs' `:hibernate` tags. */
 export const SUSPEND_PHASES: ReadonlySet<string> = new Set(["Suspending", "Suspended"]);
@@ -43,6 +43,11 @@ async function settleOrphanTag(pass: SetPass, pod: Pod): Promise<void> {
     return await clearMark(pass, pod);
   }
   if (setFlowOnVM(cs, vmName) !== "" || !orphanTagDropDue(pod)) return;
+  // A claim the cache shows (a request waking the VM) keeps tag and mark until its holder's round
+  // settles them; only a drop that may go ahead needs the reads past the cache.
+  const { index } = claimSources(pass);
+  const held = await cachedTagClaims(index, vmName, tag, setActor(cs), pass.signal);
+  if (held.some((c) => !c.collision)) return;
   // Fresh state for the delete: a lagging cache may miss a new hibernate request or a settled mark.
   const stored = await readSamePod(pass, pod, "orphaned tag: read");
   if (!stored || !orphanTagDropDue(stored)) return;

@@ -4,7 +4,7 @@
  * back under a new id, never before, and never when the set's own suspend took it over.
  */
 import assert from "node:assert/strict";
-import type { Pod } from "../kube/mod.ts";
+import { type Pod, Pods } from "../kube/mod.ts";
 import type { CocoonSet } from "../common/apis/v1/cocoonset_types.ts";
 import { CocoonHibernations, CocoonSets } from "../common/apis/v1/resources.ts";
 import {
@@ -20,9 +20,11 @@ import {
 import { HibernationReconciler } from "../hibernation/reconciler.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 import {
+  actionsOf,
   editPod,
   getPod,
   getSet,
+  hibernationLists,
   laggingCache,
   newHibernation,
   newTestEnv,
@@ -259,6 +261,23 @@ Deno.test("a new request created while the drop is pending holds the tag; once i
   await reconcileSet(env, SEAT_SET_NAME);
   assert.equal(tagThere(env), false);
   assert.equal(readOrphanTagMark((await getPod(env.fake, POD))!), undefined);
+});
+
+Deno.test("a request waking the VM holds the tag: the set leaves tag and mark to it without reading past the cache", async () => {
+  const env = newTestEnv();
+  const cs = runningSet();
+  seedSet(env, cs, [marked(mainPod(cs, { node: "node-a", vmID: "vm-2", running: true }))]);
+  env.registry.put(mainVMName, HIBERNATE_SNAPSHOT_TAG);
+  env.fake.seed(CocoonHibernations, newHibernation(POD, "Wake", "Waking"));
+  const listsBefore = hibernationLists(env);
+  const podReadsBefore = actionsOf(env, "get", Pods, POD).length;
+
+  await reconcileSet(env, SEAT_SET_NAME);
+  assert.equal(tagThere(env), true);
+  assert.equal(readOrphanTagMark((await getPod(env.fake, POD))!), "", "the mark waits");
+  assert.equal(hibernationLists(env) - listsBefore, 0, "no list of the namespace's requests");
+  // getPod above is the test's own read.
+  assert.equal(actionsOf(env, "get", Pods, POD).length - podReadsBefore, 1, "no read of the pod");
 });
 
 Deno.test("a new request's hibernate ask takes the mark off: its round's tag is its own", async () => {

@@ -351,6 +351,20 @@ export async function tagClaims(
 }
 
 /**
+ * The claims on `<vmName>:<tag>` the cache shows, except the actor's own. Enough to keep a tag
+ * (a claim seen is a claim to wait for); never enough to drop one, which needs tagClaims.
+ */
+export async function cachedTagClaims(
+  index: VMNameIndex,
+  vmName: string,
+  tag: string,
+  actor: Actor | undefined,
+  signal?: AbortSignal,
+): Promise<Claim[]> {
+  return claimsIn(await indexedView(index, vmName, signal), vmName, tag, actor);
+}
+
+/**
  * How far past the cache a collision check reads (docs/cocoonset.md, "Where the checks read"):
  * `poll` confirms only a collision the cache shows, `create` reads the namespaces the index
  * names, `act` also the pod the name derives in every other namespace.

@@ -8,7 +8,14 @@ export { actorDerives } from "./gate.ts";
 export type { GateDeps, RefusalKind, Verdict } from "./gate.ts";
 export { actingRefusal, deleteTagIfAllowed, mayDeleteTag } from "./gate.ts";
 export type { Actor, Claim, ClaimHolder, ClaimSources, CollisionMoment, SetAge } from "./claims.ts";
-export { cameFirst, collisionClaims, describeClaims, setFlowOnVM, tagClaims } from "./claims.ts";
+export {
+  cachedTagClaims,
+  cameFirst,
+  collisionClaims,
+  describeClaims,
+  setFlowOnVM,
+  tagClaims,
+} from "./claims.ts";
 export {
   cachedVMNameIndex,
   managerVMNameIndex,
