@@ -6,6 +6,7 @@
  */
 import {
   type CocoonHibernation,
+  CocoonHibernations,
   type HibernationDesire,
   isValidHibernationDesire,
 } from "../common/apis/v1/mod.ts";
@@ -76,6 +77,20 @@ export async function readTargetPod(pass: Pass): Promise<Pod | undefined> {
     }
   }
   return undefined;
+}
+
+/**
+ * Every request of the pass's namespace, from the cache and read only: the cache's own objects,
+ * not a copy of each per pass.
+ */
+export async function namespaceRequests(pass: Pass): Promise<readonly CocoonHibernation[]> {
+  const namespace = pass.hib.metadata.namespace ?? "";
+  const list = await pass.deps.client.list(CocoonHibernations, {
+    namespace,
+    signal: pass.signal,
+    unsafeDisableDeepCopy: true,
+  });
+  return list.items;
 }
 
 /** The target pod as stored, past the cache, while it is the same pod (uid). */

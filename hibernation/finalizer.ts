@@ -23,7 +23,7 @@ import {
 } from "../kube/mod.ts";
 import { HIBERNATE_SNAPSHOT_TAG } from "../snapshot/registry.ts";
 import { deleteTagIfAllowed, type Verdict } from "../snapshotgate/mod.ts";
-import { readTargetPod, requestActor } from "./checks.ts";
+import { namespaceRequests, readTargetPod, requestActor } from "./checks.ts";
 import { type Pass, REASON_VM_NAME_REFUSED, recordEvent } from "./status.ts";
 
 const log = getLogger(["cocoon-operator", "hibernation"]);
@@ -79,16 +79,11 @@ export async function dropHibernateTag(pass: Pass, vmName: string): Promise<Verd
  * target pod alone: nobody else will drop it once the VM is back.
  */
 async function releaseTag(pass: Pass, vmName: string): Promise<boolean> {
-  const { deps, hib, signal } = pass;
+  const { hib } = pass;
   const namespace = hib.metadata.namespace ?? "";
   const podName = hib.spec?.podRef?.name ?? "";
-  const peers = await deps.client.list(CocoonHibernations, {
-    namespace,
-    signal,
-    // Read only: the cache's own objects, not a copy of every request in the namespace per pass.
-    unsafeDisableDeepCopy: true,
-  });
-  const heldByAnother = peers.items.some((o) =>
+  const peers = await namespaceRequests(pass);
+  const heldByAnother = peers.some((o) =>
     o.metadata.uid !== hib.metadata.uid && !o.metadata.deletionTimestamp &&
     ((o.status?.vmName ?? "") === vmName || (o.spec?.podRef?.name ?? "") === podName)
   );

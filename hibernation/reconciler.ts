@@ -12,6 +12,7 @@ import { scannedVMNameIndex, type VMNameIndex } from "../snapshotgate/mod.ts";
 import {
   direction,
   findTarget,
+  namespaceRequests,
   opposingProblem,
   type RequestProblem,
   specProblem,
@@ -104,14 +105,9 @@ export class HibernationReconciler implements Reconciler {
         phase: hib.status?.phase ?? "",
         vm: vmName,
       });
-      const peers = await deps.client.list(CocoonHibernations, {
-        namespace,
-        signal,
-        // Read only: the cache's own objects, not a copy of every request in the namespace per pass.
-        unsafeDisableDeepCopy: true,
-      });
       const targetPass = { ...pass, pod, vmName };
-      const held = opposingProblem(hib, peers.items, vmName) ?? await yieldProblem(targetPass);
+      const peers = await namespaceRequests(pass);
+      const held = opposingProblem(hib, peers, vmName) ?? await yieldProblem(targetPass);
       if (held) return await record(pass, held);
       // The first pass to act under vmName (not recorded yet) decides on it past the cache.
       if ((hib.status?.vmName ?? "") !== vmName) {
